@@ -1,0 +1,17 @@
+"""capeval: image-caption evaluation metrics, benchmarks and human-evaluation tooling.
+
+The functional core is :func:`capeval.score`::
+
+    >>> import capeval
+    >>> result = capeval.score(["A dog runs on the grass."],
+    ...                        [["A dog is running on grass.", "A brown dog runs."]],
+    ...                        metrics=["bleu", "rouge_l"])
+    >>> sorted(result)
+    ['bleu_1', 'bleu_2', 'bleu_3', 'bleu_4', 'per_caption', 'rouge_l', 'signature']
+
+Everything heavier (SPICE parsing, benchmarks, Hub export) is imported lazily.
+"""
+from capeval._version import __version__
+from capeval.api import available_metrics, score
+
+__all__ = ["__version__", "available_metrics", "score"]

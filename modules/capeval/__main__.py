@@ -1,0 +1,3 @@
+from capeval.cli import main
+
+raise SystemExit(main())

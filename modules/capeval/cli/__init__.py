@@ -1,0 +1,37 @@
+"""``capeval`` command line.
+
+Sub-commands live in sibling modules named ``cmd_<name>.py``; each defines
+``register(subparsers)`` which adds its parser and sets ``func`` (returning an exit code).
+Heavy imports stay inside the command functions so ``capeval --help`` is instant.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from capeval._version import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="capeval", description="Image-caption evaluation (capeval).")
+    parser.add_argument("--version", action="version", version=f"capeval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"{__name__}.{info.name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"capeval {args.command}: error: {err}", file=sys.stderr)
+        return 1

@@ -1,0 +1,77 @@
+"""Where capeval reads data and writes caches.
+
+* Benchmark data: ``$CAPEVAL_DATA_DIR``, else ``../shared/data`` relative to the current
+  directory or to the source checkout, when it exists.
+* Caches (corpus document frequencies, parse caches, score caches): ``$CAPEVAL_CACHE_DIR``,
+  else ``$XDG_CACHE_HOME/capeval``, else ``~/.cache/capeval``. Nothing is ever written
+  inside site-packages.
+* Resources shipped by ``pycocoevalcap==1.2`` (METEOR 1.5 jar, CoreNLP 3.4.1 PTB tokenizer
+  jar, SPICE jar holding the COCO 2014 captions) are located, never copied.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def data_dir(required: bool = False) -> Path | None:
+    """Return the benchmark data directory, or ``None`` when there is none.
+
+    With ``required=True`` a missing directory raises ``FileNotFoundError`` naming the fix.
+    """
+    env = os.environ.get("CAPEVAL_DATA_DIR")
+    if env:
+        path = Path(env).expanduser()
+        if path.is_dir():
+            return path
+        if required:
+            raise FileNotFoundError(f"CAPEVAL_DATA_DIR={env!r} is not a directory.")
+        return None
+    for candidate in (Path.cwd() / ".." / "shared" / "data", _CHECKOUT_ROOT / ".." / "shared" / "data"):
+        if candidate.is_dir():
+            return candidate.resolve()
+    if required:
+        raise FileNotFoundError(
+            "No benchmark data directory: set CAPEVAL_DATA_DIR to the folder holding "
+            "flickr8k/, pascal50s/, thumb/, composite/ ... (see BENCHMARKS.md)."
+        )
+    return None
+
+
+def cache_dir(*parts: str) -> Path:
+    """Return (and create) a cache sub-directory owned by capeval."""
+    env = os.environ.get("CAPEVAL_CACHE_DIR")
+    if env:
+        root = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "capeval"
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pycocoevalcap_dir() -> Path:
+    """Directory of the installed ``pycocoevalcap`` package (a namespace package in 1.2)."""
+    spec = importlib.util.find_spec("pycocoevalcap")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "pycocoevalcap==1.2 is required for its jars (METEOR 1.5, PTB tokenizer, COCO captions): "
+            "pip install pycocoevalcap==1.2"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def meteor_jar() -> Path:
+    return pycocoevalcap_dir() / "meteor" / "meteor-1.5.jar"
+
+
+def corenlp_ptb_jar() -> Path:
+    return pycocoevalcap_dir() / "tokenizer" / "stanford-corenlp-3.4.1.jar"
+
+
+def spice_jar() -> Path:
+    return pycocoevalcap_dir() / "spice" / "spice-1.0.jar"

@@ -1,0 +1,60 @@
+"""Text pipeline: raw caption -> clean caption -> normalised tokens.
+
+Tokenizers are looked up by name:
+
+* ``ptb`` (default): pure-Python reproduction of pycocoevalcap's PTBTokenizer (Stanford CoreNLP 3.4.1
+  ``PTBTokenizer -preserveLines -lowerCase``, then removal of the COCO punctuation tokens).
+* ``ptb-java``: the Java tokenizer itself, through the jar shipped with pycocoevalcap.
+
+A tokenizer is an object with ``name`` (str, goes into signatures) and
+``tokenize(texts: Sequence[str]) -> list[list[str]]``.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Protocol
+
+from capeval.text.cleanup import clean_all, get_cleanup, thumb_cleanup
+
+#: Tokens pycocoevalcap removes after PTB tokenisation (shared/spec/REFERENCE.md §5).
+COCO_PUNCTUATION = frozenset(
+    ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
+)
+
+
+class Tokenizer(Protocol):
+    name: str
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]: ...
+
+
+_TOKENIZERS = {
+    "ptb": ("capeval.text.ptb", "PTBTokenizer"),
+    "ptb-java": ("capeval.text.ptb_java", "JavaPTBTokenizer"),
+}
+
+
+def available_tokenizers() -> list[str]:
+    return sorted(_TOKENIZERS)
+
+
+def get_tokenizer(name: str | Tokenizer = "ptb") -> Tokenizer:
+    """Return a tokenizer instance by name (or pass an instance through)."""
+    if not isinstance(name, str):
+        return name
+    if name not in _TOKENIZERS:
+        raise ValueError(f"Unknown tokenizer {name!r}; choose one of {available_tokenizers()}.")
+    module, cls = _TOKENIZERS[name]
+    return getattr(importlib.import_module(module), cls)()
+
+
+__all__ = [
+    "COCO_PUNCTUATION",
+    "Tokenizer",
+    "available_tokenizers",
+    "clean_all",
+    "get_cleanup",
+    "get_tokenizer",
+    "thumb_cleanup",
+]

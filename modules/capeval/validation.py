@@ -1,0 +1,75 @@
+"""Input validation shared by every capeval metric.
+
+Errors are ``ValueError`` (or ``TypeError`` for wrong container types) whose message names the
+offending index and what to do about it, in the spirit of torchmetrics.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_caption(value: Any, where: str) -> str:
+    """Return ``value`` if it is a usable caption string, else raise naming ``where``."""
+    if value is None:
+        raise ValueError(f"{where} is None; every caption must be a non-empty string.")
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError(f"{where} is NaN (a missing value?); every caption must be a non-empty string.")
+    if not isinstance(value, str):
+        raise ValueError(f"{where} is a {type(value).__name__} ({_describe(value)}), not a string.")
+    if not value.strip():
+        raise ValueError(f"{where} is empty or whitespace only; captions must contain at least one word.")
+    return value
+
+
+def normalize_inputs(
+    predictions: Sequence[str], references: Sequence[str | Sequence[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """Validate ``predictions`` and ``references`` and return them as ``list[str]``, ``list[list[str]]``.
+
+    ``references[i]`` may be one string or a non-empty list of strings for prediction ``i``.
+    """
+    if isinstance(predictions, str):
+        raise TypeError("predictions must be a list of strings, got a single string; wrap it in a list.")
+    if isinstance(references, str):
+        raise TypeError("references must be a list (one entry per prediction), got a single string.")
+    try:
+        predictions = list(predictions)
+        references = list(references)
+    except TypeError as err:
+        raise TypeError(f"predictions and references must be sequences: {err}") from None
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"Length mismatch: {len(predictions)} predictions but {len(references)} reference entries; "
+            "give exactly one reference string or list of reference strings per prediction."
+        )
+    if not predictions:
+        raise ValueError("No predictions given: predictions and references are empty.")
+    preds = [check_caption(p, f"predictions[{i}]") for i, p in enumerate(predictions)]
+    refs: list[list[str]] = []
+    for i, entry in enumerate(references):
+        if isinstance(entry, str) or entry is None or (isinstance(entry, float) and math.isnan(entry)):
+            refs.append([check_caption(entry, f"references[{i}]")])
+            continue
+        if not isinstance(entry, Sequence):
+            raise ValueError(
+                f"references[{i}] is a {type(entry).__name__} ({_describe(entry)}); "
+                "expected a string or a list of strings."
+            )
+        if len(entry) == 0:
+            raise ValueError(f"references[{i}] is an empty list; every prediction needs at least one reference.")
+        refs.append([check_caption(r, f"references[{i}][{j}]") for j, r in enumerate(entry)])
+    return preds, refs
+
+
+def check_finite(values: Sequence[float], what: str) -> None:
+    """Raise if any score is NaN or infinite (never return a silent NaN)."""
+    for i, v in enumerate(values):
+        if not math.isfinite(v):
+            raise ValueError(f"{what}[{i}] is {v}; this is a capeval bug, please report it with the input.")
