@@ -16,7 +16,7 @@ REGISTRY: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rouge_l": ("capeval.metrics.rouge", "RougeL", ("rouge_l",)),
     "cider_d": ("capeval.metrics.cider", "CiderD", ("cider_d",)),
     "spice": ("capeval.spice.metric", "Spice", ("spice", "spice_precision", "spice_recall")),
-    "spice_u": ("capeval.spice.metric", "SpiceU", ("spice_u", "uniqueness")),
+    "spice_u": ("capeval.spiceu.metric", "SpiceU", ("spice_u", "uniqueness")),
 }
 
 #: Metrics computed when ``metrics=None`` (those needing no optional dependency).
