@@ -1,0 +1,69 @@
+"""Per-(metric, settings, data) score cache, so adding a metric to a benchmark run never recomputes the others.
+
+Entries live in one SQLite file under ``capeval.paths.cache_dir("scores")``. The key is a SHA-256 over
+the metric spec, its options, the implementation fingerprint (capeval version + the metric's source
+files) and the exact predictions and references, so any change to code, settings or data misses.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from capeval.paths import cache_dir
+
+
+def data_fingerprint(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> str:
+    h = hashlib.sha256()
+    for pred, refs in zip(predictions, references):
+        h.update(pred.encode("utf-8"))
+        h.update(b"\x00")
+        for ref in refs:
+            h.update(ref.encode("utf-8"))
+            h.update(b"\x01")
+        h.update(b"\x02")
+    h.update(str(len(predictions)).encode())
+    return h.hexdigest()
+
+
+def file_fingerprint(paths: Sequence[str | Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(str(x) for x in paths):
+        try:
+            h.update(Path(p).read_bytes())
+        except OSError:
+            h.update(p.encode())
+    return h.hexdigest()[:16]
+
+
+def make_key(**parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class ScoreCache:
+    """A small SQLite key → JSON store, safe for concurrent processes (WAL, busy timeout)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else cache_dir("scores") / "scores.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self._con.execute("PRAGMA journal_mode=WAL")
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, created REAL NOT NULL, payload TEXT NOT NULL)"
+        )
+
+    def get(self, key: str) -> dict | None:
+        row = self._con.execute("SELECT payload FROM scores WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, payload: dict) -> None:
+        self._con.execute(
+            "INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", (key, time.time(), json.dumps(payload))
+        )
+
+    def close(self) -> None:
+        self._con.close()
