@@ -7,6 +7,9 @@ from capeval.cli.render import markdown_table, text_table
 from capeval.thumb.published import TABLE2, TABLE2_DIGITS, TABLE3
 
 
+TABLE2_COLUMNS = ("precision", "recall", "fluency", "conciseness", "inclusive", "total")
+
+
 def _ci(entry: dict[str, Any]) -> str:
     ci = entry.get("total_ci")
     if ci is None:
@@ -31,7 +34,7 @@ def system_rows(result: dict[str, Any], paper: bool = False) -> tuple[list[str],
         e = result["systems"][name]
         row = [
             name, e["n"],
-            *(_round(e[k], TABLE2_DIGITS[k] + 1) for k in ("precision", "recall", "fluency", "conciseness", "inclusive", "total")),
+            *(_round(e[k], TABLE2_DIGITS[k] + 1) for k in TABLE2_COLUMNS),
             _ci(e),
             "" if e["strictly_best"] is None else e["strictly_best"],
             "" if e["strictly_worst"] is None else e["strictly_worst"],

@@ -11,7 +11,8 @@ Every caption gets two main scores and three penalties:
 
 The default total is THumB's: ``total = (P + R) / 2 − fluency − conciseness − inclusive``
 (equal to the file's ``human_score`` on all 2,500 rows). An application can re-weight it
-(:class:`RubricWeights`): ``total = w·P + (1 − w)·R − s_flu·fluency − s_con·conciseness − s_inc·inclusive``.
+(:class:`RubricWeights`):
+``total = w·P + (1 − w)·R − s_flu·fluency − s_con·conciseness − s_inc·inclusive``.
 """
 from __future__ import annotations
 

@@ -114,10 +114,13 @@ def collect(
     if len(sheets) == 2:
         ids = [it.item for it in items]
         disagreement_rows = disagreements(ids, sheets[0], sheets[1], RUBRIC_ITEMS)
+        def column(sheet: dict[str, dict[str, float]], name: str) -> list[float]:
+            return [sheet[i][name] for i in ids]
+
         agreement = {
             "items": len(ids),
-            "kappa_precision": _kappa([sheets[0][i]["precision"] for i in ids], [sheets[1][i]["precision"] for i in ids]),
-            "kappa_recall": _kappa([sheets[0][i]["recall"] for i in ids], [sheets[1][i]["recall"] for i in ids]),
+            "kappa_precision": _kappa(column(sheets[0], "precision"), column(sheets[1], "precision")),
+            "kappa_recall": _kappa(column(sheets[0], "recall"), column(sheets[1], "recall")),
             "disagreements": len(disagreement_rows),
             "annotators": [str(p) for p in sheet_paths],
             "combine": combine,
