@@ -185,11 +185,16 @@ def write_sheet_csv(path: str | Path, items: Sequence[SheetItem]) -> None:
             writer.writerow([it.item, it.image, it.caption, *([""] * len(RUBRIC_ITEMS)), ""])
 
 
-def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: str | None, dedupe: bool) -> None:
-    """The key file: item → systems (and each system's original caption)."""
-    systems: list[str] = []
+def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: str | None, dedupe: bool,
+              systems: Sequence[str] | None = None) -> None:
+    """The key file: item → systems (and each system's original caption).
+
+    ``systems`` fixes the system order of reports (default: order of first appearance on the sheet).
+    """
+    order: list[str] = list(systems or [])
     for it in items:
-        systems.extend(s for s in it.systems if s not in systems)
+        order.extend(s for s in it.systems if s not in order)
+    systems = order
     key = {
         "format": KEY_FORMAT, "version": KEY_VERSION, "seed": seed, "cleanup": cleanup or "none",
         "dedupe": dedupe, "systems": systems,
@@ -201,20 +206,37 @@ def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: 
     path.write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def read_key(path: str | Path) -> list[SheetItem]:
+@dataclass
+class SheetKey:
+    """A key file: the sheet's items (in sheet order) and the systems in report order."""
+
+    items: list[SheetItem]
+    systems: list[str]
+
+
+def read_key(path: str | Path) -> SheetKey:
     """Read a key file written by :func:`write_key`."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not a JSON key file ({err.msg}).") from None
+        raise ValueError(f"{path}: not a capeval THumB key file (not JSON: {err.msg}); pass the thumb_key.json "
+                         "written by `capeval thumb sheet`.") from None
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise ValueError(f"{path}: not a capeval THumB key file (expected \"format\": \"{KEY_FORMAT}\"); "
                          "pass the key written by `capeval thumb sheet`.")
     if data.get("version") != KEY_VERSION:
         raise ValueError(f"{path}: key file version {data.get('version')!r}; this capeval reads version {KEY_VERSION}.")
-    return [SheetItem(d["item"], d["image"], d["caption"], list(d["systems"]), dict(d.get("originals", {})))
-            for d in data["items"]]
+    try:
+        items = [SheetItem(d["item"], d["image"], d["caption"], list(d["systems"]), dict(d.get("originals", {})))
+                 for d in data["items"]]
+        order = [str(s) for s in data["systems"]]
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path}: damaged key file (missing {err}).") from None
+    unknown = sorted({s for it in items for s in it.systems} - set(order))
+    if unknown:
+        raise ValueError(f"{path}: damaged key file (systems {unknown} are not in its system list).")
+    return SheetKey(items, order)
 
 
 # ---------------------------------------------------------------------------------------------- input
@@ -326,15 +348,14 @@ def combine_annotators(sheets: Sequence[dict[str, dict[str, float]]], how: str) 
     return {item: {f: sum(s[item][f] for s in sheets) / len(sheets) for f in RUBRIC_ITEMS} for item in sheets[0]}
 
 
-def unblind(items: Sequence[SheetItem], ratings: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+def unblind(key: SheetKey, ratings: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """One record per (system, image): ``system, image, caption, item`` and the rubric values.
 
-    Records are ordered by image, then by system in key order; the caption is the system's original text.
+    Records are ordered by image (sheet order), then by system (key order); the caption is the
+    system's original text (before clean-up).
     """
-    systems_order: list[str] = []
-    for it in items:
-        systems_order.extend(s for s in it.systems if s not in systems_order)
-    rank = {s: k for k, s in enumerate(systems_order)}
+    items = key.items
+    rank = {s: k for k, s in enumerate(key.systems)}
     records = []
     image_order: dict[str, int] = {}
     for it in items:

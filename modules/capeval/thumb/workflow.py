@@ -66,7 +66,7 @@ def make_sheets(
     files = SheetFiles(out / SHEET_CSV, out / SHEET_HTML, out / KEY_JSON, 0, len(items), 0, list(outputs))
     write_sheet_csv(files.csv, items)
     write_sheet_html(files.html, items, title=title, image_url=image_url)
-    write_key(files.key, items, seed=seed, cleanup=cleanup, dedupe=dedupe)
+    write_key(files.key, items, seed=seed, cleanup=cleanup, dedupe=dedupe, systems=list(outputs))
     per_image: dict[str, set[str]] = {}
     for it in items:
         per_image.setdefault(it.image, set()).update(it.systems)
@@ -107,7 +107,8 @@ def collect(
         raise ValueError("No filled sheets given.")
     if len(sheet_paths) > 2:
         raise ValueError(f"Give one sheet, or two sheets of two annotators; got {len(sheet_paths)}.")
-    items = read_key(key_path)
+    key = read_key(key_path)
+    items = key.items
     sheets = [read_sheet(p, items) for p in sheet_paths]
     agreement = None
     disagreement_rows: list[dict[str, Any]] = []
@@ -126,7 +127,7 @@ def collect(
             "combine": combine,
         }
     ratings = combine_annotators(sheets, combine)
-    records = unblind(items, ratings)
+    records = unblind(key, ratings)
     result = score(
         [r["precision"] for r in records], [r["recall"] for r in records],
         [r["fluency"] for r in records], [r["conciseness"] for r in records], [r["inclusive"] for r in records],
