@@ -124,3 +124,23 @@ def test_module_on_the_thumb_release(module):
     assert out["per_caption"]["total"] == pytest.approx([r["human_score"] for r in rows], abs=1e-9)
     assert round(out["systems"]["Human"]["total"], 2) == 4.56
     assert out["systems"]["Up-Down"]["strictly_best"] == 74
+
+
+def test_evaluate_load_with_hub_offline_from_process_start(tmp_path):
+    """HF_HUB_OFFLINE is read when huggingface_hub is imported: check it in a fresh interpreter."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import evaluate, sys; m = evaluate.load(sys.argv[1]); "
+        "r = m.compute(precision=[5, 3], recall=[4, 3], fluency=[-0.1, 0], bootstrap_samples=0); "
+        "print(r['per_caption']['total'])"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")]),
+           "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    out = subprocess.run([sys.executable, "-c", code, str(MODULE_DIR)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[4.4, 3.0]"
