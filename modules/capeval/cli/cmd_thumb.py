@@ -1,0 +1,141 @@
+"""``capeval thumb``: THumB 1.0 human evaluation (report, sheet, collect).
+
+* ``capeval thumb report FILE``: aggregate a THumB-format score file (e.g. ``mscoco_THumB-1.0.jsonl``):
+  Table 2 (system means, 90 % bootstrap CIs) and Table 3 (strictly best / worst counts).
+* ``capeval thumb sheet OUTPUTS... --out DIR``: blinded annotation sheets (CSV, printable HTML) and key.
+* ``capeval thumb collect --key KEY SHEET [SHEET2] --out DIR``: validate, un-blind, aggregate; with two
+  annotators also Cohen's κ and the disagreements to review.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _add_score_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("aggregation (defaults: THumB 1.0)")
+    g.add_argument("--precision-weight", type=float, default=0.5,
+                   help="weight of P in the total; R gets 1 minus it (default 0.5)")
+    g.add_argument("--fluency-scale", type=float, default=1.0, help="multiplier of the fluency penalty (default 1)")
+    g.add_argument("--conciseness-scale", type=float, default=1.0, help="multiplier of the conciseness penalty")
+    g.add_argument("--inclusive-scale", type=float, default=1.0, help="multiplier of the inclusive-language penalty")
+    g.add_argument("--bootstrap-samples", type=int, default=1000, help="bootstrap replicates (0: no CIs)")
+    g.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
+    g.add_argument("--confidence-level", type=float, default=0.9, help="CI level (default 0.9)")
+    g.add_argument("--markdown", action="store_true", help="print markdown tables")
+
+
+def _score_options(args: argparse.Namespace) -> dict:
+    return {
+        "precision_weight": args.precision_weight, "fluency_scale": args.fluency_scale,
+        "conciseness_scale": args.conciseness_scale, "inclusive_scale": args.inclusive_scale,
+        "bootstrap_samples": args.bootstrap_samples, "seed": args.seed, "confidence_level": args.confidence_level,
+    }
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("thumb", help="THumB rubric human evaluation: report, sheet, collect",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    thumb_sub = p.add_subparsers(dest="thumb_command", metavar="STEP")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    r = thumb_sub.add_parser("report", help="aggregate a THumB-format score file (Tables 2 and 3)",
+                             description="Aggregate a THumB-format score file (JSONL/JSON/CSV with P, R, Fl, Con, "
+                                         "Inc and SYS / image columns), e.g. the THumB 1.0 release.")
+    r.add_argument("scores", type=Path, nargs="?", help="score file (default: <data dir>/thumb/mscoco_THumB-1.0.jsonl)")
+    r.add_argument("--paper", action="store_true", help="print the published Table 2/3 values beside")
+    r.add_argument("--json", type=Path, dest="json_out", help="write the full result to this JSON file")
+    _add_score_options(r)
+    r.set_defaults(func=run_report)
+
+    s = thumb_sub.add_parser("sheet", help="make blinded annotation sheets from system outputs",
+                             description="Blinded THumB annotation sheets. OUTPUTS: one JSON mapping system -> "
+                                         "[{image, caption}], or one file per system as NAME=PATH (or PATH; name = "
+                                         "file stem) in COCO results / JSONL / CSV format with image ids.")
+    s.add_argument("outputs", nargs="+", help="system output file(s)")
+    s.add_argument("--out", type=Path, required=True, help="output folder for the sheet, HTML page and key")
+    s.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    s.add_argument("--cleanup", default="thumb", choices=["thumb", "none"],
+                   help="caption clean-up before display (default THumB's)")
+    s.add_argument("--no-dedupe", action="store_true",
+                   help="keep identical captions of one image as separate items")
+    s.add_argument("--image-url", default=None,
+                   help="show images in the HTML page: URL/path template with {image}, e.g. 'imgs/{image}'")
+    s.add_argument("--title", default="THumB annotation sheet")
+    s.set_defaults(func=run_sheet)
+
+    c = thumb_sub.add_parser("collect", help="validate and un-blind filled sheets, then aggregate",
+                             description="Read filled sheets back (one, or two annotators of the same sheet), "
+                                         "validate them, un-blind with the key and print the THumB report.")
+    c.add_argument("sheets", nargs="+", type=Path, help="filled sheet CSV(s): one, or two annotators'")
+    c.add_argument("--key", type=Path, required=True, help="key file written by `capeval thumb sheet`")
+    c.add_argument("--out", type=Path, default=None, help="folder for thumb_scores.jsonl, thumb_report.json, "
+                                                          "thumb_disagreements.csv")
+    c.add_argument("--combine", default="mean", choices=["mean", "first", "last"],
+                   help="with two sheets: which ratings enter the report (default: their mean)")
+    _add_score_options(c)
+    c.set_defaults(func=run_collect)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from capeval.paths import data_dir
+    from capeval.thumb import score
+    from capeval.thumb.records import load_scores
+    from capeval.thumb.report import format_report
+
+    path = args.scores
+    if path is None:
+        path = data_dir(required=True) / "thumb" / "mscoco_THumB-1.0.jsonl"
+    table = load_scores(path)
+    result = score(table.precision, table.recall, table.fluency, table.conciseness, table.inclusive,
+                   systems=table.systems, images=table.images, **_score_options(args))
+    print(f"{path}")
+    print(format_report(result, fmt="markdown" if args.markdown else "text", paper=args.paper))
+    if table.given_total is not None:
+        given = [float(v) for v in table.given_total]
+        same = sum(abs(a - b) <= 1e-9 for a, b in zip(result["per_caption"]["total"], given))
+        print(f"per-caption totals equal to the file's given totals: {same}/{len(given)}")
+    if args.json_out:
+        _write_json(args.json_out, result)
+    return 0
+
+
+def run_sheet(args: argparse.Namespace) -> int:
+    from capeval.thumb.workflow import make_sheets
+
+    files = make_sheets(args.outputs, args.out, seed=args.seed, cleanup=args.cleanup, dedupe=not args.no_dedupe,
+                        image_url=args.image_url, title=args.title)
+    print(f"{len(files.systems)} systems, {files.n_images} images, {files.n_captions} captions -> "
+          f"{files.n_items} sheet items (identical captions of an image merged: {not args.no_dedupe})")
+    print(f"annotation sheet: {files.csv}\nprintable page:   {files.html}\n"
+          f"key file:         {files.key}  (keep it away from the annotators)")
+    if files.incomplete_images:
+        print(f"warning: {len(files.incomplete_images)} image(s) lack a caption from some system, e.g. "
+              f"{files.incomplete_images[:3]}", file=sys.stderr)
+    return 0
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    from capeval.thumb.report import format_report
+    from capeval.thumb.workflow import collect
+
+    report = collect(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
+    print(format_report(report["result"], fmt="markdown" if args.markdown else "text"))
+    agreement = report["agreement"]
+    if agreement is not None:
+        def fmt(k):
+            return f"{k:.3f}" if isinstance(k, float) else k
+        print(f"\nagreement over {agreement['items']} items: Cohen's kappa P {fmt(agreement['kappa_precision'])}, "
+              f"R {fmt(agreement['kappa_recall'])}; {agreement['disagreements']} item(s) differ "
+              f"(report uses: {agreement['combine']})")
+    for name, path in report["files"].items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def _write_json(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)

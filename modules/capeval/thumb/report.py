@@ -1,0 +1,81 @@
+"""Tables of a :func:`capeval.thumb.score` result in the layout of THumB's Tables 2 and 3."""
+from __future__ import annotations
+
+from typing import Any
+
+from capeval.cli.render import markdown_table, text_table
+from capeval.thumb.published import TABLE2, TABLE2_DIGITS, TABLE3
+
+
+TABLE2_COLUMNS = ("precision", "recall", "fluency", "conciseness", "inclusive", "total")
+
+
+def _ci(entry: dict[str, Any]) -> str:
+    ci = entry.get("total_ci")
+    if ci is None:
+        return ""
+    low, high = ci
+    return f"-{entry['total'] - low:.3f}/+{high - entry['total']:.3f}"
+
+
+def system_order(result: dict[str, Any]) -> list[str]:
+    """Systems by decreasing total (the paper's order), ties by name."""
+    return sorted(result["systems"], key=lambda s: (-result["systems"][s]["total"], s))
+
+
+def system_rows(result: dict[str, Any], paper: bool = False) -> tuple[list[str], list[list[Any]]]:
+    """Table 2 + Table 3 columns per system; with ``paper=True`` the published values beside them."""
+    level = _level(result)
+    headers = ["system", "n", "P", "R", "Flu.", "Con.", "Inc.", "total", f"{level} CI", "#best", "#worst"]
+    if paper:
+        headers += ["paper total", "paper #best", "paper #worst"]
+    rows = []
+    for name in system_order(result):
+        e = result["systems"][name]
+        row = [
+            name, e["n"],
+            *(_round(e[k], TABLE2_DIGITS[k] + 1) for k in TABLE2_COLUMNS),
+            _ci(e),
+            "" if e["strictly_best"] is None else e["strictly_best"],
+            "" if e["strictly_worst"] is None else e["strictly_worst"],
+        ]
+        if paper:
+            pub2, pub3 = TABLE2.get(name), TABLE3.get(name)
+            row += [
+                f"{pub2['total']:.2f}±{pub2['total_ci']:.2f}" if pub2 else "",
+                pub3[0] if pub3 else "",
+                pub3[1] if pub3 else "",
+            ]
+        rows.append(row)
+    return headers, rows
+
+
+def _round(value: float, digits: int) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _level(result: dict[str, Any]) -> str:
+    for part in result["signature"].split("|"):
+        if part.startswith("boot:") and "ci=" in part:
+            level = float(part.split("ci=")[1].split(",")[0])
+            return f"{level * 100:g}%"
+    return "no"
+
+
+def format_report(result: dict[str, Any], fmt: str = "text", paper: bool = False) -> str:
+    """The report printed by ``capeval thumb report`` / ``collect`` (text or markdown)."""
+    headers, rows = system_rows(result, paper=paper)
+    render = markdown_table if fmt == "markdown" else text_table
+    lines = []
+    n = len(result["per_caption"]["total"])
+    overall_ci = result.get("total_ci")
+    ci_text = f" ({_level(result)} CI {overall_ci[0]:.3f}–{overall_ci[1]:.3f})" if overall_ci else ""
+    lines.append(f"{n} captions, mean total {result['total']:.4f}{ci_text}")
+    if rows:
+        lines.append(render(headers, rows))
+        lines.append(
+            "P, R: 1-5 (higher is better); Flu./Con./Inc.: mean penalty points (lower is better); "
+            "#best/#worst: images where the system is best/worst in both P and R (ties count)."
+        )
+    lines.append(f"signature: {result['signature']}")
+    return "\n".join(lines)

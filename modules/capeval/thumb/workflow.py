@@ -1,0 +1,152 @@
+"""The two steps of a THumB human evaluation: make blinded sheets, then collect the filled ones.
+
+``capeval thumb sheet`` and ``capeval thumb collect`` call :func:`make_sheets` and :func:`collect`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.thumb.agreement import cohen_kappa, disagreements
+from capeval.thumb.api import score
+from capeval.thumb.html_sheet import write_sheet_html
+from capeval.thumb.records import write_records
+from capeval.thumb.rubric import RUBRIC_ITEMS
+from capeval.thumb.sheets import (
+    ALLOWED_MAIN,
+    build_items,
+    combine_annotators,
+    load_system_outputs,
+    read_key,
+    read_sheet,
+    unblind,
+    write_disagreements_csv,
+    write_key,
+    write_sheet_csv,
+)
+
+SHEET_CSV = "thumb_sheet.csv"
+SHEET_HTML = "thumb_sheet.html"
+KEY_JSON = "thumb_key.json"
+SCORES_JSONL = "thumb_scores.jsonl"
+REPORT_JSON = "thumb_report.json"
+DISAGREEMENTS_CSV = "thumb_disagreements.csv"
+
+
+@dataclass
+class SheetFiles:
+    csv: Path
+    html: Path
+    key: Path
+    n_images: int
+    n_items: int
+    n_captions: int
+    systems: list[str]
+    incomplete_images: list[str] = field(default_factory=list)
+
+
+def make_sheets(
+    sources: Sequence[str | Path],
+    out_dir: str | Path,
+    seed: int = 0,
+    cleanup: str | None = "thumb",
+    dedupe: bool = True,
+    image_url: str | None = None,
+    title: str = "THumB annotation sheet",
+) -> SheetFiles:
+    """Write ``thumb_sheet.csv``, ``thumb_sheet.html`` and ``thumb_key.json`` into ``out_dir``.
+
+    ``incomplete_images`` lists images that not every system captioned (they are still on the sheet).
+    """
+    outputs = load_system_outputs(sources)
+    items = build_items(outputs, seed=seed, cleanup=cleanup, dedupe=dedupe)
+    out = Path(out_dir)
+    files = SheetFiles(out / SHEET_CSV, out / SHEET_HTML, out / KEY_JSON, 0, len(items), 0, list(outputs))
+    write_sheet_csv(files.csv, items)
+    write_sheet_html(files.html, items, title=title, image_url=image_url)
+    write_key(files.key, items, seed=seed, cleanup=cleanup, dedupe=dedupe, systems=list(outputs))
+    per_image: dict[str, set[str]] = {}
+    for it in items:
+        per_image.setdefault(it.image, set()).update(it.systems)
+    files.n_images = len(per_image)
+    files.n_captions = sum(len(it.systems) for it in items)
+    files.incomplete_images = [img for img, systems in per_image.items() if len(systems) < len(outputs)]
+    return files
+
+
+def _kappa(first: list[float], second: list[float]) -> float | str:
+    try:
+        return cohen_kappa(first, second, labels=[float(v) for v in ALLOWED_MAIN])
+    except ValueError as err:
+        return f"undefined: {err}"
+
+
+def collect(
+    key_path: str | Path,
+    sheet_paths: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    combine: str = "mean",
+    **score_options: Any,
+) -> dict[str, Any]:
+    """Validate filled sheets, un-blind them with the key and aggregate (see :func:`capeval.thumb.score`).
+
+    With two sheets (two annotators of the same items) also computes Cohen's κ for P and R and the
+    blinded list of items they rated differently; ``combine`` (``mean``, ``first`` or ``last``) says
+    which ratings enter the report.
+
+    Writes into ``out_dir`` (when given): ``thumb_scores.jsonl`` (un-blinded, THumB layout: readable
+    by ``capeval thumb report``), ``thumb_report.json`` (this function's return value) and, with two
+    sheets, ``thumb_disagreements.csv``.
+
+    Returns:
+        ``{"result": score() output, "agreement": {...} | None, "files": {...}}``.
+    """
+    if not sheet_paths:
+        raise ValueError("No filled sheets given.")
+    if len(sheet_paths) > 2:
+        raise ValueError(f"Give one sheet, or two sheets of two annotators; got {len(sheet_paths)}.")
+    key = read_key(key_path)
+    items = key.items
+    sheets = [read_sheet(p, items) for p in sheet_paths]
+    agreement = None
+    disagreement_rows: list[dict[str, Any]] = []
+    if len(sheets) == 2:
+        ids = [it.item for it in items]
+        disagreement_rows = disagreements(ids, sheets[0], sheets[1], RUBRIC_ITEMS)
+        def column(sheet: dict[str, dict[str, float]], name: str) -> list[float]:
+            return [sheet[i][name] for i in ids]
+
+        agreement = {
+            "items": len(ids),
+            "kappa_precision": _kappa(column(sheets[0], "precision"), column(sheets[1], "precision")),
+            "kappa_recall": _kappa(column(sheets[0], "recall"), column(sheets[1], "recall")),
+            "disagreements": len(disagreement_rows),
+            "annotators": [str(p) for p in sheet_paths],
+            "combine": combine,
+        }
+    ratings = combine_annotators(sheets, combine)
+    records = unblind(key, ratings)
+    result = score(
+        [r["precision"] for r in records], [r["recall"] for r in records],
+        [r["fluency"] for r in records], [r["conciseness"] for r in records], [r["inclusive"] for r in records],
+        systems=[r["system"] for r in records], images=[r["image"] for r in records], **score_options,
+    )
+    for rec, total in zip(records, result["per_caption"]["total"]):
+        rec["total"] = total
+    files: dict[str, str] = {}
+    if out_dir is not None:
+        out = Path(out_dir)
+        write_records(out / SCORES_JSONL, records)
+        files["scores"] = str(out / SCORES_JSONL)
+        if agreement is not None:
+            write_disagreements_csv(out / DISAGREEMENTS_CSV, disagreement_rows, items)
+            files["disagreements"] = str(out / DISAGREEMENTS_CSV)
+        files["report"] = str(out / REPORT_JSON)
+    report = {"result": result, "agreement": agreement, "files": files}
+    if out_dir is not None:
+        import json
+
+        Path(files["report"]).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return report
