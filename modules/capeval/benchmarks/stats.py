@@ -273,7 +273,9 @@ def evaluate_pairs(
         scores_a, scores_b, [r.preferred for r in records],
         metric_ties=metric_ties, human_ties=human_ties, seed=seed,
     )
-    categories = list(dict.fromkeys(r.category or "all" for r in records))
+    canonical = ("HC", "HI", "HM", "MM")
+    categories = sorted(dict.fromkeys(r.category or "all" for r in records),
+                        key=lambda c: (canonical.index(c) if c in canonical else len(canonical), c))
     cat_of = np.array([r.category or "all" for r in records])
     out: dict[str, Any] = {"statistic": "accuracy", "metric_ties": metric_ties, "human_ties": human_ties,
                            "categories": {}, "pairs": int(mask.sum())}
