@@ -153,7 +153,7 @@ def thumb_tables(source: Path, images: bool = True, limit: int | None = None) ->
     spec = {
         "image_id": Value("string"), "seg_id": Value("string"), "set_id": Value("int32"),
         "system": ClassLabel(names=list(SYSTEMS)), "caption": Value("string"), "references": _str_list(),
-        **{k: Value("float32") for k in ("P", "R", "Fl", "Con", "Inc", "total")},
+        **{k: Value("float64") for k in ("P", "R", "Fl", "Con", "Inc", "total")},
         "candidate_in_references": Value("bool"),
     }
 
