@@ -10,8 +10,9 @@ Files under ``<data dir>/composite/`` (decoded from UMIC's WordPiece ids; see it
 
 The position-0 candidate is one of its image's references. Following CLIPScore, the matched
 reference(s) (``matched_ref_ids`` of the position-0 caption) are removed from that image's
-references for all three candidates (``drop_matched_reference=True``), leaving 4 (8k, 30k) or 4-6
-(COCO). Caveat: the caption text is UMIC's lowercased, mostly punctuation-free text.
+references for all three candidates (``drop_matched_reference=True``), leaving 4 (8k, 30k, 2,003
+COCO images), 5 (2 COCO images with 6 captions) or 3 (2 COCO images whose human caption occurs
+twice among their 5). Caveat: the caption text is UMIC's lowercased, mostly punctuation-free text.
 Statistic: Kendall tau-c by default (CLIPScore/PAC-S report tau-c; ``tau_variant="b"`` also).
 """
 from __future__ import annotations
