@@ -1,0 +1,80 @@
+"""Human-judgment benchmarks for caption metrics, read from their original distribution files.
+
+>>> from capeval.benchmarks import load_benchmark            # doctest: +SKIP
+>>> bench = load_benchmark("flickr8k-expert", protocol="clipscore")
+>>> result = capeval.score(bench.candidates(), bench.references(), metrics="cider_d")
+>>> bench.evaluate(result["per_caption"]["cider_d"])["value"]   # Kendall tau-c
+
+Benchmarks (``load_benchmark`` names; settings are the loader's keyword arguments):
+
+=====================  ==============================================  =========================
+name                   settings                                        statistic
+=====================  ==============================================  =========================
+flickr8k-expert        protocol=clipscore|cui, tau_variant             Kendall tau-c / tau-b
+flickr8k-crowdflower   protocol=clipscore|cui, tau_variant             Kendall tau-b
+composite              subset=8k|30k|coco|all, drop_matched_reference  Kendall tau-c
+pascal50s              references=expert|all|k, seed                   pairwise accuracy
+abstract50s            references=all|k, seed, hc_pairs                pairwise accuracy
+thumb                  include_human, target=total|P|R                 Pearson
+coco-karpathy-test     systems                                         (no judgments)
+=====================  ==============================================  =========================
+
+Every loader also takes ``root`` (the data directory; default :func:`capeval.paths.data_dir`) and
+raises ``FileNotFoundError`` naming the missing file and its expected format.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from capeval.benchmarks.records import Benchmark, CaptionRecord, PairRecord
+
+
+def _registry() -> dict[str, Callable[..., Benchmark]]:
+    from capeval.benchmarks.abstract50s import load_abstract50s
+    from capeval.benchmarks.coco_karpathy import load_coco_karpathy
+    from capeval.benchmarks.composite import load_composite
+    from capeval.benchmarks.flickr8k import load_crowdflower, load_expert
+    from capeval.benchmarks.pascal50s import load_pascal50s
+    from capeval.benchmarks.thumb import load_thumb
+
+    return {
+        "flickr8k-expert": load_expert,
+        "flickr8k-crowdflower": load_crowdflower,
+        "composite": load_composite,
+        "pascal50s": load_pascal50s,
+        "abstract50s": load_abstract50s,
+        "thumb": load_thumb,
+        "coco-karpathy-test": load_coco_karpathy,
+    }
+
+
+BENCHMARK_NAMES = (
+    "flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb", "coco-karpathy-test",
+)
+
+
+def canonical_name(name: str) -> str:
+    """``"Flickr8k_Expert"`` → ``"flickr8k-expert"``; ``ValueError`` listing the names otherwise."""
+    key = name.strip().lower().replace("_", "-")
+    aliases = {"pascal-50s": "pascal50s", "abstract-50s": "abstract50s", "flickr8k-cf": "flickr8k-crowdflower",
+               "coco-karpathy": "coco-karpathy-test"}
+    key = aliases.get(key, key)
+    if key not in BENCHMARK_NAMES:
+        raise ValueError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARK_NAMES)}.")
+    return key
+
+
+def load_benchmark(name: str, root: str | Path | None = None, **settings: Any) -> Benchmark:
+    """Load benchmark ``name`` with the given protocol settings (see the module docstring)."""
+    loader = _registry()[canonical_name(name)]
+    try:
+        return loader(root, **settings)
+    except TypeError as err:
+        if "unexpected keyword argument" in str(err):
+            raise ValueError(f"{name}: {err}") from None
+        raise
+
+
+__all__ = ["BENCHMARK_NAMES", "Benchmark", "CaptionRecord", "PairRecord", "canonical_name", "load_benchmark"]
