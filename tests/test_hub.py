@@ -95,6 +95,21 @@ def test_build_refuses_non_empty_output_and_bad_arguments(tmp_path):
 
 # -- shared-data builds -------------------------------------------------------------------------------
 @pytest.mark.data
+def test_flickr8k_full_build_with_images_matches_loader(tmp_path):
+    root = require_data("flickr8k", "ExpertAnnotations.txt").parents[1]
+    out = tmp_path / "flickr8k"
+    report = build_dataset("flickr8k", root, out)  # ~3 s, ~15 MB: repeated images are dictionary-encoded
+    assert report.splits["expert/test"]["rows"] == report.splits["expert/test"]["images"] == 5822
+    assert report.splits["expert/test"]["bytes"] < 40e6
+    ds = load_back(out, "expert", tmp_path)["test"]
+    records = load_benchmark("flickr8k-expert", root, protocol="cui").records
+    assert ds["caption"] == [r.candidate for r in records]
+    assert ds["expert_scores"] == [[int(s) for s in r.human_scores] for r in records]
+    assert sum(ds["candidate_in_references"]) == 158
+    assert ds[0]["image"].size == (224, 224)
+
+
+@pytest.mark.data
 def test_composite_text_build_matches_loader(tmp_path):
     root = require_data("composite", "composite_8k.jsonl").parents[1]
     out = tmp_path / "composite"
