@@ -4,7 +4,7 @@ from capeval.published import citations, published
 
 def test_every_entry_is_cited_and_scaled():
     cites = citations()
-    for bench in ["flickr8k-expert", "flickr8k-cf", "composite", "pascal50s", "abstract50s", "thumb", "coco2015"]:
+    for bench in ["flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb", "coco2015"]:
         entries = published(bench)
         assert entries, bench
         for e in entries:

@@ -1,0 +1,69 @@
+"""``capeval bench``: agreement of metrics with human judgments on a benchmark, beside the papers."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="correlate metrics with human judgments on a benchmark",
+        description="Score BENCHMARK with the metrics and compare with human judgments and published numbers.",
+    )
+    p.add_argument("benchmark", help="flickr8k-expert, flickr8k-cf, composite, pascal50s, abstract50s or thumb")
+    p.add_argument("--metrics", required=True,
+                   help="comma-separated capeval metrics (bleu_4,cider_d,...) or evaluate:<module>[@key]")
+    p.add_argument("--protocol", choices=["clipscore", "cui"], help="Flickr8k protocol (default clipscore)")
+    p.add_argument("--refs", help="PASCAL-50S: expert (default), all or k; ABSTRACT-50S: all (default) or k")
+    p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
+    p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for confidence intervals")
+    p.add_argument("--cleanup", choices=["thumb", "none"], help="caption clean-up (default thumb)")
+    p.add_argument("--tokenizer", choices=["ptb", "ptb-java"], help="tokenizer (default ptb)")
+    p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
+    p.add_argument("--json", type=Path, dest="json_out", help="write {benchmark, settings, results} here")
+    p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
+    p.add_argument("--plot", type=Path, help="write a PNG (scatter or per-category bars) here")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the score cache")
+    p.set_defaults(func=run)
+
+
+def _refs(value: str | None):
+    if value is None or value in ("expert", "all"):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"--refs must be expert, all or an integer, got {value!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from capeval.bench.harness import run_benchmark
+    from capeval.bench.report import plot, plot_thumb_systems, render
+
+    try:
+        seeds = [int(s) for s in args.seed.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"--seed must be integers separated by commas, got {args.seed!r}") from None
+    options = {k: v for k, v in (("cleanup", args.cleanup), ("tokenizer", args.tokenizer),
+                                 ("cider_df", args.cider_df)) if v is not None}
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), seeds=seeds,
+                           bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options)
+    print(render(result, "text"))
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(json.dumps(result.to_json(), indent=2, default=float) + "\n", encoding="utf-8")
+        print(f"wrote {args.json_out}", file=sys.stderr)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(render(result, "markdown") + "\n", encoding="utf-8")
+        print(f"wrote {args.markdown}", file=sys.stderr)
+    if args.plot:
+        print(f"wrote {plot(result, args.plot)}", file=sys.stderr)
+        if result.benchmark == "thumb":
+            extra = args.plot.with_name(args.plot.stem + "-systems.png")
+            print(f"wrote {plot_thumb_systems(extra)}", file=sys.stderr)
+    return 0
