@@ -97,13 +97,8 @@ def load_pascal50s(all_refs: bool) -> list[dict]:
 
 
 def _pascal_refs(mat) -> dict[str, list[str]]:
-    entries = mat["train_sent_final"] if "train_sent_final" in mat else next(v for k, v in mat.items() if not k.startswith("__"))
-    out = {}
-    for entry in np.atleast_1d(entries):
-        name = Path(str(entry.image)).name if hasattr(entry, "image") else Path(str(entry[0])).name
-        sents = entry.sentences if hasattr(entry, "sentences") else entry[1]
-        out[name] = [str(s).strip() for s in np.atleast_1d(sents)]
-    return out
+    """``pascal50S.mat``: struct array ``refs`` with fields ``image`` (file name) and ``sent`` (50 strings)."""
+    return {str(e.image): [str(s).strip() for s in np.atleast_1d(e.sent)] for e in np.atleast_1d(mat["refs"])}
 
 
 # ---------------------------------------------------------------------------------------------- runs

@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from capeval.spice.synonyms import SynonymDictionary
 
@@ -32,9 +31,9 @@ class Concept:
 
     __slots__ = ("words", "synsets")
 
-    def __init__(self, words: Iterable[str], synsets: Iterable[int]) -> None:
+    def __init__(self, words: Iterable[str], synsets: frozenset[int]) -> None:
         self.words: dict[str, None] = dict.fromkeys(words)
-        self.synsets: set[int] = set(synsets)
+        self.synsets: frozenset[int] = frozenset(synsets)  # replaced, never mutated (shared with the memo)
 
     def same(self, other: Concept) -> bool:
         """Java ``equals``: identical word sets and synset sets."""
@@ -53,7 +52,7 @@ class Concept:
 
     def merge(self, other: Concept) -> None:
         self.words.update(other.words)
-        self.synsets |= other.synsets
+        self.synsets = self.synsets | other.synsets
 
     def text(self) -> str:
         """Java ``toString``: the words joined by ``/``."""
@@ -78,7 +77,6 @@ class Relation:
         self.source, self.target, self.rel = source, target, rel
 
 
-@dataclass
 class SpiceTuple:
     """One scored tuple: 1 (object), 2 (object, attribute) or 3 (subject, relation, object) concepts.
 
@@ -86,9 +84,18 @@ class SpiceTuple:
     scoring (whether a similar tuple exists on the other side).
     """
 
-    words: tuple[tuple[str, ...], ...]
-    concepts: tuple[Concept, ...]
-    matched: bool = False
+    __slots__ = ("concepts", "matched")
+
+    def __init__(self, concepts: tuple[Concept, ...], matched: bool = False) -> None:
+        self.concepts = concepts
+        self.matched = matched
+
+    @property
+    def words(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(c.words) for c in self.concepts)
+
+    def __repr__(self) -> str:
+        return f"SpiceTuple({self.text()!r}, matched={self.matched})"
 
     @property
     def kind(self) -> str:
@@ -104,9 +111,12 @@ class SpiceTuple:
         return [" ".join(combo) for combo in itertools.product(*self.words)]
 
     def similar(self, other: SpiceTuple) -> bool:
-        return len(self.concepts) == len(other.concepts) and all(
-            a.similar(b) for a, b in zip(self.concepts, other.concepts)
-        )
+        if len(self.concepts) != len(other.concepts):
+            return False
+        for a, b in zip(self.concepts, other.concepts):
+            if a.synsets.isdisjoint(b.synsets) and a.words.keys().isdisjoint(b.words.keys()):
+                return False
+        return True
 
     def exact(self, other: SpiceTuple) -> bool:
         return len(self.concepts) == len(other.concepts) and all(a.same(b) for a, b in zip(self.concepts, other.concepts))
@@ -132,15 +142,24 @@ class SceneGraph:
         return Concept((word,), self.synonyms.concept_synsets(word))
 
     def _node(self, word: str) -> Node:
-        new = self._concept(word)
+        # A concept's synsets are always the union of its words' synsets, so "equal to the new
+        # one-word concept" is "has exactly this one word"; similarity is 1 for a shared word.
+        synsets = self.synonyms.concept_synsets(word)
         best: Node | None = None
         best_sim = 0.0
         for node in self.nodes:
-            if new.same(node.obj):
-                return node
-            sim = new.similarity(node.obj)
+            words = node.obj.words
+            if word in words:
+                if len(words) == 1:
+                    return node
+                sim = 1.0
+            elif synsets.isdisjoint(node.obj.synsets):
+                continue
+            else:
+                sim = len(synsets & node.obj.synsets) / len(synsets | node.obj.synsets)
             if sim > best_sim:
                 best_sim, best = sim, node
+        new = Concept((word,), synsets)
         if self.merge and best is not None:
             best.obj.merge(new)
             return best
@@ -212,4 +231,4 @@ class SceneGraph:
 
 
 def _make(*concepts: Concept) -> SpiceTuple:
-    return SpiceTuple(tuple(tuple(c.words) for c in concepts), concepts)
+    return SpiceTuple(concepts)

@@ -8,6 +8,9 @@ proposed tuples (see :mod:`capeval.spice.rules`). Parses are batched with ``nlp.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import importlib.util
+import json
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -32,10 +35,8 @@ _MISSING_MODEL_HELP = (
 
 def check_model(model: str = DEFAULT_MODEL) -> None:
     """Raise ``ImportError`` naming the fix when spaCy or ``model`` cannot be imported."""
-    try:
-        import spacy  # noqa: F401
-    except ImportError as err:
-        raise ImportError(f"spaCy is not installed. {_MISSING_MODEL_HELP}") from err
+    if importlib.util.find_spec("spacy") is None:
+        raise ImportError(f"spaCy is not installed. {_MISSING_MODEL_HELP}")
     if importlib.util.find_spec(model) is None:
         try:
             import spacy.util
@@ -68,6 +69,22 @@ def load_model(model: str = DEFAULT_MODEL):
         if required not in nlp.pipe_names and not any(required in n for n in nlp.pipe_names):
             raise ValueError(f"spaCy model {model!r} has no {required}; SPICE needs tags and dependencies.")
     return nlp
+
+
+@lru_cache(maxsize=8)
+def model_identity(model: str = DEFAULT_MODEL) -> str:
+    """``<name>-<version>`` of a spaCy model without loading it (installed package or model folder)."""
+    from pathlib import Path
+
+    if _is_model_path(model):
+        meta = json.loads((Path(model) / "meta.json").read_text())
+        return f"{meta.get('lang', 'xx')}_{meta.get('name', Path(model).name)}-{meta.get('version', '?')}"
+    check_model(model)
+    try:
+        return f"{model}-{importlib.metadata.version(model)}"
+    except importlib.metadata.PackageNotFoundError:
+        meta = getattr(load_model(model), "meta", {}) or {}
+        return f"{meta.get('lang', 'xx')}_{meta.get('name', model)}-{meta.get('version', '?')}"
 
 
 def doc_to_tuples(doc, verbs=frozenset()) -> list[RawTuple]:
@@ -104,12 +121,19 @@ class SceneGraphParser:
         self.n_process = n_process
         self.batch_size = batch_size
         self.progress = progress
-        self.nlp = load_model(model)
-        self.verbs = verb_index(self.nlp)
-        meta = getattr(self.nlp, "meta", {}) or {}
-        self.model_version = f"{meta.get('lang', 'xx')}_{meta.get('name', model)}-{meta.get('version', '?')}"
+        self._nlp = None
+        self._verbs: frozenset[str] = frozenset()
+        self.model_version = model_identity(model)
         self.key = f"spice-parser-{PARSER_VERSION}|{self.model_version}"
         self.cache = ParseCache(self.key, cache_path) if use_cache else None
+
+    @property
+    def nlp(self):
+        """The spaCy pipeline, loaded on first use (a fully cached call never loads it)."""
+        if self._nlp is None:
+            self._nlp = load_model(self.model)
+            self._verbs = verb_index(self._nlp)
+        return self._nlp
 
     def parse(self, texts: Sequence[str]) -> list[list[RawTuple]]:
         """Proposed tuples for each text (deduplicated parsing; cache hits are not re-parsed)."""
@@ -120,7 +144,7 @@ class SceneGraphParser:
             fresh: list[tuple[str, list[RawTuple]]] = []
             docs = self.nlp.pipe(todo, batch_size=self.batch_size, n_process=self.n_process)
             for text, doc in zip(todo, progress(docs, total=len(todo), desc="SPICE parsing", enabled=self.progress)):
-                tuples = doc_to_tuples(doc, self.verbs)
+                tuples = doc_to_tuples(doc, self._verbs)
                 table[text] = tuples
                 fresh.append((text, tuples))
                 if self.cache is not None and len(fresh) >= 5000:

@@ -50,6 +50,22 @@ CATEGORIES: dict[str, Callable[[SpiceTuple], bool]] = {
 }
 
 
+def categories_of(t: SpiceTuple) -> tuple[str, ...]:
+    """The official categories a tuple belongs to (``object``; ``attribute`` [+ ``color``/``count``/``size``];
+    ``relation``)."""
+    n = len(t.concepts)
+    if n == 1:
+        return ("object",)
+    if n == 3:
+        return ("relation",)
+    text = t.concepts[1].text()
+    extra = tuple(name for name, words in _ATTRIBUTE_SETS if text in words)
+    return ("attribute", *extra)
+
+
+_ATTRIBUTE_SETS = (("color", COMMON_COLORS), ("count", SMALL_NUMBERS), ("size", SIZE_ADJECTIVES))
+
+
 @dataclass
 class TupleScore:
     """Counts and scores of one comparison. ``precision``/``recall``/``f`` in [0, 1] or NaN (categories)."""
@@ -79,32 +95,57 @@ def _scores(tp: int, n_cand: int, n_ref: int, allow_nan: bool) -> TupleScore:
     return TupleScore(tp, fp, fn, precision, recall, f)
 
 
+def _similar_pairs(
+    candidates: Sequence[SpiceTuple], references: Sequence[SpiceTuple], use_synonyms: bool
+) -> list[list[int]]:
+    """For each candidate, the indices of the references it matches (same arity, every element similar)."""
+    by_arity: dict[int, list[tuple[int, SpiceTuple]]] = {}
+    for j, ref in enumerate(references):
+        by_arity.setdefault(len(ref.concepts), []).append((j, ref))
+    out = []
+    for cand in candidates:
+        same = cand.similar if use_synonyms else cand.exact
+        out.append([j for j, ref in by_arity.get(len(cand.concepts), ()) if same(ref)])
+    return out
+
+
 def match(candidates: Sequence[SpiceTuple], references: Sequence[SpiceTuple], use_synonyms: bool = True) -> int:
     """Count candidates with a matching reference; sets ``matched`` on both sides (first match wins)."""
-    for t in references:
-        t.matched = False
+    pairs = _similar_pairs(candidates, references, use_synonyms)
+    return _count(candidates, references, pairs, range(len(candidates)), set(range(len(references))), flag=True)
+
+
+def _count(candidates, references, pairs, cand_ids, ref_ids: set[int], flag: bool) -> int:
     tp = 0
-    for cand in candidates:
-        cand.matched = False
-        for ref in references:
-            if cand.similar(ref) if use_synonyms else cand.exact(ref):
-                cand.matched = ref.matched = True
-                tp += 1
-                break
+    if flag:
+        for t in references:
+            t.matched = False
+    for i in cand_ids:
+        first = next((j for j in pairs[i] if j in ref_ids), None)
+        if flag:
+            candidates[i].matched = first is not None
+            if first is not None:
+                references[first].matched = True
+        tp += first is not None
     return tp
 
 
 def score_caption(
     candidates: Sequence[SpiceTuple], references: Sequence[SpiceTuple], use_synonyms: bool = True
 ) -> dict[str, TupleScore]:
-    """``{"all": ..., "object": ..., ...}`` for one caption (match flags left for the ``all`` comparison)."""
-    out: dict[str, TupleScore] = {}
-    for name, keep in CATEGORIES.items():
-        cand = [t for t in candidates if keep(t)]
-        ref = [t for t in references if keep(t)]
-        out[name] = _scores(match(cand, ref, use_synonyms), len(cand), len(ref), allow_nan=True)
-    tp = match(candidates, references, use_synonyms)  # last, so the flags describe the full comparison
-    return {"all": _scores(tp, len(candidates), len(references), allow_nan=False), **out}
+    """``{"all": ..., "object": ..., ...}`` for one caption; ``matched`` flags describe the ``all`` comparison."""
+    pairs = _similar_pairs(candidates, references, use_synonyms)
+    all_refs = set(range(len(references)))
+    tp = _count(candidates, references, pairs, range(len(candidates)), all_refs, flag=True)
+    out = {"all": _scores(tp, len(candidates), len(references), allow_nan=False)}
+    cand_cats = [categories_of(t) for t in candidates]
+    ref_cats = [categories_of(t) for t in references]
+    for name in CATEGORIES:
+        cand_ids = [i for i, cats in enumerate(cand_cats) if name in cats]
+        ref_ids = {j for j, cats in enumerate(ref_cats) if name in cats}
+        tp_c = _count(candidates, references, pairs, cand_ids, ref_ids, flag=False)
+        out[name] = _scores(tp_c, len(cand_ids), len(ref_ids), allow_nan=True)
+    return out
 
 
 def macro_average(per_caption: Sequence[dict[str, TupleScore]], category: str) -> dict:
