@@ -35,3 +35,25 @@ def java() -> str:
     if exe is None:
         pytest.skip("java not installed")
     return exe
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_module_doctests(name: str, class_name: str) -> int:
+    """Run the docstring examples of ``metrics/<name>/<name>.py``'s metric class; return how many ran."""
+    import doctest
+    import importlib.util
+
+    import evaluate
+
+    spec = importlib.util.spec_from_file_location(f"{name}_module", ROOT / "metrics" / name / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = [t for t in doctest.DocTestFinder().find(getattr(module, class_name), class_name,
+                                                     globs={"evaluate": evaluate}) if t.examples]
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0, f"{runner.failures} doctest failure(s) in metrics/{name}"
+    return sum(len(t.examples) for t in tests)
