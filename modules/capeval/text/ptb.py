@@ -366,13 +366,13 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("TBSPEC2", "['\u0092\u2019&]", f"(?P<t>{APOS}[0-9][0-9]){SPACENL}", _emit()),
     ("WORD_PERIOD", LET, f"(?P<t>{WORD}\\.)[,;:]", _emit(_no_soft_hyphen)),
     ("PHONE", "[(+0-9]", f"{PHONE_A}|{PHONE_B}", _emit(_phone)),
-    ("DBLQUOT_LEFT", "[\"'&]", f"(?P<t>{DBLQUOT})[A-Za-z0-9$]", _emit(_left_quote)),
+    ("DBLQUOT_LEFT", "[\"&]", f"(?P<t>\"|{_ci('&quot;')})[A-Za-z0-9$]", _emit(_left_quote)),
     ("DBLQUOT", "[\"'&]", DBLQUOT, _emit(_right_quote)),
     ("LESSTHAN", "[<&]", "<|" + _ci("&lt;"), _emit_const("<")),
     ("GREATERTHAN", "[>&]", ">|" + _ci("&gt;"), _emit_const(">")),
     ("SMILEY", "[<>:;=]", "(?P<t>[<>]?[:;=][-o*']?[()DPdpO\\\\{@|\\[\\]])[^A-Za-z0-9]", _emit(_smiley)),
     ("HYPHENS", "-", "-+", _hyphens),
-    ("LDOTS", ".\u0085\u2026", "\\.\\.\\.+|[\u0085\u2026]", _ellipsis),
+    ("LDOTS", "[.\u0085\u2026]", "\\.\\.\\.+|[\u0085\u2026]", _ellipsis),
     ("SPACEDLDOTS", ".", "\\.[ \u00a0](?:\\.[ \u00a0])+\\.", _ellipsis),
     ("FNMARKS", "[@#_]", "@+|#+|_+", _emit()),
     ("ASTS", "[*\\\\]", "\\*+|(?:\\\\\\*){1,3}", _emit()),
@@ -388,8 +388,6 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("THINGA", "[A-Z]", "[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+", _emit(_amp)),
     ("QUOTES_LEFT", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]",
      f"(?P<t>{QUOTES}){LET}[^ \t\u00a0\u2000-\u200a\u3000\n]", _emit(_left_quote)),
-    ("QUOTES_LEFT2", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]",
-     f"(?P<t>{QUOTES})[AaIiUu]{SPACENL}", _emit(_left_quote)),
     ("QUOTES", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]", QUOTES, _emit(_right_quote)),
     ("REDAUX_EOF", "['\u0092\u2019&]", REDAUX, _emit(_right_quote)),
     ("SREDAUX_EOF", "[nN]", SREDAUX, _emit(_right_quote)),
@@ -423,6 +421,7 @@ def _candidates(ch: str) -> tuple[_Rule, ...]:
 
 
 _SKIP_SPACE = re.compile(f"{SPACE}+")
+_LETTERS_BEFORE_SPACE = re.compile(f"([A-Za-z]+){SPACENL}")
 
 
 def _scan(text: str, end: int) -> list[str]:
@@ -434,6 +433,14 @@ def _scan(text: str, end: int) -> list[str]:
         if ch == " " or ch == "\t" or ch == "\u00a0" or "\u2000" <= ch <= "\u200a" or ch == "\u3000":
             i = _SKIP_SPACE.match(text, i).end()
             continue
+        if ch <= "z" and ("a" <= ch or "A" <= ch <= "Z"):
+            m = _LETTERS_BEFORE_SPACE.match(text, i)
+            if m is not None and m.group(1).lower() not in _ASSIMILATIONS:
+                # A run of ASCII letters followed by a space is a WORD: every longer rule needs
+                # a period, apostrophe, hyphen, slash, digit or other symbol inside the run.
+                out.append(m.group(1))
+                i = m.end(1)
+                continue
         best_len = -1
         best_rule = best_match = None
         for rule in _candidates(ch):
@@ -451,41 +458,50 @@ def _scan(text: str, end: int) -> list[str]:
 # Fast path: ASCII letters, spaces, commas and periods
 # --------------------------------------------------------------------------------------------
 
-_PLAIN = re.compile("[A-Za-z ,.]*")
-_PLAIN_CHUNK = re.compile("([A-Za-z]+)([,.]?)")
 _ASSIMILATIONS = {"cannot": 3, "gonna": 2, "gotta": 2, "lemme": 2, "gimme": 2, "wanna": 2}
 # Words that may keep a following period (every ABBREV1/ABBREV2/ABBREV3 stem, lower-cased).
-_PERIOD_WORDS = frozenset(
-    """jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri ala ariz az ark calif colo
-    conn ct dak del fla ga ill ind kan kans ky la md mass mich minn miss mo mont neb nev okla ore pa penn tenn tex va
-    vt wash wis wisc wyo inc co cos corp pty ptys pte ptes ppty ppte pptys pptes ltd plc rt bancorp bhd assn univ intl
-    sys tel est ext sq jr sr bros blvd rd esq etc al seq bldg mr mrs ms dr drs prof profs sen sens rep reps atty attys
-    lt col gen messrs gov govs adm rev maj sgt cpl pvt capt st ste ave pres lieut hon brig cmdr comdr pfc spc supt
-    supts det mt ft adj adv asst assoc ens insp mlle mme msgr sfc vs alex wm jos cie cf treas ph invt elec natl mfg
-    mtg dept ca fig figs prop no nos art pp op""".split()
-)
+_PERIOD_WORDS = (
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thurs fri ala ariz az ark calif colo "
+    "conn ct dak del fla ga ill ind kan kans ky la md mass mich minn miss mo mont neb nev okla ore pa penn tenn tex va "
+    "vt wash wis wisc wyo inc co cos corp pty ptys pte ptes ppty ppte pptys pptes ltd plc rt bancorp bhd assn univ "
+    "intl sys tel est ext sq jr sr bros blvd rd esq etc al seq bldg mr mrs ms dr drs prof profs sen sens rep reps atty "
+    "attys lt col gen messrs gov govs adm rev maj sgt cpl pvt capt st ste ave pres lieut hon brig cmdr comdr pfc spc "
+    "supt supts det mt ft adj adv asst assoc ens insp mlle mme msgr sfc vs alex wm jos cie cf treas ph invt elec natl "
+    "mfg mtg dept ca fig figs prop no nos art pp op"
+).split()
+# A "plain" caption: ASCII letters, spaces, and commas/periods at the end of a word or alone.
+_PLAIN = re.compile(" *(?:(?:[A-Za-z]+[,.]?|[,.]) +)*(?:[A-Za-z]+[,.]?|[,.])? *")
+# ... whose periods all end a word that cannot keep its period (no abbreviation, no single letter).
+_PERIOD_KEEPER = re.compile("(?<![a-z])(?:[a-z]|" + "|".join(_PERIOD_WORDS) + ")\\.")
+_PLAIN_TO_SPACE = str.maketrans(",.", "  ")
 
 
-def _fast_tokens(line: str) -> list[str] | None:
-    """Tokens of a caption of ASCII letters/spaces/commas/periods, or None if it needs the scanner."""
+def _split_assimilations(words: list[str]) -> list[str]:
     out: list[str] = []
-    for chunk in line.split():
-        m = _PLAIN_CHUNK.fullmatch(chunk)
-        if m is None:
-            return None
-        word, punct = m.groups()
-        low = word.lower()
-        if punct == "." and (len(word) == 1 or low in _PERIOD_WORDS):
-            return None
-        cut = _ASSIMILATIONS.get(low)
+    for w in words:
+        cut = _ASSIMILATIONS.get(w)
         if cut:
-            out.append(word[:-cut])
-            out.append(word[-cut:])
+            out.append(w[:-cut])
+            out.append(w[-cut:])
         else:
-            out.append(word)
-        if punct:
-            out.append(punct)
+            out.append(w)
     return out
+
+
+def _plain_tokens(text: str) -> list[str] | None:
+    """Lower-cased tokens of a plain caption WITHOUT its commas/periods, or None if not plain."""
+    if _PLAIN.fullmatch(text) is None:
+        return None
+    low = text.lower()
+    if "." in low and _PERIOD_KEEPER.search(low) is not None:
+        return None
+    words = low.translate(_PLAIN_TO_SPACE).split()
+    if not _ASSIMILATION_SET.isdisjoint(words):
+        words = _split_assimilations(words)
+    return words
+
+
+_ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -509,10 +525,6 @@ def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
     rules look past the end of the line (e.g. ``U.S.`` before ``The``).
     """
     line = text.translate(_LINE_BREAK_TO_SPACE)
-    if _PLAIN.fullmatch(line) is not None:
-        fast = _fast_tokens(line)
-        if fast is not None:
-            return [t.lower() for t in fast]
     follow = "" if next_text is None else next_text[:_LOOKAHEAD_CHARS].translate(_LINE_BREAK_TO_SPACE)
     return [_java_lower(t) for t in _scan(line + "\n" + follow, len(line))]
 
@@ -536,8 +548,11 @@ class PTBTokenizer:
         for k, text in enumerate(texts):
             if not isinstance(text, str):
                 raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
-            raw = ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)
-            out.append([t for t in raw if t not in COCO_PUNCTUATION])
+            words = _plain_tokens(text)
+            if words is None:
+                raw = ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)
+                words = [t for t in raw if t not in COCO_PUNCTUATION]
+            out.append(words)
         return out
 
     def tokenize_lines(self, texts: Sequence[str]) -> list[str]:
