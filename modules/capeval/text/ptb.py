@@ -192,22 +192,24 @@ ABTITLE = _ci(
     "|ste?|ave|pres|lieut|hon|brig|co?mdr|pfc|spc|supts?|det|mt|ft|adj|adv|asst|assoc|ens|insp|mlle|mme"
     "|msgr|sfc|vs|alex|wm|jos|cie|a\\.k\\.a|cf|treas|ph|invt|elec|natl|dept"
 ) + f"|M{_ci('iss')}|v|{_ci('m')}[ft]{_ci('g')}"
-ABBREV2 = f"(?:{ABTITLE}|{ACRO})\\."
+ABBREV2_TITLE = f"(?:{ABTITLE})\\."
+ABBREV2_ACRO = f"(?:{ACRO})\\."
 ABBREV3 = _ci("ca|figs?|prop|nos?|art|bldg|pp|op") + "\\."
-_ACRONYM_FOLLOWERS = (
-    "A(?i:bout|ccording|dditionally|fter|n|s|t)|A|B(?i:ut)|D(?i:id|uring)|E(?i:arlier)"
-    "|H(?i:e|er|ere|ow|owever)|I(?i:f|n|t)|L(?i:ast)|M(?i:any|ore)|M(?i:r|s)\\.|N(?i:ow)"
-    "|O(?i:nce|ne|ther|ur)|S(?i:he|ince|o|ome|uch)|T(?i:hat|he|heir|hen|here|hese|hey|his)"
-    "|W(?i:e|hen|hile|hat|ho|hy)|Y(?i:et|ou)"
-)
-NUM_SEP = "[.:,\u00ad\u066b\u066c]"
-QUOTES = "(?:" + APOS + "|[`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2})"
-DBLQUOT = "(?:\"|''|(?i:&quot;))"
 SGML = (
     "<(?:[!?][A-Za-z-][^>\n]*"
     "|[A-Za-z][A-Za-z0-9_:.-]*(?: +[A-Za-z][A-Za-z0-9_:.-]*(?: *= *(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z][A-Za-z0-9_:.-]*))?)* */?"
     "|/[A-Za-z][A-Za-z0-9_:.-]*) *>"
 )
+_ACRONYM_FOLLOWERS = (
+    "A(?i:bout|ccording|dditionally|fter|n|s|t)|A|B(?i:ut)|D(?i:id|uring)|E(?i:arlier)"
+    "|H(?i:e|er|ere|ow|owever)|I(?i:f|n|t)|L(?i:ast)|M(?i:any|ore)|M(?i:r|s)\\.|N(?i:ow)"
+    "|O(?i:nce|ne|ther|ur)|S(?i:he|ince|o|ome|uch)|T(?i:hat|he|heir|hen|here|hese|hey|his)"
+    "|W(?i:e|hen|hile|hat|ho|hy)|Y(?i:et|ou)|" + SGML
+)
+NUM_SEP = "[.:,\u00ad\u066b\u066c]"
+QUOTES = "(?:[`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2}|" + APOS + ")"
+QUOTES_2 = "(?:[`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb][`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]?)"
+DBLQUOT = "(?:\"|''|(?i:&quot;))"
 PHONE_A = "(?:\\([0-9]{2,3}\\)[ \u00a0]?|(?:\\+\\+?)?(?:[0-9]{2,4}[- \u00a0])?[0-9]{2,4}[- \u00a0])[0-9]{3,4}[- \u00a0]?[0-9]{3,5}"
 PHONE_B = "(?:(?:\\+\\+?)?[0-9]{2,4}\\.)?[0-9]{2,4}\\.[0-9]{3,4}\\.[0-9]{3,5}"
 URL_END = "[^ \t\n\f\r\"<>|.!?(){},-]"
@@ -290,8 +292,8 @@ def _single_char(m: re.Match) -> tuple[list[str], int]:
 ALNUM_START = f"{LD}"
 _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("PROG_LANGS", "[cCfF]", _ci("c\\+\\+|[cf]#"), _emit()),
-    ("ASSIMILATIONS3", "[cC'\u0092\u2019&]", _ci("cannot") + "|" + APOS + _ci("twas"), _pushback(3)),
-    ("ASSIMILATIONS2", "[gGlLwW'\u0092\u2019&]", APOS + _ci("tis") + "|" + _ci("gonna|gotta|lemme|gimme|wanna"), _pushback(2)),
+    ("ASSIMILATIONS3", "[cC']", _ci("cannot|'twas"), _pushback(3)),
+    ("ASSIMILATIONS2", "[gGlLwW']", _ci("'tis|gonna|gotta|lemme|gimme|wanna"), _pushback(2)),
     ("SGML", "<", SGML, _emit(_nbsp)),
     ("SPMDASH", "[&\u0096\u0097\u2013\u2014\u2015]", _ci("&(?:md|mdash|ndash);") + "|[\u0096\u0097\u2013\u2014\u2015]", _emit_const("--")),
     ("SPAMP", "&", _ci("&amp;"), _emit_const("&")),
@@ -299,25 +301,21 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("WORD_REDAUX", LET, f"(?P<t>{WORD}){REDAUX}", _emit(_no_soft_hyphen)),
     ("SWORD_SREDAUX", "[A-Za-z\u00ad]", f"(?P<t>{SWORD}){SREDAUX}", _emit(_no_soft_hyphen)),
     ("WORD", LET, WORD, _emit(_no_soft_hyphen)),
-    (
-        "APOWORD",
-        f"['\u0092\u2019&{_L}]",
-        "|".join(
-            [
-                f"{APOS}{_ci('n')}{APOS}?",
-                f"[lLdDjJ]{APOS}",
-                _ci("dunkin|somethin|ol") + APOS,
-                APOS + _ci("em"),
-                f"[A-HJ-XZn]{APOSETC}{LET}{{2}}{LET}*",
-                f"{APOS}[2-9]0{_ci('s')}",
-                APOS + _ci("till?|cause"),
-                f"{LET}+[aeiouyAEIOUY]{APOSETC}[aeiouA-Z]{LET}*",
-                _ci("cont'd\\.?|'twas|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l"),
-                f"{_ci('o')}{APOSETC}{_ci('o')}",
-            ]
-        ),
-        _emit(_right_quote),
-    ),
+    *[
+        ("APOWORD", f"['\u0092\u2019&{_L}]", alternative, _emit())
+        for alternative in (
+            f"{APOS}{_ci('n')}{APOS}?",
+            f"[lLdDjJ]{APOS}",
+            _ci("dunkin|somethin|ol") + APOS,
+            APOS + _ci("em"),
+            f"[A-HJ-XZn]{APOSETC}{LET}{{2}}{LET}*",
+            f"{APOS}[2-9]0{_ci('s')}",
+            APOS + _ci("till?|cause"),
+            f"{LET}+[aeiouyAEIOUY]{APOSETC}[aeiouA-Z]{LET}*",
+            _ci("'twas|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l"),
+            f"{_ci('o')}{APOSETC}{_ci('o')}",
+        )
+    ],
     ("APOWORD2", "[yY]", f"(?P<t>{_ci('y')}{APOS}){LET}", _emit()),
     ("FULLURL", "[hH]", _ci("https?") + "://[^ \t\n\f\r\"<>|()]+" + URL_END, _emit()),
     (
@@ -332,12 +330,12 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
         "EMAIL",
         "[<&a-zA-Z0-9]",
         "(?:" + _ci("&lt;") + "|<)?[a-zA-Z0-9][^ \t\n\f\r\"<>|()\u00a0{}]*@(?:[^ \t\n\f\r\"<>|(){}.\u00a0]+\\.)*"
-        "[^ \t\n\f\r\"<>|(){}\\[\\].,;:\u00a0]+(?:" + _ci("&gt;") + "|>)?",
+        "[^ \t\n\f\r\"<>|(){}.\u00a0]+(?:" + _ci("&gt;") + "|>)?",
         _emit(),
     ),
-    ("TWITTER", "[@#]", f"@[a-zA-Z_][a-zA-Z_0-9]*|#{WORD}", _emit()),
-    ("REDAUX", "['\u0092\u2019&]", f"(?P<t>{REDAUX}){NOT_LET}", _emit(_right_quote)),
-    ("SREDAUX", "[nN]", f"(?P<t>{SREDAUX}){NOT_LET}", _emit(_right_quote)),
+    ("TWITTER", "[@#]", f"@[a-zA-Z_][a-zA-Z_0-9]*|#{LET}+", _emit()),
+    ("REDAUX", "['\u0092\u2019&]", f"(?P<t>{REDAUX})[^A-Za-z]", _emit(_right_quote)),
+    ("SREDAUX", "[nN]", f"(?P<t>{SREDAUX})[^A-Za-z]", _emit(_right_quote)),
     ("DATE", DIG, f"{DIG}{{1,2}}[-/]{DIG}{{1,2}}[-/]{DIG}{{2,4}}", _emit()),
     ("NUMBER", f"[-+.:,\u00ad\u066b\u066c{_D}]", f"[-+]?(?:{DIG}*(?:{NUM_SEP}{DIG}+)+|{DIG}+)", _emit(_no_soft_hyphen)),
     ("SUBSUPNUM", "[\u207a\u207b\u208a\u208b\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u2080-\u2089]",
@@ -351,17 +349,18 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
         + f"|{_ci('cap')}{APOS}{_ci('n')}|{_ci('c')}{APOS}{_ci('est')}",
         _emit(_amp),
     ),
-    ("THING3", LD, f"{LD}+(?:-{LET}+){{0,2}}(?:\\\\?/{LD}+(?:-{LET}+){{0,2}}){{1,2}}", _emit()),
+    ("THING3", "[A-Za-z0-9]", "[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}(?:\\\\?/[A-Za-z0-9]+(?:-[A-Za-z]+){0,2}){1,2}", _emit()),
     ("DOLSIGN", "[A-Z$#]", "[A-Z]*\\$|#", _emit()),
     ("DOLSIGN2", "[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5\uffe6]",
      "[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5\uffe6]",
      _emit(lambda t: _CURRENCY.get(t, t))),
     ("ACRONYM", "[A-Za-z]", f"(?P<t>(?:{ACRO})\\.){SPACENL}+(?:{_ACRONYM_FOLLOWERS})(?:{SPACENL}|[?!])", _acronym_sentence_end),
     ("ABBREV3", "[a-zA-Z]", f"(?P<t>{ABBREV3}){SPACENL}?{DIG}", _emit()),
-    ("ABBREV1_SENTEND", "[a-zA-Z]", f"(?P<t>{ABBREV1}){SPACENL}(?:{SPACENL}|{UPPER}|<)", _abbrev_sentence_end),
+    ("ABBREV1_SENTEND", "[a-zA-Z]", f"(?P<t>{ABBREV1}){SPACENL}(?:{SPACENL}|{UPPER}|{SGML})", _abbrev_sentence_end),
     ("ABBREV1_INSIDE", "[a-zA-Z]", f"(?P<t>{ABBREV1})[\\s\\S][\\s\\S]", _emit()),
     ("ABBREV1", "[a-zA-Z]", ABBREV1, _abbrev_at_end),
-    ("ABBREV2", "[a-zA-Z]", ABBREV2, _emit()),
+    ("ABBREV2", "[a-zA-Z]", ABBREV2_TITLE, _emit()),
+    ("ABBREV2", "[a-zA-Z]", ABBREV2_ACRO, _emit()),
     ("ACRO", "[a-zA-Z]", f"(?P<t>{ACRO}){SPACENL}", _emit()),
     ("TBSPEC2", "['\u0092\u2019&]", f"(?P<t>{APOS}[0-9][0-9]){SPACENL}", _emit()),
     ("WORD_PERIOD", LET, f"(?P<t>{WORD}\\.)[,;:]", _emit(_no_soft_hyphen)),
@@ -377,17 +376,24 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("FNMARKS", "[@#_]", "@+|#+|_+", _emit()),
     ("ASTS", "[*\\\\]", "\\*+|(?:\\\\\\*){1,3}", _emit()),
     ("QMARKS", "[?!]", "[?!]+", _emit()),
-    ("HTHING", LD, f"{LD}[A-Za-z0-9.,\u00ad]*(?:-(?:[A-Za-z0-9\u00ad]+|(?:{ACRO2})\\.))+", _emit(_no_soft_hyphen)),
+    ("HTHING", LD, f"{LD}[A-Za-z0-9.,\u00ad]*(?:-(?:(?:{ACRO2})\\.|[A-Za-z0-9\u00ad]+))+", _emit(_no_soft_hyphen)),
     (
         "THING",
         LD,
         f"(?:[dDoOlL]{APOSETC}{LD})?{LD}+(?:{HYPHEN}(?:[dDoOlL]{APOSETC}{LD})?{LD}+)*",
-        _emit(_right_quote),
+        _emit(),
+    ),
+    (
+        "THING_PERIOD",
+        LD,
+        f"(?P<t>(?:[dDoOlL]{APOSETC}{LD})?{LD}+(?:{HYPHEN}(?:[dDoOlL]{APOSETC}{LD})?{LD}+)*\\.)[,;:]",
+        _emit(),
     ),
     ("THINGA_PERIOD", "[A-Z]", "(?P<t>[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+\\.)[,;:]", _emit(_amp)),
     ("THINGA", "[A-Z]", "[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+", _emit(_amp)),
-    ("QUOTES_LEFT", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]",
-     f"(?P<t>{QUOTES}){LET}[^ \t\u00a0\u2000-\u200a\u3000\n]", _emit(_left_quote)),
+    # 3.4.1 never reads a right single quote (U+2019, CP1252 0x92, &apos;) as an opening quote.
+    ("QUOTES_LEFT", "['`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb]",
+     f"(?P<t>'|{QUOTES_2})[A-Za-z][^ \t\u00a0\u2000-\u200a\u3000\n]", _emit(_left_quote)),
     ("QUOTES", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]", QUOTES, _emit(_right_quote)),
     ("REDAUX_EOF", "['\u0092\u2019&]", REDAUX, _emit(_right_quote)),
     ("SREDAUX_EOF", "[nN]", SREDAUX, _emit(_right_quote)),
@@ -511,13 +517,6 @@ _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 _LOOKAHEAD_CHARS = 40  # enough for every trailing context that can cross a caption boundary
 
 
-def _java_lower(tok: str) -> str:
-    """``String.toLowerCase`` as CoreNLP 3.4.1 applies it (no final-sigma rule)."""
-    if "\u03a3" in tok:
-        tok = tok.replace("\u03a3", "\u03c3")
-    return tok.lower()
-
-
 def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
     """Raw PTB tokens (lower-cased, punctuation kept) of one caption, like one output line of Java.
 
@@ -525,8 +524,13 @@ def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
     rules look past the end of the line (e.g. ``U.S.`` before ``The``).
     """
     line = text.translate(_LINE_BREAK_TO_SPACE)
-    follow = "" if next_text is None else next_text[:_LOOKAHEAD_CHARS].translate(_LINE_BREAK_TO_SPACE)
-    return [_java_lower(t) for t in _scan(line + "\n" + follow, len(line))]
+    if next_text is None:
+        follow = ""
+    elif len(next_text) < _LOOKAHEAD_CHARS:
+        follow = next_text.translate(_LINE_BREAK_TO_SPACE) + "\n"
+    else:
+        follow = next_text[:_LOOKAHEAD_CHARS].translate(_LINE_BREAK_TO_SPACE)
+    return [t.lower() for t in _scan(line + "\n" + follow, len(line))]
 
 
 class PTBTokenizer:
