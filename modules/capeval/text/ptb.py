@@ -37,6 +37,7 @@ catastrophically (see ``tests/test_ptb_tokenizer.py`` for the 10,000-character c
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 
 from capeval.text import _ptb_tables
@@ -197,7 +198,7 @@ ABBREV2_ACRO = f"(?:{ACRO})\\."
 ABBREV3 = _ci("ca|figs?|prop|nos?|art|bldg|pp|op") + "\\."
 SGML = (
     "<(?:[!?][A-Za-z-][^>\n]*"
-    "|[A-Za-z][A-Za-z0-9_:.-]*(?: +[A-Za-z][A-Za-z0-9_:.-]*(?: *= *(?:'[^'\n]*'|\"[^\"\n]*\"|[A-Za-z][A-Za-z0-9_:.-]*))?)* */?"
+    "|[A-Za-z][A-Za-z0-9_:.-]*(?: +[A-Za-z][A-Za-z0-9_:.-]*(?: *= *(?:'[^'\n]*'|\"[^\"\n]*\"))?)* */?"
     "|/[A-Za-z][A-Za-z0-9_:.-]*) *>"
 )
 _ACRONYM_FOLLOWERS = (
@@ -206,12 +207,19 @@ _ACRONYM_FOLLOWERS = (
     "|O(?i:nce|ne|ther|ur)|S(?i:he|ince|o|ome|uch)|T(?i:hat|he|heir|hen|here|hese|hey|his)"
     "|W(?i:e|hen|hile|hat|ho|hy)|Y(?i:et|ou)|" + SGML
 )
+HTHING = f"[A-Za-z0-9][A-Za-z0-9.,\u00ad]*(?:-(?:(?:{ACRO2})\\.|[A-Za-z0-9\u00ad]+))+"
+FILENAME_EXT = (
+    "bat|bmp|c|class|cgi|cpp|dll|doc|docx|exe|gif|gz|h|htm|html|jar|java|jpeg|jpg|mov|mp3|pdf|php|pl|png|ppt|ps|py"
+    "|sql|tar|txt|wav|x|xml|zip"
+)
 NUM_SEP = "[.:,\u00ad\u066b\u066c]"
 QUOTES = "(?:[`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2}|" + APOS + ")"
 QUOTES_2 = "(?:[`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb][`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]?)"
 DBLQUOT = "(?:\"|''|(?i:&quot;))"
 PHONE_A = "(?:\\([0-9]{2,3}\\)[ \u00a0]?|(?:\\+\\+?)?(?:[0-9]{2,4}[- \u00a0])?[0-9]{2,4}[- \u00a0])[0-9]{3,4}[- \u00a0]?[0-9]{3,5}"
 PHONE_B = "(?:(?:\\+\\+?)?[0-9]{2,4}\\.)?[0-9]{2,4}\\.[0-9]{3,4}\\.[0-9]{3,5}"
+# `,-_` is a range (U+002C-U+005F: digits, upper case, :;<=>?@[\\]^) in JFlex as in Python.
+LIKELYURL_LABEL = "[^ \t\n\f\r\"`'<>|.!?(){},-_$]"
 URL_END = "[^ \t\n\f\r\"<>|.!?(){},-]"
 
 # --------------------------------------------------------------------------------------------
@@ -269,6 +277,11 @@ def _acronym_sentence_end(m: re.Match) -> tuple[list[str], int]:
     return [tok], len(tok) - 1
 
 
+def _emit_filename(m: re.Match) -> tuple[list[str], int]:
+    tok = m.group("t") or m.group("t2")
+    return [tok], len(tok)
+
+
 def _ellipsis(m: re.Match) -> tuple[list[str], int]:
     return ["..."], len(m.group(0))
 
@@ -320,10 +333,14 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("FULLURL", "[hH]", _ci("https?") + "://[^ \t\n\f\r\"<>|()]+" + URL_END, _emit()),
     (
         "LIKELYURL",
-        "[^ \t\n\f\r\"<>|.!?(){},]",
-        "(?:" + _ci("www") + "\\.(?:[^ \t\n\f\r\"<>|.!?(){},]+\\.)+[a-zA-Z]{2,4}"
-        "|(?:[^ \t\n\f\r\"`'<>|.!?(){},-_$]+\\.)+" + _ci("com|net|org|edu") + ")"
-        "(?:/[^ \t\n\f\r\"<>|()]+" + URL_END + ")?",
+        "[wW]",
+        _ci("www") + "\\.(?:[^ \t\n\f\r\"<>|.!?(){},]+\\.)+[a-zA-Z]{2,4}(?:/[^ \t\n\f\r\"<>|()]+" + URL_END + ")?",
+        _emit(),
+    ),
+    (
+        "LIKELYURL",
+        LIKELYURL_LABEL,
+        f"(?:{LIKELYURL_LABEL}+\\.)+" + _ci("com|net|org|edu") + "(?:/[^ \t\n\f\r\"<>|()]+" + URL_END + ")?",
         _emit(),
     ),
     (
@@ -354,7 +371,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("DOLSIGN2", "[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5\uffe6]",
      "[\u00a2\u00a3\u00a4\u00a5\u0080\u20a0\u20ac\u060b\u0e3f\u20a4\uffe0\uffe1\uffe5\uffe6]",
      _emit(lambda t: _CURRENCY.get(t, t))),
-    ("ACRONYM", "[A-Za-z]", f"(?P<t>(?:{ACRO})\\.){SPACENL}+(?:{_ACRONYM_FOLLOWERS})(?:{SPACENL}|[?!])", _acronym_sentence_end),
+    ("ACRONYM", "[A-Za-z]", f"(?P<t>(?:{ACRO})\\.){SPACENL}+(?:{_ACRONYM_FOLLOWERS}){SPACENL}", _acronym_sentence_end),
     ("ABBREV3", "[a-zA-Z]", f"(?P<t>{ABBREV3}){SPACENL}?{DIG}", _emit()),
     ("ABBREV1_SENTEND", "[a-zA-Z]", f"(?P<t>{ABBREV1}){SPACENL}(?:{SPACENL}|{UPPER}|{SGML})", _abbrev_sentence_end),
     ("ABBREV1_INSIDE", "[a-zA-Z]", f"(?P<t>{ABBREV1})[\\s\\S][\\s\\S]", _emit()),
@@ -363,6 +380,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("ABBREV2", "[a-zA-Z]", ABBREV2_ACRO, _emit()),
     ("ACRO", "[a-zA-Z]", f"(?P<t>{ACRO}){SPACENL}", _emit()),
     ("TBSPEC2", "['\u0092\u2019&]", f"(?P<t>{APOS}[0-9][0-9]){SPACENL}", _emit()),
+    ("FILENAME", LD, f"(?P<t>{LD}+\\.{_ci(FILENAME_EXT)}){SPACENL}|(?P<t2>{LD}+\\.{_ci(FILENAME_EXT)})[.?!,]", _emit_filename),
     ("WORD_PERIOD", LET, f"(?P<t>{WORD}\\.)[,;:]", _emit(_no_soft_hyphen)),
     ("PHONE", "[(+0-9]", f"{PHONE_A}|{PHONE_B}", _emit(_phone)),
     ("DBLQUOT_LEFT", "[\"&]", f"(?P<t>\"|{_ci('&quot;')})[A-Za-z0-9$]", _emit(_left_quote)),
@@ -370,13 +388,20 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("LESSTHAN", "[<&]", "<|" + _ci("&lt;"), _emit_const("<")),
     ("GREATERTHAN", "[>&]", ">|" + _ci("&gt;"), _emit_const(">")),
     ("SMILEY", "[<>:;=]", "(?P<t>[<>]?[:;=][-o*']?[()DPdpO\\\\{@|\\[\\]])[^A-Za-z0-9]", _emit(_smiley)),
+    (
+        "ASIANSMILEY",
+        "[-^x=~<>'(]",
+        "[-^x=~<>']_[-^x=~<>']|\\([-^x=~<>'][_.]?[-^x=~<>']\\)|\\([\\^x=~<>']-[\\^x=~<>'`]\\)",
+        _emit(_smiley),
+    ),
     ("HYPHENS", "-", "-+", _hyphens),
-    ("LDOTS", "[.\u0085\u2026]", "\\.\\.\\.+|[\u0085\u2026]", _ellipsis),
+    ("LDOTS", "[.\u0085\u2026]", "\\.{3,5}|[\u0085\u2026]", _ellipsis),
     ("SPACEDLDOTS", ".", "\\.[ \u00a0](?:\\.[ \u00a0])+\\.", _ellipsis),
     ("FNMARKS", "[@#_]", "@+|#+|_+", _emit()),
     ("ASTS", "[*\\\\]", "\\*+|(?:\\\\\\*){1,3}", _emit()),
     ("QMARKS", "[?!]", "[?!]+", _emit()),
-    ("HTHING", LD, f"{LD}[A-Za-z0-9.,\u00ad]*(?:-(?:(?:{ACRO2})\\.|[A-Za-z0-9\u00ad]+))+", _emit(_no_soft_hyphen)),
+    ("HTHING", "[A-Za-z0-9]", HTHING, _emit(_no_soft_hyphen)),
+    ("HTHING_PERIOD", "[A-Za-z0-9]", f"(?P<t>{HTHING}\\.)[,;:]", _emit(_no_soft_hyphen)),
     (
         "THING",
         LD,
@@ -393,7 +418,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("THINGA", "[A-Z]", "[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+", _emit(_amp)),
     # 3.4.1 never reads a right single quote (U+2019, CP1252 0x92, &apos;) as an opening quote.
     ("QUOTES_LEFT", "['`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb]",
-     f"(?P<t>'|{QUOTES_2})[A-Za-z][^ \t\u00a0\u2000-\u200a\u3000\n]", _emit(_left_quote)),
+     f"(?P<t>'|{QUOTES_2})[A-Za-z][^ \t\u00a0\n]", _emit(_left_quote)),
     ("QUOTES", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]", QUOTES, _emit(_right_quote)),
     ("REDAUX_EOF", "['\u0092\u2019&]", REDAUX, _emit(_right_quote)),
     ("SREDAUX_EOF", "[nN]", SREDAUX, _emit(_right_quote)),
@@ -404,13 +429,28 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
 
 
 class _Rule:
-    __slots__ = ("name", "starts", "match", "action")
+    __slots__ = ("name", "starts", "match", "action", "failure_run")
 
     def __init__(self, name: str, starts: str, pattern: str, action: Action) -> None:
         self.name = name
         self.starts = re.compile(starts)
         self.match = re.compile(pattern).match
         self.action = action
+        run = _FAILURE_RUNS.get(name)
+        self.failure_run = None if run is None else re.compile(run).match
+
+
+# Rules that scan arbitrarily far before they can fail. When such a rule fails at position i, it
+# also fails at every later start inside the run matched here (the rest of the pattern sees the
+# same text), so the scanner skips it up to the end of that run. This keeps inputs like
+# "a,a,a,a,..." or "+++..." linear instead of quadratic.
+_FAILURE_RUNS = {
+    "EMAIL": "[a-zA-Z0-9][^ \t\n\f\r\"<>|()\u00a0{}]*",
+    "LIKELYURL": f"{LIKELYURL_LABEL}+",
+    "HTHING": "[A-Za-z0-9][A-Za-z0-9.,\u00ad]*",
+    "HTHING_PERIOD": "[A-Za-z0-9][A-Za-z0-9.,\u00ad]*",
+    "SGML": "<[^>\n]*\n",  # no '>' before the end of the line: no tag can close
+}
 
 
 _RULES = [_Rule(*spec) for spec in _RULE_SPECS]
@@ -427,12 +467,14 @@ def _candidates(ch: str) -> tuple[_Rule, ...]:
 
 
 _SKIP_SPACE = re.compile(f"{SPACE}+")
-_LETTERS_BEFORE_SPACE = re.compile(f"([A-Za-z]+){SPACENL}")
+# Only ASCII space/tab/newline: URL and e-mail rules run across other spaces (U+2009 ...).
+_LETTERS_BEFORE_SPACE = re.compile("([A-Za-z]+)[ \t\n]")
 
 
 def _scan(text: str, end: int) -> list[str]:
     """Raw PTB tokens of ``text[:end]``; ``text[end:]`` is the following context (``\\n`` + next line)."""
     out: list[str] = []
+    failed_until: dict[_Rule, int] = {}
     i = 0
     while i < end:
         ch = text[i]
@@ -450,7 +492,17 @@ def _scan(text: str, end: int) -> list[str]:
         best_len = -1
         best_rule = best_match = None
         for rule in _candidates(ch):
-            m = rule.match(text, i)
+            if rule.failure_run is not None:
+                if failed_until.get(rule, -1) > i:
+                    continue
+                m = rule.match(text, i)
+                if m is None:
+                    run = rule.failure_run(text, i)
+                    if run is not None:
+                        failed_until[rule] = run.end()
+                    continue
+            else:
+                m = rule.match(text, i)
             if m is not None and m.end() - i > best_len:
                 best_len = m.end() - i
                 best_rule, best_match = rule, m
@@ -514,7 +566,41 @@ _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 # Public API
 # --------------------------------------------------------------------------------------------
 
-_LOOKAHEAD_CHARS = 40  # enough for every trailing context that can cross a caption boundary
+_LOOKAHEAD_CHARS = 40
+_IDEOGRAPHIC = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD_CHAR_MIDDLE = "'.:\u00b7\u2019-\u2010_"
+
+
+def _is_word_char(tok: str, j: int) -> bool:
+    """Approximates java.text.BreakIterator's word rules (ideographs are words of their own)."""
+    ch = tok[j]
+    if (ch.isalnum() or unicodedata.category(ch)[0] == "M") and not _IDEOGRAPHIC.match(ch):
+        return True
+    # Word-internal punctuation between two letters.
+    return ch in _WORD_CHAR_MIDDLE and 0 < j < len(tok) - 1 and tok[j - 1].isalpha() and tok[j + 1].isalpha()
+
+
+def _final_sigma(tok: str, i: int) -> bool:
+    """Java's rule: a cased letter before the sigma and none after it, within the same word."""
+    j = i - 1
+    while j >= 0 and _is_word_char(tok, j):
+        if tok[j].lower() != tok[j].upper():
+            k = i + 1
+            while k < len(tok) and _is_word_char(tok, k):
+                if tok[k].lower() != tok[k].upper():
+                    return False
+                k += 1
+            return True
+        j -= 1
+    return False
+
+
+def _java_lower(tok: str) -> str:
+    """``String.toLowerCase``: Python's lower() except for Java's word-based final-sigma rule."""
+    if "\u03a3" not in tok:
+        return tok.lower()
+    chars = [("\u03c2" if _final_sigma(tok, i) else "\u03c3") if ch == "\u03a3" else ch for i, ch in enumerate(tok)]
+    return "".join(chars).lower()  # enough for every trailing context that can cross a caption boundary
 
 
 def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
@@ -530,7 +616,7 @@ def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
         follow = next_text.translate(_LINE_BREAK_TO_SPACE) + "\n"
     else:
         follow = next_text[:_LOOKAHEAD_CHARS].translate(_LINE_BREAK_TO_SPACE)
-    return [t.lower() for t in _scan(line + "\n" + follow, len(line))]
+    return [_java_lower(t) for t in _scan(line + "\n" + follow, len(line))]
 
 
 class PTBTokenizer:
@@ -554,8 +640,9 @@ class PTBTokenizer:
                 raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
             words = _plain_tokens(text)
             if words is None:
-                raw = ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)
-                words = [t for t in raw if t not in COCO_PUNCTUATION]
+                # Same post-processing as pycocoevalcap: join, strip trailing whitespace, split on " ".
+                line = " ".join(ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)).rstrip()
+                words = [t for t in line.split(" ") if t and t not in COCO_PUNCTUATION]
             out.append(words)
         return out
 
