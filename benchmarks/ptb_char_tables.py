@@ -4,8 +4,10 @@ Every Basic-Multilingual-Plane character ``c`` (except surrogates and line break
 Java wrapper turns into spaces) is tokenised by CoreNLP 3.4.1's ``PTBTokenizer -preserveLines
 -lowerCase`` in the contexts ``"q c q"`` and ``"qcq"``. From the answers:
 
-* letters: ``qcq`` stays one token and ``c`` is not a decimal digit (or ASCII punctuation that
-  only joins through a word rule, like ``.`` or ``-``);
+* letters (PTBLexer's ``{LETTER}`` macro, used by words): ``qcq`` stays one token and ``c`` is not
+  a decimal digit (or ASCII punctuation that only joins through a word rule, like ``.`` or ``-``);
+* alpha (JFlex ``[:letter:]``, used by hyphenated words and apostrophe words): the letters whose
+  Unicode category is L* (combining marks and modifier symbols join words but are not letters);
 * digits: ``qcq`` stays one token and ``c`` is a decimal digit (Unicode ``Nd``);
 * deleted: ``q c q`` comes back as ``q q`` (untokenizable characters and spaces).
 
@@ -48,7 +50,8 @@ def probe() -> dict[str, list[tuple[int, int]]]:
             (digits if unicodedata.category(c) == "Nd" else letters).append(ord(c))
         if isolated == "q q":
             deleted.append(ord(c))
-    return {"LETTER": _ranges(letters), "DIGIT": _ranges(digits), "DELETED": _ranges(deleted)}
+    alpha = [c for c in letters if unicodedata.category(chr(c)).startswith("L")]
+    return {"LETTER": _ranges(letters), "ALPHA": _ranges(alpha), "DIGIT": _ranges(digits), "DELETED": _ranges(deleted)}
 
 
 def main() -> None:

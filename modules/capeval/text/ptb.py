@@ -58,10 +58,12 @@ def _class_body(ranges: Sequence[tuple[int, int]]) -> str:
 
 _L = _class_body(_ptb_tables.LETTER)
 _D = _class_body(_ptb_tables.DIGIT)
-LET = f"[{_L}]"
+_A = _class_body(_ptb_tables.ALPHA)
+LET = f"[{_L}]"  # PTBLexer's {LETTER}: letters plus combining marks etc. (words)
+ALPHA = f"[{_A}]"  # JFlex [:letter:] (hyphenated words, apostrophe words, file names)
 DIG = f"[{_D}]"
 LD = f"[{_L}{_D}]"
-NOT_LET = f"[^{_L}]"
+AD = f"[{_A}{_D}]"
 
 _DELETED = frozenset(chr(c) for a, b in _ptb_tables.DELETED for c in range(a, b + 1))
 
@@ -207,14 +209,15 @@ _ACRONYM_FOLLOWERS = (
     "|O(?i:nce|ne|ther|ur)|S(?i:he|ince|o|ome|uch)|T(?i:hat|he|heir|hen|here|hese|hey|his)"
     "|W(?i:e|hen|hile|hat|ho|hy)|Y(?i:et|ou)|" + SGML
 )
+THING = f"(?:[dDoOlL]{APOSETC}{AD})?{AD}+(?:{HYPHEN}(?:[dDoOlL]{APOSETC}{AD})?{AD}+)*"
 HTHING = f"[A-Za-z0-9][A-Za-z0-9.,\u00ad]*(?:-(?:(?:{ACRO2})\\.|[A-Za-z0-9\u00ad]+))+"
 FILENAME_EXT = (
     "bat|bmp|c|class|cgi|cpp|dll|doc|docx|exe|gif|gz|h|htm|html|jar|java|jpeg|jpg|mov|mp3|pdf|php|pl|png|ppt|ps|py"
     "|sql|tar|txt|wav|x|xml|zip"
 )
 NUM_SEP = "[.:,\u00ad\u066b\u066c]"
-QUOTES = "(?:[`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2}|" + APOS + ")"
-QUOTES_2 = "(?:[`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb][`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]?)"
+QUOTES = "(?:[`\u2018-\u201f\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2}|" + APOS + ")"
+QUOTES_2 = "(?:[`\u2018\u201a-\u201f\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb][`\u2018-\u201f\u0091-\u0094\u2039\u203a\u00ab\u00bb]?)"
 DBLQUOT = "(?:\"|''|(?i:&quot;))"
 PHONE_A = "(?:\\([0-9]{2,3}\\)[ \u00a0]?|(?:\\+\\+?)?(?:[0-9]{2,4}[- \u00a0])?[0-9]{2,4}[- \u00a0])[0-9]{3,4}[- \u00a0]?[0-9]{3,5}"
 PHONE_B = "(?:(?:\\+\\+?)?[0-9]{2,4}\\.)?[0-9]{2,4}\\.[0-9]{3,4}\\.[0-9]{3,5}"
@@ -321,15 +324,15 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
             f"[lLdDjJ]{APOS}",
             _ci("dunkin|somethin|ol") + APOS,
             APOS + _ci("em"),
-            f"[A-HJ-XZn]{APOSETC}{LET}{{2}}{LET}*",
+            f"[A-HJ-XZn]{APOSETC}{ALPHA}{{2}}{ALPHA}*",
             f"{APOS}[2-9]0{_ci('s')}",
             APOS + _ci("till?|cause"),
-            f"{LET}+[aeiouyAEIOUY]{APOSETC}[aeiouA-Z]{LET}*",
+            f"{ALPHA}+[aeiouyAEIOUY]{APOSETC}[aeiouA-Z]{ALPHA}*",
             _ci("'twas|nor'easter|c'mon|e'er|s'mores|ev'ry|li'l|nat'l"),
             f"{_ci('o')}{APOSETC}{_ci('o')}",
         )
     ],
-    ("APOWORD2", "[yY]", f"(?P<t>{_ci('y')}{APOS}){LET}", _emit()),
+    ("APOWORD2", "[yY]", f"(?P<t>{_ci('y')}{APOS}){ALPHA}", _emit()),
     ("FULLURL", "[hH]", _ci("https?") + "://[^ \t\n\f\r\"<>|()]+" + URL_END, _emit()),
     (
         "LIKELYURL",
@@ -380,7 +383,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("ABBREV2", "[a-zA-Z]", ABBREV2_ACRO, _emit()),
     ("ACRO", "[a-zA-Z]", f"(?P<t>{ACRO}){SPACENL}", _emit()),
     ("TBSPEC2", "['\u0092\u2019&]", f"(?P<t>{APOS}[0-9][0-9]){SPACENL}", _emit()),
-    ("FILENAME", LD, f"(?P<t>{LD}+\\.{_ci(FILENAME_EXT)}){SPACENL}|(?P<t2>{LD}+\\.{_ci(FILENAME_EXT)})[.?!,]", _emit_filename),
+    ("FILENAME", AD, f"(?P<t>{AD}+\\.{_ci(FILENAME_EXT)}){SPACENL}|(?P<t2>{AD}+\\.{_ci(FILENAME_EXT)})[.?!,]", _emit_filename),
     ("WORD_PERIOD", LET, f"(?P<t>{WORD}\\.)[,;:]", _emit(_no_soft_hyphen)),
     ("PHONE", "[(+0-9]", f"{PHONE_A}|{PHONE_B}", _emit(_phone)),
     ("DBLQUOT_LEFT", "[\"&]", f"(?P<t>\"|{_ci('&quot;')})[A-Za-z0-9$]", _emit(_left_quote)),
@@ -404,22 +407,22 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("HTHING_PERIOD", "[A-Za-z0-9]", f"(?P<t>{HTHING}\\.)[,;:]", _emit(_no_soft_hyphen)),
     (
         "THING",
-        LD,
-        f"(?:[dDoOlL]{APOSETC}{LD})?{LD}+(?:{HYPHEN}(?:[dDoOlL]{APOSETC}{LD})?{LD}+)*",
+        AD,
+        THING,
         _emit(),
     ),
     (
         "THING_PERIOD",
-        LD,
-        f"(?P<t>(?:[dDoOlL]{APOSETC}{LD})?{LD}+(?:{HYPHEN}(?:[dDoOlL]{APOSETC}{LD})?{LD}+)*\\.)[,;:]",
+        AD,
+        f"(?P<t>{THING}\\.)[,;:]",
         _emit(),
     ),
     ("THINGA_PERIOD", "[A-Z]", "(?P<t>[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+\\.)[,;:]", _emit(_amp)),
     ("THINGA", "[A-Z]", "[A-Z]+(?:(?:[+&]|" + _ci("&amp;") + ")[A-Z]+)+", _emit(_amp)),
     # 3.4.1 never reads a right single quote (U+2019, CP1252 0x92, &apos;) as an opening quote.
-    ("QUOTES_LEFT", "['`\u2018\u201a-\u201f\u0082\u0084\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb]",
+    ("QUOTES_LEFT", "['`\u2018\u201a-\u201f\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb]",
      f"(?P<t>'|{QUOTES_2})[A-Za-z][^ \t\u00a0\n]", _emit(_left_quote)),
-    ("QUOTES", "['\u0092\u2019&`\u2018-\u201f\u0082\u0084\u0091-\u0094\u2039\u203a\u00ab\u00bb]", QUOTES, _emit(_right_quote)),
+    ("QUOTES", "['\u0092\u2019&`\u2018-\u201f\u0091-\u0094\u2039\u203a\u00ab\u00bb]", QUOTES, _emit(_right_quote)),
     ("REDAUX_EOF", "['\u0092\u2019&]", REDAUX, _emit(_right_quote)),
     ("SREDAUX_EOF", "[nN]", SREDAUX, _emit(_right_quote)),
     ("FAKEDUCKFEET", "[<>]", "<<|>>", _emit()),
@@ -567,7 +570,7 @@ _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 # --------------------------------------------------------------------------------------------
 
 _LOOKAHEAD_CHARS = 40
-_IDEOGRAPHIC = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_IDEOGRAPHIC = re.compile("[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD_CHAR_MIDDLE = "'.:\u00b7\u2019-\u2010_"
 
 
