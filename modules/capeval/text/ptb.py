@@ -36,6 +36,7 @@ catastrophically (see ``tests/test_ptb_tokenizer.py`` for the 10,000-character c
 """
 from __future__ import annotations
 
+import gc
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -300,7 +301,7 @@ def _skip(m: re.Match) -> tuple[list[str], int]:
 
 def _single_char(m: re.Match) -> tuple[list[str], int]:
     ch = m.group(0)
-    if ch in _DELETED or ord(ch) > 0xFFFF:
+    if ch in _DELETED or ord(ch) > 0xFFFF or "\ud800" <= ch <= "\udfff":
         return [], 1
     return [_SINGLE_CHAR.get(ch, ch)], 1
 
@@ -530,10 +531,9 @@ _PERIOD_WORDS = (
     "supt supts det mt ft adj adv asst assoc ens insp mlle mme msgr sfc vs alex wm jos cie cf treas ph invt elec natl "
     "mfg mtg dept ca fig figs prop no nos art pp op"
 ).split()
-# A "plain" caption: ASCII letters, spaces, and commas/periods at the end of a word or alone.
-_PLAIN = re.compile(" *(?:(?:[A-Za-z]+[,.]?|[,.]) +)*(?:[A-Za-z]+[,.]?|[,.])? *")
-# ... whose periods all end a word that cannot keep its period (no abbreviation, no single letter).
-_PERIOD_KEEPER = re.compile("(?<![a-z])(?:[a-z]|" + "|".join(_PERIOD_WORDS) + ")\\.")
+# A "plain" caption: ASCII letters and spaces, with commas/periods only before a space or at the end.
+_NOT_PLAIN = re.compile("[^A-Za-z ,.]|[,.][^ ]")
+_PERIOD_WORD_SET = frozenset(_PERIOD_WORDS)
 _PLAIN_TO_SPACE = str.maketrans(",.", "  ")
 
 
@@ -550,12 +550,20 @@ def _split_assimilations(words: list[str]) -> list[str]:
 
 
 def _plain_tokens(text: str) -> list[str] | None:
-    """Lower-cased tokens of a plain caption WITHOUT its commas/periods, or None if not plain."""
-    if _PLAIN.fullmatch(text) is None:
+    """Lower-cased tokens of a plain caption WITHOUT its commas/periods, or None if not plain.
+
+    In a plain caption every token is a run of ASCII letters, "," or "."; only a period after an
+    abbreviation or a single letter could stay in a token, so those go to the scanner.
+    """
+    if _NOT_PLAIN.search(text) is not None:
         return None
     low = text.lower()
-    if "." in low and _PERIOD_KEEPER.search(low) is not None:
-        return None
+    pos = low.find(".")
+    while pos != -1:
+        word = low[low.rfind(" ", 0, pos) + 1 : pos]
+        if len(word) == 1 or word in _PERIOD_WORD_SET:
+            return None
+        pos = low.find(".", pos + 1)
     words = low.translate(_PLAIN_TO_SPACE).split()
     if not _ASSIMILATION_SET.isdisjoint(words):
         words = _split_assimilations(words)
@@ -569,7 +577,7 @@ _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 # Public API
 # --------------------------------------------------------------------------------------------
 
-_LOOKAHEAD_CHARS = 40
+_LOOKAHEAD_CHARS = 40  # enough for every trailing context that can cross a caption boundary
 _IDEOGRAPHIC = re.compile("[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _WORD_CHAR_MIDDLE = "'.:\u00b7\u2019-\u2010_"
 
@@ -603,7 +611,7 @@ def _java_lower(tok: str) -> str:
     if "\u03a3" not in tok:
         return tok.lower()
     chars = [("\u03c2" if _final_sigma(tok, i) else "\u03c3") if ch == "\u03a3" else ch for i, ch in enumerate(tok)]
-    return "".join(chars).lower()  # enough for every trailing context that can cross a caption boundary
+    return "".join(chars).lower()
 
 
 def ptb_tokenize_line(text: str, next_text: str | None = None) -> list[str]:
@@ -634,22 +642,38 @@ class PTBTokenizer:
     name = "ptb-py.1"
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Token lists (lower-cased, COCO punctuation removed), one per text, in order.
+
+        Raises ``ValueError`` naming the index of the first text that is not a ``str``.
+        """
         from capeval.text import COCO_PUNCTUATION
 
+        _check_texts(texts)
         out: list[list[str]] = []
         n = len(texts)
-        for k, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
-            words = _plain_tokens(text)
-            if words is None:
-                # Same post-processing as pycocoevalcap: join, strip trailing whitespace, split on " ".
-                line = " ".join(ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)).rstrip()
-                words = [t for t in line.split(" ") if t and t not in COCO_PUNCTUATION]
-            out.append(words)
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # millions of small acyclic lists: the cyclic GC would only cost time
+        try:
+            for k, text in enumerate(texts):
+                words = _plain_tokens(text)
+                if words is None:
+                    # pycocoevalcap's post-processing: join, strip trailing whitespace, split on " ".
+                    line = " ".join(ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)).rstrip()
+                    words = [t for t in line.split(" ") if t and t not in COCO_PUNCTUATION]
+                out.append(words)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         return out
 
     def tokenize_lines(self, texts: Sequence[str]) -> list[str]:
         """Raw output lines (space-separated, punctuation kept), like ``JavaPTBTokenizer.tokenize_lines``."""
+        _check_texts(texts)
         n = len(texts)
         return [" ".join(ptb_tokenize_line(t, texts[k + 1] if k + 1 < n else None)) for k, t in enumerate(texts)]
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
