@@ -6,9 +6,10 @@ script prints the share of captions with identical token lists (after COCO punct
 i.e. what the metrics see) and of identical raw output lines (before the removal), then lists the
 differences clustered by the shape of the first differing tokens.
 
-Corpora: COCO 2014 train+val (616,767 captions, from pycocoevalcap's SPICE jar), the same captions
+Corpora (``--corpus``): COCO 2014 train+val (616,767 captions, from pycocoevalcap's SPICE jar), the same captions
 after capeval's default THumB clean-up, the Karpathy test split, Flickr8k, PASCAL-50S (expert
-file and cider-py candidates), THumB 1.0 and COMPOSITE. The data come from ``capeval.paths.data_dir()``;
+file and cider-py candidates), THumB 1.0 and COMPOSITE; on request also two seeded random stress
+tests (``random-words``, ``random-chars``). The data come from ``capeval.paths.data_dir()``;
 missing corpora are skipped.
 
 It also reports how many COCO captions get a different token list when the THumB clean-up
@@ -19,6 +20,7 @@ Usage::
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py            # all corpora
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --corpus karpathy flickr8k
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --limit 20000 --show 5
+    PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --corpus random-words random-chars
 """
 from __future__ import annotations
 
@@ -108,6 +110,54 @@ def _composite(root: Path) -> list[str]:
     return out
 
 
+def _random_chars(n: int = 50000, seed: int = 0) -> list[str]:
+    """Seeded random strings: ASCII letters/digits/spaces/punctuation plus a few Unicode characters."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    alnum = string.ascii_letters + string.digits
+    uni = "éÉßΣΩ猫ı½²°©’‘“”«»…—–‐\u00a0\u2009\u200b\U0001F600\x01"
+    out = []
+    for _ in range(n):
+        chars = []
+        for _ in range(rng.randint(1, 25)):
+            r = rng.random()
+            if r < 0.45:
+                chars.append(rng.choice(alnum))
+            elif r < 0.65:
+                chars.append(" ")
+            elif r < 0.92:
+                chars.append(rng.choice(string.punctuation))
+            elif r < 0.97:
+                chars.append(rng.choice(uni))
+            else:  # any BMP character (no surrogates, no line breaks) or one outside the BMP
+                code = rng.choice([rng.randint(0x80, 0xFFFF), rng.randint(0x10000, 0x1FFFF)])
+                ch = chr(code)
+                chars.append("x" if 0xD800 <= code <= 0xDFFF or ch in "\x85\u2028\u2029" else ch)
+        out.append("".join(chars))
+    return out
+
+
+def _random_words(n: int = 50000, seed: int = 0) -> list[str]:
+    """Seeded caption-like strings: words with quotes, brackets, periods, contractions glued on."""
+    import random
+
+    rng = random.Random(seed)
+    words = (
+        "a an the man woman dog cat it's don't I'm St Dr Mr etc Inc Co no fig vs U.S A I x 10 3.5 1,000 "
+        "2 1/2 5:30 am pm e.g i.e www x.com foo@bar.com co ed re pre non anti-war well x-ray 90s"
+    ).split()
+    pre = ["", "", "", "", '"', "'", "(", "[", "`", "``", "\u2018", "\u201c", "-", "$", "#", "@", "<", "*"]
+    post = ["", "", "", "", ".", ",", "'", '"', ")", "]", "'s", "n't", "!", "?", ";", ":", "...", "..", "-",
+            "/", "%", ".,", ".'", '."', "'.", "-a", "/b", "&c", "+", "*", ">"]
+    out = []
+    for _ in range(n):
+        toks = [rng.choice(pre) + rng.choice(words) + rng.choice(post) for _ in range(rng.randint(1, 10))]
+        out.append(" ".join(toks) if rng.random() < 0.8 else "".join(toks))
+    return out
+
+
 CORPORA: dict[str, tuple[str, Callable[..., list[str]], bool]] = {
     # name: (description, loader, needs the data dir)
     "coco": ("COCO 2014 train+val captions (pycocoevalcap's SPICE jar)", _coco, False),
@@ -118,6 +168,8 @@ CORPORA: dict[str, tuple[str, Callable[..., list[str]], bool]] = {
     "pascal50s": ("PASCAL-50S expert file + cider-py candsB/candsC", _pascal50s, True),
     "thumb": ("THumB 1.0 hypotheses + references", _thumb, True),
     "composite": ("COMPOSITE captions + references_{8k,30k,coco}", _composite, True),
+    "random-words": ("50,000 seeded caption-like strings with glued punctuation (stress test)", _random_words, False),
+    "random-chars": ("50,000 seeded random strings, ASCII + Unicode (stress test)", _random_chars, False),
 }
 
 # --------------------------------------------------------------------------------------------
@@ -200,7 +252,8 @@ def thumb_effect(captions: list[str], show: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", nargs="*", default=list(CORPORA), choices=list(CORPORA))
+    parser.add_argument("--corpus", nargs="*", default=[c for c in CORPORA if not c.startswith("random")],
+                        choices=list(CORPORA), help="default: every real corpus (not the random stress tests)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N captions of each corpus")
     parser.add_argument("--show", type=int, default=3, help="examples printed per difference cluster")
     parser.add_argument("--no-thumb-effect", action="store_true", help="skip the THumB clean-up analysis")
