@@ -2,12 +2,13 @@
 
 Every Basic-Multilingual-Plane character ``c`` (except surrogates and line breaks, which the
 Java wrapper turns into spaces) is tokenised by CoreNLP 3.4.1's ``PTBTokenizer -preserveLines
--lowerCase`` in the contexts ``"q c q"`` and ``"qcq"``. From the answers:
+-lowerCase`` in the contexts ``"q c q"``, ``"qcq"`` and ``"q-c"``. From the answers:
 
 * letters (PTBLexer's ``{LETTER}`` macro, used by words): ``qcq`` stays one token and ``c`` is not
   a decimal digit (or ASCII punctuation that only joins through a word rule, like ``.`` or ``-``);
-* alpha (JFlex ``[:letter:]``, used by hyphenated words and apostrophe words): the letters whose
-  Unicode category is L* (combining marks and modifier symbols join words but are not letters);
+* alpha (JFlex ``[:letter:]``, used by hyphenated words and apostrophe words): the letters for
+  which ``q-c`` stays one token (combining marks and modifier symbols join words but are not
+  ``[:letter:]``);
 * digits: ``qcq`` stays one token and ``c`` is a decimal digit (Unicode ``Nd``);
 * deleted: ``q c q`` comes back as ``q q`` (untokenizable characters and spaces).
 
@@ -41,16 +42,22 @@ def _ranges(codes: list[int]) -> list[tuple[int, int]]:
 
 def probe() -> dict[str, list[tuple[int, int]]]:
     chars = [chr(i) for i in range(0x10000) if not 0xD800 <= i <= 0xDFFF and chr(i) not in _LINE_BREAKS]
-    lines = [t.format(c) for c in chars for t in ("q {} q", "q{}q")]
+    lines = [t.format(c) for c in chars for t in ("q {} q", "q{}q", "q-{}")]
     out = JavaPTBTokenizer().tokenize_lines(lines)
-    letters, digits, deleted = [], [], []
+    letters, alpha, digits, deleted = [], [], [], []
     for k, c in enumerate(chars):
-        isolated, joined = out[2 * k], out[2 * k + 1]
+        isolated, joined, hyphenated = out[3 * k], out[3 * k + 1], out[3 * k + 2]
         if joined == f"q{c.lower()}q" and c not in _JOINERS_BY_RULE:
-            (digits if unicodedata.category(c) == "Nd" else letters).append(ord(c))
+            if unicodedata.category(c) == "Nd":
+                digits.append(ord(c))
+            else:
+                letters.append(ord(c))
+                # One token (spelling aside: Java lower-cases a final capital sigma to U+03C2):
+                # a hyphenated word continues only with [:letter:] or a digit.
+                if " " not in hyphenated and hyphenated.startswith("q-") and len(hyphenated) > 2:
+                    alpha.append(ord(c))
         if isolated == "q q":
             deleted.append(ord(c))
-    alpha = [c for c in letters if unicodedata.category(chr(c)).startswith("L")]
     return {"LETTER": _ranges(letters), "ALPHA": _ranges(alpha), "DIGIT": _ranges(digits), "DELETED": _ranges(deleted)}
 
 

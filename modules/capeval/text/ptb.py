@@ -578,7 +578,7 @@ _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 # --------------------------------------------------------------------------------------------
 
 _LOOKAHEAD_CHARS = 40  # enough for every trailing context that can cross a caption boundary
-_IDEOGRAPHIC = re.compile("[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_IDEOGRAPHIC = re.compile("[\u3040-\u30ff\u4e00-\u9fff\uf900-\ufaff]")
 _WORD_CHAR_MIDDLE = "'.:\u00b7\u2019-\u2010_"
 
 
