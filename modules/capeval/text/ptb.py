@@ -216,6 +216,7 @@ FILENAME_EXT = (
     "bat|bmp|c|class|cgi|cpp|dll|doc|docx|exe|gif|gz|h|htm|html|jar|java|jpeg|jpg|mov|mp3|pdf|php|pl|png|ppt|ps|py"
     "|sql|tar|txt|wav|x|xml|zip"
 )
+FILENAME = f"{AD}+(?:\\.{AD}+)*\\.{_ci(FILENAME_EXT)}"
 NUM_SEP = "[.:,\u00ad\u066b\u066c]"
 QUOTES = "(?:[`\u2018-\u201f\u0091-\u0094\u2039\u203a\u00ab\u00bb]{1,2}|" + APOS + ")"
 QUOTES_2 = "(?:[`\u2018\u201a-\u201f\u0091\u0093\u0094\u2039\u203a\u00ab\u00bb][`\u2018-\u201f\u0091-\u0094\u2039\u203a\u00ab\u00bb]?)"
@@ -384,7 +385,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("ABBREV2", "[a-zA-Z]", ABBREV2_ACRO, _emit()),
     ("ACRO", "[a-zA-Z]", f"(?P<t>{ACRO}){SPACENL}", _emit()),
     ("TBSPEC2", "['\u0092\u2019&]", f"(?P<t>{APOS}[0-9][0-9]){SPACENL}", _emit()),
-    ("FILENAME", AD, f"(?P<t>{AD}+\\.{_ci(FILENAME_EXT)}){SPACENL}|(?P<t2>{AD}+\\.{_ci(FILENAME_EXT)})[.?!,]", _emit_filename),
+    ("FILENAME", AD, f"(?P<t>{FILENAME}){SPACENL}|(?P<t2>{FILENAME})[.?!,]", _emit_filename),
     ("WORD_PERIOD", LET, f"(?P<t>{WORD}\\.)[,;:]", _emit(_no_soft_hyphen)),
     ("PHONE", "[(+0-9]", f"{PHONE_A}|{PHONE_B}", _emit(_phone)),
     ("DBLQUOT_LEFT", "[\"&]", f"(?P<t>\"|{_ci('&quot;')})[A-Za-z0-9$]", _emit(_left_quote)),
@@ -453,6 +454,7 @@ _FAILURE_RUNS = {
     "LIKELYURL": f"{LIKELYURL_LABEL}+",
     "HTHING": "[A-Za-z0-9][A-Za-z0-9.,\u00ad]*",
     "HTHING_PERIOD": "[A-Za-z0-9][A-Za-z0-9.,\u00ad]*",
+    "FILENAME": f"{AD}+(?:\\.{AD}+)*",
     "SGML": "<[^>\n]*\n",  # no '>' before the end of the line: no tag can close
 }
 
