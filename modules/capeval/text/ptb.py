@@ -60,10 +60,10 @@ def _class_body(ranges: Sequence[tuple[int, int]]) -> str:
 _L = _class_body(_ptb_tables.LETTER)
 _D = _class_body(_ptb_tables.DIGIT)
 _A = _class_body(_ptb_tables.ALPHA)
-LET = f"[{_L}]"  # PTBLexer's {LETTER}: letters plus combining marks etc. (words)
+LET = f"[{_L}\u00ad]"  # PTBLexer's {LETTER}: letters, combining marks, soft hyphen ... (words)
 ALPHA = f"[{_A}]"  # JFlex [:letter:] (hyphenated words, apostrophe words, file names)
 DIG = f"[{_D}]"
-LD = f"[{_L}{_D}]"
+LD = f"[{_L}\u00ad{_D}]"
 AD = f"[{_A}{_D}]"
 
 _DELETED = frozenset(chr(c) for a, b in _ptb_tables.DELETED for c in range(a, b + 1))
@@ -316,6 +316,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
     ("SPMDASH", "[&\u0096\u0097\u2013\u2014\u2015]", _ci("&(?:md|mdash|ndash);") + "|[\u0096\u0097\u2013\u2014\u2015]", _emit_const("--")),
     ("SPAMP", "&", _ci("&amp;"), _emit_const("&")),
     ("SPPUNC", "&", _ci("&(?:ht|tl|ur|lr|qc|ql|qr|odq|cdq|#[0-9]+);"), _emit()),
+    ("SOFT_HYPHENS", "\u00ad", "\u00ad+", _emit_const("-")),
     ("WORD_REDAUX", LET, f"(?P<t>{WORD}){REDAUX}", _emit(_no_soft_hyphen)),
     ("SWORD_SREDAUX", "[A-Za-z\u00ad]", f"(?P<t>{SWORD}){SREDAUX}", _emit(_no_soft_hyphen)),
     ("WORD", LET, WORD, _emit(_no_soft_hyphen)),
@@ -378,6 +379,7 @@ _RULE_SPECS: list[tuple[str, str, str, Action]] = [
      _emit(lambda t: _CURRENCY.get(t, t))),
     ("ACRONYM", "[A-Za-z]", f"(?P<t>(?:{ACRO})\\.){SPACENL}+(?:{_ACRONYM_FOLLOWERS}){SPACENL}", _acronym_sentence_end),
     ("ABBREV3", "[a-zA-Z]", f"(?P<t>{ABBREV3}){SPACENL}?{DIG}", _emit()),
+    ("PTY_LTD", "[pPcC]", f"(?P<t>{_ci('pt')}[eyEY]\\.|{_ci('co')}\\.){SPACE}{_ci('ltd|lim')}", _emit()),
     ("ABBREV1_SENTEND", "[a-zA-Z]", f"(?P<t>{ABBREV1}){SPACENL}(?:{SPACENL}|{UPPER}|{SGML})", _abbrev_sentence_end),
     ("ABBREV1_INSIDE", "[a-zA-Z]", f"(?P<t>{ABBREV1})[\\s\\S][\\s\\S]", _emit()),
     ("ABBREV1", "[a-zA-Z]", ABBREV1, _abbrev_at_end),
