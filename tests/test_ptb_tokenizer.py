@@ -94,6 +94,32 @@ CASES: list[tuple[str, list[str]]] = [
     ('ALL CAPS CAPTION WITH A U.S. FLAG.', ['all', 'caps', 'caption', 'with', 'a', 'u.s.', 'flag']),
     ('trailing spaces   ', ['trailing', 'spaces']),
     ('   leading spaces', ['leading', 'spaces']),
+    ('see https://foo.com/a_b?x=1&y=2. and http://x.org/path), ftp://x.y', ['see', 'https://foo.com/a_b?x=1&y=2', 'and', 'http://x.org/path', '-rrb-', 'ftp', '/', '/', 'x.y']),
+    ('go to www.foo.co.uk/page, or foo.edu/x.', ['go', 'to', 'www.foo.co.uk/page', 'or', 'foo.edu', '/', 'x.']),
+    ('<john@doe.com> &lt;a@b.org&gt; mailto:x@y.z', ['<john@doe.com>', '&lt;a@b.org&gt;', 'mailto:x@y.z']),
+    ('<!-- comment --> <?xml version="1.0"?> <!DOCTYPE html> <br /> <p class=\'x\' id="y">', ['<!--\xa0comment\xa0-->', '<?xml\xa0version="1.0"?>', '<!doctype\xa0html>', '<br\xa0/>', '<p\xa0class=\'x\'\xa0id="y">']),
+    ('soft\xadhyphen 1\xad000 ²³ ₂ x⁺¹', ['softhyphen', '1000', '²³', '₂', 'x', '⁺¹']),
+    ('Pty. Ltd. co. ltd. Pte. Limited', ['pty.', 'ltd.', 'co.', 'ltd.', 'pte.', 'limited']),
+    ("the '90 crowd S&P-500 S&Ls -LRB- Cap'n c'est 'em 'cause e'er somethin' Dunkin' ol' nor'easter", ['the', "'90", 'crowd', 's&p-500', 's&ls', '-lrb-', "cap'n", "c'est", "'em", "'cause", "e'er", "somethin'", "dunkin'", "ol'", "nor'easter"]),
+    ('2014-01-01 1/2/2014 12-25-2014 3/4/15', ['2014-01-01', '1/2/2014', '12-25-2014', '3/4/15']),
+    ('+1 (555) 555-1234 ++44 20 7946 0958 555 1234 567', ['+1', '-lrb-555-rrb-\xa0555-1234', '++44\xa020\xa07946\xa00958', '555\xa01234\xa0567']),
+    ('a.m.-p.m. U.S.-based non-U.S. Canada-U.S. U.S.-U.K. U.S.-Soviet', ['a.m.-p.m.', 'u.s.-based', 'non-u.s.', 'canada-u.s.', 'u.s.-u.k.', 'u.s.-soviet']),
+    ("I.B.M. F.B.I.'s A.B.C. The", ['i.b.m.', 'f.b.i.', "'s", 'a.b.c.', 'the']),
+    ('10x 3x4 4x4 1st 2nd 3rd 21st', ['10x', '3x4', '4x4', '1st', '2nd', '3rd', '21st']),
+    ('"\'Hello,\' she said." \'Twas\' "\'"', ['hello', 'she', 'said', "'t", 'was']),
+    ("He's gone. She's. It's! What's?", ['he', "'s", 'gone', 'she', "'s", 'it', "'s", 'what', "'s"]),
+    ('ca. 1900 ca.1900 Nos. 1-5 No.1 pp. 10 op. cit', ['ca.', '1900', 'ca.', '1900', 'nos.', '1-5', 'no.', '1', 'pp.', '10', 'op', 'cit']),
+    ('E! OK! magazine Yahoo!', ['e', 'ok', 'magazine', 'yahoo']),
+    ('it’s don’t I’m we’re O’Brien’s', ['it', "'s", 'do', "n't", 'i', "'m", 'we', "'re", 'o’brien', "'s"]),
+    ('...and then.. .x .. . ...', ['and', 'then', 'x']),
+    ('~5 ^2 |x| \\\\ a\\\\b', ['~', '5', '^', '2', '|', 'x', '|', '\\', '\\', 'a', '\\', '\\', 'b']),
+    ("x \xad y x\xadab don\xad't", ['x', 'y', 'xab', 'don', 't']),
+    ('5www.x.org and 3.5woman.x.com/b and 1.2.jpg and 1,2.jpg', ['5www.x', 'org', 'and', '3.5woman.x', 'com/b', 'and', '1.2.jpg', 'and', '1,2', 'jpg']),
+    ('A man in a t-shirt.', ['a', 'man', 'in', 'a', 't-shirt']),
+    ('a cat on a t.v', ['a', 'cat', 'on', 'a', 't.v']),
+    ('letter K.', ['letter', 'k.']),
+    ('The U.S.A. flag', ['the', 'u.s.a.', 'flag']),
+    ('a 2x4 board and a 4x4 truck', ['a', '2x4', 'board', 'and', 'a', '4x4', 'truck']),
 ]
 
 # Each case is followed by this neutral line when tokenised, so no case sees another's start.
@@ -114,6 +140,14 @@ def java_tok(java):
     from capeval.text.ptb_java import JavaPTBTokenizer
 
     return JavaPTBTokenizer()
+
+
+@pytest.mark.java
+def test_java_wrapper_validates_and_survives_surrogates(java_tok, py_tok):
+    with pytest.raises(ValueError, match=r"texts\[1\] is a NoneType"):
+        java_tok.tokenize(["a", None])
+    texts = ["a\ud800b c", "x\udfff", "ok"]
+    assert java_tok.tokenize_lines(texts) == py_tok.tokenize_lines(texts) == ["a b c", "x", "ok"]
 
 
 def test_registry_name_and_type():
