@@ -9,7 +9,7 @@ differences clustered by the shape of the first differing tokens.
 Corpora (``--corpus``): COCO 2014 train+val (616,767 captions, from pycocoevalcap's SPICE jar), the same captions
 after capeval's default THumB clean-up, the Karpathy test split, Flickr8k, PASCAL-50S (expert
 file and cider-py candidates), THumB 1.0 and COMPOSITE; on request also two seeded random stress
-tests (``random-words``, ``random-chars``). The data come from ``capeval.paths.data_dir()``;
+tests (``random-words``, ``random-chars``, ``random-sigma``). The data come from ``capeval.paths.data_dir()``;
 missing corpora are skipped.
 
 It also reports how many COCO captions get a different token list when the THumB clean-up
@@ -20,7 +20,7 @@ Usage::
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py            # all corpora
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --corpus karpathy flickr8k
     PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --limit 20000 --show 5
-    PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --corpus random-words random-chars
+    PYTHONPATH=modules python benchmarks/tokenizer_agreement.py --corpus random-words random-chars random-sigma
 """
 from __future__ import annotations
 
@@ -158,6 +158,17 @@ def _random_words(n: int = 50000, seed: int = 0) -> list[str]:
     return out
 
 
+def _random_sigma(n: int = 20000, seed: int = 5) -> list[str]:
+    """Seeded short strings around Greek capital sigma (Java's final-sigma rule uses word breaks)."""
+    import random
+
+    rng = random.Random(seed)
+    pool = list("aZ19\u03a3\u0391\u03c9\u00e9\u732b\u3131\ud55c_-.'\u2019:\u00b7,/\u0301\u00ad@#$&")
+    pool += ["\u2010", "\u1885", "\u2d0a", "\u0661"]
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(2, 8))) for _ in range(n)]
+    return [t for t in texts if "\u03a3" in t]
+
+
 CORPORA: dict[str, tuple[str, Callable[..., list[str]], bool]] = {
     # name: (description, loader, needs the data dir)
     "coco": ("COCO 2014 train+val captions (pycocoevalcap's SPICE jar)", _coco, False),
@@ -170,6 +181,7 @@ CORPORA: dict[str, tuple[str, Callable[..., list[str]], bool]] = {
     "composite": ("COMPOSITE captions + references_{8k,30k,coco}", _composite, True),
     "random-words": ("50,000 seeded caption-like strings with glued punctuation (stress test)", _random_words, False),
     "random-chars": ("50,000 seeded random strings, ASCII + Unicode (stress test)", _random_chars, False),
+    "random-sigma": ("seeded short strings containing a capital sigma (stress test)", _random_sigma, False),
 }
 
 # --------------------------------------------------------------------------------------------
