@@ -271,10 +271,33 @@ def _coco_sample(n: int, seed: int = 0) -> list[str]:
     return random.Random(seed).sample(captions, n)
 
 
+# SHA-256 of the Java tokens (tokens joined by U+001F, captions by newlines) of the samples
+# below, recorded with JavaPTBTokenizer: lets the agreement be checked without Java.
+JAVA_SHA256_COCO_SAMPLE = "a9997f2687e4eeac0cc35d8a276c664bdc80bde2183f145e5b8d509540c80c90"
+JAVA_SHA256_KARPATHY = "82713dfe59916cae13ae9cee83f5261b29bd7038ae39cb99d266fdaca1f79bee"
+
+
+def _sha256(token_lists: list[list[str]]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\n".join("\x1f".join(t) for t in token_lists).encode("utf-8")).hexdigest()
+
+
+def test_coco_sample_matches_recorded_java_tokens(py_tok):
+    assert _sha256(py_tok.tokenize(_coco_sample(20000))) == JAVA_SHA256_COCO_SAMPLE
+
+
+@pytest.mark.data
+def test_karpathy_test_matches_recorded_java_tokens(py_tok):
+    assert _sha256(py_tok.tokenize(_karpathy_captions())) == JAVA_SHA256_KARPATHY
+
+
 @pytest.mark.java
 def test_agreement_with_java_on_20000_coco_captions(java_tok, py_tok):
     captions = _coco_sample(20000)
-    assert py_tok.tokenize(captions) == java_tok.tokenize(captions)
+    java = java_tok.tokenize(captions)
+    assert _sha256(java) == JAVA_SHA256_COCO_SAMPLE
+    assert py_tok.tokenize(captions) == java
     assert py_tok.tokenize_lines(captions) == java_tok.tokenize_lines(captions)
 
 
@@ -303,7 +326,9 @@ def _karpathy_captions() -> list[str]:
 def test_agreement_with_java_on_karpathy_test(java_tok, py_tok):
     captions = _karpathy_captions()
     assert len(captions) == 40010
-    assert py_tok.tokenize(captions) == java_tok.tokenize(captions)
+    java = java_tok.tokenize(captions)
+    assert _sha256(java) == JAVA_SHA256_KARPATHY
+    assert py_tok.tokenize(captions) == java
     assert py_tok.tokenize_lines(captions) == java_tok.tokenize_lines(captions)
 
 
