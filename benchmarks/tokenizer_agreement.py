@@ -262,6 +262,17 @@ def thumb_effect(captions: list[str], show: int) -> None:
             print(f"       {captions[i]!r}\n         raw:     {before[i]}\n         cleaned: {after[i]}")
 
 
+def context_effect(name: str, captions: list[str], show: int) -> None:
+    """Captions whose tokens change when the next caption is not taken into account."""
+    with_context = PTBTokenizer().tokenize(captions)
+    alone = PTBTokenizer(line_context=False).tokenize(captions)
+    idx = [i for i, (a, b) in enumerate(zip(with_context, alone)) if a != b]
+    print(f"   {name}: {len(idx):,} of {len(captions):,} captions depend on the next caption")
+    for i in idx[:show]:
+        nxt = captions[i + 1][:30] if i + 1 < len(captions) else None
+        print(f"       {captions[i]!r} (next: {nxt!r})\n         in file: {with_context[i]}\n         alone:   {alone[i]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", nargs="*", default=[c for c in CORPORA if not c.startswith("random")],
@@ -269,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N captions of each corpus")
     parser.add_argument("--show", type=int, default=3, help="examples printed per difference cluster")
     parser.add_argument("--no-thumb-effect", action="store_true", help="skip the THumB clean-up analysis")
+    parser.add_argument("--context-effect", action="store_true",
+                        help="count captions whose tokens depend on the next caption (raw and THumB-cleaned)")
     args = parser.parse_args(argv)
     root = data_dir()
     results = {}
@@ -284,6 +297,17 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_thumb_effect and "coco" in args.corpus:
         captions = _coco()
         thumb_effect(captions[: args.limit] if args.limit else captions, args.show)
+    if args.context_effect:
+        print("\n== Captions whose tokens depend on the next caption (Python tokenizer, file order)")
+        for name in args.corpus:
+            _, loader, needs_data = CORPORA[name]
+            if needs_data and root is None:
+                continue
+            captions = loader(root) if needs_data else loader()
+            captions = captions[: args.limit] if args.limit else captions
+            context_effect(name, captions, args.show)
+            if not name.startswith(("coco-thumb", "random")):
+                context_effect(name + " after THumB clean-up", [thumb_cleanup(c) for c in captions], args.show)
     print("\nSummary (identical token lists):")
     for name, r in results.items():
         print(f"   {name:11} {r['identical']:>9,} / {r['n']:>9,}  {100 * r['identical'] / r['n']:9.4f} %")

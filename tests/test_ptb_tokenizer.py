@@ -176,6 +176,22 @@ def test_next_caption_decides_single_letter_acronym(py_tok):
     assert py_tok.tokenize(["the letter A."])[0] == ["the", "letter", "a."]
 
 
+def test_line_context_can_be_switched_off():
+    alone = PTBTokenizer(line_context=False)
+    assert alone.tokenize(["the letter A.", "The dog"]) == [["the", "letter", "a."], ["the", "dog"]]
+    assert alone.tokenize_lines(["in the U.S.", "A cat"]) == ["in the u.s.", "a cat"]
+
+
+@pytest.mark.java
+def test_without_line_context_equals_java_on_each_caption_alone(java_tok):
+    texts = ["the letter A.", "The dog", "in the U.S.", "A cat", "Apple Inc.", "A b", "x. The", "K."]
+    alone = [java_tok.tokenize([t])[0] for t in texts[:4]]
+    assert PTBTokenizer(line_context=False).tokenize(texts[:4]) == alone
+    # A neutral next line ("x": not a sentence start) gives the tokens of the caption alone.
+    separated = java_tok.tokenize(_interleave(texts))[::2]
+    assert PTBTokenizer(line_context=False).tokenize(texts) == separated
+
+
 @pytest.mark.java
 def test_next_caption_context_matches_java(java_tok, py_tok):
     texts = ["the letter A.", "The dog", "in the U.S.", "A cat", "made by Apple Inc.", "a dog", "letter B.", "</b>"]

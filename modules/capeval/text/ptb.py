@@ -640,10 +640,19 @@ class PTBTokenizer:
     ``tokenize(texts)`` returns, for each text, exactly what ``JavaPTBTokenizer().tokenize(texts)``
     returns (agreement measured in ``docs/tokenizer.md``). Texts are treated like the lines of
     one file, as pycocoevalcap does: a caption's last token can depend on how the next caption
-    starts.
+    starts (``the letter A.`` + ``The ...`` -> ``a``; otherwise ``a.``). Pass
+    ``line_context=False`` for tokens that depend on the caption alone.
     """
 
     name = "ptb-py.1"
+
+    def __init__(self, line_context: bool = True) -> None:
+        """``line_context=False`` tokenises every text as if it were alone in the file (as the jar
+        does for a one-caption input), so a caption's tokens never depend on its neighbours."""
+        self.line_context = line_context
+
+    def _next(self, texts: Sequence[str], k: int) -> str | None:
+        return texts[k + 1] if self.line_context and k + 1 < len(texts) else None
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Token lists (lower-cased, COCO punctuation removed), one per text, in order.
@@ -654,7 +663,6 @@ class PTBTokenizer:
 
         _check_texts(texts)
         out: list[list[str]] = []
-        n = len(texts)
         gc_was_enabled = gc.isenabled()
         gc.disable()  # millions of small acyclic lists: the cyclic GC would only cost time
         try:
@@ -662,7 +670,7 @@ class PTBTokenizer:
                 words = _plain_tokens(text)
                 if words is None:
                     # pycocoevalcap's post-processing: join, strip trailing whitespace, split on " ".
-                    line = " ".join(ptb_tokenize_line(text, texts[k + 1] if k + 1 < n else None)).rstrip()
+                    line = " ".join(ptb_tokenize_line(text, self._next(texts, k))).rstrip()
                     words = [t for t in line.split(" ") if t and t not in COCO_PUNCTUATION]
                 out.append(words)
         finally:
@@ -673,8 +681,7 @@ class PTBTokenizer:
     def tokenize_lines(self, texts: Sequence[str]) -> list[str]:
         """Raw output lines (space-separated, punctuation kept), like ``JavaPTBTokenizer.tokenize_lines``."""
         _check_texts(texts)
-        n = len(texts)
-        return [" ".join(ptb_tokenize_line(t, texts[k + 1] if k + 1 < n else None)) for k, t in enumerate(texts)]
+        return [" ".join(ptb_tokenize_line(t, self._next(texts, k))) for k, t in enumerate(texts)]
 
 
 def _check_texts(texts: Sequence[str]) -> None:
