@@ -30,8 +30,8 @@ import json
 import re
 import sys
 import time
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from capeval.paths import data_dir
