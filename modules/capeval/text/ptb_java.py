@@ -3,8 +3,10 @@
 Same command as pycocoevalcap (``PTBTokenizer -preserveLines -lowerCase``) and the same punctuation
 removal, but: input goes through stdin (no temp file inside site-packages); every character that
 Java treats as a line break (``\\n \\r \\v \\f \\x85 \\u2028 \\u2029``) is replaced by a space first, so
-one caption can never shift the alignment of the others; the output line count is checked; and
-the process has a timeout.
+one caption can never shift the alignment of the others; the output line count is checked; a
+non-``str`` item raises ``ValueError`` naming its index; lone surrogates are passed through as
+malformed UTF-8 (Java reads U+FFFD, which the lexer deletes, as the pure-Python tokenizer does);
+and the process has a timeout.
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ class JavaPTBTokenizer:
         """Return the raw tokenizer output line (space-separated, lower-cased) for each text."""
         if not texts:
             return []
+        for k, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
         payload = "\n".join(_LINE_BREAKS.sub(" ", t) for t in texts) + "\n"
         cmd = [
             java_executable("the Java PTB tokenizer"),
@@ -39,7 +44,7 @@ class JavaPTBTokenizer:
             "-preserveLines",
             "-lowerCase",
         ]
-        proc = subprocess.run(cmd, input=payload.encode("utf-8"), capture_output=True, timeout=self.timeout)
+        proc = subprocess.run(cmd, input=payload.encode("utf-8", "surrogatepass"), capture_output=True, timeout=self.timeout)
         if proc.returncode != 0:
             raise RuntimeError(f"Java PTBTokenizer failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
         lines = proc.stdout.decode("utf-8").split("\n")
