@@ -153,7 +153,16 @@ def test_java_wrapper_validates_and_survives_surrogates(java_tok, py_tok):
 def test_registry_name_and_type():
     tok = get_tokenizer("ptb")
     assert isinstance(tok, PTBTokenizer)
-    assert tok.name == "ptb-py.1"
+    assert tok.name == "ptb-py.1" and not tok.line_context
+    ctx = get_tokenizer("ptb-ctx")
+    assert ctx.name == "ptb-py.1+ctx" and ctx.line_context
+
+
+def test_default_tokens_do_not_depend_on_neighbours():
+    # With list context (as the jar reads a file) the last token depends on the next caption.
+    texts = ["The letter A.", "The end."]
+    assert get_tokenizer("ptb-ctx").tokenize(texts)[0] == ["the", "letter", "a"]
+    assert get_tokenizer("ptb").tokenize(texts)[0] == get_tokenizer("ptb").tokenize(texts[:1])[0] == ["the", "letter", "a."]
 
 
 @pytest.mark.parametrize("text, expected", CASES, ids=[c[0][:40] for c in CASES])

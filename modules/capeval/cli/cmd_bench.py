@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
     p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for confidence intervals")
     p.add_argument("--cleanup", choices=["thumb", "none"], help="caption clean-up (default thumb)")
-    p.add_argument("--tokenizer", choices=["ptb", "ptb-java"], help="tokenizer (default ptb)")
+    p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
     p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
     p.add_argument("--json", type=Path, dest="json_out", help="write {benchmark, settings, results} here")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--example", action="store_true", help="score the bundled example (offline)")
     p.add_argument("--json", type=Path, dest="json_out", help="write the result (same keys) to this JSON file")
     p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
-    p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-java"])
+    p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
     p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs for large corpora")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--chunk-images", type=int, default=1000, help="images per committed chunk")
     b.add_argument("--workers", type=int, default=1, help="spaCy processes")
     b.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
-    b.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-java"])
+    b.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     b.set_defaults(func=build)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 

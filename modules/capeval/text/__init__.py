@@ -3,8 +3,13 @@
 Tokenizers are looked up by name:
 
 * ``ptb`` (default): pure-Python reproduction of pycocoevalcap's PTBTokenizer (Stanford CoreNLP 3.4.1
-  ``PTBTokenizer -preserveLines -lowerCase``, then removal of the COCO punctuation tokens).
-* ``ptb-java``: the Java tokenizer itself, through the jar shipped with pycocoevalcap.
+  ``PTBTokenizer -preserveLines -lowerCase``, then removal of the COCO punctuation tokens), each
+  caption tokenised on its own, so its tokens never depend on the other captions of the call.
+* ``ptb-ctx``: the same, but captions are read like the lines of one file, as the jar reads them in
+  pycocoevalcap: a caption's last token can depend on how the next caption starts (``letter A.`` +
+  ``The ...``). Only for reproducing pycocoevalcap's output order-for-order.
+* ``ptb-java``: the Java tokenizer itself, through the jar shipped with pycocoevalcap (list context,
+  like ``ptb-ctx``).
 
 A tokenizer is an object with ``name`` (str, goes into signatures) and
 ``tokenize(texts: Sequence[str]) -> list[list[str]]``.
@@ -29,9 +34,10 @@ class Tokenizer(Protocol):
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]: ...
 
 
-_TOKENIZERS = {
-    "ptb": ("capeval.text.ptb", "PTBTokenizer"),
-    "ptb-java": ("capeval.text.ptb_java", "JavaPTBTokenizer"),
+_TOKENIZERS = {  # name -> (module, class, constructor keyword arguments)
+    "ptb": ("capeval.text.ptb", "PTBTokenizer", {"line_context": False}),
+    "ptb-ctx": ("capeval.text.ptb", "PTBTokenizer", {"line_context": True}),
+    "ptb-java": ("capeval.text.ptb_java", "JavaPTBTokenizer", {}),
 }
 
 
@@ -45,8 +51,8 @@ def get_tokenizer(name: str | Tokenizer = "ptb") -> Tokenizer:
         return name
     if name not in _TOKENIZERS:
         raise ValueError(f"Unknown tokenizer {name!r}; choose one of {available_tokenizers()}.")
-    module, cls = _TOKENIZERS[name]
-    return getattr(importlib.import_module(module), cls)()
+    module, cls, kwargs = _TOKENIZERS[name]
+    return getattr(importlib.import_module(module), cls)(**kwargs)
 
 
 __all__ = [

@@ -644,12 +644,13 @@ class PTBTokenizer:
     ``line_context=False`` for tokens that depend on the caption alone.
     """
 
-    name = "ptb-py.1"
-
     def __init__(self, line_context: bool = True) -> None:
         """``line_context=False`` tokenises every text as if it were alone in the file (as the jar
-        does for a one-caption input), so a caption's tokens never depend on its neighbours."""
+        does for a one-caption input), so a caption's tokens never depend on its neighbours.
+        capeval's default tokenizer ``ptb`` uses ``line_context=False``; ``ptb-ctx`` uses ``True``."""
         self.line_context = line_context
+        #: signature name; ``+ctx`` marks list-context tokenisation
+        self.name = "ptb-py.1+ctx" if line_context else "ptb-py.1"
 
     def _next(self, texts: Sequence[str], k: int) -> str | None:
         return texts[k + 1] if self.line_context and k + 1 < len(texts) else None
