@@ -12,6 +12,7 @@ Unicode space (or an empty token) must be counted the way they count it.
 from __future__ import annotations
 
 import weakref
+from itertools import chain
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -61,15 +62,11 @@ class NgramTable:
 
 def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
     """Count the 1..n-grams of every caption (a list of tokens)."""
-    vocab: dict[str, int] = {}
-    flat: list[int] = []
-    lengths = np.zeros(len(captions), dtype=np.int64)
-    setdefault = vocab.setdefault
-    for i, tokens in enumerate(captions):
-        words = whitespace_split(tokens)
-        lengths[i] = len(words)
-        flat.extend(setdefault(w, len(vocab)) for w in words)
-    tok = np.asarray(flat, dtype=np.int64)
+    split = [" ".join(tokens).split() for tokens in captions]  # see whitespace_split
+    lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+    words = list(chain.from_iterable(split))
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    tok = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
     n_tokens = tok.size
     row = np.repeat(np.arange(len(captions), dtype=np.int64), lengths)
     starts = np.zeros(len(captions), dtype=np.int64)

@@ -41,10 +41,15 @@ N_MAX = 4
 
 def reference_document_frequency(ng: BatchNgrams) -> tuple[np.ndarray, int]:
     """``(df per gram column, number of documents)`` with one document per item (its references)."""
-    refs = ng.refs.tocoo()
-    n_grams = ng.refs.shape[1]
-    key = np.unique(ng.ref_item[refs.row] * np.int64(n_grams) + refs.col.astype(np.int64))
-    df = np.bincount(key % n_grams, minlength=n_grams).astype(np.float64)
+    refs = ng.refs
+    # references of one item are consecutive rows: view them as one row per item, merge duplicates
+    ref_end = np.r_[ng.ref_start[1:], refs.shape[0]]
+    per_item = sp.csr_matrix(
+        (refs.data, refs.indices, refs.indptr[np.r_[ng.ref_start, ref_end[-1:]]]),
+        shape=(ng.hyp.shape[0], refs.shape[1]),
+    )
+    per_item.sum_duplicates()
+    df = np.bincount(per_item.indices, minlength=refs.shape[1]).astype(np.float64)
     return df, ng.hyp.shape[0]
 
 

@@ -1,0 +1,394 @@
+"""METEOR 1.5 (Denkowski & Lavie 2014) through pycocoevalcap's ``meteor-1.5.jar``, without its hangs.
+
+Same program and arguments as pycocoevalcap (``java -jar -Xmx2G meteor-1.5.jar - - -stdio -l en -norm``),
+same protocol (one ``SCORE ||| ref 1 ||| ... ||| ref n ||| hypothesis`` line per caption, answered by
+a line of sufficient statistics; then one ``EVAL ||| stats 1 ||| ... ||| stats N`` line answered by
+the N segment scores and the corpus score), so the numbers are pycocoevalcap's. The corpus score is
+the jar's aggregate over all segments' statistics (not the mean of the segment scores).
+
+What is different:
+
+* **Sanitised input.** Every control character (including every character Java or the jar could
+  take as a line break: ``\\n \\r \\v \\f \\x1c-\\x1f \\x85 \\u2028 \\u2029``) becomes a space and
+  ``|||`` is removed from references as well as hypotheses, so a caption can never split a request
+  line or add a field: the cause of pycocoevalcap's infinite hang.
+* **Deadlines.** Responses are read by a reader thread; each wait has a deadline (``meteor_timeout``
+  seconds without an answer). On a timeout, or if the JVM dies, it is killed and restarted and the
+  unanswered requests are sent again (twice at most, then ``RuntimeError`` naming the caption).
+* **Pipelining.** All SCORE lines are written by a writer thread while answers are read, instead of
+  one round trip per caption.
+* **Parallel JVMs.** ``meteor_jvms=N`` splits the SCORE requests over N JVMs; their statistics are
+  then sent in one EVAL line to one JVM, so the corpus score is still exactly the jar's aggregate.
+* **Clean shutdown.** JVMs are killed on :meth:`MeteorScorer.close`, on leaving a ``with`` block, when
+  the scorer is garbage-collected, and at interpreter exit.
+
+Scores are in [0, 1].
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import re
+import subprocess
+import threading
+import weakref
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from queue import Empty, SimpleQueue
+from typing import ClassVar
+
+from capeval.batch import CaptionBatch
+from capeval.java import java_executable
+from capeval.metrics.base import CaptionMetric, MetricOutput
+from capeval.paths import meteor_jar
+
+__all__ = ["Meteor", "MeteorError", "MeteorScorer", "sanitize"]
+
+#: Control characters (Unicode category Cc) plus the line and paragraph separators.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SPACE_RUNS = re.compile(" {2,}")
+
+#: Seconds a JVM may take to start and answer its first request (it loads a 60 MB paraphrase table).
+STARTUP_TIMEOUT = 180.0
+#: Restarts allowed per call before giving up.
+MAX_RESTARTS = 2
+
+
+class MeteorError(RuntimeError):
+    """The METEOR jar failed, answered something unexpected, or did not answer in time."""
+
+
+def sanitize(text: str) -> str:
+    """Make ``text`` safe for one field of a METEOR stdio request line.
+
+    Control and line-separator characters become spaces, ``|||`` is removed (as pycocoevalcap does
+    for hypotheses), runs of spaces become one. Plain tokenised captions are returned unchanged.
+    """
+    text = _UNSAFE.sub(" ", text)
+    if "|||" in text:
+        text = text.replace("|||", "")  # a run of k pipes keeps k mod 3: no '|||' can remain
+    if "  " in text:
+        text = _SPACE_RUNS.sub(" ", text)
+    return text
+
+
+def score_line(hypothesis: str, references: Sequence[str]) -> str:
+    """The SCORE request for one caption, formatted exactly as pycocoevalcap formats it."""
+    return " ||| ".join(("SCORE", " ||| ".join(sanitize(r) for r in references), sanitize(hypothesis)))
+
+
+class _Timeout(Exception):
+    pass
+
+
+class _Died(Exception):
+    pass
+
+
+class _JVM:
+    """One METEOR process with a stdout reader thread and a stderr drain."""
+
+    def __init__(self, command: list[str], cwd: str) -> None:
+        self.process = subprocess.Popen(
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.lines: SimpleQueue[str | None] = SimpleQueue()
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
+        self.fresh = True  # has not answered anything yet (the first answer includes the start-up)
+        threading.Thread(target=self._read_stdout, daemon=True, name="meteor-stdout").start()
+        threading.Thread(target=self._read_stderr, daemon=True, name="meteor-stderr").start()
+
+    def _read_stdout(self) -> None:
+        try:
+            for raw in self.process.stdout:
+                self.lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        try:
+            for raw in self.process.stderr:
+                self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
+        except (OSError, ValueError):
+            pass
+
+    def write_all(self, lines: Sequence[str]) -> threading.Thread:
+        """Write ``lines`` from a background thread (so a full pipe can never block the reader)."""
+
+        def writer() -> None:
+            stdin = self.process.stdin
+            try:
+                chunk: list[bytes] = []
+                for i, line in enumerate(lines, 1):
+                    chunk.append(line.encode("utf-8", "replace") + b"\n")
+                    if i % 256 == 0:
+                        stdin.write(b"".join(chunk))
+                        stdin.flush()
+                        chunk.clear()
+                if chunk:
+                    stdin.write(b"".join(chunk))
+                    stdin.flush()
+            except (OSError, ValueError):  # the JVM died or was killed: the reader reports it
+                pass
+
+        thread = threading.Thread(target=writer, daemon=True, name="meteor-stdin")
+        thread.start()
+        return thread
+
+    def read(self, timeout: float) -> str:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except Empty:
+            raise _Timeout from None
+        if line is None:
+            self.lines.put(None)  # keep reporting EOF
+            raise _Died
+        self.fresh = False
+        return line
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        proc = self.process
+        if proc.poll() is None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - kill() does not fail on Linux
+            pass
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+_LIVE_SCORERS: "weakref.WeakSet[MeteorScorer]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for scorer in list(_LIVE_SCORERS):
+        scorer.close()
+
+
+def _kill_all(jvms: list[_JVM]) -> None:
+    for jvm in jvms:
+        jvm.kill()
+    jvms.clear()
+
+
+class MeteorScorer:
+    """Persistent METEOR 1.5 JVM(s) scoring (hypothesis, references) pairs; see the module docstring.
+
+    Args:
+        jvms: number of JVMs (each takes up to 2 GB of heap); SCORE requests are split among them.
+        timeout: seconds to wait for any one answer before the JVM is restarted.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, jvms: int = 1, timeout: float = 60.0) -> None:
+        if not isinstance(jvms, int) or isinstance(jvms, bool) or jvms < 1:
+            raise ValueError(f"meteor_jvms must be a positive integer, got {jvms!r}.")
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+            raise ValueError(f"meteor_timeout must be a positive number of seconds, got {timeout!r}.")
+        jar = meteor_jar()
+        if not jar.is_file():
+            raise FileNotFoundError(f"METEOR 1.5 jar not found at {jar}; reinstall pycocoevalcap==1.2.")
+        self.command = [java_executable("METEOR 1.5"), "-jar", "-Xmx2G", str(jar), "-", "-", "-stdio", "-l", "en", "-norm"]
+        self.cwd = str(jar.parent)
+        self.n_jvms = jvms
+        self.timeout = float(timeout)
+        self.restarts = 0
+        self._jvms: list[_JVM] = []
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _kill_all, self._jvms)
+        _LIVE_SCORERS.add(self)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _jvm(self, index: int) -> _JVM:
+        while len(self._jvms) <= index:
+            self._jvms.append(_JVM(self.command, self.cwd))
+        if not self._jvms[index].alive():
+            self._jvms[index].kill()
+            self._jvms[index] = _JVM(self.command, self.cwd)
+        return self._jvms[index]
+
+    def _restart(self, index: int) -> _JVM:
+        self._jvms[index].kill()
+        self._jvms[index] = _JVM(self.command, self.cwd)
+        self.restarts += 1
+        return self._jvms[index]
+
+    def close(self) -> None:
+        """Kill the JVMs (safe to call twice; a later call to :meth:`score` starts new ones)."""
+        _kill_all(self._jvms)
+
+    def __enter__(self) -> MeteorScorer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- protocol --------------------------------------------------------------------------------
+    def _exchange(self, index: int, requests: Sequence[str], what: Sequence[str], on_answer=None) -> list[str]:
+        """Send ``requests`` to JVM ``index`` (pipelined) and return one answer line per request.
+
+        ``what[i]`` describes request i for error messages. Restarts the JVM on a timeout or death.
+        """
+        answers: list[str] = []
+        restarts = 0
+        while len(answers) < len(requests):
+            jvm = self._jvm(index)
+            pending = requests[len(answers) :]
+            jvm.write_all(pending)
+            try:
+                for _ in pending:
+                    limit = max(self.timeout, STARTUP_TIMEOUT) if jvm.fresh else self.timeout
+                    answers.append(jvm.read(limit))
+                    if on_answer is not None:
+                        on_answer()
+            except (_Timeout, _Died) as err:
+                failed = what[len(answers)]
+                reason = (
+                    f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
+                )
+                stderr = " | ".join(jvm.stderr_tail)
+                if restarts >= MAX_RESTARTS:
+                    jvm.kill()
+                    raise MeteorError(
+                        f"METEOR 1.5 {reason} on {failed} after {restarts} restart(s)"
+                        + (f"; stderr: {stderr[-500:]}" if stderr else "")
+                        + ". Raise meteor_timeout if the machine is very busy."
+                    ) from None
+                restarts += 1
+                self._restart(index)
+        return answers
+
+    def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None) -> list[str]:
+        """METEOR sufficient statistics (one line of numbers) per (hypothesis, references) pair."""
+        if len(hypotheses) != len(references):
+            raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists.")
+        for i, refs in enumerate(references):
+            if len(refs) == 0:
+                raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
+        requests = [score_line(h, r) for h, r in zip(hypotheses, references)]
+        labels = [f"caption {i} ({h[:60]!r})" for i, h in enumerate(hypotheses)]
+        n_jvms = max(1, min(self.n_jvms, len(requests)))
+        bounds = [round(k * len(requests) / n_jvms) for k in range(n_jvms + 1)]
+        with self._lock:
+            for k in range(n_jvms):
+                self._jvm(k)  # start them all at once: start-up dominates small calls
+            tick = progress.update if progress is not None else None
+            tick_lock = threading.Lock()
+
+            def on_answer() -> None:
+                if tick is not None:
+                    with tick_lock:
+                        tick(1)
+
+            def run(k: int) -> list[str]:
+                lo, hi = bounds[k], bounds[k + 1]
+                return self._exchange(k, requests[lo:hi], labels[lo:hi], on_answer)
+
+            if n_jvms == 1:
+                parts = [run(0)]
+            else:
+                with ThreadPoolExecutor(n_jvms) as pool:
+                    parts = list(pool.map(run, range(n_jvms)))
+        stats = [line for part in parts for line in part]
+        for label, line in zip(labels, stats):
+            fields = line.split()
+            if len(fields) < 4 or not all(_is_number(f) for f in fields):
+                raise MeteorError(f"METEOR 1.5 answered {line[:200]!r} for {label}; expected statistics.")
+        return stats
+
+    def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
+        """The jar's ``EVAL`` of the statistics: ``(corpus score, segment scores)``.
+
+        One request line, answered by one score per segment and then the corpus score.
+        """
+        if not statistics:
+            raise ValueError("No statistics to evaluate.")
+        request = "EVAL ||| " + " ||| ".join(statistics)
+        expected = len(statistics) + 1
+        with self._lock:
+            for attempt in range(MAX_RESTARTS + 1):
+                jvm = self._jvm(0)
+                jvm.write_all([request])
+                lines: list[str] = []
+                try:
+                    while len(lines) < expected:
+                        limit = max(self.timeout, STARTUP_TIMEOUT) if jvm.fresh else self.timeout
+                        lines.append(jvm.read(limit))
+                    break
+                except (_Timeout, _Died) as err:
+                    reason = f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
+                    if attempt == MAX_RESTARTS:
+                        jvm.kill()
+                        raise MeteorError(
+                            f"METEOR 1.5 {reason} on the EVAL request (answer {len(lines) + 1} of {expected}) "
+                            f"after {attempt} restart(s). Raise meteor_timeout if the machine is very busy."
+                        ) from None
+                    self._restart(0)
+        try:
+            values = [float(x) for x in lines]
+        except ValueError:
+            bad = next(x for x in lines if not _is_number(x))
+            raise MeteorError(f"METEOR 1.5 answered the EVAL request with {bad[:200]!r}.") from None
+        return values[-1], values[:-1]
+
+    def score(
+        self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None
+    ) -> tuple[float, list[float]]:
+        """``(corpus METEOR, per-caption METEOR)`` exactly as pycocoevalcap's ``Meteor.compute_score``."""
+        return self.evaluate(self.statistics(hypotheses, references, progress))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class Meteor(CaptionMetric):
+    """METEOR 1.5 (``-l en -norm``) as in pycocoevalcap, through :class:`MeteorScorer`.
+
+    Options: ``meteor_jvms`` (parallel JVMs, default 1), ``meteor_timeout`` (seconds per answer,
+    default 60). Neither changes the scores.
+    """
+
+    name: ClassVar[str] = "meteor"
+    keys: ClassVar[tuple[str, ...]] = ("meteor",)
+    options: ClassVar[dict] = {"meteor_jvms": 1, "meteor_timeout": 60.0}
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self.scorer = MeteorScorer(jvms=self.config["meteor_jvms"], timeout=self.config["meteor_timeout"])
+
+    @classmethod
+    def check_available(cls) -> None:
+        java_executable("METEOR 1.5")
+        if not meteor_jar().is_file():
+            raise FileNotFoundError(f"METEOR 1.5 jar not found at {meteor_jar()}; reinstall pycocoevalcap==1.2.")
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        from capeval.progress import progress
+
+        hypotheses = [" ".join(t) for t in batch.prediction_tokens]
+        references = [[" ".join(t) for t in refs] for refs in batch.reference_tokens]
+        with progress(None, total=len(hypotheses), desc="METEOR", enabled=batch.progress) as bar:
+            corpus, per_caption = self.scorer.score(hypotheses, references, progress=bar)
+        return MetricOutput(corpus={"meteor": corpus}, per_caption={"meteor": per_caption}, signature="1.5-en-norm")
+
+    def close(self) -> None:
+        self.scorer.close()
