@@ -127,7 +127,7 @@ class CiderD(CaptionMetric):
         else:
             from capeval.cider_df import coco_document_frequency
 
-            table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer, progress=batch.progress)
+            table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer)
             df = table.lookup(ng.table.gram_strings())
             n_docs = table.n_documents
         corpus, per_caption = cider_from_ngrams(ng, df, n_docs)

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import atexit
 import collections
+import os
 import re
 import subprocess
+import select
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from queue import Empty, SimpleQueue
 from typing import ClassVar
 
 from capeval.batch import CaptionBatch
@@ -86,66 +88,72 @@ class _Died(Exception):
 
 
 class _JVM:
-    """One METEOR process with a stdout reader thread and a stderr drain."""
+    """One METEOR process, driven by a ``select`` loop: requests are written while answers are read
+    (pipelined, so neither side can fill a pipe and block the other), and every wait has a deadline."""
 
     def __init__(self, command: list[str], cwd: str) -> None:
         self.process = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
         )
-        self.lines: SimpleQueue[str | None] = SimpleQueue()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=20)
         self.fresh = True  # has not answered anything yet (the first answer includes the start-up)
-        threading.Thread(target=self._read_stdout, daemon=True, name="meteor-stdout").start()
-        threading.Thread(target=self._read_stderr, daemon=True, name="meteor-stderr").start()
+        self._pending = b""  # partial answer line
+        self._stderr_open = True
 
-    def _read_stdout(self) -> None:
-        try:
-            for raw in self.process.stdout:
-                self.lines.put(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        except (OSError, ValueError):
-            pass
-        self.lines.put(None)
+    def exchange(self, requests: Sequence[str], answers_expected: int, timeout: float, first_timeout: float, on_line=None) -> list[str]:
+        """Write ``requests`` and collect ``answers_expected`` answer lines.
 
-    def _read_stderr(self) -> None:
-        try:
-            for raw in self.process.stderr:
-                self.stderr_tail.append(raw.decode("utf-8", "replace").rstrip())
-        except (OSError, ValueError):
-            pass
-
-    def write_all(self, lines: Sequence[str]) -> threading.Thread:
-        """Write ``lines`` from a background thread (so a full pipe can never block the reader)."""
-
-        def writer() -> None:
-            stdin = self.process.stdin
+        Raises ``_Timeout`` when no answer line arrives for ``timeout`` seconds (``first_timeout`` for the
+        JVM's very first answer) and ``_Died`` when the JVM exits; the answers received so far are in
+        the exception's ``args[0]``.
+        """
+        proc = self.process
+        fd_in, fd_out, fd_err = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
+        os.set_blocking(fd_in, False)
+        payload = memoryview("".join(r + "\n" for r in requests).encode("utf-8", "replace"))
+        sent = 0
+        answers: list[str] = []
+        deadline = time.monotonic() + (first_timeout if self.fresh else timeout)
+        while len(answers) < answers_expected:
+            readers = [fd_out, fd_err] if self._stderr_open else [fd_out]
+            writers = [fd_in] if sent < len(payload) else []
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise _Timeout(answers)
             try:
-                chunk: list[bytes] = []
-                for i, line in enumerate(lines, 1):
-                    chunk.append(line.encode("utf-8", "replace") + b"\n")
-                    if i % 256 == 0:
-                        stdin.write(b"".join(chunk))
-                        stdin.flush()
-                        chunk.clear()
+                readable, writable, _ = select.select(readers, writers, [], wait)
+            except InterruptedError:  # pragma: no cover - retried by Python >= 3.5 anyway
+                continue
+            if writable:
+                try:
+                    sent += os.write(fd_in, payload[sent : sent + 65536])
+                except BlockingIOError:
+                    pass
+                except (BrokenPipeError, OSError):
+                    raise _Died(answers) from None
+            if fd_err in readable:
+                chunk = os.read(fd_err, 65536)
                 if chunk:
-                    stdin.write(b"".join(chunk))
-                    stdin.flush()
-            except (OSError, ValueError):  # the JVM died or was killed: the reader reports it
-                pass
-
-        thread = threading.Thread(target=writer, daemon=True, name="meteor-stdin")
-        thread.start()
-        return thread
-
-    def read(self, timeout: float) -> str:
-        try:
-            line = self.lines.get(timeout=timeout)
-        except Empty:
-            raise _Timeout from None
-        if line is None:
-            self.lines.put(None)  # keep reporting EOF
-            raise _Died
-        self.fresh = False
-        return line
+                    self.stderr_tail.extend(chunk.decode("utf-8", "replace").splitlines())
+                else:
+                    self._stderr_open = False
+            if fd_out in readable:
+                chunk = os.read(fd_out, 1 << 20)
+                if not chunk:
+                    raise _Died(answers)
+                *complete, self._pending = (self._pending + chunk).split(b"\n")
+                if complete:
+                    self.fresh = False
+                    deadline = time.monotonic() + timeout
+                    answers.extend(line.decode("utf-8", "replace").rstrip("\r") for line in complete)
+                    if on_line is not None:
+                        on_line(len(complete))
+        if len(answers) > answers_expected:
+            raise MeteorError(
+                f"METEOR 1.5 sent {len(answers)} answers to {answers_expected} requests "
+                f"(first extra: {answers[answers_expected][:200]!r}); the stdio protocol lost synchronisation."
+            )
+        return answers
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -241,25 +249,23 @@ class MeteorScorer:
     def _exchange(self, index: int, requests: Sequence[str], what: Sequence[str], on_answer=None) -> list[str]:
         """Send ``requests`` to JVM ``index`` (pipelined) and return one answer line per request.
 
-        ``what[i]`` describes request i for error messages. Restarts the JVM on a timeout or death.
+        ``what[i]`` describes request i for error messages. Restarts the JVM on a timeout or death and
+        sends the unanswered requests again.
         """
         answers: list[str] = []
         restarts = 0
         while len(answers) < len(requests):
             jvm = self._jvm(index)
             pending = requests[len(answers) :]
-            jvm.write_all(pending)
             try:
-                for _ in pending:
-                    limit = max(self.timeout, STARTUP_TIMEOUT) if jvm.fresh else self.timeout
-                    answers.append(jvm.read(limit))
-                    if on_answer is not None:
-                        on_answer()
+                answers += jvm.exchange(pending, len(pending), self.timeout, max(self.timeout, STARTUP_TIMEOUT), on_answer)
+            except MeteorError:
+                jvm.kill()
+                raise
             except (_Timeout, _Died) as err:
+                answers += err.args[0]
                 failed = what[len(answers)]
-                reason = (
-                    f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
-                )
+                reason = f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
                 stderr = " | ".join(jvm.stderr_tail)
                 if restarts >= MAX_RESTARTS:
                     jvm.kill()
@@ -289,10 +295,10 @@ class MeteorScorer:
             tick = progress.update if progress is not None else None
             tick_lock = threading.Lock()
 
-            def on_answer() -> None:
+            def on_answer(count: int) -> None:
                 if tick is not None:
                     with tick_lock:
-                        tick(1)
+                        tick(count)
 
             def run(k: int) -> list[str]:
                 lo, hi = bounds[k], bounds[k + 1]
@@ -322,20 +328,16 @@ class MeteorScorer:
         with self._lock:
             for attempt in range(MAX_RESTARTS + 1):
                 jvm = self._jvm(0)
-                jvm.write_all([request])
-                lines: list[str] = []
                 try:
-                    while len(lines) < expected:
-                        limit = max(self.timeout, STARTUP_TIMEOUT) if jvm.fresh else self.timeout
-                        lines.append(jvm.read(limit))
+                    lines = jvm.exchange([request], expected, self.timeout, max(self.timeout, STARTUP_TIMEOUT))
                     break
                 except (_Timeout, _Died) as err:
                     reason = f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
                     if attempt == MAX_RESTARTS:
                         jvm.kill()
                         raise MeteorError(
-                            f"METEOR 1.5 {reason} on the EVAL request (answer {len(lines) + 1} of {expected}) "
-                            f"after {attempt} restart(s). Raise meteor_timeout if the machine is very busy."
+                            f"METEOR 1.5 {reason} on the EVAL request (answer {len(err.args[0]) + 1} of "
+                            f"{expected}) after {attempt} restart(s). Raise meteor_timeout if the machine is busy."
                         ) from None
                     self._restart(0)
         try:
