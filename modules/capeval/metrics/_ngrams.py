@@ -62,9 +62,13 @@ class NgramTable:
 
 def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
     """Count the 1..n-grams of every caption (a list of tokens)."""
-    split = [" ".join(tokens).split() for tokens in captions]  # see whitespace_split
-    lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
-    words = list(chain.from_iterable(split))
+    words = list(chain.from_iterable(captions))
+    if " ".join(words).split() == words:  # no token is empty or holds whitespace: nothing to re-split
+        lengths = np.fromiter(map(len, captions), dtype=np.int64, count=len(captions))
+    else:
+        split = [whitespace_split(tokens) for tokens in captions]
+        lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+        words = list(chain.from_iterable(split))
     vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
     tok = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
     n_tokens = tok.size
