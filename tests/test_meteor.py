@@ -228,3 +228,16 @@ def test_jvm_is_killed_at_interpreter_exit(java, tmp_path):
         time.sleep(0.2)
     else:
         pytest.fail(f"METEOR JVM {pid} still running after its interpreter exited")
+
+
+def test_summed_statistics_follow_addstats():
+    """Chunks of a perfect match (all words matched, one chunk) are not added, as in MeteorStats.addStats."""
+    from capeval.metrics.meteor import _sum_statistics
+
+    perfect = "2.0 2.0 0.0 0.0 2.0 2.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 1.0 2.0 2.0"
+    partial = "4.0 6.0 2.0 3.0 1.0 1.0 1.0 1.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 1.0 1.0 0.0 2.0 3.0 3.0"
+    summed = _sum_statistics([perfect, partial, perfect]).split()
+    assert summed[0] == "8.0" and summed[1] == "10.0"
+    assert summed[20] == "2.0"  # only the partial match's 2 chunks
+    assert summed[21] == "7.0"
+    assert _sum_statistics(["1.0 2.0"]) is None

@@ -316,42 +316,95 @@ class MeteorScorer:
                 raise MeteorError(f"METEOR 1.5 answered {line[:200]!r} for {label}; expected statistics.")
         return stats
 
-    def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
-        """The jar's ``EVAL`` of the statistics: ``(corpus score, segment scores)``.
-
-        One request line, answered by one score per segment and then the corpus score.
-        """
-        if not statistics:
-            raise ValueError("No statistics to evaluate.")
+    def _eval_on(self, index: int, statistics: Sequence[str]) -> list[float]:
+        """One ``EVAL`` line on JVM ``index``: the segment scores, then the aggregate (n + 1 floats)."""
         request = "EVAL ||| " + " ||| ".join(statistics)
         expected = len(statistics) + 1
-        with self._lock:
-            for attempt in range(MAX_RESTARTS + 1):
-                jvm = self._jvm(0)
-                try:
-                    lines = jvm.exchange([request], expected, self.timeout, max(self.timeout, STARTUP_TIMEOUT))
-                    break
-                except (_Timeout, _Died) as err:
-                    reason = f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
-                    if attempt == MAX_RESTARTS:
-                        jvm.kill()
-                        raise MeteorError(
-                            f"METEOR 1.5 {reason} on the EVAL request (answer {len(err.args[0]) + 1} of "
-                            f"{expected}) after {attempt} restart(s). Raise meteor_timeout if the machine is busy."
-                        ) from None
-                    self._restart(0)
+        for attempt in range(MAX_RESTARTS + 1):
+            jvm = self._jvm(index)
+            try:
+                lines = jvm.exchange([request], expected, self.timeout, max(self.timeout, STARTUP_TIMEOUT))
+                break
+            except MeteorError:
+                jvm.kill()
+                raise
+            except (_Timeout, _Died) as err:
+                reason = f"did not answer within {self.timeout:g} s" if isinstance(err, _Timeout) else "exited"
+                if attempt == MAX_RESTARTS:
+                    jvm.kill()
+                    raise MeteorError(
+                        f"METEOR 1.5 {reason} on the EVAL request (answer {len(err.args[0]) + 1} of "
+                        f"{expected}) after {attempt} restart(s). Raise meteor_timeout if the machine is busy."
+                    ) from None
+                self._restart(index)
         try:
-            values = [float(x) for x in lines]
+            return [float(x) for x in lines]
         except ValueError:
             bad = next(x for x in lines if not _is_number(x))
             raise MeteorError(f"METEOR 1.5 answered the EVAL request with {bad[:200]!r}.") from None
-        return values[-1], values[:-1]
+
+    def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
+        """The jar's ``EVAL`` of the statistics: ``(corpus score, segment scores)``.
+
+        With one JVM: one ``EVAL`` line with every segment's statistics, answered by the segment scores
+        and the corpus score (exactly pycocoevalcap's request). With N JVMs the segment scores come
+        from N chunk ``EVAL`` lines in parallel (a segment's score depends on its statistics only), and
+        the corpus score from one ``EVAL`` of the statistics summed field by field in segment order:
+        the jar's aggregate is that same sequence of double additions (``MeteorStats.addStats``)
+        followed by the same formula, so the number is identical.
+        """
+        if not statistics:
+            raise ValueError("No statistics to evaluate.")
+        n_jvms = max(1, min(self.n_jvms, len(statistics)))
+        summed = _sum_statistics(statistics) if n_jvms > 1 else None
+        with self._lock:
+            if summed is None:
+                values = self._eval_on(0, statistics)
+                return values[-1], values[:-1]
+            bounds = [round(k * len(statistics) / n_jvms) for k in range(n_jvms + 1)]
+            with ThreadPoolExecutor(n_jvms) as pool:
+                parts = list(pool.map(lambda k: self._eval_on(k, statistics[bounds[k] : bounds[k + 1]])[:-1], range(n_jvms)))
+            corpus = self._eval_on(0, [summed])[-1]
+        return corpus, [v for part in parts for v in part]
 
     def score(
         self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None
     ) -> tuple[float, list[float]]:
         """``(corpus METEOR, per-caption METEOR)`` exactly as pycocoevalcap's ``Meteor.compute_score``."""
         return self.evaluate(self.statistics(hypotheses, references, progress))
+
+
+#: Layout of a METEOR 1.5 statistics line (``MeteorStats.toString``): test length, reference length,
+#: test / reference function words, then per matcher stage (4 for English) test content, reference
+#: content, test function, reference function matches, then chunks, test / reference word matches.
+_STAT_FIELDS = 23
+_CHUNKS = 20
+
+
+def _sum_statistics(statistics: Sequence[str]) -> str | None:
+    """The statistics line of the jar's corpus aggregate, or ``None`` if the lines are not 23 fields.
+
+    Mirrors ``MeteorStats.addStats``: every field is added in segment order (doubles, as Java adds
+    them), except that a segment's chunks are not added when it is a perfect match (all words matched
+    in one chunk). Formatted so that Java parses back the same doubles.
+    """
+    import numpy as np
+
+    rows = [line.split() for line in statistics]
+    if any(len(r) != _STAT_FIELDS for r in rows):
+        return None
+    table = np.array(rows, dtype=np.float64)
+    stages = table[:, 4:20].reshape(len(rows), 4, 4)
+    test_matches = stages[:, :, 0] + stages[:, :, 2]
+    ref_matches = stages[:, :, 1] + stages[:, :, 3]
+    perfect = (
+        (np.cumsum(test_matches, axis=1)[:, -1] == table[:, 0])
+        & (np.cumsum(ref_matches, axis=1)[:, -1] == table[:, 1])
+        & (table[:, _CHUNKS] == 1)
+    )
+    table[perfect, _CHUNKS] = 0.0
+    totals = np.cumsum(table, axis=0)[-1]  # sequential sums, in segment order (np.sum is pairwise)
+    return " ".join(f"{v:.1f}" if v.is_integer() and abs(v) < 1e15 else repr(v) for v in totals.tolist())
 
 
 def _is_number(text: str) -> bool:
