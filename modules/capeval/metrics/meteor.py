@@ -285,8 +285,13 @@ class MeteorScorer:
         for i, refs in enumerate(references):
             if len(refs) == 0:
                 raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
-        requests = [score_line(h, r) for h, r in zip(hypotheses, references)]
-        labels = [f"caption {i} ({h[:60]!r})" for i, h in enumerate(hypotheses)]
+        all_requests = [score_line(h, r) for h, r in zip(hypotheses, references)]
+        # identical requests get identical statistics from the jar: ask once
+        first_index: dict[str, int] = {}
+        for i, line in enumerate(all_requests):
+            first_index.setdefault(line, i)
+        requests = list(first_index)
+        labels = [f"caption {i} ({hypotheses[i][:60]!r})" for i in first_index.values()]
         n_jvms = max(1, min(self.n_jvms, len(requests)))
         bounds = [round(k * len(requests) / n_jvms) for k in range(n_jvms + 1)]
         with self._lock:
@@ -294,6 +299,8 @@ class MeteorScorer:
                 self._jvm(k)  # start them all at once: start-up dominates small calls
             tick = progress.update if progress is not None else None
             tick_lock = threading.Lock()
+            if tick is not None and len(requests) < len(all_requests):
+                tick(len(all_requests) - len(requests))
 
             def on_answer(count: int) -> None:
                 if tick is not None:
@@ -309,12 +316,13 @@ class MeteorScorer:
             else:
                 with ThreadPoolExecutor(n_jvms) as pool:
                     parts = list(pool.map(run, range(n_jvms)))
-        stats = [line for part in parts for line in part]
-        for label, line in zip(labels, stats):
+        unique_stats = [line for part in parts for line in part]
+        for label, line in zip(labels, unique_stats):
             fields = line.split()
             if len(fields) < 4 or not all(_is_number(f) for f in fields):
                 raise MeteorError(f"METEOR 1.5 answered {line[:200]!r} for {label}; expected statistics.")
-        return stats
+        by_request = dict(zip(requests, unique_stats))
+        return [by_request[line] for line in all_requests]
 
     def _eval_on(self, index: int, statistics: Sequence[str]) -> list[float]:
         """One ``EVAL`` line on JVM ``index``: the segment scores, then the aggregate (n + 1 floats)."""
@@ -346,26 +354,36 @@ class MeteorScorer:
     def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
         """The jar's ``EVAL`` of the statistics: ``(corpus score, segment scores)``.
 
-        With one JVM: one ``EVAL`` line with every segment's statistics, answered by the segment scores
-        and the corpus score (exactly pycocoevalcap's request). With N JVMs the segment scores come
-        from N chunk ``EVAL`` lines in parallel (a segment's score depends on its statistics only), and
-        the corpus score from one ``EVAL`` of the statistics summed field by field in segment order:
-        the jar's aggregate is that same sequence of double additions (``MeteorStats.addStats``)
-        followed by the same formula, so the number is identical.
+        With one JVM and no repeated statistics: one ``EVAL`` line with every segment's statistics,
+        answered by the segment scores and the corpus score (exactly pycocoevalcap's request).
+        Otherwise the segment scores of the distinct statistics lines come from ``EVAL`` lines split
+        over the JVMs (a segment's score depends on its statistics only), and the corpus score from one
+        ``EVAL`` of the statistics summed as ``MeteorStats.addStats`` sums them (same fields, same order
+        of double additions, same perfect-match rule for chunks; see :func:`_sum_statistics`), so both
+        are the numbers of the single request.
         """
         if not statistics:
             raise ValueError("No statistics to evaluate.")
-        n_jvms = max(1, min(self.n_jvms, len(statistics)))
-        summed = _sum_statistics(statistics) if n_jvms > 1 else None
+        unique = list(dict.fromkeys(statistics))  # a segment's score depends on its statistics only
+        n_jvms = max(1, min(self.n_jvms, len(unique)))
+        summed = _sum_statistics(statistics) if (n_jvms > 1 or len(unique) < len(statistics)) else None
         with self._lock:
-            if summed is None:
+            if summed is None:  # pycocoevalcap's request: every segment in one EVAL line
                 values = self._eval_on(0, statistics)
                 return values[-1], values[:-1]
-            bounds = [round(k * len(statistics) / n_jvms) for k in range(n_jvms + 1)]
-            with ThreadPoolExecutor(n_jvms) as pool:
-                parts = list(pool.map(lambda k: self._eval_on(k, statistics[bounds[k] : bounds[k + 1]])[:-1], range(n_jvms)))
+            bounds = [round(k * len(unique) / n_jvms) for k in range(n_jvms + 1)]
+
+            def segment_scores(k: int) -> list[float]:
+                return self._eval_on(k, unique[bounds[k] : bounds[k + 1]])[:-1]
+
+            if n_jvms == 1:
+                parts = [segment_scores(0)]
+            else:
+                with ThreadPoolExecutor(n_jvms) as pool:
+                    parts = list(pool.map(segment_scores, range(n_jvms)))
             corpus = self._eval_on(0, [summed])[-1]
-        return corpus, [v for part in parts for v in part]
+        score_of = dict(zip(unique, (v for part in parts for v in part)))
+        return corpus, [score_of[line] for line in statistics]
 
     def score(
         self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None
