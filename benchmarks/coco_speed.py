@@ -15,7 +15,7 @@ caption (max absolute difference).
 Usage::
 
     PYTHONPATH=modules python benchmarks/coco_speed.py [--tokenizer ptb] [--meteor] [--meteor-jvms 1]
-        [--limit N] [--json out/coco_speed.json]
+        [--meteor-repeat 2] [--limit N] [--json out/coco_speed.json]
 
 ``--tokenizer`` defaults to ``ptb`` (pure Python) and falls back to ``ptb-java`` when ``ptb`` is not
 installed; the tokenizer used is printed.
@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,9 +72,14 @@ def token_strings(preds, refs) -> tuple[list[str], list[list[str]]]:
 
 
 def _memory() -> dict:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"peak_rss_mb": round(own, 1), "peak_child_rss_mb": round(child, 1)}
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "peak_rss_mb": round(own.ru_maxrss / 1024, 1),
+        "peak_child_rss_mb": round(child.ru_maxrss / 1024, 1),
+        "cpu_s": round(own.ru_utime + own.ru_stime, 2),
+        "child_cpu_s": round(child.ru_utime + child.ru_stime, 2),
+    }
 
 
 def worker_pycoco_fast(args) -> dict:
@@ -211,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-java"])
     parser.add_argument("--meteor", action="store_true", help="also compare METEOR (starts JVMs; slower)")
     parser.add_argument("--meteor-jvms", type=int, default=1)
+    parser.add_argument("--meteor-repeat", type=int, default=2, help="runs per side, interleaved ABBA")
     parser.add_argument("--limit", type=int, default=None, help="first N candidates only (development)")
     parser.add_argument("--json", type=Path, default=None, help="write all measurements here")
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
@@ -241,16 +248,28 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.meteor:
         raw_preds, raw_refs = load_karpathy(args.limit)
+        runs: dict[str, list[dict]] = {"pycoco-meteor": [], "capeval-meteor": []}
         with tempfile.TemporaryDirectory() as tmp:
             tokens = Path(tmp) / "tokens.json"
             tokens.write_text(json.dumps(token_strings(raw_preds, raw_refs)), encoding="utf-8")
-            theirs_m = run_worker("pycoco-meteor", args, ["--tokens", str(tokens)])
-            ours_m = run_worker("capeval-meteor", args, ["--tokens", str(tokens)])
+            # ABBA order, so that a drifting machine load does not favour either side
+            order = []
+            for r in range(args.meteor_repeat):
+                order += ["pycoco-meteor", "capeval-meteor"] if r % 2 == 0 else ["capeval-meteor", "pycoco-meteor"]
+            for name in order:
+                runs[name].append(run_worker(name, args, ["--tokens", str(tokens)]))
+                print(f"  {name}: {runs[name][-1]['times']['total']:.2f} s", flush=True)
+        theirs_m, ours_m = runs["pycoco-meteor"][0], runs["capeval-meteor"][0]
+        for a_run, b_run in zip(runs["pycoco-meteor"], runs["capeval-meteor"]):
+            assert a_run["per_caption"] == runs["pycoco-meteor"][0]["per_caption"]
+            assert b_run["per_caption"] == runs["capeval-meteor"][0]["per_caption"]
+        median = {name: statistics.median(r["times"]["total"] for r in rs) for name, rs in runs.items()}
         report["meteor"] = {
-            "pycocoevalcap": _strip(theirs_m),
-            "capeval": _strip(ours_m),
+            "pycocoevalcap": [_strip(r) for r in runs["pycoco-meteor"]],
+            "capeval": [_strip(r) for r in runs["capeval-meteor"]],
             "diff": compare(ours_m, theirs_m, ["meteor"]),
-            "speedup": theirs_m["times"]["total"] / ours_m["times"]["total"],
+            "median_s": median,
+            "speedup_of_medians": median["pycoco-meteor"] / median["capeval-meteor"],
             "jvms": args.meteor_jvms,
         }
         _print_meteor(report["meteor"])
@@ -282,14 +301,17 @@ def _print_fast(fast: dict) -> None:
 
 
 def _print_meteor(m: dict) -> None:
-    theirs, ours = m["pycocoevalcap"], m["capeval"]
-    print(f"\nMETEOR 1.5 (JVM start-up included; capeval with {m['jvms']} JVM(s))")
-    print(f"time s: pycocoevalcap {theirs['times']['total']:.2f}, capeval {ours['times']['total']:.2f} "
-          f"(speed-up {m['speedup']:.2f}x)")
-    print(f"score: pycocoevalcap {theirs['scores']['meteor']!r}, capeval {ours['scores']['meteor']!r}, "
+    print(f"\nMETEOR 1.5 (JVM start-up included; capeval with {m['jvms']} JVM(s)); runs in ABBA order")
+    for side in ("pycocoevalcap", "capeval"):
+        runs = m[side]
+        walls = ", ".join(f"{r['times']['total']:.2f}" for r in runs)
+        cpus = ", ".join(f"{r['child_cpu_s']:.1f}" for r in runs)
+        peak_jvm = max(r["peak_child_rss_mb"] for r in runs)
+        print(f"{side:<14} wall s: {walls}; JVM CPU s: {cpus}; peak RSS MB python/JVM: {runs[0]['peak_rss_mb']}/{peak_jvm}")
+    print(f"median wall s: pycocoevalcap {m['median_s']['pycoco-meteor']:.2f}, capeval {m['median_s']['capeval-meteor']:.2f} "
+          f"(speed-up {m['speedup_of_medians']:.2f}x)")
+    print(f"score: pycocoevalcap {m['pycocoevalcap'][0]['scores']['meteor']!r}, capeval {m['capeval'][0]['scores']['meteor']!r}, "
           f"max |diff| per caption {m['diff']['meteor']['per_caption_max']:.3g}")
-    print(f"peak RSS MB (python / largest child JVM): pycocoevalcap {theirs['peak_rss_mb']} / {theirs['peak_child_rss_mb']}, "
-          f"capeval {ours['peak_rss_mb']} / {ours['peak_child_rss_mb']}")
 
 
 if __name__ == "__main__":
