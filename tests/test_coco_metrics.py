@@ -109,6 +109,20 @@ def test_example_scorer_level_meteor_two_jvms(example_tokens):
     assert abs(np.mean(ours["per_caption"]["meteor"]) - ours["meteor"]) > 1e-4
 
 
+@pytest.mark.parametrize("tokenizer", TOKENIZERS)
+def test_example_end_to_end(example, tokenizer):
+    """capeval.score on raw captions vs pycocoevalcap's PTBTokenizer + Bleu, Meteor, Rouge, Cider."""
+    preds, refs = example
+    theirs = pycoco_end_to_end(preds, refs, FAST + ("meteor",))
+    ours = capeval.score(preds, refs, metrics=["bleu", "meteor", "rouge_l", "cider_d"], cleanup="none", tokenizer=tokenizer)
+    assert_same(ours, theirs)
+    assert ours["signature"].startswith("nrefs:var|clean:none|tok:")
+    assert "cider_d:df=refs,sigma=6" in ours["signature"]
+    assert [round(ours[k], 3) for k in ("bleu_1", "bleu_4", "meteor", "rouge_l", "cider_d")] == [
+        0.579, 0.191, 0.195, 0.396, 0.600
+    ]
+
+
 # -- Karpathy test, 20,000 candidates --------------------------------------------------------------------
 
 

@@ -12,13 +12,16 @@ What is different:
   take as a line break: ``\\n \\r \\v \\f \\x1c-\\x1f \\x85 \\u2028 \\u2029``) becomes a space and
   ``|||`` is removed from references as well as hypotheses, so a caption can never split a request
   line or add a field: the cause of pycocoevalcap's infinite hang.
-* **Deadlines.** Responses are read by a reader thread; each wait has a deadline (``meteor_timeout``
-  seconds without an answer). On a timeout, or if the JVM dies, it is killed and restarted and the
-  unanswered requests are sent again (twice at most, then ``RuntimeError`` naming the caption).
-* **Pipelining.** All SCORE lines are written by a writer thread while answers are read, instead of
-  one round trip per caption.
-* **Parallel JVMs.** ``meteor_jvms=N`` splits the SCORE requests over N JVMs; their statistics are
-  then sent in one EVAL line to one JVM, so the corpus score is still exactly the jar's aggregate.
+* **Deadlines.** Requests are written and answers read by one ``select`` loop (POSIX pipes), and
+  every wait has a deadline (``meteor_timeout`` seconds without an answer; 180 s for a JVM's first
+  answer, which includes loading its paraphrase table). On a timeout, or if the JVM dies, it is
+  killed and restarted and the unanswered requests are sent again (twice at most, then
+  :class:`MeteorError`, a ``RuntimeError`` naming the caption).
+* **Pipelining.** All SCORE lines are written while answers are read, instead of one round trip per
+  caption; identical SCORE requests (and identical statistics in EVAL) are sent once.
+* **Parallel JVMs.** ``meteor_jvms=N`` splits the requests over N JVMs. The corpus score is still
+  exactly the jar's aggregate: with one JVM it comes from pycocoevalcap's single EVAL line; otherwise
+  from an EVAL of the statistics summed exactly as the jar sums them (see :meth:`MeteorScorer.evaluate`).
 * **Clean shutdown.** JVMs are killed on :meth:`MeteorScorer.close`, on leaving a ``with`` block, when
   the scorer is garbage-collected, and at interpreter exit.
 

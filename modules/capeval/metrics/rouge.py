@@ -6,6 +6,10 @@ maxima may come from different references) and ``ROUGE-L = (1 + b^2) P R / (R + 
 ``b = 1.2``; 0 when P or R is 0 (including an empty token list). Corpus score: mean over captions.
 Scores are in [0, 1].
 
+The one difference from pycocoevalcap: it splits an empty caption into the token list ``['']``, so
+an empty prediction (e.g. only punctuation) scores 1.0 against an empty reference; here any empty
+token list scores 0.
+
 LCS lengths come from ``rapidfuzz.distance.LCSseq`` (bit-parallel, C++), on strings in which each
 distinct token is one code point, so they are exact (no hashing).
 """
