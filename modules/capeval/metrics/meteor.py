@@ -12,7 +12,7 @@ What is different:
   take as a line break: ``\\n \\r \\v \\f \\x1c-\\x1f \\x85 \\u2028 \\u2029``) becomes a space and
   ``|||`` is removed from references as well as hypotheses, so a caption can never split a request
   line or add a field: the cause of pycocoevalcap's infinite hang.
-* **Deadlines.** Requests are written and answers read by one ``select`` loop (POSIX pipes), and
+* **Deadlines.** Requests are written and answers read by one ``selectors`` loop (POSIX pipes), and
   every wait has a deadline (``meteor_timeout`` seconds without an answer; 180 s for a JVM's first
   answer, which includes loading its paraphrase table). On a timeout, or if the JVM dies, it is
   killed and restarted and the unanswered requests are sent again (twice at most, then
@@ -34,7 +34,7 @@ import collections
 import os
 import re
 import subprocess
-import select
+import selectors
 import threading
 import time
 import weakref
@@ -91,7 +91,7 @@ class _Died(Exception):
 
 
 class _JVM:
-    """One METEOR process, driven by a ``select`` loop: requests are written while answers are read
+    """One METEOR process, driven by a ``selectors`` loop: requests are written while answers are read
     (pipelined, so neither side can fill a pipe and block the other), and every wait has a deadline."""
 
     def __init__(self, command: list[str], cwd: str) -> None:
@@ -117,40 +117,44 @@ class _JVM:
         sent = 0
         answers: list[str] = []
         deadline = time.monotonic() + (first_timeout if self.fresh else timeout)
-        while len(answers) < answers_expected:
-            readers = [fd_out, fd_err] if self._stderr_open else [fd_out]
-            writers = [fd_in] if sent < len(payload) else []
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise _Timeout(answers)
-            try:
-                readable, writable, _ = select.select(readers, writers, [], wait)
-            except InterruptedError:  # pragma: no cover - retried by Python >= 3.5 anyway
-                continue
-            if writable:
-                try:
-                    sent += os.write(fd_in, payload[sent : sent + 65536])
-                except BlockingIOError:
-                    pass
-                except (BrokenPipeError, OSError):
-                    raise _Died(answers) from None
-            if fd_err in readable:
-                chunk = os.read(fd_err, 65536)
-                if chunk:
-                    self.stderr_tail.extend(chunk.decode("utf-8", "replace").splitlines())
-                else:
-                    self._stderr_open = False
-            if fd_out in readable:
-                chunk = os.read(fd_out, 1 << 20)
-                if not chunk:
-                    raise _Died(answers)
-                *complete, self._pending = (self._pending + chunk).split(b"\n")
-                if complete:
-                    self.fresh = False
-                    deadline = time.monotonic() + timeout
-                    answers.extend(line.decode("utf-8", "replace").rstrip("\r") for line in complete)
-                    if on_line is not None:
-                        on_line(len(complete))
+        with selectors.DefaultSelector() as selector:  # epoll/kqueue: no FD_SETSIZE limit, unlike select()
+            selector.register(fd_out, selectors.EVENT_READ)
+            if self._stderr_open:
+                selector.register(fd_err, selectors.EVENT_READ)
+            if payload:
+                selector.register(fd_in, selectors.EVENT_WRITE)
+            while len(answers) < answers_expected:
+                wait = deadline - time.monotonic()
+                if wait <= 0:
+                    raise _Timeout(answers)
+                ready = {key.fd for key, _ in selector.select(wait)}
+                if fd_in in ready:
+                    try:
+                        sent += os.write(fd_in, payload[sent : sent + 65536])
+                    except BlockingIOError:
+                        pass
+                    except OSError:  # BrokenPipeError: the JVM is gone
+                        raise _Died(answers) from None
+                    if sent >= len(payload):
+                        selector.unregister(fd_in)
+                if fd_err in ready:
+                    chunk = os.read(fd_err, 65536)
+                    if chunk:
+                        self.stderr_tail.extend(chunk.decode("utf-8", "replace").splitlines())
+                    else:
+                        self._stderr_open = False
+                        selector.unregister(fd_err)
+                if fd_out in ready:
+                    chunk = os.read(fd_out, 1 << 20)
+                    if not chunk:
+                        raise _Died(answers)
+                    *complete, self._pending = (self._pending + chunk).split(b"\n")
+                    if complete:
+                        self.fresh = False
+                        deadline = time.monotonic() + timeout
+                        answers.extend(line.decode("utf-8", "replace").rstrip("\r") for line in complete)
+                        if on_line is not None:
+                            on_line(len(complete))
         if len(answers) > answers_expected:
             raise MeteorError(
                 f"METEOR 1.5 sent {len(answers)} answers to {answers_expected} requests "
