@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["NgramTable", "batch_ngrams", "count_ngrams", "whitespace_split"]
+__all__ = ["BatchNgrams", "NgramTable", "batch_ngrams", "count_ngrams", "ngrams_of", "whitespace_split"]
 
 
 def whitespace_split(tokens: Sequence[str]) -> list[str]:
