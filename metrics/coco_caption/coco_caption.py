@@ -1,0 +1,175 @@
+# Copyright 2024 The capeval authors. Apache-2.0.
+"""The COCO caption metrics (BLEU-1..4, METEOR 1.5, ROUGE-L, CIDEr-D) as a Hugging Face `evaluate` module.
+
+A thin wrapper: all logic is in ``capeval`` (``pip install capeval``); the numbers are pycocoevalcap 1.2's.
+"""
+import datasets
+import evaluate
+from capeval import score as capeval_score
+
+_CITATION = """\
+@article{chen2015microsoft,
+    title   = {Microsoft {COCO} Captions: Data Collection and Evaluation Server},
+    author  = {Xinlei Chen and Hao Fang and Tsung-Yi Lin and Ramakrishna Vedantam and Saurabh Gupta and
+               Piotr Doll{\\'a}r and C. Lawrence Zitnick},
+    journal = {arXiv preprint arXiv:1504.00325},
+    year    = {2015},
+}
+@inproceedings{papineni2002bleu,
+    title     = {{BLEU}: a Method for Automatic Evaluation of Machine Translation},
+    author    = {Kishore Papineni and Salim Roukos and Todd Ward and Wei-Jing Zhu},
+    booktitle = {Proc. of ACL},
+    year      = {2002},
+}
+@inproceedings{denkowski2014meteor,
+    title     = {Meteor Universal: Language Specific Translation Evaluation for Any Target Language},
+    author    = {Michael Denkowski and Alon Lavie},
+    booktitle = {Proc. of the Ninth Workshop on Statistical Machine Translation},
+    year      = {2014},
+}
+@inproceedings{lin2004rouge,
+    title     = {{ROUGE}: A Package for Automatic Evaluation of Summaries},
+    author    = {Chin-Yew Lin},
+    booktitle = {Text Summarization Branches Out},
+    year      = {2004},
+}
+@inproceedings{vedantam2015cider,
+    title     = {{CIDEr}: Consensus-based Image Description Evaluation},
+    author    = {Ramakrishna Vedantam and C. Lawrence Zitnick and Devi Parikh},
+    booktitle = {Proc. of CVPR},
+    year      = {2015},
+}
+"""
+
+_DESCRIPTION = """\
+The COCO caption evaluation metrics exactly as computed by pycocoevalcap 1.2 (the COCO caption
+evaluation server's code): BLEU-1..4 ('closest' reference length), METEOR 1.5 (the original jar,
+`-l en -norm`), ROUGE-L (LCS F-measure, beta = 1.2) and CIDEr-D (n = 1..4, sigma = 6, clipped,
+x10). The same numbers to 1e-9, but with a pure-Python PTB tokenizer (no Java except for METEOR),
+no temporary files in site-packages and no METEOR hangs (sanitised input, deadlines, restarts).
+Captions first get THumB's minimal clean-up by default (`cleanup="none"` for pycocoevalcap's input).
+"""
+
+_KWARGS_DESCRIPTION = """
+Scores image captions against reference captions with the COCO caption metrics.
+
+Args:
+    predictions (`list` of `str`): one caption per image.
+    references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
+        or a non-empty list of them.
+    metrics (`list` of `str` or `str`, optional): any of "bleu" (= bleu_1..bleu_4), "bleu_1".."bleu_4",
+        "meteor", "rouge_l", "cider_d", or a comma-separated string. Default: all of them.
+    cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none"
+        (pycocoevalcap's input exactly).
+    tokenizer (`str`, optional): "ptb" (default; pure Python, same tokens as pycocoevalcap's Java
+        PTBTokenizer) or "ptb-java" (that Java tokenizer itself).
+    cider_df (`str`, optional): CIDEr-D document frequencies: "references" (default, pycocoevalcap: from
+        the references of this call, so a single image scores 0) or "coco-val2014" (from the 40,504
+        COCO val2014 images; computed once and cached).
+    meteor_jvms (`int`, optional): parallel METEOR JVMs (2 GB of heap each) for large corpora. Default 1.
+    meteor_timeout (`float`, optional): seconds to wait for any METEOR answer before restarting the JVM.
+
+Returns:
+    bleu_1, bleu_2, bleu_3, bleu_4 (`float`): corpus BLEU, 0 to 1.
+    meteor (`float`): corpus METEOR (the jar's aggregate of all captions' statistics), 0 to 1.
+    rouge_l (`float`): mean ROUGE-L, 0 to 1.
+    cider_d (`float`): mean CIDEr-D, 0 to 10 (x10 as in pycocoevalcap; good COCO models reach 1.2-1.4).
+    per_caption (`dict`): for each key above, one float per prediction.
+    signature (`str`): every setting that changes a number, e.g.
+        "nrefs:2|clean:thumb|tok:...|bleu:closest|cider_d:df=refs,sigma=6|version:...".
+
+Raises:
+    ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
+        reference list or an unknown option value.
+
+Examples:
+    >>> import evaluate
+    >>> coco = evaluate.load("metrics/coco_caption")  # a local folder: works offline
+    >>> predictions = ["A dog runs across the grass.", "Two men ride horses on a beach."]
+    >>> references = [
+    ...     ["A brown dog running on a lawn.", "A dog runs through a grassy field."],
+    ...     ["Two people riding horses along the shore.", "Men on horseback at the beach."],
+    ... ]
+    >>> results = coco.compute(predictions=predictions, references=references,
+    ...                        metrics=["bleu", "rouge_l", "cider_d"])
+    >>> {key: round(results[key], 3) for key in ("bleu_1", "bleu_4", "rouge_l", "cider_d")}
+    {'bleu_1': 0.57, 'bleu_4': 0.0, 'rouge_l': 0.462, 'cider_d': 1.383}
+    >>> [round(s, 3) for s in results["per_caption"]["rouge_l"]]
+    [0.455, 0.468]
+    >>> results["signature"].split("|")[-4:-1]
+    ['bleu:closest', 'rouge_l:beta=1.2', 'cider_d:df=refs,sigma=6']
+
+    One reference string per prediction, and METEOR (starts a JVM: needs Java):
+
+    >>> results = coco.compute(predictions=["A man rides a horse."],
+    ...                        references=["A man riding a horse on a beach."],
+    ...                        metrics="meteor")
+    >>> round(results["meteor"], 3)
+    0.363
+
+    CIDEr-D of a single image is 0 with pycocoevalcap's document frequencies; use corpus ones:
+
+    >>> coco.compute(predictions=predictions[:1], references=references[:1], metrics="cider_d")["cider_d"]
+    0.0
+    >>> one = coco.compute(predictions=predictions[:1], references=references[:1], metrics="cider_d",
+    ...                    cider_df="coco-val2014")  # the first call computes and caches the table
+    >>> round(one["cider_d"], 3), one["signature"].split("|")[-2]
+    (1.703, 'cider_d:df=coco-val2014,sigma=6')
+"""
+
+_FEATURES = [
+    datasets.Features(
+        {
+            "predictions": datasets.Value("string", id="sequence"),
+            "references": datasets.Sequence(datasets.Value("string", id="sequence"), id="references"),
+        }
+    ),
+    datasets.Features(
+        {
+            "predictions": datasets.Value("string", id="sequence"),
+            "references": datasets.Value("string", id="sequence"),
+        }
+    ),
+]
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class CocoCaption(evaluate.Metric):
+    """BLEU-1..4, METEOR, ROUGE-L and CIDEr-D as in pycocoevalcap; see ``capeval.score``."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=_FEATURES,
+            reference_urls=[
+                "https://arxiv.org/abs/1504.00325",
+                "https://github.com/tylin/coco-caption",
+                "https://github.com/salaniz/pycocoevalcap",
+            ],
+            codebase_urls=["https://github.com/salaniz/pycocoevalcap"],
+        )
+
+    def _compute(
+        self,
+        predictions,
+        references,
+        metrics=None,
+        cleanup="thumb",
+        tokenizer="ptb",
+        cider_df="references",
+        meteor_jvms=1,
+        meteor_timeout=60.0,
+    ):
+        # options of metrics that are not selected are ignored by capeval.score
+        return capeval_score(
+            predictions,
+            references,
+            metrics=metrics,
+            cleanup=cleanup,
+            tokenizer=tokenizer,
+            cider_df=cider_df,
+            meteor_jvms=meteor_jvms,
+            meteor_timeout=meteor_timeout,
+        )

@@ -1,0 +1,179 @@
+"""Vectorised n-gram counts of a batch, shared by BLEU and CIDEr-D.
+
+Every caption (predictions first, then all references flattened in order) becomes a row of a sparse
+count matrix whose columns are the distinct 1..n-grams of the batch. N-gram ids are assigned with
+numpy (an order-k gram is the pair (order-(k-1) gram id, last token id)), so no Python tuple is
+built per n-gram occurrence.
+
+Tokens are re-split on whitespace (``" ".join(tokens).split()``) before counting: pycocoevalcap's
+BLEU and CIDEr split the tokenizer's space-joined output with ``str.split()``, so a token holding a
+Unicode space (or an empty token) must be counted the way they count it.
+"""
+from __future__ import annotations
+
+import weakref
+from itertools import chain
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["BatchNgrams", "NgramTable", "batch_ngrams", "count_ngrams", "ngrams_of", "whitespace_split"]
+
+
+def whitespace_split(tokens: Sequence[str]) -> list[str]:
+    """The tokens exactly as pycocoevalcap's ``precook`` sees them (``" ".join(tokens).split()``)."""
+    return " ".join(tokens).split()
+
+
+@dataclass
+class NgramTable:
+    """1..n-gram counts of a list of captions.
+
+    Attributes:
+        n: highest n-gram order.
+        counts: ``(captions x grams)`` CSR matrix of n-gram counts (float64, canonical format).
+        order: for each gram column, its order minus one (0 = unigram ... n-1).
+        lengths: number of tokens of each caption.
+        token_ids: per caption, its tokens as ids into ``vocabulary``.
+        vocabulary: token strings by id.
+        first_position: for each gram column, ``(caption, start)`` of one occurrence (to spell it).
+    """
+
+    n: int
+    counts: sp.csr_matrix
+    order: np.ndarray
+    lengths: np.ndarray
+    token_ids: np.ndarray
+    token_row: np.ndarray
+    vocabulary: list[str]
+    first_position: np.ndarray
+
+    def gram_strings(self) -> list[str]:
+        """Each gram column spelled as its tokens joined by single spaces."""
+        vocab = self.vocabulary
+        ids = self.token_ids.tolist()
+        return [
+            " ".join(vocab[t] for t in ids[start : start + k + 1])
+            for start, k in zip(self.first_position.tolist(), self.order.tolist())
+        ]
+
+
+def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
+    """Count the 1..n-grams of every caption (a list of tokens)."""
+    words = list(chain.from_iterable(captions))
+    if " ".join(words).split() == words:  # no token is empty or holds whitespace: nothing to re-split
+        lengths = np.fromiter(map(len, captions), dtype=np.int64, count=len(captions))
+    else:
+        split = [whitespace_split(tokens) for tokens in captions]
+        lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
+        words = list(chain.from_iterable(split))
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    tok = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
+    n_tokens = tok.size
+    row = np.repeat(np.arange(len(captions), dtype=np.int64), lengths)
+    starts = np.zeros(len(captions), dtype=np.int64)
+    if len(captions) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    pos = np.arange(n_tokens, dtype=np.int64) - starts[row]  # position of each token in its caption
+    remaining = lengths[row] - pos  # tokens from here to the end of the caption (>= 1)
+
+    gram_cols: list[np.ndarray] = []
+    gram_rows: list[np.ndarray] = []
+    orders: list[np.ndarray] = []
+    first_positions: list[np.ndarray] = []
+    offset = 0
+    prev_ids = tok  # ids of the order-(k-1) gram starting at each token (valid where remaining >= k-1)
+    for k in range(1, n + 1):
+        valid = np.flatnonzero(remaining >= k)
+        if k == 1:
+            n_types = len(vocab)
+            first = np.unique(tok, return_index=True)[1].astype(np.int64)
+            gram_ids = tok
+        else:
+            key = prev_ids[valid] * np.int64(max(len(vocab), 1)) + tok[valid + k - 1]
+            uniq, first_idx, inverse = np.unique(key, return_index=True, return_inverse=True)
+            n_types = uniq.size
+            gram_ids = inverse.astype(np.int64)
+            first = valid[first_idx]
+            # ids of order-k grams indexed by start token, for the next order
+            next_ids = np.zeros(n_tokens, dtype=np.int64)
+            next_ids[valid] = gram_ids
+            prev_ids = next_ids
+        gram_cols.append(gram_ids + offset)
+        gram_rows.append(row[valid])
+        orders.append(np.full(n_types, k - 1, dtype=np.int8))
+        first_positions.append(first)
+        offset += n_types
+    cols = np.concatenate(gram_cols) if gram_cols else np.zeros(0, dtype=np.int64)
+    rows = np.concatenate(gram_rows) if gram_rows else np.zeros(0, dtype=np.int64)
+    counts = sp.csr_matrix(
+        (np.ones(cols.size, dtype=np.float64), (rows, cols)), shape=(len(captions), offset)
+    )
+    counts.sum_duplicates()
+    counts.sort_indices()
+    return NgramTable(
+        n=n,
+        counts=counts,
+        order=np.concatenate(orders) if orders else np.zeros(0, dtype=np.int8),
+        lengths=lengths,
+        token_ids=tok,
+        token_row=row,
+        vocabulary=list(vocab),
+        first_position=np.concatenate(first_positions) if first_positions else np.zeros(0, dtype=np.int64),
+    )
+
+
+@dataclass
+class BatchNgrams:
+    """N-gram counts of a batch: prediction rows, reference rows and which item each reference serves."""
+
+    table: NgramTable
+    n_predictions: int
+    ref_item: np.ndarray  # item index of each reference row
+    ref_start: np.ndarray  # first reference row of each item
+
+    @property
+    def hyp(self) -> sp.csr_matrix:
+        return self.table.counts[: self.n_predictions]
+
+    @property
+    def refs(self) -> sp.csr_matrix:
+        return self.table.counts[self.n_predictions :]
+
+    @property
+    def hyp_lengths(self) -> np.ndarray:
+        return self.table.lengths[: self.n_predictions]
+
+    @property
+    def ref_lengths(self) -> np.ndarray:
+        return self.table.lengths[self.n_predictions :]
+
+
+_CACHE: "weakref.WeakKeyDictionary[object, dict[int, BatchNgrams]]" = weakref.WeakKeyDictionary()
+
+
+def ngrams_of(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[Sequence[str]]], n: int = 4) -> BatchNgrams:
+    """Count the n-grams of tokenised predictions and their references."""
+    captions: list[Sequence[str]] = list(predictions)
+    n_refs = np.fromiter((len(r) for r in references), dtype=np.int64, count=len(references))
+    for refs in references:
+        captions.extend(refs)
+    ref_start = np.zeros(len(references), dtype=np.int64)
+    if len(references) > 1:
+        np.cumsum(n_refs[:-1], out=ref_start[1:])
+    return BatchNgrams(
+        table=count_ngrams(captions, n),
+        n_predictions=len(predictions),
+        ref_item=np.repeat(np.arange(len(references), dtype=np.int64), n_refs),
+        ref_start=ref_start,
+    )
+
+
+def batch_ngrams(batch, n: int = 4) -> BatchNgrams:
+    """:func:`ngrams_of` for a :class:`~capeval.batch.CaptionBatch`, computed once per batch and ``n``."""
+    per_batch = _CACHE.setdefault(batch, {})
+    if n not in per_batch:
+        per_batch[n] = ngrams_of(batch.prediction_tokens, batch.reference_tokens, n)
+    return per_batch[n]
