@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT, run_module_doctests
+from conftest import ROOT
 
 pytest.importorskip("spacy")
 evaluate = pytest.importorskip("evaluate")
@@ -15,9 +15,6 @@ def _in_root(monkeypatch, tmp_path):
     monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
-
-def test_doctests(java):
-    assert run_module_doctests("spice_u", "SpiceU") >= 3
 
 
 def test_module_matches_capeval(java):

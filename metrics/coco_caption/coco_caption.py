@@ -3,9 +3,9 @@
 
 A thin wrapper: all logic is in ``capeval`` (``pip install capeval``); the numbers are pycocoevalcap 1.2's.
 """
-import datasets
 import evaluate
 from capeval import score as capeval_score
+from capeval.hf import caption_features
 
 _CITATION = """\
 @article{chen2015microsoft,
@@ -117,20 +117,6 @@ Examples:
     (1.703, 'cider_d:df=coco-val2014,sigma=6')
 """
 
-_FEATURES = [
-    datasets.Features(
-        {
-            "predictions": datasets.Value("string", id="sequence"),
-            "references": datasets.Sequence(datasets.Value("string", id="sequence"), id="references"),
-        }
-    ),
-    datasets.Features(
-        {
-            "predictions": datasets.Value("string", id="sequence"),
-            "references": datasets.Value("string", id="sequence"),
-        }
-    ),
-]
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -142,7 +128,7 @@ class CocoCaption(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=_FEATURES,
+            features=caption_features(),
             reference_urls=[
                 "https://arxiv.org/abs/1504.00325",
                 "https://github.com/tylin/coco-caption",

@@ -1,8 +1,8 @@
 """SPICE (Anderson et al., 2016) without Java, as a Hugging Face ``evaluate`` metric backed by capeval."""
-import datasets
 import evaluate
 
 import capeval
+from capeval.hf import caption_features
 
 _CITATION = """\
 @inproceedings{anderson2016spice,
@@ -63,12 +63,7 @@ class Spice(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=[
-                datasets.Features(
-                    {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
-                ),
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
-            ],
+            features=caption_features(),
             codebase_urls=["https://github.com/peteanderson80/SPICE"],
             reference_urls=["https://arxiv.org/abs/1607.08822"],
         )

@@ -1,6 +1,8 @@
-"""Hugging Face Space for the SPICE-U metric (capeval)."""
+"""Hugging Face Space for the spice_u metric (capeval)."""
+import os
+
 import evaluate
 from evaluate.utils import launch_gradio_widget
 
-module = evaluate.load("spice_u.py")
+module = evaluate.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "spice_u.py"))
 launch_gradio_widget(module)
