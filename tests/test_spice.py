@@ -164,7 +164,7 @@ def test_score_caption_counts_and_categories():
     assert math.isnan(scores["size"].f)  # no size tuple in the references
     assert all(t.matched for t in cand)
     avg = macro_average([scores, scores], "size")
-    assert math.isnan(avg["f"]) and avg["num_images"] == 0
+    assert avg["f"] is None and avg["num_images"] == 0  # undefined, JSON-safe
     assert categories_of(ref[1]) == ("attribute", "color")
 
 
@@ -243,3 +243,13 @@ def test_check_available_names_the_fix():
     Spice.check_available()
     with pytest.raises(ImportError, match="pip install"):
         Spice.check_available("no_such_spacy_model_xyz")
+
+
+def test_detailed_result_is_strict_json():
+    import json
+
+    import capeval
+
+    out = capeval.score(["a dog"], [["a dog"]], metrics=["spice"], spice_detailed=True)
+    json.dumps(out, allow_nan=False)  # no NaN anywhere: undefined categories are None
+    assert out["spice_categories"]["color"]["f"] is None

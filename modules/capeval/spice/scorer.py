@@ -78,7 +78,12 @@ class TupleScore:
     f: float
 
     def as_dict(self) -> dict:
-        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "pr": self.precision, "re": self.recall, "f": self.f}
+        """JSON-safe: undefined scores (no reference tuple of the category) become ``None``."""
+        def defined(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "pr": defined(self.precision),
+                "re": defined(self.recall), "f": defined(self.f)}
 
 
 def _scores(tp: int, n_cand: int, n_ref: int, allow_nan: bool) -> TupleScore:
@@ -158,8 +163,6 @@ def macro_average(per_caption: Sequence[dict[str, TupleScore]], category: str) -
         tp, fp, fn = tp + s.tp, fp + s.fp, fn + s.fn
         if not (math.isnan(s.f) or math.isnan(s.precision) or math.isnan(s.recall)):
             f, pr, re_, n = f + s.f, pr + s.precision, re_ + s.recall, n + 1
-    if n:
-        f, pr, re_ = f / n, pr / n, re_ / n
-    else:
-        f = pr = re_ = math.nan
-    return {"f": f, "precision": pr, "recall": re_, "tp": tp, "fp": fp, "fn": fn, "num_images": n}
+    if not n:  # no caption has reference tuples of this category: undefined, reported as None (JSON null)
+        return {"f": None, "precision": None, "recall": None, "tp": tp, "fp": fp, "fn": fn, "num_images": 0}
+    return {"f": f / n, "precision": pr / n, "recall": re_ / n, "tp": tp, "fp": fp, "fn": fn, "num_images": n}
