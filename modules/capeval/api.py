@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.batch import CaptionBatch
-from capeval.metrics import available_metrics, metric_class, resolve
+from capeval.metrics import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
 from capeval.validation import check_finite, normalize_inputs
@@ -14,24 +14,19 @@ __all__ = ["available_metrics", "score"]
 
 
 def _split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Route each keyword option to the metric that declares it; unknown options raise."""
-    routed: dict[str, dict[str, Any]] = {name: {} for name in selected}
-    classes = {name: metric_class(name) for name in selected}
-    for key, value in options.items():
-        owners = [name for name, cls in classes.items() if key in cls.options]
-        if owners:
-            for name in owners:
-                routed[name][key] = value
-            continue
-        # Options of metrics that were not selected are accepted and ignored, so one set of keyword
-        # arguments can serve several calls (as ``evaluate.combine`` does); anything else is a typo.
-        from capeval.metrics import REGISTRY
+    """Route each keyword option to every selected metric that declares it.
 
-        known = {k for m in REGISTRY for k in _declared_options(m)}
-        if key not in known:
-            valid = sorted({k for cls in classes.values() for k in cls.options})
-            raise ValueError(f"Unknown option {key!r} for metrics {list(selected)}; valid options: {valid}.")
-    return routed
+    Options of metrics that were not selected are accepted and ignored, so one set of keyword
+    arguments can serve several calls (as ``evaluate.combine`` does); any other name is a typo and raises.
+    """
+    declared = {name: set(metric_class(name).options) for name in selected}
+    known = set().union(*declared.values()) | {k for name in REGISTRY if name not in declared
+                                               for k in _declared_options(name)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        valid = sorted(set().union(*declared.values()))
+        raise ValueError(f"Unknown option(s) {unknown} for metrics {list(selected)}; valid options: {valid}.")
+    return {name: {k: v for k, v in options.items() if k in keys} for name, keys in declared.items()}
 
 
 def _declared_options(name: str) -> set[str]:
