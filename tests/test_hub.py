@@ -207,7 +207,11 @@ def test_push_without_token_is_a_clear_error(built, monkeypatch, tmp_path):
 
 def test_push_unreachable_hub_is_a_clear_error(built, monkeypatch):
     # A closed local port: no traffic leaves the machine.
+    import huggingface_hub.constants
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import: an earlier test may have imported it offline.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     with pytest.raises(RuntimeError, match="cannot reach http://127.0.0.1:9"):
         push_dataset(built, "someone/flickr8k-judgments", token="hf_dummy", endpoint="http://127.0.0.1:9")
 

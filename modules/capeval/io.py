@@ -31,6 +31,20 @@ class InputFormatError(ValueError):
     """A prediction/reference file could not be read; the message says which line and why."""
 
 
+def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
+    """Parse JSON Lines ``text`` (blank lines skipped); a bad line raises :class:`InputFormatError`
+    naming ``path:line`` (plus ``hint``, e.g. the expected format)."""
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise InputFormatError(f"{path}:{n}: not a JSON line ({err.msg}){hint}.") from None
+    return rows
+
+
 def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
     text = path.read_text(encoding="utf-8")
     stripped = text.strip()
@@ -40,15 +54,7 @@ def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
         return "json", json.loads(stripped)
     except json.JSONDecodeError:
         pass
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise InputFormatError(f"{path}:{n}: neither JSON nor JSON Lines ({err.msg}).") from None
-    return "jsonl", rows
+    return "jsonl", parse_json_lines(text, path, "; the file is neither JSON nor JSON Lines")
 
 
 def _pick(obj: dict, fields: tuple[str, ...], path: Path, where: str) -> Any:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from capeval.io import parse_json_lines
 from capeval.paths import data_dir
 
 
@@ -38,16 +39,7 @@ def read_json(path: Path, fmt: str) -> Any:
 
 def read_jsonl(path: Path, fmt: str) -> list[dict]:
     require_file(path, fmt)
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: not a JSON line ({err.msg}); expected {fmt}.") from None
-    return rows
+    return parse_json_lines(path.read_text(encoding="utf-8"), path, f"; expected {fmt}")
 
 
 class ImageFinder:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,24 +85,30 @@ def read_token_file(path: Path) -> Flickr8kCaptions:
     return Flickr8kCaptions(by_id, dict(by_image), skipped)
 
 
-def read_expert_file(path: Path) -> list[tuple[str, str, tuple[int, int, int]]]:
-    """``[(query image, caption id, (s1, s2, s3))]`` from ``ExpertAnnotations.txt``."""
-    require_file(path, EXPERT_FORMAT)
-    rows = []
+def _tsv_rows(path: Path, n_cols: int) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, columns)`` for every non-blank line; ``ValueError`` naming a line with another width."""
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             cols = line.rstrip("\r\n").split("\t")
-            if len(cols) != 5:
-                raise ValueError(f"{path}:{n}: expected 5 tab-separated columns, got {len(cols)}.")
-            try:
-                scores = tuple(int(c) for c in cols[2:])
-            except ValueError:
-                raise ValueError(f"{path}:{n}: expert scores must be integers 1-4, got {cols[2:]}.") from None
-            if not all(1 <= s <= 4 for s in scores):
-                raise ValueError(f"{path}:{n}: expert scores must be in 1..4, got {scores}.")
-            rows.append((cols[0], cols[1], scores))
+            if len(cols) != n_cols:
+                raise ValueError(f"{path}:{n}: expected {n_cols} tab-separated columns, got {len(cols)}.")
+            yield n, cols
+
+
+def read_expert_file(path: Path) -> list[tuple[str, str, tuple[int, int, int]]]:
+    """``[(query image, caption id, (s1, s2, s3))]`` from ``ExpertAnnotations.txt``."""
+    require_file(path, EXPERT_FORMAT)
+    rows = []
+    for n, cols in _tsv_rows(path, 5):
+        try:
+            scores = tuple(int(c) for c in cols[2:])
+        except ValueError:
+            raise ValueError(f"{path}:{n}: expert scores must be integers 1-4, got {cols[2:]}.") from None
+        if not all(1 <= s <= 4 for s in scores):
+            raise ValueError(f"{path}:{n}: expert scores must be in 1..4, got {scores}.")
+        rows.append((cols[0], cols[1], scores))
     return rows
 
 
@@ -112,24 +119,18 @@ def read_crowdflower_file(path: Path) -> list[tuple[str, str, float, int, int]]:
     """
     require_file(path, CROWDFLOWER_FORMAT)
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            cols = line.rstrip("\r\n").split("\t")
-            if len(cols) != 5:
-                raise ValueError(f"{path}:{n}: expected 5 tab-separated columns, got {len(cols)}.")
-            try:
-                frac, n_yes, n_no = float(cols[2]), int(cols[3]), int(cols[4])
-            except ValueError:
-                raise ValueError(f"{path}:{n}: expected fraction, #yes, #no numbers, got {cols[2:]}.") from None
-            if n_yes < 0 or n_no < 0 or n_yes + n_no == 0:
-                raise ValueError(f"{path}:{n}: needs at least one judgment, got #yes={n_yes} #no={n_no}.")
-            if not math.isfinite(frac) or abs(frac - n_yes / (n_yes + n_no)) > 1e-4:
-                raise ValueError(
-                    f"{path}:{n}: fraction {cols[2]} does not equal #yes/(#yes+#no) = {n_yes}/{n_yes + n_no}."
-                )
-            rows.append((cols[0], cols[1], frac, n_yes, n_no))
+    for n, cols in _tsv_rows(path, 5):
+        try:
+            frac, n_yes, n_no = float(cols[2]), int(cols[3]), int(cols[4])
+        except ValueError:
+            raise ValueError(f"{path}:{n}: expected fraction, #yes, #no numbers, got {cols[2:]}.") from None
+        if n_yes < 0 or n_no < 0 or n_yes + n_no == 0:
+            raise ValueError(f"{path}:{n}: needs at least one judgment, got #yes={n_yes} #no={n_no}.")
+        if not math.isfinite(frac) or abs(frac - n_yes / (n_yes + n_no)) > 1e-4:
+            raise ValueError(
+                f"{path}:{n}: fraction {cols[2]} does not equal #yes/(#yes+#no) = {n_yes}/{n_yes + n_no}."
+            )
+        rows.append((cols[0], cols[1], frac, n_yes, n_no))
     return rows
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.io import parse_json_lines
+
 FIELDS: dict[str, tuple[str, ...]] = {
     "system": ("SYS", "system", "sys", "model"),
     "image": ("image", "image_id", "seg_id", "set_id"),
@@ -85,14 +87,7 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
     elif isinstance(data, dict):
         raise ValueError(f"{path}: expected a list of score objects or JSON Lines, got one JSON object.")
     else:
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: not valid JSON ({err.msg}).") from None
+        rows = parse_json_lines(text, path)
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise ValueError(f"{path}: row {i + 1} is a {type(row).__name__}, expected an object with P and R fields.")
