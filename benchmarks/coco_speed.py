@@ -120,9 +120,9 @@ def worker_pycoco_fast(args) -> dict:
 
 def worker_capeval_fast(args) -> dict:
     import capeval
-    import capeval.metrics.bleu  # noqa: F401 - imports are not timed (pycocoevalcap's are not either)
-    import capeval.metrics.cider  # noqa: F401
-    import capeval.metrics.rouge  # noqa: F401
+    import capeval.coco.bleu  # noqa: F401 - imports are not timed (pycocoevalcap's are not either)
+    import capeval.coco.cider  # noqa: F401
+    import capeval.coco.rouge  # noqa: F401
     from capeval.text import get_tokenizer
 
     get_tokenizer(args.tokenizer)
@@ -133,7 +133,7 @@ def worker_capeval_fast(args) -> dict:
     memory = _memory()
     # breakdown (a second pass, same steps as capeval.score)
     from capeval.batch import CaptionBatch
-    from capeval.metrics import metric_class
+    from capeval.registry import metric_class
 
     times = {"total": total}
     t = time.perf_counter()
@@ -167,7 +167,7 @@ def worker_pycoco_meteor(args) -> dict:
 
 
 def worker_capeval_meteor(args) -> dict:
-    from capeval.metrics.meteor import MeteorScorer
+    from capeval.coco.meteor import MeteorScorer
 
     hyps, refs = json.loads(Path(args.tokens).read_text(encoding="utf-8"))
     start = time.perf_counter()

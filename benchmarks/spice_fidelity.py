@@ -43,7 +43,7 @@ def spice(predictions, references, **options) -> dict:
 
 # ---------------------------------------------------------------------------------------------- loaders
 def load_coco_example() -> tuple[list[str], list[list[str]], list[int]]:
-    from capeval.coco import coco_captions
+    from capeval.coco.captions import coco_captions
 
     results = json.loads((_data() / "pycocoevalcap_example" / "captions_val2014_fakecap_results.json").read_text())
     refs_by_image = coco_captions("val2014")

@@ -46,7 +46,7 @@ print(json.dumps({{"spice": out.corpus["spice"], "load_data_s": t1 - t0, "tokeni
 
 
 def parse_throughput(n_texts: int, tokenizer: str) -> dict:
-    from capeval.coco import coco_captions
+    from capeval.coco.captions import coco_captions
     from capeval.spice.parser import SceneGraphParser
     from capeval.text import get_tokenizer
 

@@ -16,9 +16,9 @@ from capeval.batch import CaptionBatch
 from capeval.benchmarks import load_benchmark
 from capeval.spice.metric import Spice
 from capeval.spice.scorer import score_caption
-from capeval.spiceu.concepts import concept_key
-from capeval.spiceu.tables import load_table
-from capeval.spiceu.uniqueness import caption_uniqueness, spice_u_score
+from capeval.spice_u.concepts import concept_key
+from capeval.spice_u.tables import load_table
+from capeval.spice_u.uniqueness import caption_uniqueness, spice_u_score
 
 
 def accuracy(records, a, b):

@@ -46,13 +46,13 @@ from capeval.text.ptb_java import JavaPTBTokenizer
 
 
 def _coco() -> list[str]:
-    from capeval.coco import coco_captions
+    from capeval.coco.captions import coco_captions
 
     return [c for split in ("train2014", "val2014") for caps in coco_captions(split).values() for c in caps]
 
 
 def _coco_val() -> list[str]:
-    from capeval.coco import coco_captions
+    from capeval.coco.captions import coco_captions
 
     return [c for caps in coco_captions("val2014").values() for c in caps]
 
@@ -112,31 +112,9 @@ def _composite(root: Path) -> list[str]:
 
 def _random_chars(n: int = 50000, seed: int = 0) -> list[str]:
     """Seeded random strings: ASCII letters/digits/spaces/punctuation plus a few Unicode characters."""
-    import random
-    import string
+    from capeval.testing import random_strings
 
-    rng = random.Random(seed)
-    alnum = string.ascii_letters + string.digits
-    uni = "éÉßΣΩ猫ı½²°©’‘“”«»…—–‐\u00a0\u2009\u200b\U0001F600\x01"
-    out = []
-    for _ in range(n):
-        chars = []
-        for _ in range(rng.randint(1, 25)):
-            r = rng.random()
-            if r < 0.45:
-                chars.append(rng.choice(alnum))
-            elif r < 0.65:
-                chars.append(" ")
-            elif r < 0.92:
-                chars.append(rng.choice(string.punctuation))
-            elif r < 0.97:
-                chars.append(rng.choice(uni))
-            else:  # any BMP character (no surrogates, no line breaks) or one outside the BMP
-                code = rng.choice([rng.randint(0x80, 0xFFFF), rng.randint(0x10000, 0x1FFFF)])
-                ch = chr(code)
-                chars.append("x" if 0xD800 <= code <= 0xDFFF or ch in "\x85\u2028\u2029" else ch)
-        out.append("".join(chars))
-    return out
+    return random_strings(n, seed, any_codepoint_share=0.03)
 
 
 def _random_words(n: int = 50000, seed: int = 0) -> list[str]:

@@ -29,7 +29,7 @@ Args:
     cleanup: "thumb" (default) or "none".
     tokenizer: "ptb" (default) or "ptb-java".
     spice_u_table: "coco-train2014" (default, shipped) or the path of a table built with
-        `capeval spice-u build-uniqueness`.
+        `capeval spice_u build-uniqueness`.
     spice_u_detailed: also return per-caption concepts with their uniqueness ("spice_u_details").
     Any SPICE option (spice_parser_model, spice_workers, spice_input, spice_synonyms, spice_cache).
 Returns:

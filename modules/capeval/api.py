@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.batch import CaptionBatch
-from capeval.metrics import REGISTRY, available_metrics, metric_class, resolve
+from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
 from capeval.validation import check_finite, normalize_inputs

@@ -5,6 +5,8 @@
 * Caches (corpus document frequencies, parse caches, score caches): ``$CAPEVAL_CACHE_DIR``,
   else ``$XDG_CACHE_HOME/capeval``, else ``~/.cache/capeval``. Nothing is ever written
   inside site-packages.
+* Hub cards (dataset and model card templates): the copy inside an installed wheel
+  (``capeval/hub_cards``), else the checkout's ``hub_cards/`` (:func:`hub_cards_dir`).
 * Resources shipped by ``pycocoevalcap==1.2`` (METEOR 1.5 jar, CoreNLP 3.4.1 PTB tokenizer
   jar, SPICE jar holding the COCO 2014 captions) are located, never copied.
 """
@@ -14,7 +16,8 @@ import importlib.util
 import os
 from pathlib import Path
 
-_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_CHECKOUT_ROOT = _PACKAGE_DIR.parents[1]
 
 
 def data_dir(required: bool = False) -> Path | None:
@@ -52,6 +55,20 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def hub_cards_dir(*parts: str) -> Path:
+    """The Hub card templates: ``capeval/hub_cards`` in an installed wheel, else the checkout's ``hub_cards``.
+
+    ``FileNotFoundError`` names both places when neither exists (e.g. a wheel built without them).
+    """
+    for root in (_PACKAGE_DIR / "hub_cards", _CHECKOUT_ROOT / "hub_cards"):
+        if root.is_dir():
+            return root.joinpath(*parts)
+    raise FileNotFoundError(
+        f"Hub card templates not found in {_PACKAGE_DIR / 'hub_cards'} (installed wheel) or "
+        f"{_CHECKOUT_ROOT / 'hub_cards'} (checkout); reinstall capeval or pass the folder explicitly."
+    )
 
 
 def pycocoevalcap_dir() -> Path:

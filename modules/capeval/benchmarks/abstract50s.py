@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.benchmarks._files import image_finder, norm_space, read_json, require_file, resolve_root
+from capeval.benchmarks.files import image_finder, norm_space, read_json, require_file, resolve_root
 from capeval.benchmarks.records import Benchmark, PairRecord
 
 TRIPLETS_PER_PAIR = 48

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from capeval.benchmarks._files import COCO_IMAGE_DIRS, image_finder, read_json, resolve_root
+from capeval.benchmarks.files import COCO_IMAGE_DIRS, image_finder, read_json, resolve_root
 from capeval.benchmarks.records import Benchmark, CaptionRecord
 
 SYSTEMS = ("human", "model_1", "model_2", "model_3")

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from capeval.benchmarks._files import FLICKR8K_IMAGE_DIRS, image_finder, require_file, resolve_root
+from capeval.benchmarks.files import FLICKR8K_IMAGE_DIRS, image_finder, require_file, resolve_root
 from capeval.benchmarks.records import Benchmark, CaptionRecord
 
 PROTOCOLS = ("clipscore", "cui")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.benchmarks._files import PASCAL_IMAGE_DIRS, image_finder, read_json, require_file, resolve_root
+from capeval.benchmarks.files import PASCAL_IMAGE_DIRS, image_finder, read_json, require_file, resolve_root
 from capeval.benchmarks.records import Benchmark, PairRecord
 
 CATEGORIES = ("HC", "HI", "HM", "MM")

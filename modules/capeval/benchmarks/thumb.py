@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capeval.benchmarks._files import COCO_IMAGE_DIRS, image_finder, norm_space, read_jsonl, resolve_root
+from capeval.benchmarks.files import COCO_IMAGE_DIRS, image_finder, norm_space, read_jsonl, resolve_root
 from capeval.benchmarks.records import Benchmark, CaptionRecord
 
 SYSTEMS = ("Up-Down", "Unified-VLP", "VinVL-base", "VinVL-large", "Human")

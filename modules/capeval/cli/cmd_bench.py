@@ -40,8 +40,8 @@ def _refs(value: str | None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.bench.harness import run_benchmark
-    from capeval.bench.report import plot, plot_thumb_systems, render
+    from capeval.benchmarks.harness import run_benchmark
+    from capeval.benchmarks.report import plot, plot_thumb_systems, render
 
     try:
         seeds = [int(s) for s in args.seed.split(",") if s.strip()]

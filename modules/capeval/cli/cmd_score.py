@@ -34,9 +34,9 @@ def example_files() -> tuple[Path, Path]:
 
 def run(args: argparse.Namespace) -> int:
     from capeval.api import score
-    from capeval.cli.render import text_table
+    from capeval.render import text_table
     from capeval.io import load_predictions, load_references, pair
-    from capeval.metrics import DEFAULT_METRICS, REGISTRY, resolve
+    from capeval.registry import DEFAULT_METRICS, REGISTRY, resolve
 
     if args.example:
         pred_path, ref_path = example_files()
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _every_installed_metric(default, registry) -> list[str]:
     """Default metrics plus optional ones whose dependencies are installed."""
-    from capeval.metrics import metric_class
+    from capeval.registry import metric_class
 
     names = list(default)
     for name in registry:

@@ -1,4 +1,4 @@
-"""``capeval spice-u build-uniqueness``: build a SPICE-U uniqueness table from any caption corpus."""
+"""``capeval spice_u build-uniqueness``: build a SPICE-U uniqueness table from any caption corpus."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,8 @@ from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("spice-u", help="SPICE-U tools (uniqueness tables)")
+    # "spice-u" is the 0.1 spelling, kept as an alias
+    p = sub.add_parser("spice_u", aliases=["spice-u"], help="SPICE-U tools (uniqueness tables)")
     inner = p.add_subparsers(dest="spice_u_command", metavar="ACTION")
     b = inner.add_parser(
         "build-uniqueness",
@@ -32,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
-    from capeval.spiceu.build import build_uniqueness_table
-    from capeval.spiceu.concepts import concept_extractor
+    from capeval.spice_u.build import build_uniqueness_table
+    from capeval.spice_u.concepts import concept_extractor
 
     if args.corpus:
-        from capeval.coco import coco_captions
+        from capeval.coco.captions import coco_captions
 
         corpus = coco_captions(args.corpus.split("-", 1)[1])
         source = args.corpus

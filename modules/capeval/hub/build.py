@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capeval.benchmarks._files import resolve_root
+from capeval.benchmarks.files import resolve_root
 from capeval.hub.cards import render_card
 from capeval.hub.tables import DATASET_NAMES, TABLE_BUILDERS, SplitTable, image_cells
 

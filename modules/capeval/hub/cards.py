@@ -1,5 +1,7 @@
 """Dataset cards: a template from ``hub_cards/datasets/<name>.md`` plus computed metadata.
 
+Templates are found by :func:`capeval.paths.hub_cards_dir` (inside an installed wheel, or the checkout).
+
 A template is a markdown file with YAML front matter holding the static metadata (pretty name,
 license, task categories, tags, source datasets) and a body with ``$placeholders``
 (:class:`string.Template`):
@@ -20,16 +22,16 @@ from typing import Any
 import yaml
 
 from capeval._version import __version__
-from capeval.paths import _CHECKOUT_ROOT
+from capeval.paths import hub_cards_dir
 
 
 def cards_directory(cards_dir: str | Path | None = None) -> Path:
     """The folder of card templates (``FileNotFoundError`` naming the fix when absent)."""
-    path = Path(cards_dir) if cards_dir is not None else _CHECKOUT_ROOT / "hub_cards" / "datasets"
+    path = Path(cards_dir) if cards_dir is not None else hub_cards_dir("datasets")
     if not path.is_dir():
         raise FileNotFoundError(
-            f"dataset card templates not found at {path}; run from a capeval checkout or pass --cards DIR "
-            "(the repository's hub_cards/datasets folder)."
+            f"dataset card templates not found at {path}; pass --cards DIR (the repository's "
+            "hub_cards/datasets folder)."
         )
     return path
 

@@ -14,7 +14,7 @@ import math
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
-from capeval.metrics.base import CaptionMetric, MetricOutput
+from capeval.metric import CaptionMetric, MetricOutput
 from capeval.progress import progress
 from capeval.spice.graph import SceneGraph, SpiceTuple
 from capeval.spice.parser import DEFAULT_MODEL, PARSER_VERSION, SceneGraphParser, check_model
@@ -44,7 +44,6 @@ class Spice(CaptionMetric):
     """
 
     name = "spice"
-    keys = ("spice", "spice_precision", "spice_recall")
     uses_tokens: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {
         "spice_parser_model": DEFAULT_MODEL,

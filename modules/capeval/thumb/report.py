@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capeval.cli.render import markdown_table, text_table
+from capeval.render import markdown_table, text_table
 from capeval.thumb.published import TABLE2, TABLE2_DIGITS, TABLE3
 
 

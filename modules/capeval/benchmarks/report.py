@@ -1,0 +1,193 @@
+"""Tables of ``capeval bench`` results next to the published numbers (text, markdown) and plots."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from capeval.benchmarks.harness import BenchResult
+from capeval.render import markdown_table, text_table
+from capeval.published import published
+
+PAIR_CATEGORIES = {"pascal50s": ("HC", "HI", "HM", "MM", "avg"), "abstract50s": ("HC", "HI", "avg")}
+THUMB_SYSTEMS = ("Human", "VinVL-large", "VinVL-base", "Unified-VLP", "Up-Down")
+#: published statistic -> our result key ("tau": the papers do not name the variant; scipy's default is tau-b)
+STAT_TO_KEY = {"tau": "tau_b", "tau_b": "tau_b", "tau_c": "tau_c", "pearson": "pearson", "spearman": "spearman"}
+
+
+def _pub_key(metric: str) -> str:
+    """Map a result key to the key used in the published tables (evaluate specs keep their name)."""
+    return metric.split("@")[-1] if metric.startswith("evaluate:") else metric
+
+
+def _matching_entries(result: BenchResult) -> list[dict]:
+    s = result.settings
+    entries = published(result.benchmark)
+    if result.benchmark.startswith("flickr8k"):
+        return [e for e in entries if e["protocol"] == s.get("protocol")]
+    if result.benchmark == "pascal50s":
+        want = {"expert": "expert-5-refs", "all": "all-50-refs"}.get(str(s.get("refs")), "random-refs")
+        return [e for e in entries if e["protocol"] == want] + [
+            e for e in entries if e["protocol"] != want and e["source"] != "pycocoevalcap-here"
+        ]
+    return entries
+
+
+def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """``[(title, headers, rows), ...]`` for the result, each with the matching published numbers."""
+    if result.benchmark == "thumb":
+        return _thumb_tables(result)
+    entries = _matching_entries(result)
+    if result.benchmark in PAIR_CATEGORIES:
+        cats = PAIR_CATEGORIES[result.benchmark]
+        rows = []
+        for metric, r in result.results.items():
+            rows.append([metric, "capeval", *(r.get(c) for c in cats)])
+            for e in entries:
+                v = e["values"].get(_pub_key(metric))
+                if isinstance(v, dict):
+                    rows.append(["", f"{e['source']} {e['where']} ({e['protocol']})", *(v.get(c) for c in cats)])
+        return [(f"{result.benchmark}: pairwise accuracy (%)", ["metric", "source", *cats], rows)]
+    corr = [e for e in entries if e["statistic"] in STAT_TO_KEY]
+    headers = ["metric", "tau_b", "tau_c", "pearson", "spearman"] + [
+        f"{e['source']} {e['statistic']}" for e in corr
+    ]
+    rows = []
+    for metric, r in result.results.items():
+        pubs = [e["values"].get(_pub_key(metric)) for e in corr]
+        pubs = [None if v is None else v / e["scale"] for v, e in zip(pubs, corr)]
+        rows.append([metric, r["tau_b"], r["tau_c"], r["pearson"], r["spearman"], *pubs])
+    out = [(f"{result.benchmark}: correlation with human judgments", headers, rows)]
+    if any("subsets" in r for r in result.results.values()):
+        sub_rows = [[m, s, v["tau_b"], v["tau_c"], v["pearson"], v["spearman"]]
+                    for m, r in result.results.items() for s, v in r.get("subsets", {}).items()]
+        out.append((f"{result.benchmark}: per subset (each scored on its own)",
+                    ["metric", "subset", "tau_b", "tau_c", "pearson", "spearman"], sub_rows))
+    return out
+
+
+def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
+    t4 = {e["protocol"]: e for e in published("thumb", statistic="pearson") if e["source"] == "kasai2022"}
+    rows4 = []
+    for metric, r in result.results.items():
+        rows4.append([metric, "capeval", *(r["without_human"][k] for k in ("P", "R", "total")),
+                      *(r["with_human"][k] for k in ("P", "R", "total")),
+                      r["with_human_no_leaked"]["total"]])
+        pw, pwo = t4["with_human"]["values"].get(metric), t4["without_human"]["values"].get(metric)
+        if pw or pwo:
+            rows4.append(["", "Kasai et al. 2022, Table 4", *((pwo or {}).get(k) for k in ("P", "R", "total")),
+                          *((pw or {}).get(k) for k in ("P", "R", "total")), None])
+    h4 = ["metric", "source", "w/o Human P", "R", "total", "w/ Human P", "R", "total", "w/ Human, 39 leaked removed"]
+    t2 = next(e for e in published("thumb", statistic="corpus_score") if e["source"] == "kasai2022")
+    rows2 = []
+    for metric, r in result.results.items():
+        scale = 100.0
+        rows2.append([metric, "capeval", *(None if s not in r["system"] else scale * r["system"][s] for s in THUMB_SYSTEMS),
+                      None if "Human" not in r["system_no_leaked"] else scale * r["system_no_leaked"]["Human"]])
+        pub = t2["values"].get(metric)
+        if pub:
+            rows2.append(["", "Kasai et al. 2022, Table 2", *(pub.get(s) for s in THUMB_SYSTEMS), None])
+    h2 = ["metric", "source", *THUMB_SYSTEMS, "Human, 39 leaked removed"]
+    return [("thumb: instance-level Pearson (Table 4 layout)", h4, rows4),
+            ("thumb: system-level corpus scores ×100 (Table 2 layout)", h2, rows2)]
+
+
+def render(result: BenchResult, fmt: str = "text") -> str:
+    table = text_table if fmt == "text" else markdown_table
+    parts = []
+    for title, headers, rows in tables(result):
+        parts.append(f"## {title}" if fmt == "markdown" else title)
+        parts.append(table(headers, rows, digits=3))
+        parts.append("")
+    settings = ", ".join(f"{k}={v}" for k, v in result.settings.items())
+    parts.append(f"settings: {settings}")
+    sigs = sorted({r.get("signature", "") for r in result.results.values() if isinstance(r, dict)})
+    parts += [f"signature: {s}" for s in sigs if s]
+    parts += [f"note: {n}" for n in result.notes]
+    return "\n".join(parts)
+
+
+def plot(result: BenchResult, path: str | Path) -> Path:
+    """A PNG: metric-vs-human scatter (correlations, THumB) or per-category bars (pairwise)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    keys = list(result.plot_data)
+    if not keys:
+        raise ValueError("nothing to plot")
+    kind = result.plot_data[keys[0]]["kind"]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "bars":
+        cats = list(result.plot_data[keys[0]]["values"])
+        fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(cats), 4))
+        width = 0.8 / len(keys)
+        for i, key in enumerate(keys):
+            vals = [result.results[key][c] for c in cats]
+            ax.bar(np.arange(len(cats)) + i * width, vals, width, label=key)
+        ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_ylim(40, 100)
+        ax.legend(fontsize=8)
+        ax.set_title(f"{result.benchmark}: agreement with human preference")
+    else:
+        n = len(keys)
+        cols = min(3, n)
+        rows = (n + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.4 * rows), squeeze=False)
+        rng = np.random.default_rng(0)
+        for ax, key in zip(axes.flat, keys):
+            d = result.plot_data[key]
+            jitter = rng.uniform(-0.15, 0.15, size=len(d["human"]))
+            ax.scatter(d["human"] + jitter, d["metric"], s=3, alpha=0.25)
+            r = result.results[key]
+            label = r.get("primary", "pearson")
+            value = r[label] if label in r else r.get("with_human", {}).get("total")
+            ax.set_title(f"{key} ({label} = {value:.3f})", fontsize=9)
+            ax.set_xlabel("human judgment")
+            ax.set_ylabel(key)
+        for ax in list(axes.flat)[n:]:
+            ax.axis("off")
+        fig.suptitle(f"{result.benchmark}: metric vs human", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_thumb_systems(path: str | Path, bootstrap: int = 1000, seed: int = 0) -> Path:
+    """PNG of THumB per-system mean precision and recall with 90 % bootstrap intervals (images resampled)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from capeval import thumb
+    from capeval.benchmarks import load_benchmark
+
+    bench = load_benchmark("thumb", include_human=True)
+    recs = bench.records
+    res = thumb.score([r.extra["P"] for r in recs], [r.extra["R"] for r in recs],
+                      [r.extra["Fl"] for r in recs], [r.extra["Con"] for r in recs], [r.extra["Inc"] for r in recs],
+                      systems=[r.system for r in recs], images=[r.image_id for r in recs],
+                      bootstrap_samples=bootstrap, seed=seed, confidence_level=0.9)
+    names = [s for s in THUMB_SYSTEMS if s in res["systems"]]
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    x = np.arange(len(names))
+    for offset, item, label in ((-0.15, "precision", "P"), (0.15, "recall", "R")):
+        means = np.array([res["systems"][s][item] for s in names])
+        ci = np.array([res["systems"][s][f"{item}_ci"] for s in names])
+        ax.errorbar(x + offset, means, yerr=[means - ci[:, 0], ci[:, 1] - means], fmt="o", capsize=4, label=label)
+    ax.set_xticks(x, names)
+    ax.set_ylabel("mean score (1-5), 90 % CI")
+    ax.set_title("THumB 1.0: precision and recall per system")
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

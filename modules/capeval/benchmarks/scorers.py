@@ -1,0 +1,138 @@
+"""Per-item scores from any capeval metric or any Hugging Face ``evaluate`` module, cached.
+
+Metric specs (the same names as ``capeval score``):
+
+* a capeval metric name or result key: ``bleu_4``, ``cider_d``, ``meteor``, ``spice``, ``spice_u`` ...;
+* ``evaluate:<name-or-path>[@<result key>]``: an ``evaluate`` module (Hub name or local folder). Its
+  per-item scores are taken from a result list of the same length as the input when the module
+  returns one (e.g. BERTScore's ``f1``), otherwise the module is called once per item.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval._version import __version__
+from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint, file_fingerprint, make_key
+from capeval.registry import REGISTRY, resolve
+from capeval.progress import progress
+
+
+@dataclass
+class ItemScores:
+    """Scores of one metric key for every item; ``signature`` records the settings."""
+
+    key: str
+    values: np.ndarray
+    signature: str
+
+
+def _capeval_fingerprint(metric: str) -> str:
+    module = importlib.import_module(REGISTRY[metric][0])
+    files = [inspect.getsourcefile(module)]
+    pkg = Path(files[0]).parent
+    if pkg.name != "metrics":  # a metric package (spice, spiceu): fingerprint the whole package
+        files = sorted(str(p) for p in pkg.glob("*.py"))
+    text_dir = Path(inspect.getsourcefile(importlib.import_module("capeval.text"))).parent
+    files += sorted(str(p) for p in text_dir.glob("*.py"))
+    return file_fingerprint(files)
+
+
+def score_items(
+    spec: str,
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    cache: ScoreCache | None = None,
+    options: dict[str, Any] | None = None,
+    show_progress: bool | None = None,
+) -> dict[str, ItemScores]:
+    """Return ``{result key: ItemScores}`` for ``spec`` on the items (cached).
+
+    For a capeval metric family (``bleu``) every key is returned; for a single key (``bleu_4``) only it.
+    ``options`` are passed to ``capeval.score`` (``cleanup``, ``tokenizer``, metric options).
+    """
+    options = dict(options or {})
+    if spec.startswith("evaluate:"):
+        return _score_evaluate(spec, predictions, references, cache, options, show_progress)
+    selected = resolve([spec])
+    ((metric, keys),) = selected.items()
+    key = make_key(
+        kind="capeval",
+        metric=metric,
+        options=options,
+        version=__version__,
+        code=_capeval_fingerprint(metric),
+        data=data_fingerprint(predictions, references),
+    )
+    cached = cache.get(key) if cache else None
+    if cached is None:
+        from capeval.api import score
+
+        result = score(list(predictions), [list(r) for r in references], metrics=[metric], progress=show_progress, **options)
+        cached = {"per_caption": result["per_caption"], "signature": result["signature"]}
+        if cache:
+            cache.put(key, cached)
+    return {k: ItemScores(k, np.asarray(cached["per_caption"][k], dtype=float), cached["signature"]) for k in keys}
+
+
+def _score_evaluate(spec, predictions, references, cache, options, show_progress) -> dict[str, ItemScores]:
+    target, _, result_key = spec[len("evaluate:") :].partition("@")
+    path = Path(target)
+    code = file_fingerprint(sorted(path.rglob("*.py"))) if path.exists() else target
+    key = make_key(kind="evaluate", target=target, result_key=result_key, options=options, code=code,
+                   data=data_fingerprint(predictions, references))
+    cached = cache.get(key) if cache else None
+    if cached is None:
+        import evaluate
+
+        module = evaluate.load(str(path.resolve()) if path.exists() else target)
+        preds, refs = list(predictions), [list(r) for r in references]
+        result = module.compute(predictions=preds, references=refs, **options)
+        values = _per_item(result, result_key, len(preds))
+        if values is None:  # corpus-level module: one call per item
+            values = []
+            for p, r in progress(zip(preds, refs), total=len(preds), desc=f"{target} per item", enabled=show_progress):
+                values.append(_scalar(module.compute(predictions=[p], references=[r], **options), result_key, target))
+        cached = {"values": [float(v) for v in values], "signature": f"evaluate:{target}|key:{result_key or 'auto'}"}
+        if cache:
+            cache.put(key, cached)
+    name = spec
+    return {name: ItemScores(name, np.asarray(cached["values"], dtype=float), cached["signature"])}
+
+
+def _per_item(result: dict, result_key: str, n: int):
+    if result_key:
+        value = result.get(result_key)
+        return value if isinstance(value, (list, tuple)) and len(value) == n else None
+    lists = {k: v for k, v in result.items() if isinstance(v, (list, tuple)) and len(v) == n}
+    if len(lists) == 1:
+        return next(iter(lists.values()))
+    for preferred in ("f1", "score", "scores"):
+        if preferred in lists:
+            return lists[preferred]
+    return None
+
+
+def _scalar(result: dict, result_key: str, target: str) -> float:
+    if result_key:
+        if result_key not in result:
+            raise ValueError(f"evaluate module {target!r} has no result key {result_key!r}; keys: {sorted(result)}.")
+        value = result[result_key]
+    else:
+        floats = {k: v for k, v in result.items() if isinstance(v, (int, float))}
+        if len(floats) != 1:
+            raise ValueError(
+                f"evaluate module {target!r} returns several numbers {sorted(floats)}; pick one with "
+                f"'evaluate:{target}@KEY'."
+            )
+        value = next(iter(floats.values()))
+    if isinstance(value, (list, tuple)):
+        value = value[0]
+    return float(value)

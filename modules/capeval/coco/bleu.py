@@ -1,0 +1,111 @@
+"""BLEU-1..4 exactly as pycocoevalcap 1.2's ``BleuScorer`` (Papineni et al. 2002, COCO variant).
+
+* Clipped n-gram counts: each prediction n-gram counts at most as often as in the reference where
+  it is most frequent.
+* Brevity penalty with the **closest** reference length (ties go to the shorter reference).
+* Per caption: ``prod_k (correct_k + 1e-15) / (guess_k + 1e-9)`` to the power ``1/n``, times
+  ``exp(1 - 1/ratio)`` when ``ratio = (len + 1e-15) / (reflen + 1e-9) < 1``. This smoothing is
+  pycocoevalcap's, so a caption with no matching 4-gram gets a tiny positive BLEU-4, not 0.
+* Corpus: the same formula on counts and lengths summed over the corpus (not a mean of captions).
+
+Scores are in [0, 1].
+"""
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from capeval.batch import CaptionBatch
+from capeval.coco.ngrams import BatchNgrams, batch_ngrams
+from capeval.metric import CaptionMetric, MetricOutput
+
+__all__ = ["Bleu", "bleu_from_ngrams"]
+
+TINY = 1e-15
+SMALL = 1e-9
+
+
+def _clipped_matches(ng: BatchNgrams, max_n: int) -> np.ndarray:
+    """``(items x max_n)`` sums over prediction n-grams of ``min(count, max count in one reference)``."""
+    hyp = ng.hyp
+    refs = ng.refs
+    n_items = hyp.shape[0]
+    # min(h, max_r R) = max_r min(h, R): elementwise minimum against each reference, then max per item
+    per_ref = hyp[ng.ref_item].minimum(refs).tocoo()
+    grams = per_ref.col.astype(np.int64)
+    items = ng.ref_item[per_ref.row]
+    key = items * np.int64(hyp.shape[1]) + grams
+    order = np.argsort(key, kind="stable")
+    key_sorted = key[order]
+    if key_sorted.size == 0:
+        return np.zeros((n_items, max_n))
+    starts = np.flatnonzero(np.r_[True, key_sorted[1:] != key_sorted[:-1]])
+    best = np.maximum.reduceat(per_ref.data[order], starts)
+    unique_key = key_sorted[starts]
+    unique_item = unique_key // hyp.shape[1]
+    unique_order = ng.table.order[unique_key % hyp.shape[1]].astype(np.int64)
+    keep = unique_order < max_n
+    flat = np.bincount(
+        unique_item[keep] * max_n + unique_order[keep], weights=best[keep], minlength=n_items * max_n
+    )
+    return flat.reshape(n_items, max_n)
+
+
+def _closest_ref_lengths(ng: BatchNgrams) -> np.ndarray:
+    """Per item, the reference length closest to the prediction length (the shorter one on ties)."""
+    hyp_len = ng.hyp_lengths
+    ref_len = ng.ref_lengths
+    scale = np.int64(ref_len.max(initial=0) + 1)
+    diff = np.abs(ref_len - hyp_len[ng.ref_item])
+    best = np.minimum.reduceat(diff * scale + ref_len, ng.ref_start)
+    return best % scale
+
+
+def bleu_from_ngrams(ng: BatchNgrams, max_n: int = 4) -> tuple[list[float], np.ndarray, dict]:
+    """BLEU-1..max_n: ``(corpus scores, per-caption array (items x max_n), totals)``."""
+    correct = _clipped_matches(ng, max_n)
+    test_len = ng.hyp_lengths.astype(np.int64)
+    guess = np.maximum(0, test_len[:, None] - np.arange(max_n)[None, :])
+    ref_len = _closest_ref_lengths(ng)
+
+    # per caption, the running product in pycocoevalcap's order of operations
+    per_caption = np.empty((len(test_len), max_n))
+    running = np.ones(len(test_len))
+    for k in range(max_n):
+        running = running * ((correct[:, k] + TINY) / (guess[:, k] + SMALL))
+        per_caption[:, k] = running ** (1.0 / (k + 1))
+    ratio = (test_len + TINY) / (ref_len + SMALL)
+    short = ratio < 1
+    per_caption[short] *= np.exp(1 - 1 / ratio[short])[:, None]
+
+    total_correct = [int(c) for c in correct.sum(axis=0).round()]
+    total_guess = [int(g) for g in guess.sum(axis=0)]
+    total_test = int(test_len.sum())
+    total_ref = int(ref_len.sum())
+    corpus: list[float] = []
+    bleu = 1.0
+    for k in range(max_n):
+        bleu *= float(total_correct[k] + TINY) / (total_guess[k] + SMALL)
+        corpus.append(bleu ** (1.0 / (k + 1)))
+    ratio_corpus = (total_test + TINY) / (total_ref + SMALL)
+    if ratio_corpus < 1:
+        corpus = [b * math.exp(1 - 1 / ratio_corpus) for b in corpus]
+    totals = {"correct": total_correct, "guess": total_guess, "testlen": total_test, "reflen": total_ref}
+    return corpus, per_caption, totals
+
+
+class Bleu(CaptionMetric):
+    """BLEU-1..4 with pycocoevalcap's 'closest' reference length and smoothing (see module docstring)."""
+
+    name: ClassVar[str] = "bleu"
+    options: ClassVar[dict] = {}
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        corpus, per_caption, _ = bleu_from_ngrams(batch_ngrams(batch, 4), 4)
+        return MetricOutput(
+            corpus={key: float(corpus[k]) for k, key in enumerate(self.keys)},
+            per_caption={key: per_caption[:, k].tolist() for k, key in enumerate(self.keys)},
+            signature="closest",
+        )

@@ -1,0 +1,122 @@
+"""CIDEr-D exactly as pycocoevalcap 1.2's ``CiderScorer`` (Vedantam et al. 2015).
+
+For n = 1..4, every caption becomes a TF-IDF vector of its n-grams: ``tf * (log(N) - log(max(1, df)))``
+where ``df`` is the number of documents (images) whose references contain the n-gram and ``N`` the
+number of documents. The prediction's similarity to each reference is
+``sum_g min(v_pred[g], v_ref[g]) * v_ref[g] / (|v_pred| |v_ref|)`` (clipped cosine), times the
+Gaussian length penalty ``exp(-(d^2) / (2 sigma^2))`` with ``sigma = 6`` and ``d`` the difference of
+the captions' bigram counts (pycocoevalcap's "length"). The per-caption score is the mean over n
+of the mean over references, times 10; the corpus score is the mean of the per-caption scores.
+
+Scores are >= 0 and at most 10 (a prediction equal to all its references, with every n-gram rare).
+
+Document frequencies (option ``cider_df``):
+
+* ``"references"`` (default, pycocoevalcap): from the references of the evaluated set itself, one
+  document per prediction. A one-image call therefore scores 0 (every n-gram has df = N = 1);
+  CIDEr-D is a corpus-level metric.
+* ``"coco-val2014"``: from the captions of all 40,504 COCO val2014 images, computed once with the
+  batch's clean-up and tokenizer and cached (see :mod:`capeval.coco.document_frequency`); ``N = 40504``. Useful to
+  score small sets or single captions on the COCO scale.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from capeval.batch import CaptionBatch
+from capeval.coco.document_frequency import coco_document_frequency, reference_document_frequency
+from capeval.coco.ngrams import BatchNgrams, batch_ngrams
+from capeval.metric import CaptionMetric, MetricOutput
+
+__all__ = ["CiderD", "DF_CHOICES", "cider_from_ngrams"]
+
+#: Values of the ``cider_df`` option and their short names in the signature.
+DF_CHOICES = {"references": "refs", "coco-val2014": "coco-val2014"}
+
+SIGMA = 6.0
+N_MAX = 4
+
+
+def _order_norms(matrix: sp.csr_matrix, order: np.ndarray, n: int) -> np.ndarray:
+    """``(rows x n)`` Euclidean norms of each row restricted to the grams of each order."""
+    rows = np.repeat(np.arange(matrix.shape[0], dtype=np.int64), np.diff(matrix.indptr))
+    sq = np.bincount(rows * n + order[matrix.indices], weights=matrix.data**2, minlength=matrix.shape[0] * n)
+    return np.sqrt(sq).reshape(matrix.shape[0], n)
+
+
+def cider_from_ngrams(
+    ng: BatchNgrams, df: np.ndarray, n_documents: int, sigma: float = SIGMA
+) -> tuple[float, np.ndarray]:
+    """CIDEr-D ``(corpus score, per-caption scores)`` from n-gram counts and document frequencies.
+
+    Args:
+        ng: n-gram counts of predictions and references (orders 1..4).
+        df: document frequency of every gram column of ``ng`` (0 where unseen).
+        n_documents: number of documents ``df`` was counted over (``N``; ``log(N)`` is the ref-length term).
+    """
+    n = ng.table.n
+    order = ng.table.order.astype(np.int64)
+    weight = np.log(float(n_documents)) - np.log(np.maximum(1.0, df))
+    hyp = ng.hyp.multiply(weight[None, :]).tocsr()
+    refs = ng.refs.multiply(weight[None, :]).tocsr()
+    hyp.sort_indices()
+    refs.sort_indices()
+    hyp_norm = _order_norms(hyp, order, n)
+    ref_norm = _order_norms(refs, order, n)
+
+    # clipped dot product of each reference with its prediction, per order
+    clipped = hyp[ng.ref_item].minimum(refs).multiply(refs).tocoo()
+    dot = np.bincount(
+        clipped.row.astype(np.int64) * n + order[clipped.col],
+        weights=clipped.data,
+        minlength=refs.shape[0] * n,
+    ).reshape(refs.shape[0], n)
+    denom = hyp_norm[ng.ref_item] * ref_norm
+    nonzero = (hyp_norm[ng.ref_item] != 0) & (ref_norm != 0)
+    sim = np.where(nonzero, dot / np.where(nonzero, denom, 1.0), dot)
+
+    # Gaussian penalty on the difference of bigram counts (pycocoevalcap's "length")
+    bigrams_hyp = np.maximum(ng.hyp_lengths - 1, 0)
+    bigrams_ref = np.maximum(ng.ref_lengths - 1, 0)
+    delta = (bigrams_hyp[ng.ref_item] - bigrams_ref).astype(np.float64)
+    sim *= np.exp(-(delta**2) / (2 * sigma**2))[:, None]
+
+    n_items = ng.hyp.shape[0]
+    summed = np.zeros((n_items, n))
+    for k in range(n):
+        summed[:, k] = np.bincount(ng.ref_item, weights=sim[:, k], minlength=n_items)
+    n_refs = np.bincount(ng.ref_item, minlength=n_items)
+    per_caption = summed.mean(axis=1) / n_refs * 10.0
+    return float(np.mean(per_caption)), per_caption
+
+
+class CiderD(CaptionMetric):
+    """CIDEr-D as in pycocoevalcap (see module docstring); ``cider_df`` picks the document frequencies."""
+
+    name: ClassVar[str] = "cider_d"
+    options: ClassVar[dict] = {"cider_df": "references"}
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        mode = self.config["cider_df"]
+        if mode not in DF_CHOICES:
+            raise ValueError(f"cider_df={mode!r} is not supported; choose one of {sorted(DF_CHOICES)}.")
+        self.df_mode = mode
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        ng = batch_ngrams(batch, N_MAX)
+        if self.df_mode == "references":
+            df, n_docs = reference_document_frequency(ng)
+        else:
+            table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer)
+            df = table.lookup(ng.table.gram_strings())
+            n_docs = table.n_documents
+        corpus, per_caption = cider_from_ngrams(ng, df, n_docs)
+        return MetricOutput(
+            corpus={"cider_d": corpus},
+            per_caption={"cider_d": per_caption.tolist()},
+            signature=f"df={DF_CHOICES[self.df_mode]},sigma={SIGMA:g}",
+        )

@@ -1,0 +1,60 @@
+"""The base class every capeval metric family implements (functional cores live in each family's package)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from capeval.batch import CaptionBatch
+from capeval.registry import result_keys
+
+
+@dataclass
+class MetricOutput:
+    """What one metric returns for a batch.
+
+    corpus: corpus-level floats by result key (e.g. ``{"bleu_4": 0.19}``).
+    per_caption: one float per prediction by result key.
+    signature: this metric's signature field value (e.g. ``"closest"``).
+    extra: additional result entries (e.g. ``{"spice_details": [...]}``), merged into the result.
+    """
+
+    corpus: dict[str, float]
+    per_caption: dict[str, list[float]]
+    signature: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class CaptionMetric(ABC):
+    """One metric family (e.g. BLEU gives ``bleu_1`` ... ``bleu_4``).
+
+    Subclasses set ``name`` (used in ``metrics=`` and on the CLI; its result keys are declared once,
+    in :mod:`capeval.registry`, and read back as ``keys``), ``uses_tokens`` (whether it consumes normalised tokens, so the tokenizer enters the signature)
+    and ``options`` (keyword options with defaults, all prefixed by the metric name).
+    """
+
+    name: ClassVar[str]
+    uses_tokens: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **options: Any) -> None:
+        unknown = set(options) - set(self.options)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown option(s) {sorted(unknown)}; valid: {sorted(self.options)}.")
+        self.config = {**self.options, **options}
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Result keys of this metric family, from :data:`capeval.registry.REGISTRY`."""
+        return result_keys(self.name)
+
+    @classmethod
+    def check_available(cls) -> None:
+        """Raise ``ImportError``/``OSError`` naming the fix if a dependency is missing."""
+
+    @abstractmethod
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        """Score ``batch``; must raise ``ValueError`` rather than return NaN."""
+
+    def close(self) -> None:
+        """Release external resources (JVMs, pools). Safe to call twice."""

@@ -1,0 +1,101 @@
+"""The registry of capeval metrics: the one place where metric names and result keys are declared.
+
+Each :class:`MetricSpec` names the module and class that implement a metric family and the result
+keys it produces, so names and keys are known without importing heavy modules (spaCy, Java, torch).
+``bleu`` selects ``bleu_1``..``bleu_4``; a single key such as ``bleu_4`` selects that key of its
+metric. Metric classes read their keys from here (:attr:`capeval.metric.CaptionMetric.keys`).
+
+A new metric is one :class:`MetricSpec` line below (see ``docs/architecture.md``).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # typing only: the metric base class imports this module, not the reverse
+    from capeval.metric import CaptionMetric
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Where a metric family lives and which result keys it produces (corpus floats, per caption)."""
+
+    name: str
+    module: str
+    cls: str
+    keys: tuple[str, ...]
+
+    def __iter__(self):  # backwards compatible ``module, cls, keys = REGISTRY[name]``
+        return iter((self.module, self.cls, self.keys))
+
+    def __getitem__(self, index: int):  # backwards compatible ``REGISTRY[name][0]``
+        return (self.module, self.cls, self.keys)[index]
+
+
+_SPECS = (
+    MetricSpec("bleu", "capeval.coco.bleu", "Bleu", ("bleu_1", "bleu_2", "bleu_3", "bleu_4")),
+    MetricSpec("meteor", "capeval.coco.meteor", "Meteor", ("meteor",)),
+    MetricSpec("rouge_l", "capeval.coco.rouge", "RougeL", ("rouge_l",)),
+    MetricSpec("cider_d", "capeval.coco.cider", "CiderD", ("cider_d",)),
+    MetricSpec("spice", "capeval.spice.metric", "Spice", ("spice", "spice_precision", "spice_recall")),
+    MetricSpec("spice_u", "capeval.spice_u.metric", "SpiceU", ("spice_u", "uniqueness")),
+)
+
+#: ``{metric name: MetricSpec}`` in declaration order.
+REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
+
+#: Metrics computed when ``metrics=None`` (those needing no optional dependency).
+DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d")
+
+#: Other spellings accepted in ``metrics=`` and on the command line.
+ALIASES = {"cider": "cider_d", "rouge": "rouge_l"}
+
+
+def result_keys(name: str) -> tuple[str, ...]:
+    """The result keys of metric family ``name`` (``KeyError`` if it is not registered)."""
+    return REGISTRY[name].keys
+
+
+def available_metrics() -> list[str]:
+    """Names accepted by ``metrics=`` (metric names, their individual result keys and aliases)."""
+    names = set(REGISTRY) | set(ALIASES)
+    for spec in REGISTRY.values():
+        names.update(spec.keys)
+    return sorted(names)
+
+
+def resolve(names: list[str] | tuple[str, ...] | str | None) -> dict[str, list[str]]:
+    """Map requested names to ``{metric name: [result keys]}`` in request order."""
+    if names is None:
+        names = list(DEFAULT_METRICS)
+    elif isinstance(names, str):
+        names = [n for n in names.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"No metrics requested; choose from {available_metrics()}.")
+    selected: dict[str, list[str]] = {}
+    for raw in names:
+        name = ALIASES.get(raw.strip().lower(), raw.strip().lower())
+        if name in REGISTRY:
+            keys = list(REGISTRY[name].keys)
+            metric = name
+        else:
+            metric = next((m for m, spec in REGISTRY.items() if name in spec.keys), None)
+            if metric is None:
+                raise ValueError(f"Unknown metric {raw!r}; choose from {available_metrics()}.")
+            keys = [name]
+        bucket = selected.setdefault(metric, [])
+        bucket.extend(k for k in keys if k not in bucket)
+    return selected
+
+
+def metric_class(name: str) -> type[CaptionMetric]:
+    """The class implementing metric family ``name`` (imports its module on first use)."""
+    spec = REGISTRY[name]
+    return getattr(importlib.import_module(spec.module), spec.cls)
+
+
+__all__ = [
+    "ALIASES", "DEFAULT_METRICS", "REGISTRY", "MetricSpec", "available_metrics", "metric_class", "resolve",
+    "result_keys",
+]

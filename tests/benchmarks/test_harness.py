@@ -1,0 +1,75 @@
+"""`capeval bench`: result layout per benchmark kind, published-number tables, plots, CLI errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capeval.benchmarks.harness import run_benchmark
+from capeval.benchmarks.report import plot, render, tables
+from capeval.cli import main
+
+from support import FIXTURES, require_data
+
+MODULE = "evaluate:" + str(FIXTURES / "evaluate_modules" / "token_overlap")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_pairwise_layout_and_plot(tmp_path):
+    require_data("pascal50s", "expert-processed", "pascal_50s.json")
+    result = run_benchmark("pascal50s", [MODULE])
+    entry = result.results[MODULE]
+    assert set(entry) >= {"HC", "HI", "HM", "MM", "avg"}
+    assert entry["avg"] == pytest.approx(sum(entry[c] for c in ("HC", "HI", "HM", "MM")) / 4)
+    assert 50 < entry["HI"] <= 100  # a word-overlap metric separates correct from incorrect captions
+    assert result.settings["refs"] == "expert"
+    png = plot(result, tmp_path / "p.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_several_seeds_report_std(tmp_path):
+    require_data("pascal50s", "cider-matlab", "pascal50S.mat")
+    result = run_benchmark("pascal50s", [MODULE], refs=5, seeds=[0, 1])
+    entry = result.results[MODULE]
+    assert len(entry["per_seed"]) == 2 and set(entry["std"]) >= {"HC", "avg"}
+    assert entry["per_seed"][0] != entry["per_seed"][1]  # different reference samples
+
+
+def test_thumb_layout_and_tables():
+    require_data("thumb", "mscoco_THumB-1.0.jsonl")
+    result = run_benchmark("thumb", [MODULE])
+    entry = result.results[MODULE]
+    for block in ("with_human", "without_human", "with_human_no_leaked"):
+        assert set(entry[block]) >= {"P", "R", "total"}
+        assert -1 <= entry[block]["total"] <= 1
+    assert set(entry["system"]) == {"Up-Down", "Unified-VLP", "VinVL-base", "VinVL-large", "Human"}
+    assert set(entry["system_no_leaked"]) == {"Human"}
+    assert result.settings["leaked_human_captions"] == 39
+    titles = [t for t, _, _ in tables(result)]
+    assert any("Table 4" in t for t in titles) and any("Table 2" in t for t in titles)
+
+
+def test_correlation_layout_composite_subsets():
+    require_data("composite", "composite_8k.jsonl")
+    result = run_benchmark("composite", [MODULE])
+    entry = result.results[MODULE]
+    assert set(entry) >= {"tau_b", "tau_c", "pearson", "spearman"}
+    assert set(entry["subsets"]) == {"8k", "30k", "coco"}
+    text = render(result)
+    assert "sharif2019 tau" in text  # the LCEval paper's numbers are printed beside
+
+
+def test_cli_json_and_errors(tmp_path, capsys):
+    require_data("thumb", "mscoco_THumB-1.0.jsonl")
+    out = tmp_path / "r.json"
+    assert main(["bench", "thumb", "--metrics", MODULE, "--json", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    assert payload["benchmark"] == "thumb" and MODULE in payload["results"]
+    assert main(["bench", "thumb", "--metrics", MODULE, "--refs", "5"]) == 1
+    assert "--refs applies to pascal50s" in capsys.readouterr().err
+    assert main(["bench", "nope", "--metrics", MODULE]) == 1

@@ -1,0 +1,194 @@
+"""BLEU / ROUGE-L / CIDEr-D on small seeded random corpora against pycocoevalcap (edge cases: ties in
+the closest reference length, repeated n-grams, empty captions, one reference, many references), and
+the CIDEr-D document-frequency modes."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+import capeval
+from capeval.coco.ngrams import ngrams_of
+from capeval.coco.bleu import Bleu
+from capeval.coco.cider import CiderD, cider_from_ngrams
+from capeval.coco.rouge import RougeL
+
+from support.coco_parity import assert_same, pretokenized_batch, pycoco_scores
+
+VOCAB = ["a", "dog", "cat", "runs", "on", "the", "grass", "red", "ball", "with", "two", "men"]
+
+
+def random_corpus(seed: int, n_items: int = 60, allow_empty: bool = False):
+    rng = random.Random(seed)
+
+    def caption(lo: int) -> str:
+        length = rng.randint(lo, 14)
+        # a small vocabulary so that n-grams repeat and many lengths tie
+        return " ".join(rng.choice(VOCAB[: rng.randint(3, len(VOCAB))]) for _ in range(length))
+
+    hyps = [caption(0 if allow_empty else 1) for _ in range(n_items)]
+    refs = [[caption(1) for _ in range(rng.randint(1, 6))] for _ in range(n_items)]
+    return hyps, refs
+
+
+def ours(hyps, refs, metrics=("bleu", "rouge_l", "cider_d")) -> dict:
+    batch = pretokenized_batch(hyps, refs)
+    out: dict = {"per_caption": {}}
+    for cls in {"bleu": Bleu, "rouge_l": RougeL, "cider_d": CiderD}.values():
+        if cls.name in metrics:
+            result = cls().compute(batch)
+            out.update(result.corpus)
+            out["per_caption"].update(result.per_caption)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_corpora_match_pycocoevalcap(seed):
+    hyps, refs = random_corpus(seed)
+    assert_same(ours(hyps, refs), pycoco_scores(hyps, refs))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_empty_predictions_match_pycocoevalcap_bleu_and_cider(seed):
+    """An empty prediction (all punctuation after tokenisation) scores as in pycocoevalcap (BLEU, CIDEr)
+    and 0 in ROUGE-L (pycocoevalcap splits '' into [''], which also gives 0 against non-empty refs)."""
+    hyps, refs = random_corpus(100 + seed, allow_empty=True)
+    hyps[0] = ""
+    result = ours(hyps, refs)
+    assert_same(result, pycoco_scores(hyps, refs))
+    assert result["per_caption"]["rouge_l"][0] == 0.0
+    assert result["per_caption"]["cider_d"][0] == 0.0
+    assert result["per_caption"]["bleu_1"][0] == 0.0
+
+
+def test_hand_computed_bleu_and_rouge():
+    # prediction "a b c d", one reference "a b c e": p1 = 3/4, p2 = 2/3, same length (no brevity penalty)
+    result = ours(["a b c d"], [["a b c e"]], ("bleu", "rouge_l"))
+    assert result["bleu_1"] == pytest.approx(0.75, abs=1e-8)
+    assert result["bleu_2"] == pytest.approx((0.75 * 2 / 3) ** 0.5, abs=1e-8)
+    # LCS 3: P = R = 3/4, so F = 3/4 whatever beta
+    assert result["rouge_l"] == pytest.approx(0.75)
+
+
+def test_one_image_cider_is_zero_with_reference_df():
+    """With df from the evaluated references (pycocoevalcap), one image gives N = 1, idf = 0."""
+    result = capeval.score(["a dog runs on the grass"], [["a dog runs on the grass"]], metrics="cider_d", tokenizer="ptb-java")
+    assert result["cider_d"] == 0.0
+    assert "cider_d:df=refs,sigma=6" in result["signature"]
+
+
+def test_unknown_cider_df_lists_the_choices():
+    with pytest.raises(ValueError, match=r"cider_df='coco-train'.*\['coco-val2014', 'references'\]"):
+        capeval.score(["a dog"], [["a dog"]], metrics="cider_d", tokenizer="ptb-java", cider_df="coco-train")
+
+
+def test_ngram_table_spells_its_grams():
+    ng = ngrams_of([["a", "b", "a", "b"]], [[["b", "a"]]], n=3)
+    grams = ng.table.gram_strings()
+    counts = dict(zip(grams, ng.hyp.toarray()[0].tolist()))
+    assert counts == {"a": 2, "b": 2, "a b": 2, "b a": 1, "a b a": 1, "b a b": 1}
+    assert len(set(grams)) == len(grams)
+
+
+def test_tokens_with_unicode_spaces_are_split_like_pycocoevalcap():
+    """pycocoevalcap's BLEU/CIDEr split the space-joined tokens with str.split(): so do we."""
+    ng = ngrams_of([["a\u00a0dog", "runs"]], [[["a", "dog runs"]]], n=1)
+    assert ng.table.lengths.tolist() == [3, 3]
+
+
+# -- document frequencies from COCO val2014 --------------------------------------------------------------
+
+
+def test_document_frequency_matches_pycocoevalcap_doc_freq():
+    from pycocoevalcap.cider.cider_scorer import CiderScorer
+
+    from capeval.coco.document_frequency import document_frequency_from_captions
+
+    hyps, refs = random_corpus(7, n_items=40)
+    scorer = CiderScorer(n=4)
+    for h, r in zip(hyps, refs):
+        scorer += (h, r)
+    scorer.compute_doc_freq()
+    theirs = {" ".join(g): int(c) for g, c in scorer.document_frequency.items()}
+    assert document_frequency_from_captions([[r.split() for r in rs] for rs in refs]) == theirs
+
+
+@pytest.fixture(scope="module")
+def coco_df(tmp_path_factory):
+    """The COCO val2014 df table for (none, ptb-java), computed once into a temporary cache dir."""
+    import os
+
+    from capeval import cider_df
+
+    cache = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("CAPEVAL_CACHE_DIR")
+    os.environ["CAPEVAL_CACHE_DIR"] = str(cache)
+    cider_df._MEMORY.clear()
+    try:
+        table = cider_df.coco_document_frequency(cleanup="none", tokenizer="ptb-java")
+        yield table, cache
+    finally:
+        cider_df._MEMORY.clear()
+        if old is None:
+            del os.environ["CAPEVAL_CACHE_DIR"]
+        else:
+            os.environ["CAPEVAL_CACHE_DIR"] = old
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_coco_df_table_is_cached_atomically(coco_df):
+    from capeval import cider_df
+
+    table, cache = coco_df
+    assert table.n_documents == 40504
+    assert table.df["a"] > 30000 and table.df["a man"] > 5000 and table.df["dog"] < 40504
+    files = list((cache / "cider_df").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".json"  # no temporary file left behind
+    assert "clean-none_tok-ptb-java" in files[0].name
+    payload = json.loads(files[0].read_text(encoding="utf-8"))
+    assert payload["settings"] == table.settings and payload["n_documents"] == 40504
+    cider_df._MEMORY.clear()
+    again = cider_df.coco_document_frequency(cleanup="none", tokenizer="ptb-java")  # from disk now
+    assert again.df == table.df and again is not table
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_coco_df_cider_equals_pycocoevalcap_formula(coco_df):
+    """pycocoevalcap's own CIDEr-D with its df replaced by the COCO table and N = 40504."""
+    from pycocoevalcap.cider.cider_scorer import CiderScorer
+
+    from capeval.text.ptb_java import JavaPTBTokenizer
+
+    table, _ = coco_df
+    preds = ["A dog runs on the grass.", "Two men playing frisbee in a park", "a red double decker bus"]
+    refs = [
+        ["A brown dog running on a lawn.", "A dog sprints through a field."],
+        ["Two people throw a frisbee.", "men in a park with a frisbee", "A frisbee game."],
+        ["A red bus on a city street."],
+    ]
+    result = capeval.score(preds, refs, metrics="cider_d", cleanup="none", tokenizer="ptb-java", cider_df="coco-val2014")
+    assert "cider_d:df=coco-val2014,sigma=6" in result["signature"]
+
+    tok = JavaPTBTokenizer()
+    hyps = [" ".join(t) for t in tok.tokenize(preds)]
+    ref_strings = [[" ".join(t) for t in tok.tokenize(rs)] for rs in refs]
+    scorer = CiderScorer(n=4, sigma=6.0)
+    for h, rs in zip(hyps, ref_strings):
+        scorer += (h, rs)
+    # log(len(crefs)) is the reference-length term: pad crefs (zip stops at the predictions)
+    scorer.crefs += [[{}]] * (table.n_documents - len(scorer.crefs))
+    scorer.document_frequency.update({tuple(g.split(" ")): float(c) for g, c in table.df.items()})
+    theirs = np.array(scorer.compute_cider())
+    assert np.abs(np.array(result["per_caption"]["cider_d"]) - theirs).max() < 1e-9
+    assert abs(result["cider_d"] - theirs.mean()) < 1e-9
+    assert result["cider_d"] > 0.5  # a single-image call is meaningful with corpus df
+
+
+def test_cider_from_ngrams_is_zero_for_unseen_everything():
+    ng = ngrams_of([["x", "y"]], [[["p", "q"]]])
+    corpus, per = cider_from_ngrams(ng, np.zeros(ng.table.counts.shape[1]), 10)
+    assert corpus == 0.0 and per.tolist() == [0.0]

@@ -1,0 +1,69 @@
+"""Input validation, clean-up, metric-name resolution and signatures."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from capeval.registry import available_metrics, resolve
+from capeval.signature import build_signature, nrefs_field, parse_signature
+from capeval.text.cleanup import thumb_cleanup
+from capeval.validation import normalize_inputs
+
+
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ("  a dog runs  ", "A dog runs."),
+        ("a dog runs .", "A dog runs."),
+        ("A dog runs.", "A dog runs."),
+        ("a dog runs   .  ", "A dog runs."),
+        ("élan of a cat", "Élan of a cat."),
+        ("3 cats", "3 cats."),
+    ],
+)
+def test_thumb_cleanup(raw, clean):
+    assert thumb_cleanup(raw) == clean
+
+
+def test_references_accept_string_or_list():
+    preds, refs = normalize_inputs(["a", "b"], ["x", ["y", "z"]])
+    assert refs == [["x"], ["y", "z"]]
+
+
+@pytest.mark.parametrize(
+    "preds, refs, match",
+    [
+        (["a", "b"], [["x"]], "Length mismatch"),
+        (["a", ""], [["x"], ["y"]], r"predictions\[1\] is empty"),
+        (["a", None], [["x"], ["y"]], r"predictions\[1\] is None"),
+        (["a", 3], [["x"], ["y"]], r"predictions\[1\] is a int"),
+        (["a", math.nan], [["x"], ["y"]], r"predictions\[1\] is NaN"),
+        (["a", "b"], [["x"], []], r"references\[1\] is an empty list"),
+        (["a", "b"], [["x"], ["y", "  "]], r"references\[1\]\[1\] is empty"),
+        (["a", "b"], [["x"], [None]], r"references\[1\]\[0\] is None"),
+        ([], [], "No predictions"),
+    ],
+)
+def test_bad_input_names_index(preds, refs, match):
+    with pytest.raises(ValueError, match=match):
+        normalize_inputs(preds, refs)
+
+
+def test_single_string_predictions_rejected():
+    with pytest.raises(TypeError, match="single string"):
+        normalize_inputs("a dog", ["a dog"])
+
+
+def test_resolve_metric_names():
+    assert resolve("bleu,cider") == {"bleu": ["bleu_1", "bleu_2", "bleu_3", "bleu_4"], "cider_d": ["cider_d"]}
+    assert resolve(["bleu_4", "bleu_1"]) == {"bleu": ["bleu_4", "bleu_1"]}
+    assert "spice_u" in available_metrics()
+    with pytest.raises(ValueError, match="Unknown metric 'blue'"):
+        resolve(["blue"])
+
+
+def test_signature_roundtrip():
+    sig = build_signature({"nrefs": nrefs_field([["a"], ["b", "c"]]), "clean": "thumb"}, [("bleu", "closest")])
+    fields = parse_signature(sig)
+    assert fields["nrefs"] == "var" and fields["bleu"] == "closest" and "version" in fields

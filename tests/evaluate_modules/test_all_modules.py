@@ -1,0 +1,102 @@
+"""Every evaluate module in metrics/: card, doctests, card examples, Space app, offline load in a fresh process."""
+from __future__ import annotations
+
+import doctest
+import os
+import re
+import runpy
+import subprocess
+import sys
+
+import pytest
+
+from support import ROOT, run_module_doctests
+
+evaluate = pytest.importorskip("evaluate")
+
+# name -> (metric class, compute() keyword arguments for a fresh-process smoke test, printed result key)
+MODULES = {
+    "coco_caption": ("CocoCaption", "predictions=['A dog runs.'], references=[['A dog runs fast.']], "
+                     "metrics='bleu_1,rouge_l'", "rouge_l"),
+    "spice": ("Spice", "predictions=['A dog runs.'], references=[['A dog runs fast.']]", "spice"),
+    "spice_u": ("SpiceU", "predictions=['A dog runs.'], references=[['A dog runs fast.']]", "spice_u"),
+    "thumb": ("Thumb", "precision=[5, 3], recall=[4, 3], fluency=[-0.1, 0], bootstrap_samples=0", "total"),
+}
+CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
+                 "Values from Popular Papers", "## Limitations and Bias", "## Citation")
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+        monkeypatch.setenv(var, "1")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(ROOT)  # examples load the local folders "metrics/<name>"
+
+
+def _needs(name: str) -> None:
+    if name.startswith("spice"):
+        pytest.importorskip("spacy")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_card_has_the_evaluate_sections(name):
+    text = (ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n") and "app_file: app.py" in text and "- evaluate" in text
+    for section in CARD_SECTIONS:
+        assert section in text, f"{name} card lacks {section!r}"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_script_doctests(name, java):
+    _needs(name)
+    assert run_module_doctests(name, MODULES[name][0]) >= 2
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_card_doctest_blocks_run(name, java):
+    _needs(name)
+    text = (ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if ">>>" in b]
+    if not blocks:
+        pytest.skip(f"the {name} card has no doctest blocks")
+    parser, globs = doctest.DocTestParser(), {}
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for k, block in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"{name} README block {k}", name, 0)
+        runner.run(test, clear_globs=False)
+        globs.update(test.globs)  # DocTest copies its globals: carry names to the next block
+    assert runner.failures == 0
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_script_has_one_import_per_line(name):
+    for line in (ROOT / "metrics" / name / f"{name}.py").read_text(encoding="utf-8").splitlines():
+        if line.startswith("import "):
+            assert "," not in line, line
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_space_app_builds_the_widget(name, monkeypatch):
+    import evaluate.utils
+
+    launched = []
+    monkeypatch.setattr(evaluate.utils, "launch_gradio_widget", launched.append)
+    monkeypatch.chdir("/")  # the app must find its script wherever it is started from
+    runpy.run_path(str(ROOT / "metrics" / name / "app.py"), run_name="__main__")
+    assert len(launched) == 1 and launched[0].features
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java):
+    """HF_HUB_OFFLINE is read when huggingface_hub is imported: check loading in a fresh interpreter."""
+    _needs(name)
+    _, kwargs, key = MODULES[name]
+    code = f"import evaluate, sys; m = evaluate.load(sys.argv[1]); print(repr(m.compute({kwargs})[{key!r}]))"
+    env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "metrics" / name)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    value = float(out.stdout.strip().splitlines()[-1])
+    assert 0.0 < value <= 5.0

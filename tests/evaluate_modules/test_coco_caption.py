@@ -1,0 +1,83 @@
+"""metrics/coco_caption: evaluate.load offline, same numbers as capeval.score, doctests, the Space app."""
+from __future__ import annotations
+
+
+import pytest
+
+evaluate = pytest.importorskip("evaluate")
+
+import capeval  # noqa: E402
+import capeval.text  # noqa: E402
+from support import ROOT
+
+MODULE_DIR = ROOT / "metrics" / "coco_caption"
+
+PREDICTIONS = ["A dog runs across the grass.", "Two men ride horses on a beach.", "a red bus ..."]
+REFERENCES = [
+    ["A brown dog running on a lawn.", "A dog runs through a grassy field."],
+    ["Two people riding horses along the shore.", "Men on horseback at the beach.", "Horses on sand."],
+    ["A red double-decker bus on a street."],
+]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    monkeypatch.chdir(ROOT)  # the examples load the local folder "metrics/coco_caption"
+
+
+@pytest.fixture(scope="module")
+def module():
+    return evaluate.load(str(MODULE_DIR))
+
+
+def test_features_accept_a_list_or_one_reference(module):
+    assert isinstance(module.features, list) and len(module.features) == 2
+    assert [sorted(f) for f in module.features] == [["predictions", "references"]] * 2
+    kinds = {type(f["references"]).__name__ for f in module.features}
+    assert kinds == {"Sequence", "Value"} or kinds == {"List", "Value"}
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("metrics", [["bleu", "rouge_l", "cider_d"], None])
+def test_compute_equals_capeval_score(module, metrics):
+    ours = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics=metrics, tokenizer="ptb-java")
+    direct = capeval.score(PREDICTIONS, REFERENCES, metrics=metrics, tokenizer="ptb-java")
+    assert ours == direct
+    if metrics is None:
+        assert {"bleu_1", "bleu_4", "meteor", "rouge_l", "cider_d"} <= set(ours)
+
+
+def test_one_reference_string_per_prediction(module):
+    ours = module.compute(predictions=PREDICTIONS[:2], references=["A dog runs.", "Men ride horses."], metrics="bleu,rouge_l", tokenizer="ptb-java")
+    direct = capeval.score(PREDICTIONS[:2], [["A dog runs."], ["Men ride horses."]], metrics="bleu,rouge_l", tokenizer="ptb-java")
+    assert ours == direct and ours["signature"].startswith("nrefs:1|")
+
+
+def test_add_batch_then_compute(module):
+    module.add_batch(predictions=PREDICTIONS[:2], references=REFERENCES[:2])
+    module.add_batch(predictions=PREDICTIONS[2:], references=REFERENCES[2:])
+    ours = module.compute(metrics=["cider_d"], tokenizer="ptb-java", cleanup="none")
+    assert ours == capeval.score(PREDICTIONS, REFERENCES, metrics=["cider_d"], tokenizer="ptb-java", cleanup="none")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(predictions=["a dog", ""], references=["a", "b"]), r"predictions\[1\] is empty"),
+        (dict(predictions=["a dog", "a cat"], references=[["a"], []]), r"references\[1\] is an empty list"),
+        (dict(predictions=["a dog"], references=["a"], metrics="cider_d", cider_df="imagenet"), r"cider_df='imagenet'"),
+        (dict(predictions=["a dog"], references=["a"], metrics="blue"), r"Unknown metric 'blue'"),
+    ],
+)
+def test_module_errors_name_the_problem(module, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        module.compute(tokenizer="ptb-java", **kwargs)
+
+
+
+
+
+

@@ -1,0 +1,49 @@
+"""Helpers shared by capeval's tests (imported as ``support``; ``tests/`` is on pytest's ``pythonpath``).
+
+Fixtures live in ``tests/conftest.py``; plain functions and constants live here, so test modules
+import them explicitly (``from support import require_data``) instead of importing ``conftest``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from capeval.paths import data_dir
+
+#: The repository root (``metrics/``, ``hub_cards/``, ``modules/`` ...).
+ROOT = Path(__file__).resolve().parents[2]
+#: Self-made fixtures in the original file formats (never copies of the benchmark data).
+FIXTURES = ROOT / "tests" / "fixtures"
+
+SKIP_NO_DATA = "benchmark data not found: set CAPEVAL_DATA_DIR (default ../shared/data)"
+
+
+def require_data(*parts: str) -> Path:
+    """Path under the data dir, or skip naming what is missing."""
+    root = data_dir()
+    if root is None:
+        pytest.skip(SKIP_NO_DATA)
+    path = root.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    return path
+
+
+def run_module_doctests(name: str, class_name: str) -> int:
+    """Run the docstring examples of ``metrics/<name>/<name>.py``'s metric class; return how many ran."""
+    import doctest
+    import importlib.util
+
+    import evaluate
+
+    spec = importlib.util.spec_from_file_location(f"{name}_module", ROOT / "metrics" / name / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    tests = [t for t in doctest.DocTestFinder().find(getattr(module, class_name), class_name,
+                                                     globs={"evaluate": evaluate}) if t.examples]
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0, f"{runner.failures} doctest failure(s) in metrics/{name}"
+    return sum(len(t.examples) for t in tests)
