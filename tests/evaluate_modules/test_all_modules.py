@@ -1,6 +1,8 @@
-"""Every evaluate module in metrics/: card, doctests, card examples, Space app, offline load in a fresh process."""
+"""Every evaluate module in metrics/: one template (script and card), doctests, card examples, Space app,
+offline load in a fresh process."""
 from __future__ import annotations
 
+import ast
 import doctest
 import os
 import re
@@ -45,6 +47,53 @@ def test_card_has_the_evaluate_sections(name):
     assert text.startswith("---\n") and "app_file: app.py" in text and "- evaluate" in text
     for section in CARD_SECTIONS:
         assert section in text, f"{name} card lacks {section!r}"
+
+
+TEMPLATES = ROOT / "docs" / "templates"
+
+
+def test_every_metric_folder_is_tested():
+    folders = sorted(p.name for p in (ROOT / "metrics").iterdir() if (p / f"{p.name}.py").is_file())
+    assert folders == sorted(MODULES)
+
+
+def _headings(markdown: str) -> list[str]:
+    """Heading lines outside code blocks, the card title reduced to 'Metric Card for'."""
+    out, fenced = [], False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            out.append("# Metric Card for" if line.startswith("# Metric Card for") else line.strip())
+    return out
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_card_follows_the_template(name):
+    template = _headings((TEMPLATES / "metric_card.md").read_text(encoding="utf-8"))
+    assert _headings((ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")) == template
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_script_follows_the_template(name):
+    """Module docstring, _CITATION/_DESCRIPTION/_KWARGS_DESCRIPTION, a documented class, explicit keywords."""
+    tree = ast.parse((ROOT / "metrics" / name / f"{name}.py").read_text(encoding="utf-8"))
+    assert ast.get_docstring(tree), "module docstring"
+    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)}
+    for constant in ("_CITATION", "_DESCRIPTION", "_KWARGS_DESCRIPTION"):
+        assert constants.get(constant, "").strip(), f"{constant} missing"
+    kwargs_doc = constants["_KWARGS_DESCRIPTION"]
+    sections = [kwargs_doc.find(f"\n{s}:\n") for s in ("Args", "Returns", "Raises", "Examples")]
+    assert -1 not in sections and sections == sorted(sections), "Args/Returns/Raises/Examples, in that order"
+    assert ">>> " in kwargs_doc.split("\nExamples:\n")[1]
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert ast.get_docstring(cls), f"{cls.name} docstring"
+    assert any("add_start_docstrings" in ast.unparse(d) for d in cls.decorator_list)
+    (compute,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_compute"]
+    assert compute.args.vararg is None and compute.args.kwarg is None, "_compute takes explicit keywords only"
+    for arg in compute.args.args[1:] + compute.args.kwonlyargs:
+        assert re.search(rf"\b{arg.arg}\b", kwargs_doc), f"_compute argument {arg.arg!r} is not documented"
 
 
 @pytest.mark.parametrize("name", MODULES)
