@@ -1,4 +1,10 @@
-"""Human-judgment benchmarks for caption metrics, read from their original distribution files.
+"""Human-judgment benchmarks for caption metrics: loaders, statistics, the harness and its reports.
+
+Modules, in data-flow order: the loaders (``flickr8k``, ``composite``, ``pascal50s``, ``abstract50s``,
+``thumb``, ``coco_karpathy``; file helpers in ``files``) yield the record types of ``records``;
+``stats`` holds the correlation / accuracy statistics; ``scorers`` scores items with any capeval
+metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``capeval bench``;
+``report`` prints its tables beside the published numbers and draws plots.
 
 >>> from capeval.benchmarks import load_benchmark            # doctest: +SKIP
 >>> bench = load_benchmark("flickr8k-expert", protocol="clipscore")
