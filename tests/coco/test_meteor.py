@@ -16,7 +16,7 @@ import pytest
 
 import capeval
 from capeval.java import JavaNotFoundError
-from capeval.registry import meteor as meteor_module
+from capeval.coco import meteor as meteor_module
 from capeval.coco.meteor import MeteorError, MeteorScorer, sanitize, score_line
 
 FAKE_SERVER = textwrap.dedent(

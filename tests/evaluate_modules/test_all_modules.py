@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from support import ROOT, run_module_doctests
 
 evaluate = pytest.importorskip("evaluate")
@@ -29,11 +28,8 @@ CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Ou
 
 
 @pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path):
-    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
-        monkeypatch.setenv(var, "1")
+def _fresh_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.chdir(ROOT)  # examples load the local folders "metrics/<name>"
 
 
 def _needs(name: str) -> None:
@@ -94,6 +90,31 @@ def test_script_follows_the_template(name):
     assert compute.args.vararg is None and compute.args.kwarg is None, "_compute takes explicit keywords only"
     for arg in compute.args.args[1:] + compute.args.kwonlyargs:
         assert re.search(rf"\b{arg.arg}\b", kwargs_doc), f"_compute argument {arg.arg!r} is not documented"
+
+
+# caption modules: the same numbers as capeval.score, with one reference string or a list per prediction
+CAPTION_CASES = {
+    "spice": (["a dog runs on the grass", "two cats on a red sofa"],
+              [["a brown dog running on a lawn", "a dog sprints through a field"], "two cats sleeping on a red couch"]),
+    "spice_u": (["a giraffe eating leaves from a tall tree", "a man on a bench"],
+                [["a giraffe reaching up to eat from a tree", "a tall giraffe next to trees"],
+                 "a man sitting on a park bench"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAPTION_CASES))
+def test_caption_module_equals_capeval_score(name, java):
+    import capeval
+
+    _needs(name)
+    preds, refs = CAPTION_CASES[name]
+    got = evaluate.load(str(ROOT / "metrics" / name)).compute(
+        predictions=preds, references=[r if isinstance(r, list) else [r] for r in refs], tokenizer="ptb-java")
+    want = capeval.score(preds, refs, metrics=[name], tokenizer="ptb-java")
+    assert got[name] == want[name] and got["per_caption"] == want["per_caption"]
+    assert got["signature"] == want["signature"]
+    if name == "spice_u":
+        assert "table=coco-train2014:82783img" in got["signature"]
 
 
 @pytest.mark.parametrize("name", MODULES)

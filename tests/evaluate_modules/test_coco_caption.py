@@ -1,7 +1,6 @@
 """metrics/coco_caption: evaluate.load offline, same numbers as capeval.score, doctests, the Space app."""
 from __future__ import annotations
 
-
 import pytest
 
 evaluate = pytest.importorskip("evaluate")
@@ -18,14 +17,6 @@ REFERENCES = [
     ["Two people riding horses along the shore.", "Men on horseback at the beach.", "Horses on sand."],
     ["A red double-decker bus on a street."],
 ]
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
-    monkeypatch.chdir(ROOT)  # the examples load the local folder "metrics/coco_caption"
 
 
 @pytest.fixture(scope="module")

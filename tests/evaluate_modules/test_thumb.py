@@ -8,19 +8,9 @@ import pytest
 evaluate = pytest.importorskip("evaluate")
 
 from capeval import thumb  # noqa: E402
-
-from support import require_data  # noqa: E402
-from support import ROOT
+from support import ROOT, require_data  # noqa: E402
 
 MODULE_DIR = ROOT / "metrics" / "thumb"
-
-
-@pytest.fixture(autouse=True)
-def offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
-    monkeypatch.chdir(ROOT)  # the examples load the local folder "metrics/thumb"
 
 
 @pytest.fixture(scope="module")
