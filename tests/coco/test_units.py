@@ -120,7 +120,7 @@ def coco_df(tmp_path_factory):
     """The COCO val2014 df table for (none, ptb-java), computed once into a temporary cache dir."""
     import os
 
-    from capeval import cider_df
+    from capeval.coco import document_frequency as cider_df
 
     cache = tmp_path_factory.mktemp("cache")
     old = os.environ.get("CAPEVAL_CACHE_DIR")
@@ -140,7 +140,7 @@ def coco_df(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.java
 def test_coco_df_table_is_cached_atomically(coco_df):
-    from capeval import cider_df
+    from capeval.coco import document_frequency as cider_df
 
     table, cache = coco_df
     assert table.n_documents == 40504
