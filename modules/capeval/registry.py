@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # typing only: the metric base class imports this module, not the reverse
-    from capeval.metric import CaptionMetric
 
 
 @dataclass(frozen=True)
@@ -89,8 +85,11 @@ def resolve(names: list[str] | tuple[str, ...] | str | None) -> dict[str, list[s
     return selected
 
 
-def metric_class(name: str) -> type[CaptionMetric]:
-    """The class implementing metric family ``name`` (imports its module on first use)."""
+def metric_class(name: str) -> type:
+    """The :class:`~capeval.metric.CaptionMetric` subclass implementing ``name`` (imported on first use).
+
+    The registry never imports the base class: :mod:`capeval.metric` imports this module, not the reverse.
+    """
     spec = REGISTRY[name]
     return getattr(importlib.import_module(spec.module), spec.cls)
 
