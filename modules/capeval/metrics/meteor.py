@@ -449,6 +449,7 @@ class Meteor(CaptionMetric):
 
     name: ClassVar[str] = "meteor"
     keys: ClassVar[tuple[str, ...]] = ("meteor",)
+    limits_length: ClassVar[bool] = True
     options: ClassVar[dict] = {"meteor_jvms": 1, "meteor_timeout": 60.0}
 
     def __init__(self, **options) -> None:
