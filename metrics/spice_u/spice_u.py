@@ -26,7 +26,9 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions: list of candidate captions (str).
     references: per candidate, one reference string or a list of reference strings.
-    cleanup: "thumb" (default) or "none".
+    cleanup: "thumb" (default) or "none": clean-up of the text parsed with spice_input="raw" (tokens
+        never see it).
+    max_caption_chars: captions longer than this are refused before parsing (default 5000; None: no limit).
     tokenizer: "ptb" (default) or "ptb-java".
     spice_u_table: "coco-train2014" (default, shipped) or the path of a table built with
         `capeval spice-u build-uniqueness`.
