@@ -177,7 +177,8 @@ def _load(path: Path, settings: dict) -> DocumentFrequency | None:
 
 def _shape_problem(payload, settings: dict) -> str | None:
     if not isinstance(payload, dict):
-        return f"holds a JSON {type(payload).__name__}, not an object"
+        kind = {list: "list", str: "string", type(None): "null", bool: "boolean"}.get(type(payload), "number")
+        return f"holds a JSON {kind}, not an object"
     if payload.get("settings") != settings:
         return f"was written for other settings ({payload.get('settings')!r:.120})"
     n = payload.get("n_documents")
