@@ -237,3 +237,9 @@ def test_karpathy_candidates_need_split_and_then_score_four_captioners(capsys, t
     captioners = json.loads((tmp_path / "k.json").read_text())["captioners"]
     # measured with this command; each equals capeval.score on that captioner's 5,000 captions
     assert [round(c["cider_d"], 4) for c in captioners] == [0.8928, 1.2748, 1.0957, 0.8812]
+
+
+def test_csv_line_ends_are_only_newlines(tmp_path):
+    """U+2028 / U+0085 inside a caption are text (as for a file opened with newline=''), CRLF and CR end lines."""
+    _write(tmp_path / "p.csv", "id,caption\r\n1,a\u2028dog\x85runs\r\n2,b\r3,c\n")
+    assert load_predictions(tmp_path / "p.csv") == (["1", "2", "3"], ["a\u2028dog\x85runs", "b", "c"])

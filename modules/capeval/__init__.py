@@ -13,5 +13,6 @@ Everything heavier (SPICE parsing, benchmarks, Hub export) is imported lazily.
 """
 from capeval._version import __version__
 from capeval.api import available_metrics, score
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, WordlessCaptionWarning
 
-__all__ = ["__version__", "available_metrics", "score"]
+__all__ = ["DEFAULT_MAX_CAPTION_CHARS", "WordlessCaptionWarning", "__version__", "available_metrics", "score"]

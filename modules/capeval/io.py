@@ -27,6 +27,7 @@ some items with an id and others without, and two predictions for the same image
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,9 @@ def _text(value: Any, path: Path, where: str) -> str:
 def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """``[(line number, {column: value})]``; refuses anything the csv module would read as something else."""
     text = _read_text(path)
-    reader = csv.reader(text.splitlines(keepends=True), strict=True)
+    # lines end at \n, \r\n or \r only (as when csv reads a file opened with newline=""); a U+2028
+    # or U+0085 inside a caption is text, not a line break
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[tuple[int, dict[str, str]]] = []
     header: list[str] | None = None
     line = 0  # last line consumed
