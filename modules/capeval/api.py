@@ -8,7 +8,14 @@ from capeval.batch import CaptionBatch
 from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
-from capeval.validation import check_finite, normalize_inputs
+from capeval.validation import (
+    DEFAULT_MAX_CAPTION_CHARS,
+    check_caption_lengths,
+    check_finite,
+    check_max_caption_chars,
+    normalize_inputs,
+    warn_wordless,
+)
 
 __all__ = ["available_metrics", "score"]
 
@@ -22,6 +29,9 @@ def _split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> d
     declared = {name: set(metric_class(name).options) for name in selected}
     known = set().union(*declared.values()) | {k for name in REGISTRY if name not in declared
                                                for k in _declared_options(name)}
+    bad = sorted(repr(k) for k in options if not isinstance(k, str))
+    if bad:
+        raise TypeError(f"option names must be strings, got {', '.join(bad)}.")
     unknown = sorted(set(options) - known)
     if unknown:
         valid = sorted(set().union(*declared.values()))
@@ -44,6 +54,7 @@ def score(
     cleanup: str | None = "thumb",
     tokenizer: str | Tokenizer = "ptb",
     progress: bool | None = None,
+    max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
     **options: Any,
 ) -> dict[str, Any]:
     """Score captions with any subset of capeval's metrics in one call.
@@ -54,9 +65,17 @@ def score(
         metrics: metric names or result keys (``"bleu"`` = ``bleu_1``..``bleu_4``, ``"bleu_4"``,
             ``"meteor"``, ``"rouge_l"``, ``"cider_d"``, ``"spice"``, ``"spice_u"``), a list or a
             comma-separated string. Default: BLEU, METEOR, ROUGE-L, CIDEr-D.
-        cleanup: ``"thumb"`` (default; THumB minimal post-processing) or ``"none"``.
-        tokenizer: ``"ptb"`` (pure Python, default) or ``"ptb-java"``.
+        cleanup: ``"thumb"`` (default; THumB minimal post-processing) or ``"none"``: the text that
+            metrics reading raw text see (``spice_input="raw"``). It never changes PTB tokens: token-based
+            metrics tokenise the captions as written, like pycocoevalcap (see :mod:`capeval.text.cleanup`).
+        tokenizer: ``"ptb"`` (pure Python, default), ``"ptb-ctx"``, ``"ptb-java"``, or an object with
+            ``name`` and ``tokenize(texts)``.
         progress: show progress bars (``None``: only on a terminal, after one second).
+        max_caption_chars: captions longer than this many characters are refused (``ValueError``
+            naming the item) before METEOR, SPICE or SPICE-U run, whose time and memory grow badly
+            with caption length; ``None`` disables the check. Default
+            :data:`capeval.validation.DEFAULT_MAX_CAPTION_CHARS` (5,000). BLEU, ROUGE-L and CIDEr-D
+            alone accept any length.
         **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_jvms=2``.
 
     Returns:
@@ -64,34 +83,56 @@ def score(
         plus metric-specific extras. Scores are in [0, 1] except CIDEr-D (0 to 10; ×10 as in pycocoevalcap).
 
     Raises:
-        ValueError: on bad input, naming the index and the problem.
+        ValueError, TypeError: on bad input or arguments, naming the item (``predictions[3]``,
+            ``references[2][1]``) or the argument and the problem.
+
+    Warns:
+        capeval.validation.WordlessCaptionWarning: for captions with no word token (only punctuation,
+            emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
+            prediction, nothing to match for a reference).
     """
     preds, refs = normalize_inputs(predictions, references)
     selected = resolve(metrics)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
+    max_chars = check_max_caption_chars(max_caption_chars)
     routed = _split_options(selected, options)
     batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
+    limited = [name for name in selected if metric_class(name).limits_length]
+    if limited and max_chars is not None:
+        check_caption_lengths(preds, refs, max_chars, limited)
 
     result: dict[str, Any] = {}
     per_caption: dict[str, list[float]] = {}
     extras: dict[str, Any] = {}
     fields: list[tuple[str, str]] = []
-    uses_tokens = False
-    for name, keys in selected.items():
-        metric = metric_class(name)(**routed[name])
-        try:
-            out = metric.compute(batch)
-        finally:
+    uses_tokens = reads_text = False
+    instances = []  # constructed first: every option is checked before anything is computed
+    try:
+        for name in selected:
+            instances.append(metric_class(name)(**routed[name]))
+        for metric, (name, keys) in zip(instances, selected.items()):
+            if metric.uses_tokens and not uses_tokens:
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens)
+            try:
+                out = metric.compute(batch)
+            finally:
+                metric.close()  # release its JVM / parser before the next metric starts
+            uses_tokens |= metric.uses_tokens
+            reads_text |= metric.reads_text
+            for key in keys:
+                check_finite([out.corpus[key]], key)
+                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
+                result[key] = out.corpus[key]
+                per_caption[key] = out.per_caption[key]
+            extras.update(out.extra)
+            fields.append((name, out.signature))
+    finally:
+        for metric in instances:
             metric.close()
-        uses_tokens |= metric.uses_tokens
-        for key in keys:
-            check_finite([out.corpus[key]], key)
-            check_finite(out.per_caption[key], f"per_caption[{key!r}]")
-            result[key] = out.corpus[key]
-            per_caption[key] = out.per_caption[key]
-        extras.update(out.extra)
-        fields.append((name, out.signature))
 
-    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup}
+    # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
+    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}
     if uses_tokens:
         common["tok"] = batch.tokenizer.name
     result["per_caption"] = per_caption

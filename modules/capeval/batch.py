@@ -1,20 +1,26 @@
-"""The data every metric consumes: clean captions and their normalised tokens, computed once."""
+"""The data every metric consumes: clean captions and their normalised tokens, computed once.
+
+Tokens are computed from the captions as given, never from the cleaned text (see
+:mod:`capeval.text.cleanup`): token-based metrics see exactly pycocoevalcap's input whatever the clean-up.
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
 
 from capeval.progress import progress
-from capeval.text import Tokenizer, clean_all, get_tokenizer
+from capeval.text import Tokenizer, clean_all, get_cleanup, get_tokenizer
 
 
 class CaptionBatch:
     """Predictions with their references, cleaned, and tokenised lazily (once, deduplicated).
 
     Attributes:
-        predictions: cleaned prediction strings, one per item.
+        raw_predictions, raw_references: the captions as given; these are what get tokenised.
+        predictions: cleaned prediction strings, one per item (for metrics that read text).
         references: cleaned reference strings, a non-empty list per item.
-        cleanup: name of the clean-up applied (``thumb`` or ``none``).
+        cleanup: name of the clean-up applied to :attr:`predictions` / :attr:`references`
+            (``thumb`` or ``none``); it never changes :attr:`prediction_tokens` / :attr:`reference_tokens`.
         tokenizer: the tokenizer used for :attr:`prediction_tokens` / :attr:`reference_tokens`.
     """
 
@@ -27,7 +33,8 @@ class CaptionBatch:
         tokenizer: str | Tokenizer = "ptb",
         progress: bool | None = None,
     ) -> None:
-        self.cleanup = "none" if cleanup is None else cleanup
+        get_cleanup(cleanup)  # validates the name
+        self.cleanup = "none" if cleanup is None else cleanup.lower()
         self.raw_predictions = list(predictions)
         self.raw_references = [list(r) for r in references]
         self.predictions = clean_all(self.raw_predictions, self.cleanup)
@@ -40,25 +47,37 @@ class CaptionBatch:
 
     @cached_property
     def _token_table(self) -> dict[str, list[str]]:
-        unique: dict[str, None] = dict.fromkeys(self.predictions)
-        for refs in self.references:
+        unique: dict[str, None] = dict.fromkeys(self.raw_predictions)
+        for refs in self.raw_references:
             unique.update(dict.fromkeys(refs))
         texts = list(unique)
         chunk = 20_000  # ~0.15 s each with the pure-Python tokenizer: a bar only for very large corpora
         if len(texts) <= chunk:
-            return dict(zip(texts, self.tokenizer.tokenize(texts)))
-        tokens: list[list[str]] = []
-        for start in progress(range(0, len(texts), chunk), total=-(-len(texts) // chunk), desc="tokenising",
-                              enabled=self.progress):
-            tokens.extend(self.tokenizer.tokenize(texts[start : start + chunk]))
+            tokens = self._tokenize(texts)
+        else:
+            tokens = []
+            for start in progress(range(0, len(texts), chunk), total=-(-len(texts) // chunk), desc="tokenising",
+                                  enabled=self.progress):
+                tokens.extend(self._tokenize(texts[start : start + chunk]))
         return dict(zip(texts, tokens))
+
+    def _tokenize(self, texts: list[str]) -> list[list[str]]:
+        tokens = self.tokenizer.tokenize(texts)
+        if not isinstance(tokens, list) or len(tokens) != len(texts) or not all(
+            isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
+        ):
+            raise TypeError(
+                f"tokenizer {self.tokenizer.name!r} must return one list of str tokens per text "
+                f"({len(texts)} texts), got {type(tokens).__name__} of length {len(tokens) if hasattr(tokens, '__len__') else '?'}."
+            )
+        return tokens
 
     @cached_property
     def prediction_tokens(self) -> list[list[str]]:
         table = self._token_table
-        return [table[p] for p in self.predictions]
+        return [table[p] for p in self.raw_predictions]
 
     @cached_property
     def reference_tokens(self) -> list[list[list[str]]]:
         table = self._token_table
-        return [[table[r] for r in refs] for refs in self.references]
+        return [[table[r] for r in refs] for refs in self.raw_references]

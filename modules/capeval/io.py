@@ -9,15 +9,25 @@ Supported inputs (detected from the content, not only the extension):
   also a ``{id: [captions]}`` mapping.
 * **JSONL**: one JSON value per line: a string, a list of strings, or an object with an id field
   (``image_id``/``id``) and a text field (``caption``/``prediction``/``references``/``reference``).
-* **CSV**: a header row; the text column is ``caption``/``prediction``/``reference``/``references``
-  (or the only column); an ``image_id``/``id`` column pairs rows; for references, several rows with
-  the same id, or several ``ref*`` columns on one row, give several references.
+* **CSV** (UTF-8, optional BOM): a header row; the text column is ``caption``/``prediction``/
+  ``reference``/``references`` (or the only column); an ``image_id``/``id`` column pairs rows; for
+  references, several rows with the same id, or several ``ref*`` columns on one row, give several
+  references.
 
-When both files carry ids they are paired by id (in prediction order); otherwise by position.
+When both files carry ids they are paired by id (in prediction order); otherwise by position. Ids
+are compared as strings, so ``1`` and ``"1"`` name the same image.
+
+Nothing is guessed silently. A file that cannot be read exactly as one of these formats raises
+:class:`InputFormatError` (a ``ValueError``) naming the file, the line or item, and the problem:
+a CSV record with an unterminated quote or a line break inside a field, a row with more or fewer
+fields than the header, an id that is not a string or an integer, a caption that is not a string,
+some items with an id and others without, and two predictions for the same image id (see
+:func:`split_by_occurrence` for files that hold several captioners' outputs per image).
 """
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -31,6 +41,20 @@ class InputFormatError(ValueError):
     """A prediction/reference file could not be read; the message says which line and why."""
 
 
+_JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+def _kind(value: Any) -> str:
+    """``value``'s JSON type in words ("a list", "null" ...)."""
+    return _JSON_TYPES.get(type(value), f"a {type(value).__name__}")
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
     """Parse JSON Lines ``text`` (blank lines skipped); a bad line raises :class:`InputFormatError`
     naming ``path:line`` (plus ``hint``, e.g. the expected format)."""
@@ -42,11 +66,29 @@ def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
             rows.append(json.loads(line))
         except json.JSONDecodeError as err:
             raise InputFormatError(f"{path}:{n}: not a JSON line ({err.msg}){hint}.") from None
+        except RecursionError:
+            raise InputFormatError(f"{path}:{n}: JSON nested too deeply{hint}.") from None
     return rows
 
 
+def _read_text(path: Path) -> str:
+    """The file's text (UTF-8, a BOM removed), or an error naming the file that says what is wrong."""
+    if path.is_dir():
+        raise InputFormatError(f"{path} is a directory; give the path of a file.")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist.")
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise InputFormatError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputFormatError(f"{path}: not UTF-8 text (invalid byte at offset {err.start}).") from None
+
+
 def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path)
     stripped = text.strip()
     if not stripped:
         raise InputFormatError(f"{path}: file is empty.")
@@ -54,6 +96,8 @@ def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
         return "json", json.loads(stripped)
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        raise InputFormatError(f"{path}: JSON nested too deeply.") from None
     return "jsonl", parse_json_lines(text, path, "; the file is neither JSON nor JSON Lines")
 
 
@@ -61,58 +105,204 @@ def _pick(obj: dict, fields: tuple[str, ...], path: Path, where: str) -> Any:
     for f in fields:
         if f in obj:
             return obj[f]
-    raise InputFormatError(f"{path}: {where} has none of the fields {list(fields)} (keys: {sorted(obj)[:8]}).")
+    keys = sorted(str(k) for k in obj)[:8]
+    raise InputFormatError(f"{path}: {where} has none of the fields {list(fields)} (keys: {keys}).")
 
 
-def _id_of(obj: dict) -> Any:
+def _check_id(value: Any, path: Path, where: str) -> Any:
+    """An image id must be a string or an integer (JSON numbers like 1.5, lists, objects are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise InputFormatError(
+            f"{path}: {where} is {_kind(value)} ({_short(value)}); image ids must be strings or integers."
+        )
+    return value
+
+
+def _id_of(obj: dict, path: Path, where: str) -> Any:
     for f in ID_FIELDS:
         if f in obj:
-            return obj[f]
+            return _check_id(obj[f], path, f"{where} field {f!r}")
     return None
 
 
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if not reader.fieldnames:
-            raise InputFormatError(f"{path}: CSV without a header row.")
-        return [dict(r) for r in reader]
+def _text(value: Any, path: Path, where: str) -> str:
+    """A caption from a file: a string with at least one non-space character."""
+    if not isinstance(value, str):
+        raise InputFormatError(f"{path}: {where} is {_kind(value)} ({_short(value)}), not a caption string.")
+    if not value.strip():
+        raise InputFormatError(f"{path}: {where} is empty or whitespace only.")
+    return value
 
 
-def load_predictions(path: str | Path) -> tuple[list[Any] | None, list[str]]:
-    """Return ``(ids or None, predictions)``."""
+def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """``[(line number, {column: value})]``; refuses anything the csv module would read as something else."""
+    text = _read_text(path)
+    # lines end at \n, \r\n or \r only (as when csv reads a file opened with newline=""); a U+2028
+    # or U+0085 inside a caption is text, not a line break
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, dict[str, str]]] = []
+    header: list[str] | None = None
+    line = 0  # last line consumed
+    while True:
+        start = line + 1
+        try:
+            record = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as err:
+            raise InputFormatError(
+                f"{path}:{start}: malformed CSV record starting on this line ({err}); an unterminated or "
+                "stray quote? Quote a field that contains commas or quotes, and double the quotes inside it."
+            ) from None
+        line = reader.line_num
+        if not record or all(not f.strip() for f in record):
+            continue
+        if line != start or any("\n" in f or "\r" in f for f in record):
+            raise InputFormatError(
+                f"{path}:{start}: a quoted field runs over {line - start + 1} lines (to line {line}); captions "
+                "cannot contain line breaks — is a closing quote missing?"
+            )
+        if header is None:
+            header = [h.strip() for h in record]
+            dupes = sorted({h for h in header if header.count(h) > 1})
+            if dupes or "" in header:
+                raise InputFormatError(f"{path}:{start}: the header row has empty or repeated column names {dupes}.")
+            continue
+        if len(record) != len(header):
+            raise InputFormatError(
+                f"{path}:{start}: {len(record)} fields but the header has {len(header)} "
+                f"({', '.join(header)}); quote captions that contain commas."
+            )
+        rows.append((start, dict(zip(header, record))))
+    if header is None:
+        raise InputFormatError(f"{path}: CSV without a header row.")
+    if not rows:
+        raise InputFormatError(f"{path}: no rows after the header.")
+    return rows
+
+
+def _check_unique(ids: list[Any], path: Path, what: str) -> None:
+    """Refuse two predictions for one image (ids compared as strings)."""
+    seen: dict[str, int] = {}
+    for i, key in enumerate(ids):
+        k = str(key)
+        if k in seen:
+            first = ids[seen[k]]
+            same = (f"image ids {_short(first)} and {_short(key)} (the same image: ids are compared as strings)"
+                    if type(first) is not type(key) else f"image id {_short(key)}")
+            raise InputFormatError(
+                f"{path}: {what} {seen[k]} and {i} are both predictions for {same}. Give one prediction per "
+                "image; if the file holds several captioners' captions for each image, in the same order for "
+                "every image, score each captioner separately (capeval score --duplicate-ids split)."
+            )
+        seen[k] = i
+
+
+def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> tuple[list[Any] | None, list[str]]:
+    """Return ``(ids or None, predictions)``.
+
+    Two predictions for one image id raise :class:`InputFormatError` unless ``allow_duplicate_ids``.
+    """
     path = Path(path)
     if path.suffix.lower() == ".csv":
         rows = _read_csv(path)
-        if not rows:
-            raise InputFormatError(f"{path}: no rows.")
-        cols = list(rows[0])
+        cols = list(rows[0][1])
         text_col = next((c for c in PRED_FIELDS if c in cols), cols[0] if len(cols) == 1 else None)
         if text_col is None:
             raise InputFormatError(f"{path}: no prediction column; name it one of {list(PRED_FIELDS)}.")
         id_col = next((c for c in ID_FIELDS if c in cols), None)
-        return ([r[id_col] for r in rows] if id_col else None), [r[text_col] for r in rows]
+        preds = [_text(r[text_col], path, f"line {n} column {text_col!r}") for n, r in rows]
+        ids = None
+        if id_col:
+            ids = [r[id_col] for _, r in rows]
+            for (n, _), key in zip(rows, ids):
+                if not key.strip():
+                    raise InputFormatError(f"{path}:{n}: empty {id_col!r}.")
+            if not allow_duplicate_ids:
+                _check_unique(ids, path, "rows")
+        return ids, preds
     kind, data = _read_json_or_jsonl(path)
-    items = data if isinstance(data, list) else None
-    if items is None:
-        raise InputFormatError(f"{path}: predictions must be a list (of strings or of objects).")
-    if all(isinstance(x, str) for x in items):
-        return None, list(items)
+    if not isinstance(data, list):
+        raise InputFormatError(
+            f"{path}: predictions must be a list (of strings, or of {{\"image_id\", \"caption\"}} objects), "
+            f"got {_kind(data)}."
+        )
+    if not data:
+        raise InputFormatError(f"{path}: the list of predictions is empty.")
+    where = "line" if kind == "jsonl" else "item"
+    if all(isinstance(x, str) for x in data):
+        return None, [_text(x, path, f"{where} {i}") for i, x in enumerate(data)]
     ids, preds = [], []
-    for i, obj in enumerate(items):
+    for i, obj in enumerate(data):
         if not isinstance(obj, dict):
-            raise InputFormatError(f"{path}: item {i} is a {type(obj).__name__}; expected a string or an object.")
-        ids.append(_id_of(obj))
-        preds.append(_pick(obj, PRED_FIELDS, path, f"item {i}"))
-    return (ids if all(x is not None for x in ids) else None), preds
+            raise InputFormatError(
+                f"{path}: {where} {i} is {_kind(obj)} ({_short(obj)}); expected a caption string or an "
+                "object with an image id and a caption (all items alike)."
+            )
+        ids.append(_id_of(obj, path, f"{where} {i}"))
+        preds.append(_text(_pick(obj, PRED_FIELDS, path, f"{where} {i}"), path, f"{where} {i} caption"))
+    with_id = [i for i, x in enumerate(ids) if x is not None]
+    if not with_id:
+        return None, preds
+    if len(with_id) != len(ids):
+        missing = next(i for i, x in enumerate(ids) if x is None)
+        raise InputFormatError(
+            f"{path}: {where} {missing} has no image id field ({list(ID_FIELDS)}) but {where} {with_id[0]} has one; "
+            "give every item an id, or none."
+        )
+    if not allow_duplicate_ids:
+        _check_unique(ids, path, f"{where}s")
+    return ids, preds
+
+
+def split_by_occurrence(ids: list[Any], predictions: list[str]) -> list[tuple[list[Any], list[str]]]:
+    """Split predictions with repeated image ids into "systems": system k holds the k-th prediction
+    of every image id that has at least k + 1 (ids compared as strings, order of first appearance kept).
+
+    This is how files that list several captioners' outputs per image in a fixed order (e.g. SMURF's
+    Karpathy-test ``karpathy_cand.json``: a held-out human caption, then three models) are scored one
+    captioner at a time.
+    """
+    seen: dict[str, int] = {}
+    systems: list[tuple[list[Any], list[str]]] = []
+    for key, pred in zip(ids, predictions):
+        k = seen.get(str(key), 0)
+        seen[str(key)] = k + 1
+        if k == len(systems):
+            systems.append(([], []))
+        systems[k][0].append(key)
+        systems[k][1].append(pred)
+    return systems
 
 
 def _as_ref_list(value: Any, path: Path, where: str) -> list[str]:
     if isinstance(value, str):
-        return [value]
+        return [_text(value, path, where)]
     if isinstance(value, list):
-        return list(value)
-    raise InputFormatError(f"{path}: {where} must be a string or a list of strings.")
+        if not value:
+            raise InputFormatError(f"{path}: {where} is an empty list; every item needs at least one reference.")
+        return [_text(v, path, f"{where}[{j}]") for j, v in enumerate(value)]
+    raise InputFormatError(
+        f"{path}: {where} is {_kind(value)} ({_short(value)}); expected a reference string or a list of them."
+    )
+
+
+class _Groups:
+    """References grouped by image id (compared as strings), in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.ids: list[Any] = []
+        self.refs: dict[str, list[str]] = {}
+
+    def add(self, key: Any, refs: list[str]) -> None:
+        k = str(key)
+        if k not in self.refs:
+            self.refs[k] = []
+            self.ids.append(key)
+        self.refs[k].extend(refs)
+
+    def result(self) -> tuple[list[Any], list[list[str]]]:
+        return self.ids, [self.refs[str(k)] for k in self.ids]
 
 
 def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]]:
@@ -120,58 +310,78 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
     path = Path(path)
     if path.suffix.lower() == ".csv":
         rows = _read_csv(path)
-        if not rows:
-            raise InputFormatError(f"{path}: no rows.")
-        cols = list(rows[0])
+        cols = list(rows[0][1])
         id_col = next((c for c in ID_FIELDS if c in cols), None)
         ref_cols = [c for c in cols if c.lower().startswith("ref")] or [
             c for c in REF_FIELDS if c in cols
         ][:1] or ([c for c in cols if c != id_col] if len(cols) <= 2 else [])
         if not ref_cols:
             raise InputFormatError(f"{path}: no reference column; name it 'reference' or 'ref1', 'ref2', ...")
-        grouped: dict[Any, list[str]] = {}
-        order: list[Any] = []
-        for n, r in enumerate(rows):
-            key = r[id_col] if id_col else n
-            if key not in grouped:
-                grouped[key] = []
-                order.append(key)
-            grouped[key].extend(r[c] for c in ref_cols if r.get(c))
-        return (order if id_col else None), [grouped[k] for k in order]
+        groups = _Groups()
+        plain: list[list[str]] = []
+        for n, r in rows:
+            texts = [r[c] for c in ref_cols if r[c].strip()]
+            if id_col:
+                if not r[id_col].strip():
+                    raise InputFormatError(f"{path}:{n}: empty {id_col!r}.")
+                groups.add(r[id_col], texts)
+            elif not texts:
+                raise InputFormatError(f"{path}:{n}: no reference text in {ref_cols}.")
+            else:
+                plain.append(texts)
+        if not id_col:
+            return None, plain
+        ids, refs = groups.result()
+        for key, texts in zip(ids, refs):
+            if not texts:
+                raise InputFormatError(f"{path}: image id {key!r} has no reference text in {ref_cols}.")
+        return ids, refs
     kind, data = _read_json_or_jsonl(path)
+    where = "line" if kind == "jsonl" else "item"
     if isinstance(data, dict) and "annotations" in data:  # COCO annotations file
-        grouped = {}
-        for i, ann in enumerate(data["annotations"]):
-            grouped.setdefault(_pick(ann, ID_FIELDS, path, f"annotation {i}"), []).append(
-                _pick(ann, ("caption",), path, f"annotation {i}")
+        annotations = data["annotations"]
+        if not isinstance(annotations, list) or not annotations:
+            raise InputFormatError(
+                f"{path}: 'annotations' must be a non-empty list of {{\"image_id\", \"caption\"}} objects, "
+                f"got {_short(annotations)}."
             )
-        return list(grouped), list(grouped.values())
+        groups = _Groups()
+        for i, ann in enumerate(annotations):
+            if not isinstance(ann, dict):
+                raise InputFormatError(f"{path}: annotation {i} is {_kind(ann)} ({_short(ann)}), not an object.")
+            key = _check_id(_pick(ann, ID_FIELDS, path, f"annotation {i}"), path, f"annotation {i}")
+            groups.add(key, [_text(_pick(ann, ("caption",), path, f"annotation {i}"), path, f"annotation {i} caption")])
+        return groups.result()
     if isinstance(data, dict):  # {id: [refs]}
+        if not data:
+            raise InputFormatError(f"{path}: the {{id: [references]}} mapping is empty.")
         return list(data), [_as_ref_list(v, path, f"entry {k!r}") for k, v in data.items()]
     if not isinstance(data, list):
-        raise InputFormatError(f"{path}: references must be a list, a {{id: [refs]}} mapping or COCO annotations.")
+        raise InputFormatError(
+            f"{path}: references must be a list, a {{id: [refs]}} mapping or COCO annotations, "
+            f"got {_kind(data)}."
+        )
+    if not data:
+        raise InputFormatError(f"{path}: the list of references is empty.")
     if all(isinstance(x, (str, list)) for x in data):
-        return None, [_as_ref_list(x, path, f"item {i}") for i, x in enumerate(data)]
-    ids, refs = [], []
-    grouped, order = {}, []
+        return None, [_as_ref_list(x, path, f"{where} {i}") for i, x in enumerate(data)]
+    groups = _Groups()
+    plain = []
     for i, obj in enumerate(data):
         if not isinstance(obj, dict):
-            raise InputFormatError(f"{path}: item {i} is a {type(obj).__name__}; expected a list or an object.")
-        key = _id_of(obj)
-        value = _as_ref_list(_pick(obj, REF_FIELDS, path, f"item {i}"), path, f"item {i}")
+            raise InputFormatError(
+                f"{path}: {where} {i} is {_kind(obj)} ({_short(obj)}); expected a list of reference "
+                "strings or an object with an image id and references (all items alike)."
+            )
+        key = _id_of(obj, path, f"{where} {i}")
+        value = _as_ref_list(_pick(obj, REF_FIELDS, path, f"{where} {i}"), path, f"{where} {i} references")
         if key is None:
-            ids.append(None)
-            refs.append(value)
-            continue
-        if key not in grouped:
-            grouped[key] = []
-            order.append(key)
-        grouped[key].extend(value)
-    if grouped:
-        if refs:
-            raise InputFormatError(f"{path}: some items have an id field and some do not.")
-        return order, [grouped[k] for k in order]
-    return None, refs
+            plain.append(value)
+        else:
+            groups.add(key, value)
+    if groups.ids and plain:
+        raise InputFormatError(f"{path}: some items have an id field and some do not; give every item an id, or none.")
+    return groups.result() if groups.ids else (None, plain)
 
 
 def pair(
@@ -191,3 +401,11 @@ def pair(
             "use the same image ids."
         )
     return pred_ids, predictions, [table[str(k)] for k in pred_ids]
+
+
+def unscored_reference_ids(pred_ids: list[Any] | None, ref_ids: list[Any] | None) -> list[Any]:
+    """Reference image ids that no prediction names (they take no part in the scores)."""
+    if pred_ids is None or ref_ids is None:
+        return []
+    named = {str(k) for k in pred_ids}
+    return [k for k in ref_ids if str(k) not in named]

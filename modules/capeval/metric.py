@@ -29,12 +29,18 @@ class CaptionMetric(ABC):
     """One metric family (e.g. BLEU gives ``bleu_1`` ... ``bleu_4``).
 
     Subclasses set ``name`` (used in ``metrics=`` and on the CLI; its result keys are declared once,
-    in :mod:`capeval.registry`, and read back as ``keys``), ``uses_tokens`` (whether it consumes normalised tokens, so the tokenizer enters the signature)
-    and ``options`` (keyword options with defaults, all prefixed by the metric name).
+    in :mod:`capeval.registry`, and read back as ``keys``), ``uses_tokens`` (whether it consumes
+    normalised tokens, so the tokenizer enters the signature), ``reads_text`` (whether it reads the
+    cleaned caption text, so the clean-up enters the signature), ``limits_length`` (whether captions
+    longer than ``max_caption_chars`` are refused before it runs: the metrics whose time or memory grow
+    badly with caption length) and ``options`` (keyword options with defaults, all prefixed by the
+    metric name).
     """
 
     name: ClassVar[str]
     uses_tokens: ClassVar[bool] = True
+    reads_text: ClassVar[bool] = False
+    limits_length: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:

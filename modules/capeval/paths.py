@@ -92,3 +92,33 @@ def corenlp_ptb_jar() -> Path:
 
 def spice_jar() -> Path:
     return pycocoevalcap_dir() / "spice" / "spice-1.0.jar"
+
+
+class CacheRebuiltWarning(UserWarning):
+    """A cache file could not be used (unreadable, wrong shape) and is being rebuilt."""
+
+
+def quarantine_cache_file(path: Path, why: str) -> Path | None:
+    """Move an unusable cache file aside (``<name>.corrupt-<time>``) so that it can be rebuilt; warn.
+
+    Returns the new location (``None`` if the file could not be moved; it is then deleted if possible).
+    """
+    import time
+    import warnings
+
+    target = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    try:
+        os.replace(path, target)
+    except OSError:
+        target = None
+        try:
+            path.unlink()
+        except OSError:
+            pass
+    for suffix in ("-wal", "-shm", "-journal"):  # SQLite side files of the old database
+        try:
+            path.with_name(path.name + suffix).unlink()
+        except OSError:
+            pass
+    warnings.warn(f"cache file {path} {why}; moved aside to {target} and rebuilt.", CacheRebuiltWarning, stacklevel=3)
+    return target

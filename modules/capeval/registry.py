@@ -67,6 +67,18 @@ def resolve(names: list[str] | tuple[str, ...] | str | None) -> dict[str, list[s
         names = list(DEFAULT_METRICS)
     elif isinstance(names, str):
         names = [n for n in names.split(",") if n.strip()]
+    elif isinstance(names, (list, tuple)):
+        for i, raw in enumerate(names):
+            if not isinstance(raw, str):
+                raise TypeError(
+                    f"metrics[{i}] is a {type(raw).__name__} ({raw!r:.60}), not a metric name; "
+                    f"choose from {available_metrics()}."
+                )
+    else:
+        raise TypeError(
+            f"metrics must be a list of metric names, a comma-separated string or None, got a "
+            f"{type(names).__name__} ({names!r:.60})."
+        )
     if not names:
         raise ValueError(f"No metrics requested; choose from {available_metrics()}.")
     selected: dict[str, list[str]] = {}

@@ -5,6 +5,8 @@ Karpathy-test candidates of SMURF's release (references from karpathy_ref.json).
 same token strings go to pycocoevalcap's scorers and to capeval's metrics. End to end:
 ``capeval.score(..., cleanup="none", tokenizer=...)`` against pycocoevalcap's PTBTokenizer + scorers,
 for every tokenizer that reproduces pycocoevalcap's (``ptb-java``; ``ptb`` once it is installed).
+Default path: ``capeval.score`` with no options, ``capeval score`` and ``evaluate.load("metrics/coco_caption")``
+with their defaults, on all 20,000 Karpathy candidates (each against its image's references).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from capeval.coco.bleu import Bleu
 from capeval.coco.cider import CiderD
 from capeval.coco.rouge import RougeL
 
-from support import require_data
+from support import ROOT, require_data
 from support.coco_parity import (
     assert_same,
     java_token_strings,
@@ -139,10 +141,59 @@ def test_karpathy_scorer_level_meteor(karpathy_tokens):
     assert_same(_ours(hyps, refs, ("meteor",)), pycoco_scores(hyps, refs, ("meteor",)))
 
 
+@pytest.fixture(scope="module")
+def karpathy_pycoco(karpathy):
+    """pycocoevalcap 1.2 end to end (its PTBTokenizer, Bleu, Meteor, Rouge, Cider) on the 20,000 candidates."""
+    return pycoco_end_to_end(*karpathy, FAST + ("meteor",))
+
+
+def _fast(theirs: dict) -> dict:
+    return {k: v for k, v in theirs.items() if k != "meteor"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", TOKENIZERS)
-def test_karpathy_end_to_end(karpathy, tokenizer):
+def test_karpathy_end_to_end(karpathy, karpathy_pycoco, tokenizer):
     preds, refs = karpathy
-    theirs = pycoco_end_to_end(preds, refs, FAST)
     ours = capeval.score(preds, refs, metrics=list(FAST), cleanup="none", tokenizer=tokenizer)
-    assert_same(ours, theirs)
+    assert_same(ours, _fast(karpathy_pycoco))
+
+
+@pytest.mark.slow
+def test_karpathy_default_path_is_pycocoevalcap(karpathy, karpathy_pycoco):
+    """capeval.score with every default (THumB clean-up, ptb tokenizer, default metrics) = pycocoevalcap.
+
+    Before tokens were computed from the captions as written, the appended period made ``... on a``
+    a token ``a.``: 1,241 of the 3,918 distinct captions of the second captioner changed, and CIDEr-D
+    on the first 8,000 candidates was 0.9918 instead of 1.0207.
+    """
+    preds, refs = karpathy
+    ours = capeval.score(preds, refs)
+    assert_same(ours, _fast(karpathy_pycoco))
+    corpus, per = karpathy_pycoco["meteor"]
+    assert abs(ours["meteor"] - corpus) <= 1e-4
+    assert np.abs(np.asarray(ours["per_caption"]["meteor"]) - per).max() <= 1e-4
+    assert ours["signature"].startswith("nrefs:var|clean:none|tok:ptb-py.1|")
+    first = capeval.score(preds[:8000], refs[:8000], metrics="cider_d")
+    assert round(first["cider_d"], 4) == 1.0207  # the issue's pycocoevalcap number
+
+
+@pytest.mark.slow
+def test_karpathy_default_path_cli_and_evaluate_module(karpathy, karpathy_pycoco, tmp_path, monkeypatch, capsys):
+    import json
+
+    from capeval.cli import main
+
+    preds, refs = karpathy
+    (tmp_path / "p.json").write_text(json.dumps(preds), encoding="utf-8")
+    (tmp_path / "r.json").write_text(json.dumps(refs), encoding="utf-8")
+    rc = main(["score", "--predictions", str(tmp_path / "p.json"), "--references", str(tmp_path / "r.json"),
+               "--metrics", ",".join(FAST), "--json", str(tmp_path / "out.json")])
+    assert rc == 0, capsys.readouterr().err
+    assert_same(json.loads((tmp_path / "out.json").read_text()), _fast(karpathy_pycoco))
+
+    evaluate = pytest.importorskip("evaluate")
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+        monkeypatch.setenv(var, "1")
+    module = evaluate.load(str(ROOT / "metrics" / "coco_caption"))
+    assert_same(module.compute(predictions=preds, references=refs, metrics=list(FAST)), _fast(karpathy_pycoco))

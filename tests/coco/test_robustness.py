@@ -84,7 +84,7 @@ def test_single_pair_and_string_reference():
     result = capeval.score(["A dog runs."], ["A dog runs."], metrics=FAST, tokenizer=TOKENIZER)
     assert result["bleu_1"] == pytest.approx(1.0) and result["rouge_l"] == pytest.approx(1.0)
     assert result["cider_d"] == 0.0  # df from one image's references: every n-gram has idf 0
-    assert result["signature"].startswith("nrefs:1|clean:thumb|tok:")
+    assert result["signature"].startswith("nrefs:1|clean:none|tok:")  # tokens never see the clean-up
 
 
 def test_many_references_and_long_corpus_of_duplicates():

@@ -7,7 +7,9 @@ Files under ``<data dir>/abstract50s/`` (the CIDEr release; not in shared/):
   entry i of both files is candidate pair i of that scene.
 * ``consensus_abstract.mat``: struct array ``triplets`` (1 × 19,200) with fields ``A`` (a reference),
   ``B``, ``C`` (the two candidates) and ``rating`` (+1: ``B`` judged closer to ``A``; -1: ``C``).
-  Triplets come in 400 consecutive blocks of 48, block i = pair i.
+  Triplets come in 400 consecutive blocks of 48, block i = pair i. In the released file each text
+  field is a 1 × 1 cell holding a char row vector and ``rating`` a 1 × 1 integer array; plain char
+  fields (no cell) and double ratings are read too.
 
 Careful: a triplet's ``B`` is ``abstract_candsC.json[i]`` and its ``C`` is ``abstract_candsB.json[i]``.
 The loader does not trust that blindly: it compares the texts of every block with both candidate
@@ -15,7 +17,10 @@ files and counts each vote for the candidate it names (``ValueError`` naming the
 orientation matches; ``check_text=False`` falls back to the documented swap).
 
 Records: ``candidates = (candsB[i], candsC[i])``; ``votes`` = (votes for candsB, votes for candsC);
-``preferred`` = the majority, ``None`` on a tie. Categories as in CIDEr-R's tables: the first
+``preferred`` = the majority, ``None`` on a tie. In the released file 12 of the 400 pairs split
+their 48 votes 24/24; :meth:`Benchmark.evaluate` leaves them out of the accuracy by default
+(``human_ties="exclude"``; ``"half"`` gives every metric 0.5 on them instead), and the benchmark's
+notes report how many there are. Categories as in CIDEr-R's tables: the first
 ``hc_pairs`` (200) pairs are HC, the rest HI. References: ``"all"`` 48 (default) or a seeded sample
 of k.
 """
@@ -38,13 +43,48 @@ MAT_FORMAT = (
 )
 
 
-def _mat_str(value) -> str:
-    arr = np.asarray(value).ravel()
-    return str(arr[0]) if arr.size else ""
+def _mat_unwrap(value, what: str):
+    """The single element inside MATLAB cells (object arrays of one element, at any nesting depth)."""
+    for _ in range(16):
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            if value.size != 1:
+                raise ValueError(f"{what}: expected a 1 x 1 cell, got a cell of {value.size} elements")
+            value = value.ravel()[0]
+            continue
+        return value
+    raise ValueError(f"{what}: cells nested too deeply")
 
 
-def _mat_num(value) -> float:
-    arr = np.asarray(value, dtype=float).ravel()
+def _mat_str(value, what: str = "text") -> str:
+    """A MATLAB string as scipy reads it: a char row vector (``array(['...'])``), possibly inside 1 x 1 cells.
+
+    The released ``consensus_abstract.mat`` stores every ``A``/``B``/``C`` as a 1 x 1 cell holding a char
+    row vector; ``chars_as_strings=False`` files give one character per element, which are joined.
+    """
+    value = _mat_unwrap(value, what)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    arr = np.asarray(value)
+    if arr.dtype.kind in "US":
+        flat = [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in arr.ravel().tolist()]
+        if not flat:
+            return ""
+        if len(flat) == 1:
+            return flat[0]
+        if all(len(x) <= 1 for x in flat):  # one character per element (chars_as_strings=False)
+            return "".join(flat)
+        raise ValueError(f"{what}: expected one string, got a char array of shape {arr.shape}")
+    raise ValueError(f"{what}: expected a string, got {type(value).__name__} of dtype {getattr(arr, 'dtype', '?')}")
+
+
+def _mat_num(value, what: str = "number") -> float:
+    value = _mat_unwrap(value, what)
+    try:
+        arr = np.asarray(value, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: expected one number, got {type(value).__name__}") from None
     if arr.size != 1:
         raise ValueError(f"expected one number, got {arr.size}")
     return float(arr[0])
@@ -68,12 +108,13 @@ def read_triplets(path: Path) -> list[tuple[str, str, str, int]]:
     out = []
     for k, e in enumerate(trip.ravel()):
         try:
-            rating = _mat_num(e["rating"])
+            rating = _mat_num(e["rating"], "rating")
+            a, b, c = (_mat_str(e[f], f).strip() for f in "ABC")
         except ValueError as err:
-            raise ValueError(f"{path}: triplet {k}: rating: {err}.") from None
+            raise ValueError(f"{path}: triplet {k}: {err}; expected {MAT_FORMAT}.") from None
         if rating not in (1.0, -1.0):
             raise ValueError(f"{path}: triplet {k} has rating {rating}; expected +1 or -1.")
-        out.append((_mat_str(e["A"]).strip(), _mat_str(e["B"]).strip(), _mat_str(e["C"]).strip(), int(rating)))
+        out.append((a, b, c, int(rating)))
     return out
 
 

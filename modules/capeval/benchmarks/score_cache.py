@@ -50,15 +50,35 @@ class ScoreCache:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else cache_dir("scores") / "scores.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err)):
+                raise
+            self.close()  # not a database / malformed: start a new one
+            from capeval.paths import quarantine_cache_file
+
+            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
+            self._open()
+
+    def _open(self) -> None:
         self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self._con.execute("PRAGMA journal_mode=WAL")
         self._con.execute(
             "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, created REAL NOT NULL, payload TEXT NOT NULL)"
         )
+        self._con.execute("SELECT key, payload FROM scores LIMIT 1").fetchall()
 
     def get(self, key: str) -> dict | None:
+        """The stored payload, or ``None`` when absent or damaged (then it is recomputed and replaced)."""
         row = self._con.execute("SELECT payload FROM scores WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        if row is None:
+            return None
+        try:
+            payload = json.loads(row[0])
+        except (TypeError, ValueError):
+            return None
+        return payload if isinstance(payload, dict) else None
 
     def put(self, key: str, payload: dict) -> None:
         self._con.execute(
@@ -66,4 +86,7 @@ class ScoreCache:
         )
 
     def close(self) -> None:
-        self._con.close()
+        try:
+            self._con.close()
+        except (sqlite3.Error, AttributeError):
+            pass

@@ -72,6 +72,8 @@ def score_items(
         data=data_fingerprint(predictions, references),
     )
     cached = cache.get(key) if cache else None
+    if cached is not None and not _valid_capeval_entry(cached, keys, len(predictions)):
+        cached = None  # damaged entry: recompute and replace it
     if cached is None:
         from capeval.api import score
 
@@ -89,6 +91,8 @@ def _score_evaluate(spec, predictions, references, cache, options, show_progress
     key = make_key(kind="evaluate", target=target, result_key=result_key, options=options, code=code,
                    data=data_fingerprint(predictions, references))
     cached = cache.get(key) if cache else None
+    if cached is not None and not (_numbers(cached.get("values"), len(predictions)) and isinstance(cached.get("signature"), str)):
+        cached = None  # damaged entry: recompute and replace it
     if cached is None:
         import evaluate
 
@@ -105,6 +109,19 @@ def _score_evaluate(spec, predictions, references, cache, options, show_progress
             cache.put(key, cached)
     name = spec
     return {name: ItemScores(name, np.asarray(cached["values"], dtype=float), cached["signature"])}
+
+
+def _numbers(values, n: int) -> bool:
+    return isinstance(values, list) and len(values) == n and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+    )
+
+
+def _valid_capeval_entry(cached: dict, keys, n: int) -> bool:
+    per = cached.get("per_caption")
+    return isinstance(per, dict) and isinstance(cached.get("signature"), str) and all(
+        _numbers(per.get(k), n) for k in keys
+    )
 
 
 def _per_item(result: dict, result_key: str, n: int):

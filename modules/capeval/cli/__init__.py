@@ -25,13 +25,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Errors caused by the input (``ValueError``, ``TypeError``, ``OSError``,
+    ``RuntimeError``) print one line ``capeval COMMAND: error: ...`` and return 1; warnings print one
+    line each. ``CAPEVAL_DEBUG=1`` shows Python tracebacks instead."""
+    import os
+    import warnings
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    debug = os.environ.get("CAPEVAL_DEBUG", "") not in ("", "0")
+    previous = warnings.showwarning
+    if not debug:
+        warnings.showwarning = lambda message, category, *rest, **kw: print(
+            f"capeval {args.command}: warning: {message}", file=sys.stderr
+        )
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
-        print(f"capeval {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, TypeError, OSError, RuntimeError) as err:
+        if debug:
+            raise
+        print(f"capeval {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 1
+    finally:
+        warnings.showwarning = previous
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return " ".join(str(err).split()) or type(err).__name__

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--refs", help="PASCAL-50S: expert (default), all or k; ABSTRACT-50S: all (default) or k")
     p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
     p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for confidence intervals")
-    p.add_argument("--cleanup", choices=["thumb", "none"], help="caption clean-up (default thumb)")
+    p.add_argument("--cleanup", choices=["thumb", "none"], help="clean-up of the text that text-reading metrics see (default thumb); tokens never see it")
     p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
     p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
     p.add_argument("--json", type=Path, dest="json_out", help="write {benchmark, settings, results} here")
@@ -47,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         seeds = [int(s) for s in args.seed.split(",") if s.strip()]
     except ValueError:
         raise ValueError(f"--seed must be integers separated by commas, got {args.seed!r}") from None
+    from capeval.cli.cmd_score import check_output_path
+
+    for flag, out in (("--json", args.json_out), ("--markdown", args.markdown), ("--plot", args.plot)):
+        if out is not None:
+            check_output_path(out, flag)  # before hours of scoring, not after
     options = {k: v for k, v in (("cleanup", args.cleanup), ("tokenizer", args.tokenizer),
                                  ("cider_df", args.cider_df)) if v is not None}
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import resources
 from pathlib import Path
+
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,12 +22,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--references", type=Path, help="JSON / JSONL / CSV / COCO annotations file")
     p.add_argument("--example", action="store_true", help="score the bundled example (offline)")
     p.add_argument("--json", type=Path, dest="json_out", help="write the result (same keys) to this JSON file")
-    p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
+    p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"],
+                   help="clean-up of the text that text-reading metrics see; tokens never see it")
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
     p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs for large corpora")
+    p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
+                   help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
+                        f"(default {DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
+    p.add_argument("--duplicate-ids", choices=["error", "split"], default="error",
+                   help="predictions with a repeated image id: 'error' (default) refuses the file; 'split' scores "
+                        "the k-th caption of every image as captioner k, each captioner separately (for files "
+                        "that list several systems' captions per image in a fixed order)")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
     p.set_defaults(func=run)
+
+
+def _limit(value: str) -> int | None:
+    if value.strip().lower() in ("none", "0", "off"):
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
+    return n
 
 
 def example_files() -> tuple[Path, Path]:
@@ -32,10 +55,26 @@ def example_files() -> tuple[Path, Path]:
     return Path(str(root / "predictions.json")), Path(str(root / "references.json"))
 
 
+def check_output_path(path: Path, flag: str = "--json") -> None:
+    """Refuse an output path that cannot be written, before any scoring (a result is never lost)."""
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a directory; give a file name, e.g. {path / 'scores.json'}.")
+    parent = path.parent
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"{flag} {path}: {folder} is a file, not a directory.")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"{flag} {path}: no permission to write in {folder}.")
+            break
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{flag} {path}: the file exists and is not writable.")
+
+
 def run(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.render import text_table
-    from capeval.io import load_predictions, load_references, pair
+    from capeval.io import load_predictions, load_references, pair, split_by_occurrence, unscored_reference_ids
     from capeval.registry import DEFAULT_METRICS, REGISTRY, resolve
 
     if args.example:
@@ -44,29 +83,62 @@ def run(args: argparse.Namespace) -> int:
         pred_path, ref_path = args.predictions, args.references
     else:
         raise ValueError("give --predictions FILE and --references FILE, or --example")
-    ids, preds = load_predictions(pred_path)
-    ref_ids, refs = load_references(ref_path)
-    ids, preds, refs = pair(ids, preds, ref_ids, refs)
-
+    if args.json_out:
+        check_output_path(args.json_out)
     metrics = args.metrics
     if metrics is None and args.example:
         metrics = _every_installed_metric(DEFAULT_METRICS, REGISTRY)
-    selected = resolve(metrics)
-    result = score(
-        preds, refs, metrics=metrics, cleanup=args.cleanup, tokenizer=args.tokenizer,
-        cider_df=args.cider_df, meteor_jvms=args.meteor_jvms,
-    )
-
+    selected = resolve(metrics)  # an unknown metric name fails before the files are read
     keys = [k for ks in selected.values() for k in ks]
-    print(f"{len(preds)} predictions scored against {pred_path.name} / {ref_path.name}")
-    print(text_table(["metric", "score"], [(k, result[k]) for k in keys]))
-    print(f"signature: {result['signature']}")
-    if args.per_caption:
-        rows = [[ids[i] if ids else i, *(result["per_caption"][k][i] for k in keys)] for i in range(len(preds))]
-        print(text_table(["item", *keys], rows))
+
+    split = args.duplicate_ids == "split"
+    ids, preds = load_predictions(pred_path, allow_duplicate_ids=split)
+    ref_ids, refs = load_references(ref_path)
+    if split and ids is None:
+        raise ValueError(f"--duplicate-ids split needs image ids in {pred_path.name} (COCO results, CSV/JSONL with ids).")
+    systems = split_by_occurrence(ids, preds) if split else [(ids, preds)]
+    unscored = unscored_reference_ids(ids, ref_ids)
+    if unscored:
+        print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
+              f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
+
+    options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
+                   meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars)
+    results = []
+    for s_ids, s_preds in systems:
+        s_ids, s_preds, s_refs = pair(s_ids, s_preds, ref_ids, refs)
+        results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options)))
+
+    if not split:
+        ((ids, preds, result),) = results
+        print(f"{len(preds)} predictions scored against {pred_path.name} / {ref_path.name}")
+        print(text_table(["metric", "score"], [(k, result[k]) for k in keys]))
+        print(f"signature: {result['signature']}")
+        if args.per_caption:
+            rows = [[ids[i] if ids else i, *(result["per_caption"][k][i] for k in keys)] for i in range(len(preds))]
+            print(text_table(["item", *keys], rows))
+        payload = result
+    else:
+        sizes = [len(p) for _, p, _ in results]
+        print(f"{sum(sizes)} predictions for {len(set(map(str, ids)))} images in {pred_path.name}: scored as "
+              f"{len(results)} captioners (the k-th caption of every image = captioner k; "
+              f"{' / '.join(map(str, sizes))} captions) against {ref_path.name}")
+        if len(set(sizes)) > 1:
+            print("capeval score: warning: the captioners have different numbers of captions, so their scores "
+                  "come from different image sets (CIDEr-D document frequencies too)", file=sys.stderr)
+        headers = ["metric", *(f"captioner {k + 1}" for k in range(len(results)))]
+        print(text_table(headers, [(k, *(r[k] for _, _, r in results)) for k in keys]))
+        for k, (_, _, r) in enumerate(results):
+            print(f"signature (captioner {k + 1}): {r['signature']}")
+        if args.per_caption:
+            for k, (s_ids, s_preds, r) in enumerate(results):
+                print(f"captioner {k + 1}:")
+                print(text_table(["item", *keys], [[s_ids[i], *(r["per_caption"][key][i] for key in keys)]
+                                                   for i in range(len(s_preds))]))
+        payload = {"captioners": [dict(r, image_ids=s_ids) for s_ids, _, r in results]}
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        args.json_out.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {args.json_out}", file=sys.stderr)
     return 0
 

@@ -102,7 +102,7 @@ class CiderD(CaptionMetric):
     def __init__(self, **options) -> None:
         super().__init__(**options)
         mode = self.config["cider_df"]
-        if mode not in DF_CHOICES:
+        if not isinstance(mode, str) or mode not in DF_CHOICES:
             raise ValueError(f"cider_df={mode!r} is not supported; choose one of {sorted(DF_CHOICES)}.")
         self.df_mode = mode
 

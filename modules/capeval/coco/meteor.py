@@ -448,6 +448,7 @@ class Meteor(CaptionMetric):
     """
 
     name: ClassVar[str] = "meteor"
+    limits_length: ClassVar[bool] = True
     options: ClassVar[dict] = {"meteor_jvms": 1, "meteor_timeout": 60.0}
 
     def __init__(self, **options) -> None:

@@ -35,10 +35,23 @@ class ParseCache:
         self.parser_key = parser_key
         self.path = Path(path) if path is not None else cache_dir("spice") / "parses.sqlite"
         self.retries = retries
+        try:
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err)):
+                raise
+            self.close()  # not a database / malformed: rebuild from scratch
+            from capeval.paths import quarantine_cache_file
+
+            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
+            self._open()
+
+    def _open(self) -> None:
         self._conn = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None, check_same_thread=False)
         self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
         self._retry(lambda: self._conn.execute("PRAGMA synchronous=NORMAL"))
         self._retry(lambda: self._conn.execute(_SCHEMA))
+        self._retry(lambda: self._conn.execute("SELECT parser, text, tuples FROM parses LIMIT 1").fetchall())
 
     def _retry(self, action):
         delay = 0.05
@@ -66,7 +79,9 @@ class ParseCache:
                 ).fetchall()
             )
             for text, payload in rows:
-                found[text] = [tuple(t) for t in json.loads(payload)]
+                tuples = _decode(payload)
+                if tuples is not None:  # a damaged row is parsed again and overwritten
+                    found[text] = tuples
         return found
 
     def put_many(self, items: Iterable[tuple[str, list[RawTuple]]]) -> None:
@@ -92,5 +107,18 @@ class ParseCache:
     def close(self) -> None:
         try:
             self._conn.close()
-        except sqlite3.Error:
+        except (sqlite3.Error, AttributeError):
             pass
+
+
+def _decode(payload) -> list[RawTuple] | None:
+    """The stored tuples, or ``None`` when the row does not hold a JSON list of lists of strings."""
+    try:
+        value = json.loads(payload)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(value, list) or not all(
+        isinstance(t, list) and all(isinstance(e, str) for e in t) for t in value
+    ):
+        return None
+    return [tuple(t) for t in value]

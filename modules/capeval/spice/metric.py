@@ -45,6 +45,7 @@ class Spice(CaptionMetric):
 
     name = "spice"
     uses_tokens: ClassVar[bool] = True
+    limits_length: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {
         "spice_parser_model": DEFAULT_MODEL,
         "spice_workers": 1,
@@ -58,12 +59,19 @@ class Spice(CaptionMetric):
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         mode = self.config["spice_input"]
-        if mode not in INPUT_MODES:
-            raise ValueError(f"spice_input must be one of {INPUT_MODES}, got {mode!r}.")
-        workers = self.config["spice_workers"]
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ValueError(f"spice_workers must be a positive integer, got {workers!r}.")
+        if not isinstance(mode, str) or mode not in INPUT_MODES:
+            raise ValueError(f"spice_input must be one of {INPUT_MODES}, got {mode!r:.60}.")
+        for key in ("spice_workers", "spice_batch_size"):
+            value = self.config[key]
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{key} must be a positive integer, got {value!r:.60}.")
+        for key in ("spice_cache", "spice_detailed", "spice_synonyms"):
+            if not isinstance(self.config[key], bool):
+                raise TypeError(f"{key} must be True or False, got {self.config[key]!r:.60}.")
+        if not isinstance(self.config["spice_parser_model"], str) or not self.config["spice_parser_model"]:
+            raise TypeError(f"spice_parser_model must be a spaCy model name or path, got {self.config['spice_parser_model']!r:.60}.")
         self.uses_tokens = mode == "tokens"
+        self.reads_text = mode == "raw"
         self._parser: SceneGraphParser | None = None
 
     @classmethod

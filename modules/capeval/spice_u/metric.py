@@ -8,6 +8,7 @@ recall or uniqueness is 0). Corpus scores are means over captions.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
@@ -34,12 +35,17 @@ class SpiceU(CaptionMetric):
 
     name = "spice_u"
     uses_tokens: ClassVar[bool] = True
+    limits_length: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {**_SPICE_OPTIONS, "spice_u_table": "coco-train2014", "spice_u_detailed": False}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
+        table = self.config["spice_u_table"]
+        if not isinstance(table, (str, os.PathLike)):
+            raise TypeError(f"spice_u_table must be a table name or a file path, got {table!r:.60}.")
         self.spice = Spice(**{k: self.config[k] for k in _SPICE_OPTIONS})
         self.uses_tokens = self.spice.uses_tokens
+        self.reads_text = self.spice.reads_text
         self.table = load_table(str(self.config["spice_u_table"]))
 
     @classmethod

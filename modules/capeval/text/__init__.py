@@ -46,8 +46,13 @@ def available_tokenizers() -> list[str]:
 
 
 def get_tokenizer(name: str | Tokenizer = "ptb") -> Tokenizer:
-    """Return a tokenizer instance by name (or pass an instance through)."""
+    """Return a tokenizer instance by name (or pass an instance through, after checking its interface)."""
     if not isinstance(name, str):
+        if not isinstance(getattr(name, "name", None), str) or not callable(getattr(name, "tokenize", None)):
+            raise TypeError(
+                f"tokenizer must be one of {available_tokenizers()} or an object with a str 'name' and a "
+                f"'tokenize(texts)' method, got a {type(name).__name__} ({name!r:.60})."
+            )
         return name
     if name not in _TOKENIZERS:
         raise ValueError(f"Unknown tokenizer {name!r}; choose one of {available_tokenizers()}.")

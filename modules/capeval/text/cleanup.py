@@ -1,14 +1,23 @@
-"""Caption clean-up applied before tokenisation.
+"""Caption clean-up for metrics that read caption *text*.
 
-``thumb`` is the minimal post-processing of THumB 1.0 (Kasai et al. 2022, §2.2.3), the default for
-every capeval metric:
+``thumb`` is the minimal post-processing of THumB 1.0 (Kasai et al. 2022, §2.2.3), capeval's default:
 
 1. remove spaces at the start and end of the caption;
 2. upper-case the first letter;
 3. add a period at the end if there is none, and remove a space before that final period.
 
-``none`` leaves the text untouched (pycocoevalcap's behaviour). The choice is recorded in every
-score signature as ``clean:thumb`` / ``clean:none``.
+``none`` leaves the text untouched.
+
+**The clean-up never reaches the PTB tokens.** Token-based metrics (BLEU, METEOR, ROUGE-L, CIDEr-D,
+and SPICE / SPICE-U with their default ``spice_input="tokens"``) tokenise each caption *as written*,
+exactly as pycocoevalcap does, so their scores are pycocoevalcap's whatever the clean-up. The THumB
+changes are the ones PTB lower-casing and COCO punctuation removal are meant to discard, but fed to
+the tokenizer they can create tokens the caption never had: the appended period glues onto a final
+single letter or abbreviation (``... on top of a`` -> ``a.``, ``... Ave`` -> ``ave.``), and a
+capital at the start of the next caption changes how the jar reads ``letter K.`` before it. The
+cleaned text (:attr:`capeval.batch.CaptionBatch.predictions`) is what metrics reading raw text see
+(``spice_input="raw"``) and what THumB annotation sheets show. A score signature therefore reads
+``clean:thumb`` only when a metric of that call read the cleaned text, ``clean:none`` otherwise.
 """
 from __future__ import annotations
 
@@ -37,7 +46,9 @@ CLEANUPS: dict[str, Callable[[str], str]] = {"thumb": thumb_cleanup, "none": no_
 
 
 def get_cleanup(name: str | None) -> Callable[[str], str]:
-    key = "none" if name is None else str(name).lower()
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"cleanup must be one of {sorted(CLEANUPS)} or None, got a {type(name).__name__} ({name!r:.60}).")
+    key = "none" if name is None else name.lower()
     if key not in CLEANUPS:
         raise ValueError(f"Unknown cleanup {name!r}; choose one of {sorted(CLEANUPS)}.")
     return CLEANUPS[key]

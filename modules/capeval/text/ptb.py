@@ -33,7 +33,7 @@ Java quirks that are reproduced on purpose:
 Speed: captions made only of ASCII letters and spaces, with commas/periods at word ends and no
 abbreviation before a period (96.7 % of COCO), take a fast path; everything else goes through the
 scanner. Rules that could scan far and fail remember where they failed, so the scanner stays
-linear (see ``tests/test_ptb_tokenizer.py`` for the 10,000-character checks).
+linear (see ``tests/text/test_ptb_tokenizer.py`` for the 10,000-character checks).
 """
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ def load_system_outputs(sources: Sequence[str | Path]) -> dict[str, list[tuple[s
         system = name if sep else path.stem
         if system in outputs:
             raise ValueError(f"System name {system!r} is given twice ({text}); use NAME=PATH to name systems.")
-        ids, captions = load_predictions(path)
+        ids, captions = load_predictions(path, allow_duplicate_ids=True)  # build_items names duplicates per system
         if ids is None:
             raise ValueError(f"{path}: captions carry no image ids; annotation sheets group captions by image "
                              "(use COCO results [{'image_id', 'caption'}] or an id column).")

@@ -1,0 +1,185 @@
+"""Caches survive a killed writer and damaged files: stale temporary files are removed, an unusable
+cache file is rebuilt with a warning (never an exception on every later call)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from capeval.coco import document_frequency as cider_df
+from capeval.coco.document_frequency import CacheRebuiltWarning, remove_stale_temp_files
+from support import ROOT
+
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    cider_df._MEMORY.clear()
+    yield tmp_path / "cache"
+    cider_df._MEMORY.clear()
+
+
+@pytest.fixture
+def tiny_table(monkeypatch):
+    """Replace the COCO computation (seconds of tokenising) by a small table; count the computations."""
+    calls = []
+
+    def compute(settings, tok):
+        calls.append(settings)
+        return cider_df.DocumentFrequency(df={"a": 3, "a dog": 1}, n_documents=3, settings=settings)
+
+    monkeypatch.setattr(cider_df, "_compute", compute)
+    return calls
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_kill_9_while_writing_leaves_nothing_behind_after_the_next_call(cache, tiny_table):
+    """A writer killed with SIGKILL half-way through its temporary file: the next call removes it."""
+    table = cider_df.coco_document_frequency(tokenizer="ptb")
+    path = cider_df._cache_path(table.settings)
+    path.unlink()
+    code = (
+        "import json, time, sys\n"
+        "from pathlib import Path\n"
+        "from capeval.coco import document_frequency as cider_df\n"
+        "def slow(obj, fh, **kw):\n"
+        "    fh.write('{\"partial\": ' + 'x' * 100000); fh.flush(); time.sleep(120)\n"
+        "json.dump = slow\n"
+        f"cider_df._write_atomic(Path({str(path)!r}), {{'df': {{}}}})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "modules")}
+    writer = subprocess.Popen([sys.executable, "-c", code], env=env)
+    deadline = time.monotonic() + 60
+    while not list(path.parent.glob("*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    temps = list(path.parent.glob("*.tmp"))
+    assert len(temps) == 1 and f".{writer.pid}." in temps[0].name
+    while temps[0].stat().st_size < 100000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    assert temps[0].exists()  # what kill -9 leaves
+
+    cider_df._MEMORY.clear()
+    again = cider_df.coco_document_frequency(tokenizer="ptb")
+    assert not list(path.parent.glob("*.tmp"))
+    assert again.df == {"a": 3, "a dog": 1} and path.is_file()
+
+
+def test_remove_stale_temp_files_keeps_live_writers(tmp_path):
+    name = "coco-val2014_tok-ptb-py.1_0123456789abcdef.json"
+    dead = tmp_path / f"{name}.{_dead_pid()}.abc_123.tmp"
+    mine = tmp_path / f"{name}.{os.getpid()}.xyz.tmp"
+    parent = tmp_path / f"{name}.{os.getppid()}.xyz.tmp"
+    old_unknown = tmp_path / f"{name}.q1w2e3.tmp"  # the naming before writer pids were recorded
+    new_unknown = tmp_path / f"{name}.r4t5y6.tmp"
+    for p in (dead, mine, parent, old_unknown, new_unknown):
+        p.write_text("{")
+    os.utime(old_unknown, (time.time() - 7200, time.time() - 7200))
+    removed = remove_stale_temp_files(tmp_path)
+    assert sorted(removed) == sorted([dead, old_unknown])
+    assert mine.exists() and parent.exists() and new_unknown.exists()
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("[]", "holds a JSON list"),
+        ("", "cannot be read"),
+        ('{"settings": ', "cannot be read"),
+        (b"\xff\xfe\x00", "cannot be read"),
+        ("null", "holds a JSON null"),
+        ('{"settings": {}, "n_documents": 3, "df": {"a": 1}}', "written for other settings"),
+        ("SETTINGS|-1|{}", "n_documents=-1"),
+        ("SETTINGS|3|[]", "no 'df' table"),
+        ('SETTINGS|3|{"a": "x"}', "not integers"),
+        ('SETTINGS|3|{"a": 7}', "not integers in [1, n_documents]"),
+    ],
+)
+def test_unusable_cache_file_is_rebuilt_with_a_warning(cache, tiny_table, content, why):
+    table = cider_df.coco_document_frequency(tokenizer="ptb")
+    path = cider_df._cache_path(table.settings)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        if content.startswith("SETTINGS|"):
+            _, n, df = content.split("|", 2)
+            content = json.dumps({"settings": table.settings, "n_documents": int(n), "df": json.loads(df)})
+        path.write_text(content, encoding="utf-8")
+    cider_df._MEMORY.clear()
+    with pytest.warns(CacheRebuiltWarning, match=why.replace("[", r"\[").replace("]", r"\]")):
+        again = cider_df.coco_document_frequency(tokenizer="ptb")
+    assert again.df == {"a": 3, "a dog": 1} and len(tiny_table) == 2
+    # rebuilt on disk: the next process reads it without a warning
+    cider_df._MEMORY.clear()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cider_df.coco_document_frequency(tokenizer="ptb").df == again.df
+    assert len(tiny_table) == 2
+
+
+def test_cider_d_with_a_damaged_cache_still_scores(cache, tiny_table):
+    import capeval
+
+    table = cider_df.coco_document_frequency(tokenizer="ptb")
+    cider_df._cache_path(table.settings).write_text("[]")
+    cider_df._MEMORY.clear()
+    with pytest.warns(CacheRebuiltWarning):
+        result = capeval.score(["a dog"], [["a dog", "a cat"]], metrics="cider_d", cider_df="coco-val2014")
+    assert result["cider_d"] >= 0 and "df=coco-val2014" in result["signature"]
+
+
+def test_cache_does_not_depend_on_the_cleanup(cache, tiny_table):
+    """Tokens never see the clean-up, so one table serves every clean-up."""
+    thumb = cider_df.coco_document_frequency(cleanup="thumb", tokenizer="ptb")
+    none = cider_df.coco_document_frequency(cleanup="none", tokenizer="ptb")
+    assert thumb is none and len(tiny_table) == 1
+    assert "clean" not in cider_df._cache_path(thumb.settings).name
+
+
+# -- SQLite caches ---------------------------------------------------------------------------------------
+
+
+def test_damaged_parse_cache_is_moved_aside_and_rebuilt(tmp_path):
+    from capeval.spice.cache import ParseCache
+
+    path = tmp_path / "parses.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.warns(CacheRebuiltWarning, match="not a usable SQLite database"):
+        cache = ParseCache("parser-1", path)
+    cache.put_many([("a dog", [("dog",)])])
+    assert cache.get_many(["a dog", "a cat"]) == {"a dog": [("dog",)]}
+    cache._conn.execute("UPDATE parses SET tuples = '{not json' WHERE text = 'a dog'")
+    assert cache.get_many(["a dog"]) == {}  # a damaged row is parsed again, not an exception
+    cache.close()
+    assert list(tmp_path.glob("parses.sqlite.corrupt-*"))
+
+
+def test_damaged_score_cache_is_moved_aside_and_rebuilt(tmp_path):
+    from capeval.benchmarks.score_cache import ScoreCache
+    from capeval.benchmarks.scorers import score_items
+
+    path = tmp_path / "scores.sqlite"
+    path.write_text("garbage" * 100)
+    with pytest.warns(CacheRebuiltWarning):
+        cache = ScoreCache(path)
+    first = score_items("bleu_1", ["a dog"], [["a dog"]], cache=cache)
+    cache._con.execute("UPDATE scores SET payload = '[]'")
+    again = score_items("bleu_1", ["a dog"], [["a dog"]], cache=cache)  # damaged entry: recomputed
+    assert again["bleu_1"].values.tolist() == first["bleu_1"].values.tolist() == [pytest.approx(1.0)]
+    cache._con.execute("UPDATE scores SET payload = '{\"per_caption\": {\"bleu_1\": [\"x\"]}, \"signature\": \"s\"}'")
+    assert score_items("bleu_1", ["a dog"], [["a dog"]], cache=cache)["bleu_1"].values.tolist() == [pytest.approx(1.0)]
+    cache.close()
