@@ -45,6 +45,14 @@ _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a numbe
                bool: "a boolean", type(None): "null"}
 
 
+def _require_nonempty_list(data: Any, path: Path, what: str, expected: str) -> None:
+    """``InputFormatError`` unless ``data`` (the parsed file) is a non-empty list of ``what``."""
+    if not isinstance(data, list):
+        raise InputFormatError(f"{path}: {what} must be {expected}, got {_kind(data)}.")
+    if not data:
+        raise InputFormatError(f"{path}: the list of {what} is empty.")
+
+
 def _kind(value: Any) -> str:
     """``value``'s JSON type in words ("a list", "null" ...)."""
     return _JSON_TYPES.get(type(value), f"a {type(value).__name__}")
@@ -222,13 +230,7 @@ def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> 
                 _check_unique(ids, path, "rows")
         return ids, preds
     kind, data = _read_json_or_jsonl(path)
-    if not isinstance(data, list):
-        raise InputFormatError(
-            f"{path}: predictions must be a list (of strings, or of {{\"image_id\", \"caption\"}} objects), "
-            f"got {_kind(data)}."
-        )
-    if not data:
-        raise InputFormatError(f"{path}: the list of predictions is empty.")
+    _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
     where = "line" if kind == "jsonl" else "item"
     if all(isinstance(x, str) for x in data):
         return None, [_text(x, path, f"{where} {i}") for i, x in enumerate(data)]
@@ -356,13 +358,7 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
         if not data:
             raise InputFormatError(f"{path}: the {{id: [references]}} mapping is empty.")
         return list(data), [_as_ref_list(v, path, f"entry {k!r}") for k, v in data.items()]
-    if not isinstance(data, list):
-        raise InputFormatError(
-            f"{path}: references must be a list, a {{id: [refs]}} mapping or COCO annotations, "
-            f"got {_kind(data)}."
-        )
-    if not data:
-        raise InputFormatError(f"{path}: the list of references is empty.")
+    _require_nonempty_list(data, path, "references", "a list, a {id: [refs]} mapping or COCO annotations")
     if all(isinstance(x, (str, list)) for x in data):
         return None, [_as_ref_list(x, path, f"{where} {i}") for i, x in enumerate(data)]
     groups = _Groups()

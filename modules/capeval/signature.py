@@ -1,6 +1,6 @@
 """sacrebleu-style signatures: a short string of every setting that changes a score.
 
-Example: ``nrefs:5|clean:thumb|tok:ptb-py.1|bleu:closest|cider_d:df=refs,sigma=6|version:0.1.0``.
+Example: ``nrefs:5|clean:none|tok:ptb-py.1|bleu:closest|cider_d:df=refs,sigma=6|version:0.2.0``.
 Fields are ``key:value`` joined by ``|``; the order is fixed (common fields first, then one field
 per metric in the order the metrics were computed, then the version).
 """
