@@ -1,0 +1,134 @@
+"""Training of the LSTM caption LM (:mod:`capeval.models.lstm_lm`) with ``accelerate``.
+
+Seeded (same seed, same data, same settings -> same weights), a tqdm bar with the running loss
+(mean negative natural-log likelihood per token, ``<eos>`` included), a checkpoint after every epoch
+(``out_dir/checkpoints/epoch-N``: the model via ``save_pretrained`` plus ``training_state.pt``), resume from
+the last checkpoint, early stopping on the dev perplexity. ``out_dir`` itself ends up holding the
+best model (lowest dev perplexity; the last epoch without dev captions) and ``training.json``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from capeval.models.caption_lm import Vocabulary, caption_tokens, perplexity
+from capeval.models.lstm_lm import LSTMConfig, LSTMLanguageModel, torch
+from capeval.progress import progress
+
+STATE_FILE = "training_state.pt"
+
+
+def _checkpoints(out_dir: Path) -> list[Path]:
+    found = [p for p in (out_dir / "checkpoints").glob("epoch-*") if (p / STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train_lstm_lm(
+    captions: Sequence[str],
+    out_dir: str | Path,
+    *,
+    dev_captions: Sequence[str] | None = None,
+    epochs: int = 10,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    seed: int = 0,
+    min_count: int = 5,
+    patience: int = 2,
+    clip_norm: float = 5.0,
+    config: dict[str, Any] | None = None,
+    cpu: bool = True,
+    resume: bool = True,
+    progress_bar: bool | None = None,
+) -> dict[str, Any]:
+    """Train an LSTM LM on ``captions`` and save the best one to ``out_dir``; returns the training log.
+
+    ``config`` overrides :class:`LSTMConfig` fields (``embedding_dim``, ``hidden_size``, ``dropout``,
+    ``tie_weights``, ...). Training stops after ``epochs`` or when the dev perplexity has not improved for
+    ``patience`` epochs. With ``resume=True`` an existing checkpoint in ``out_dir`` is continued (its
+    vocabulary and config win); the per-epoch seeding (``seed + epoch``) makes a resumed run equal an
+    uninterrupted one.
+    """
+    from accelerate import Accelerator
+
+    if epochs < 1 or batch_size < 1 or lr <= 0:
+        raise ValueError(f"epochs and batch_size must be >= 1 and lr > 0 (got {epochs}, {batch_size}, {lr}).")
+    out_dir = Path(out_dir)
+    accelerator = Accelerator(cpu=cpu)
+    tokens = caption_tokens(captions)
+    if not tokens:
+        raise ValueError("No training captions.")
+    last = _checkpoints(out_dir)[-1] if resume and _checkpoints(out_dir) else None
+    _seed_all(seed)
+    if last is not None:
+        model = LSTMLanguageModel.from_pretrained(last)
+        model.train()
+    else:
+        vocab = Vocabulary.build(tokens, min_count)
+        model = LSTMLanguageModel(LSTMConfig(vocab_size=len(vocab), **(config or {})), vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    log: dict[str, Any] = {"epochs": [], "best_epoch": None, "best_dev_ppl": None, "seed": seed, "lr": lr,
+                           "batch_size": batch_size, "min_count": min_count, "config": asdict(model.config)}
+    if last is not None:
+        state = torch.load(last / STATE_FILE, weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        log = state["log"]
+    model, optimizer = accelerator.prepare(model, optimizer)
+    core = accelerator.unwrap_model(model)
+    train_ids = [core.vocab.encode(t) for t in tokens]
+    dev_ids = [core.vocab.encode(t) for t in caption_tokens(dev_captions)] if dev_captions else None
+    start_epoch = len(log["epochs"]) + 1
+    for epoch in range(start_epoch, epochs + 1):
+        if _stale(log, patience):
+            break
+        _seed_all(seed + epoch)
+        order = list(range(len(train_ids)))
+        random.Random(seed + epoch).shuffle(order)
+        batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        model.train()
+        total_nll, total_tokens = 0.0, 0
+        bar = progress(batches, desc=f"lm epoch {epoch}/{epochs}", enabled=progress_bar)
+        for batch in bar:
+            inputs, targets, mask = (t.to(accelerator.device) for t in core.batch_tensors([train_ids[i] for i in batch]))
+            nll = -core.token_log_probs(inputs, targets, mask).sum()
+            n = int(mask.sum().item())
+            optimizer.zero_grad()
+            accelerator.backward(nll / n)
+            if clip_norm:
+                accelerator.clip_grad_norm_(model.parameters(), clip_norm)
+            optimizer.step()
+            total_nll, total_tokens = total_nll + float(nll.item()), total_tokens + n
+            bar.set_postfix(loss=f"{total_nll / total_tokens:.3f}")
+        entry = {"epoch": epoch, "train_loss": total_nll / total_tokens, "train_ppl": math.exp(total_nll / total_tokens)}
+        if dev_ids:
+            dev_lp = core.log_prob_ids(dev_ids)
+            entry["dev_ppl"] = perplexity(dev_lp, [len(i) for i in dev_ids])
+        log["epochs"].append(entry)
+        score = entry.get("dev_ppl", -epoch)  # without dev captions: the latest epoch is the best
+        if log["best_dev_ppl"] is None or score < log["best_dev_ppl"]:
+            log["best_epoch"], log["best_dev_ppl"] = epoch, score
+        ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
+        core.save_pretrained(ckpt)
+        torch.save({"optimizer": optimizer.state_dict(), "log": log}, ckpt / STATE_FILE)
+    best = LSTMLanguageModel.from_pretrained(out_dir / "checkpoints" / f"epoch-{log['best_epoch']}")
+    best.save_pretrained(out_dir)
+    if not dev_ids:
+        log["best_dev_ppl"] = None
+    (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return log
+
+
+def _stale(log: dict[str, Any], patience: int) -> bool:
+    """True when the last ``patience`` epochs did not improve on the best dev perplexity."""
+    if not patience or log["best_epoch"] is None or "dev_ppl" not in log["epochs"][-1]:
+        return False
+    return len(log["epochs"]) - log["best_epoch"] >= patience
