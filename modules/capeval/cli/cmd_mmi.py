@@ -1,0 +1,96 @@
+"""``capeval mmi rerank|tune``: MMI re-ranking of beam candidates (Wang et al., ECCV 2020, §5)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+CANDIDATES_HELP = ('JSONL {"id", "candidates": [{"caption", "logp"}]} (logp = natural-log P(s|I)), or a JSON '
+                   'transformers generate output {"sequences", "sequences_scores", "num_return_sequences", "ids"?} '
+                   '(needs --tokenizer)')
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("mmi", help="MMI re-ranking: log P(s|I) - lambda * log P(s)")
+    inner = p.add_subparsers(dest="mmi_command", metavar="ACTION")
+    r = inner.add_parser("rerank", help="re-rank beam candidates with a caption LM")
+    r.add_argument("--candidates", type=Path, required=True, help=CANDIDATES_HELP)
+    r.add_argument("--tokenizer", help="transformers tokenizer folder, to decode a generate output")
+    r.add_argument("--lm", type=Path, help="saved caption LM folder (unigram, LSTM, interpolated, transformers)")
+    r.add_argument("--unigram", type=Path, help="with --lstm and --alpha: interpolate two saved LMs")
+    r.add_argument("--lstm", type=Path)
+    r.add_argument("--alpha", type=float, default=0.5, help="weight of the unigram LM in the interpolation")
+    r.add_argument("--lambda", dest="lam", type=float, default=0.5, help="MMI weight of log P(s)")
+    r.add_argument("--out", default="-", help="output JSONL file, '-' for stdout")
+    r.set_defaults(func=rerank_cmd)
+    t = inner.add_parser("tune", help="grid-search lambda and alpha (0..1 step .1) on a dev split")
+    t.add_argument("--candidates", type=Path, required=True, help=CANDIDATES_HELP)
+    t.add_argument("--tokenizer", help="transformers tokenizer folder, to decode a generate output")
+    t.add_argument("--references", type=Path, required=True, help="references with ids (see capeval score)")
+    t.add_argument("--unigram", type=Path, required=True)
+    t.add_argument("--lstm", type=Path, required=True)
+    t.add_argument("--objective", default="geomean", help="'geomean' of --metrics or one result key")
+    t.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u",
+                   help="comma-separated result keys for the geometric mean")
+    t.add_argument("--json", type=Path, required=True, help="write the best (lambda, alpha) and the grid here")
+    t.set_defaults(func=tune_cmd)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _items(args: argparse.Namespace) -> list[dict]:
+    from capeval.rerank.mmi import from_generate_output, read_candidates_jsonl
+
+    text = args.candidates.read_text(encoding="utf-8").lstrip()
+    if text.startswith("{") and '"sequences"' in text.split("\n", 1)[0]:
+        data = json.loads(text)
+        if not args.tokenizer:
+            raise ValueError(f"{args.candidates}: a generate output needs --tokenizer to decode the sequences.")
+        from transformers import AutoTokenizer
+
+        return from_generate_output(data["sequences"], data["sequences_scores"], AutoTokenizer.from_pretrained(args.tokenizer),
+                                    data.get("num_return_sequences", 1), data.get("ids"), data.get("skip_prefix", 0))
+    return read_candidates_jsonl(args.candidates)
+
+
+def _lm(args: argparse.Namespace):
+    from capeval.models.caption_lm import InterpolatedLM, load_caption_lm
+
+    if args.lm and not (args.unigram or args.lstm):
+        return load_caption_lm(args.lm)
+    if args.unigram and args.lstm and not args.lm:
+        return InterpolatedLM(load_caption_lm(args.unigram), load_caption_lm(args.lstm), args.alpha)
+    raise ValueError("give either --lm or both --unigram and --lstm.")
+
+
+def rerank_cmd(args: argparse.Namespace) -> int:
+    from capeval.rerank.mmi import rerank
+
+    ranked = rerank(_items(args), _lm(args), args.lam)
+    lines = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in ranked)
+    if args.out == "-":
+        sys.stdout.write(lines)
+    else:
+        Path(args.out).write_text(lines, encoding="utf-8")
+    return 0
+
+
+def tune_cmd(args: argparse.Namespace) -> int:
+    from capeval.io import load_references
+    from capeval.models.caption_lm import load_caption_lm
+    from capeval.rerank.tune import tune
+
+    items = _items(args)
+    ref_ids, refs = load_references(args.references)
+    if ref_ids is None:
+        raise ValueError(f"{args.references}: references need ids to match the candidates.")
+    by_id = {str(i): r for i, r in zip(ref_ids, refs)}
+    missing = [it.get("id") for it in items if str(it.get("id")) not in by_id]
+    if missing:
+        raise ValueError(f"no references for candidate ids {missing[:5]}{' ...' if len(missing) > 5 else ''}.")
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    result = tune(items, [by_id[str(it["id"])] for it in items], load_caption_lm(args.unigram),
+                  load_caption_lm(args.lstm), args.objective, metrics=metrics)
+    args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    print(json.dumps({k: result[k] for k in ("lambda", "alpha", "objective", "value")}))
+    return 0
