@@ -14,10 +14,10 @@ from capeval.models.caption_lm import (
     Vocabulary,
     caption_tokens,
     combine,
-    load_caption_lm,
     lm_perplexity,
     perplexity,
 )
+from capeval.models.lm_loading import load_caption_lm
 
 CAPTIONS = [
     "A dog runs on the grass.", "A dog plays with a ball.", "Two dogs run in a field.",

@@ -69,7 +69,8 @@ def train(args: argparse.Namespace) -> int:
 
 
 def perplexity(args: argparse.Namespace) -> int:
-    from capeval.models.caption_lm import lm_perplexity, load_caption_lm
+    from capeval.models.caption_lm import lm_perplexity
+    from capeval.models.lm_loading import load_caption_lm
 
     lm = load_caption_lm(args.lm)
     captions = _captions(args.captions)

@@ -54,7 +54,8 @@ def _items(args: argparse.Namespace) -> list[dict]:
 
 
 def _lm(args: argparse.Namespace):
-    from capeval.models.caption_lm import InterpolatedLM, load_caption_lm
+    from capeval.models.caption_lm import InterpolatedLM
+    from capeval.models.lm_loading import load_caption_lm
 
     if args.lm and not (args.unigram or args.lstm):
         return load_caption_lm(args.lm)
@@ -77,7 +78,7 @@ def rerank_cmd(args: argparse.Namespace) -> int:
 
 def tune_cmd(args: argparse.Namespace) -> int:
     from capeval.io import load_references
-    from capeval.models.caption_lm import load_caption_lm
+    from capeval.models.lm_loading import load_caption_lm
     from capeval.rerank.tune import tune
 
     items = _items(args)

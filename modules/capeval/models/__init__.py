@@ -4,7 +4,9 @@ What goes here (and nothing metric-specific):
 
 * image encoders: any timm model by name, the offline EfficientNet-Lite0 default, feature caching;
 * the Flickr8k captioner (a transformers ``PreTrainedModel`` with ``generate()``), its tokenizer;
-* caption language models P(s) (unigram, LSTM, their interpolation);
+* caption language models P(s) (``caption_lm``: tokenisation, vocabulary, unigram, interpolation, any
+  transformers causal LM, perplexity; ``lstm_lm``: the 1-layer LSTM LM; ``lstm_train``: its training with
+  accelerate; ``lm_loading``: load any saved one);
 * checkpoint loading and saving (safetensors, ``save_pretrained`` / ``from_pretrained``).
 
 Rules: torch and friends are imported lazily (``import capeval`` never imports torch); a missing

@@ -14,7 +14,8 @@ lower-cased, punctuation removed), then ``<eos>``. Words seen fewer than ``min_c
 
 Models: :class:`UnigramLM` (add-k smoothed, JSON), the LSTM LM in :mod:`capeval.models.lstm_lm`
 (torch), :class:`InterpolatedLM` (log-linear ``P_uni^alpha * P_LSTM^(1-alpha)``, not renormalised),
-:class:`TransformersCausalLM` (any ``transformers`` causal LM). :func:`load_caption_lm` reads any saved one.
+:class:`TransformersCausalLM` (any ``transformers`` causal LM). :func:`capeval.models.lm_loading.load_caption_lm`
+reads any saved one.
 """
 from __future__ import annotations
 
@@ -275,26 +276,3 @@ class TransformersCausalLM:
                 logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, inputs[:, 1:, None])[..., 0]
                 out.extend((logp * mask[:, 1:]).sum(dim=1).tolist())
         return np.array(out, dtype=float)
-
-
-def load_caption_lm(path: str | Path, device: str | None = None) -> CaptionLM:
-    """Load a saved caption LM: a unigram (``unigram.json``), an LSTM (``config.json`` of
-    ``capeval-lstm-lm``), an interpolation (``interpolated.json``) or any transformers causal LM folder."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"No caption language model at {path}.")
-    if path.is_file() or (path / UNIGRAM_FILE).is_file():
-        return UnigramLM.load(path)
-    if (path / INTERPOLATED_FILE).is_file():
-        from capeval.models.lstm_lm import LSTMLanguageModel
-
-        alpha = json.loads((path / INTERPOLATED_FILE).read_text(encoding="utf-8"))["alpha"]
-        return InterpolatedLM(UnigramLM.load(path / "unigram"), LSTMLanguageModel.from_pretrained(path / "lstm"), alpha)
-    config = path / "config.json"
-    if config.is_file() and json.loads(config.read_text(encoding="utf-8")).get("model_type") == "capeval-lstm-lm":
-        from capeval.models.lstm_lm import LSTMLanguageModel
-
-        return LSTMLanguageModel.from_pretrained(path, device=device)
-    if config.is_file():
-        return TransformersCausalLM(path, device=device)
-    raise ValueError(f"{path}: not a caption language model (no {UNIGRAM_FILE}, {INTERPOLATED_FILE} or config.json).")
