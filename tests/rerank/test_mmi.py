@@ -188,6 +188,24 @@ def test_coco_split_excludes_every_evaluation_image(tmp_path):
         coco_train_captions(tmp_path / "nowhere", coco=coco)
 
 
+def test_lm_training_refuses_without_the_evaluation_files(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CAPEVAL_DATA_DIR", str(tmp_path))
+    assert main(["lm", "train", "--corpus", "coco-train2014", "--out", str(tmp_path / "lm")]) == 1
+    assert "karpathy_ref.json is missing" in capsys.readouterr().err
+    assert not (tmp_path / "lm").exists()
+
+
+def test_tune_refuses_non_finite_lm_log_probs(unigram):
+    class Broken:
+        name = settings = "broken"
+
+        def log_prob(self, captions):
+            return np.full(len(captions), np.nan)
+
+    with pytest.raises(ValueError, match="lstm LM"):
+        tune(_items(), [["x"]], unigram, Broken(), "bleu_4", scorer=lambda p, r: {"bleu_4": 0.0})
+
+
 def test_real_coco_split_has_no_excluded_image():
     for rel in ("coco_karpathy_test", "composite", "thumb", "flickr8k"):
         root = require_data(rel).parent

@@ -58,6 +58,9 @@ def tune(
     keys = list(metrics) if objective == "geomean" else [objective]
     captions = flat_captions(items)
     lp_uni, lp_lstm = np.asarray(unigram.log_prob(captions), float), np.asarray(lstm.log_prob(captions), float)
+    for name, lp in (("unigram", lp_uni), ("lstm", lp_lstm)):
+        if lp.shape != (len(captions),) or not np.isfinite(lp).all():
+            raise ValueError(f"the {name} LM must return one finite log-prob per candidate.")
     refs = [list(r) for r in references]
     scorer = scorer or (lambda preds, rr: score(preds, rr, metrics=keys, **score_options))
     cache: dict[tuple[int, ...], float] = {}
