@@ -112,7 +112,7 @@ def test_generate_output_groups_and_decodes(tmp_path, unigram):
     unigram.save(tmp_path / "uni")
     gen = tmp_path / "gen.json"
     gen.write_text(json.dumps({"sequences": sequences, "sequences_scores": [-1.0, -1.5, -0.5, -0.7],
-                               "num_return_sequences": 2}), encoding="utf-8")
+                               "num_return_sequences": 2}, indent=1), encoding="utf-8")
     out = tmp_path / "out.jsonl"
     assert main(["mmi", "rerank", "--candidates", str(gen), "--tokenizer", str(tmp_path / "tok"),
                  "--lm", str(tmp_path / "uni"), "--lambda", "1", "--out", str(out)]) == 0

@@ -41,11 +41,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _items(args: argparse.Namespace) -> list[dict]:
     from capeval.rerank.mmi import from_generate_output, read_candidates_jsonl
 
-    text = args.candidates.read_text(encoding="utf-8").lstrip()
-    if text.startswith("{") and '"sequences"' in text.split("\n", 1)[0]:
+    text = args.candidates.read_text(encoding="utf-8")
+    try:
         data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None  # JSON Lines
+    if isinstance(data, dict) and "sequences" in data:
         if not args.tokenizer:
             raise ValueError(f"{args.candidates}: a generate output needs --tokenizer to decode the sequences.")
+        if "sequences_scores" not in data:
+            raise ValueError(f"{args.candidates}: a generate output needs 'sequences_scores' (natural-log P(s|I)).")
         from transformers import AutoTokenizer
 
         return from_generate_output(data["sequences"], data["sequences_scores"], AutoTokenizer.from_pretrained(args.tokenizer),
