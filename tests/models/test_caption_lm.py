@@ -139,10 +139,13 @@ def test_training_loss_decreases_resumes_and_is_seeded(torch, tmp_path):
 def test_early_stopping_on_dev_perplexity(torch, tmp_path):
     from capeval.models.lstm_train import train_lstm_lm
 
-    # a huge learning rate makes the dev perplexity worse after the first epoch
+    # a huge learning rate makes the dev perplexity (unseen words) worse after the first epoch
     log = train_lstm_lm(CAPTIONS, tmp_path, dev_captions=["zebra giraffe"], epochs=6, batch_size=4, lr=1.0,
                         min_count=1, patience=1, config=_tiny_config(), progress_bar=False)
-    assert len(log["epochs"]) < 6 or log["best_epoch"] == 6
+    assert [e["epoch"] for e in log["epochs"]] == [1, 2] and log["best_epoch"] == 1
+    assert log["epochs"][1]["dev_ppl"] > log["epochs"][0]["dev_ppl"] == log["best_dev_ppl"]
+    best, first = load_caption_lm(tmp_path), load_caption_lm(tmp_path / "checkpoints" / "epoch-1")
+    assert all(torch.equal(x, y) for x, y in zip(best.state_dict().values(), first.state_dict().values()))
 
 
 def _tiny_gpt2(torch):
