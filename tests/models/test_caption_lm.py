@@ -179,3 +179,25 @@ def test_transformers_adapter_sums_token_log_probs(torch):
     # batching/padding does not change the result
     assert lm.log_prob(caps[::-1])[::-1] == pytest.approx(lp, abs=1e-5)
     assert lm.name.startswith("hf:")
+
+
+def test_interpolated_and_transformers_folders_load(torch, tmp_path):
+    from capeval.models.lstm_lm import LSTMConfig, LSTMLanguageModel
+
+    uni = UnigramLM.fit(CAPTIONS)
+    torch.manual_seed(1)
+    lstm = LSTMLanguageModel(LSTMConfig(len(uni.vocab), **_tiny_config()), uni.vocab)
+    InterpolatedLM(uni, lstm, 0.4).save(tmp_path / "interp")
+    again = load_caption_lm(tmp_path / "interp")
+    assert isinstance(again, InterpolatedLM) and again.alpha == 0.4
+    expected = 0.4 * uni.log_prob(["a dog"]) + 0.6 * lstm.log_prob(["a dog"])
+    assert again.log_prob(["a dog"]) == pytest.approx(expected, abs=1e-5)
+    model, tok = _tiny_gpt2(torch)
+    model.save_pretrained(tmp_path / "gpt2")
+    tok.save_pretrained(tmp_path / "gpt2")
+    from capeval.models.caption_lm import TransformersCausalLM
+
+    hf = load_caption_lm(tmp_path / "gpt2")
+    assert hf.log_prob(["a dog runs"]) == pytest.approx(TransformersCausalLM(model, tok).log_prob(["a dog runs"]), abs=1e-5)
+    with pytest.raises(FileNotFoundError):
+        load_caption_lm(tmp_path / "missing")
