@@ -240,14 +240,8 @@ class TransformersCausalLM:
         if eos is None or bos is None:
             raise ValueError("The tokenizer needs an eos_token (and optionally a bos_token).")
         self.bos, self.eos = int(bos), int(eos)
-
-    @property
-    def name(self) -> str:
-        return f"hf:{getattr(self.model.config, 'name_or_path', '') or self.model.config.model_type}"
-
-    @property
-    def settings(self) -> str:
-        return f"{self.name}|text:{'ptb' if self.ptb else 'raw'}"
+        self.name = f"hf:{getattr(self.model.config, 'name_or_path', '') or self.model.config.model_type}"
+        self.settings = f"{self.name}|text:{'ptb' if ptb else 'raw'}"
 
     def _ids(self, captions: Sequence[str]) -> list[list[int]]:
         captions = check_captions(captions)
