@@ -32,6 +32,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
+    except (ValueError, FileNotFoundError, RuntimeError, ImportError) as err:
         print(f"capeval {args.command}: error: {err}", file=sys.stderr)
         return 1
