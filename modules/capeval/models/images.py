@@ -148,7 +148,7 @@ def _check_pixels(size: tuple[int, int], label: str) -> None:
     if w < 1 or h < 1:
         raise ValueError(f"{label} has size {w}×{h}; an image needs at least one pixel.")
     if w * h > MAX_PIXELS:
-        raise ValueError(f"{label} is {w}×{h} = {w * h / 1e6:.0f} megapixels, above capeval's limit of "
+        raise ValueError(f"{label} is {w}×{h} = {w * h / 1e6:.1f} megapixels, above capeval's limit of "
                          f"{MAX_PIXELS / 1e6:.0f} MP (Pillow's decompression-bomb limit); downscale it first.")
 
 
