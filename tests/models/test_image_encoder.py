@@ -42,6 +42,16 @@ def test_default_encoder_settings():
     torch.testing.assert_close(grid.mean((2, 3)), enc.encode([random_rgb(0)]), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("name, resolution", [("efficientnet-lite0", 224), ("resnet18", 160), (TINY, 224)])
+def test_preprocessing_is_timms_transform_bit_for_bit(name, resolution):
+    enc = load_image_encoder(name, resolution, pretrained=False, cache=False)
+    assert enc._pil_stage is not None  # the fast path (Pillow per image, one tensor stage per batch)
+    images = [Image.fromarray(random_rgb(i, size)) for i, size in enumerate([(64, 48), (300, 200), (1, 1)])]
+    timm_output = torch.stack([enc._transform(image) for image in images])
+    assert torch.equal(enc._batch([enc._pixels(image) for image in images]), timm_output)
+    assert torch.equal(enc.preprocess(images[1]), timm_output[1])
+
+
 def test_random_weights_are_seeded(tiny):
     again = load_image_encoder(TINY, pretrained=False, cache=False)
     images = [random_rgb(i) for i in range(3)]

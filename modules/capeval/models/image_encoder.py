@@ -140,9 +140,10 @@ class ImageEncoder:
                 raise ValueError(f"{name!r} takes a fixed input size {own}, not {resolution}×{resolution}.")
         self.data_config = config
         self._transform = timm_data.create_transform(**config, is_training=False)
+        self._pil_stage = _pil_stage(self._transform, config)
         self._interpolation = timm_data.transforms.str_to_pil_interp(config["interpolation"])
-        self._mean = torch.tensor(config["mean"], dtype=torch.float32).view(3, 1, 1)
-        self._std = torch.tensor(config["std"], dtype=torch.float32).view(3, 1, 1)
+        self._mean = torch.tensor(config["mean"], dtype=torch.float32).view(1, 3, 1, 1)
+        self._std = torch.tensor(config["std"], dtype=torch.float32).view(1, 3, 1, 1)
         model = model.eval().to(self.device)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
@@ -166,16 +167,34 @@ class ImageEncoder:
                 f"interp:{c['interpolation']},mean:{fmt(c['mean'])},std:{fmt(c['std'])},images:v{IMAGE_RULES_VERSION}")
 
     # -- preprocessing -------------------------------------------------------------------------------------
+    # Per image only Pillow work (resize, crop) giving uint8 pixels; the float conversion and normalisation run
+    # once per batch. Same arithmetic as timm's transform (ToTensor: /255, Normalize: (x - mean) / std), so the
+    # result is bit-identical to it (tested), without thousands of tiny torch calls.
+    def _pixels(self, image, label: str = "image"):
+        """An 8-bit RGB PIL image resized (and cropped) for the model: uint8 ``H×W×3`` (or, for a timm transform
+        that does more than resize/crop, its float ``[3, H, W]`` output)."""
+        np = require("numpy")
+        if self.resolution == "native":
+            size = image_io.native_size(image.size, label)
+            if size != image.size:
+                image = image.resize(size, self._interpolation)
+        elif self._pil_stage is not None:
+            image = self._pil_stage(image)
+        else:
+            return self._transform(image)
+        return np.asarray(image, dtype=np.uint8)
+
+    def _batch(self, pixels: list):
+        """Stack :meth:`_pixels` outputs into the normalised float batch ``[B, 3, H, W]`` (channels-last memory)."""
+        torch, np = require("torch", "numpy")
+        if isinstance(pixels[0], torch.Tensor):
+            return torch.stack(pixels)
+        batch = torch.from_numpy(np.stack(pixels)).permute(0, 3, 1, 2).float().div_(255)
+        return batch.sub_(self._mean).div_(self._std)
+
     def preprocess(self, image, label: str = "image"):
         """An 8-bit RGB PIL image as the normalised ``[3, H, W]`` float tensor the model takes."""
-        if self.resolution != "native":
-            return self._transform(image)
-        torch, np = require("torch", "numpy")
-        size = image_io.native_size(image.size, label)
-        if size != image.size:
-            image = image.resize(size, self._interpolation)
-        pixels = torch.from_numpy(np.asarray(image, dtype=np.uint8).copy()).permute(2, 0, 1)
-        return (pixels.float().div_(255) - self._mean) / self._std
+        return self._batch([self._pixels(image, label)])[0]
 
     # -- forward -------------------------------------------------------------------------------------------
     def forward(self, batch, kind: str = "pooled"):
@@ -252,18 +271,32 @@ class ImageEncoder:
         return torch.stack(results)
 
     def _compute(self, items: list, kind: str, results: list, store: FeatureCache | None) -> None:
-        torch = require("torch")
         groups: dict[tuple, list] = defaultdict(list)
         for item in items:
-            pixels = self.preprocess(item.decode(), item.label)
+            pixels = self._pixels(item.decode(), item.label)
             groups[tuple(pixels.shape)].append((item, pixels))
         for group in groups.values():
-            features = self.forward(torch.stack([pixels for _, pixels in group]), kind)
+            features = self.forward(self._batch([pixels for _, pixels in group]), kind)
             for (item, _), feature in zip(group, features):
                 feature = feature.clone()
                 results[item.index] = feature
                 if store is not None:
                     store.put(item.key, kind, feature)
+
+
+def _pil_stage(transform, config: dict):
+    """The Pillow part (resize, crop) of timm's eval transform when the rest is exactly ToTensor + Normalize
+    with the config's mean/std (the batched tensor stage then reproduces it); else ``None``."""
+    steps = list(getattr(transform, "transforms", []))
+    if len(steps) < 2 or type(steps[-2]).__name__ not in ("ToTensor", "MaybeToTensor") \
+            or type(steps[-1]).__name__ != "Normalize":
+        return None
+    torch = require("torch")
+    as32 = lambda values: torch.as_tensor(values, dtype=torch.float32).flatten()  # noqa: E731
+    normalize = steps[-1]
+    if not (torch.equal(as32(normalize.mean), as32(config["mean"])) and torch.equal(as32(normalize.std), as32(config["std"]))):
+        return None
+    return type(transform)(steps[:-2])
 
 
 def _as_sequence(images: Any) -> Sequence[Any]:
