@@ -22,8 +22,9 @@
 * Input types and the handling of odd images (missing, unreadable, greyscale, RGBA, CMYK, 16-bit, 1×1,
   10,000²): :mod:`capeval.models.images`. Features are cached on disk (:mod:`capeval.models.feature_cache`)
   per image content, ``settings`` and kind.
-* Device: CUDA when available, else the CPU (``device`` overrides). Features depend on the device and on the
-  batch composition only at float rounding level (≤ 1e-5); the cache does not separate them.
+* Device: CUDA when available, else the CPU (``device`` overrides). Features depend on the device, the thread
+  count, the batch composition and the CPU speed-ups (channels-last memory, batch norms folded into the
+  convolutions) only at float rounding level (≤ 1e-5); the cache does not separate them.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from typing import Any
 from capeval.models import images as image_io
 from capeval.models._deps import default_device, require
 from capeval.models.feature_cache import FeatureCache
+from capeval.models.inference import fold_batchnorm
 from capeval.progress import progress as progress_bar
 
 #: The offline default encoder.
@@ -45,11 +47,13 @@ IMAGE_RULES_VERSION = 1
 
 def load_image_encoder(name: str = DEFAULT_ENCODER, resolution: int | str = 224, *, pretrained: bool = True,
                        device: Any = None, cache: bool = True, cache_root: Any = None, seed: int = 0,
-                       channels_last: bool = True) -> ImageEncoder:
+                       channels_last: bool = True, fold_bn: bool = True) -> ImageEncoder:
     """Build an :class:`ImageEncoder` (see the module docstring for every option).
 
     ``cache=False`` never reads or writes the feature cache; ``cache_root`` replaces the default cache folder
-    (``capeval.paths.cache_dir("image_features")``).
+    (``capeval.paths.cache_dir("image_features")``). ``channels_last`` and ``fold_bn`` (batch norms folded into
+    convolutions, :func:`capeval.models.inference.fold_batchnorm`) are CPU speed-ups that change features only
+    at float rounding level (~1e-6 relative); turn them off to get the timm model's exact arithmetic.
     """
     torch, timm = require("torch", "timm", what="the image encoders")
     resolution = _check_resolution(resolution)
@@ -70,7 +74,8 @@ def load_image_encoder(name: str = DEFAULT_ENCODER, resolution: int | str = 224,
         model, weights = _random_model(timm, torch, name, seed)
         architecture = name
     return ImageEncoder(model, name=name, architecture=architecture, weights=weights, resolution=resolution,
-                        device=device, cache=cache, cache_root=cache_root, channels_last=channels_last)
+                        device=device, cache=cache, cache_root=cache_root, channels_last=channels_last,
+                        fold_bn=fold_bn)
 
 
 def _check_resolution(resolution: int | str) -> int | str:
@@ -117,7 +122,8 @@ class ImageEncoder:
     """A timm model plus its preprocessing, feature cache and batching (use :func:`load_image_encoder`)."""
 
     def __init__(self, model, *, name: str, architecture: str, weights: str, resolution: int | str,
-                 device: Any = None, cache: bool = True, cache_root: Any = None, channels_last: bool = True):
+                 device: Any = None, cache: bool = True, cache_root: Any = None, channels_last: bool = True,
+                 fold_bn: bool = True):
         torch = require("torch")
         timm_data = require("timm.data")
         self.name = name
@@ -145,6 +151,11 @@ class ImageEncoder:
         self._mean = torch.tensor(config["mean"], dtype=torch.float32).view(1, 3, 1, 1)
         self._std = torch.tensor(config["std"], dtype=torch.float32).view(1, 3, 1, 1)
         model = model.eval().to(self.device)
+        self.folded_batchnorms = 0
+        if fold_bn:
+            side = 64 if resolution == "native" else resolution
+            example = torch.randn(2, 3, side, side, generator=torch.Generator().manual_seed(0)).to(self.device)
+            model, self.folded_batchnorms = fold_batchnorm(model, example)
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
         self.model = model
