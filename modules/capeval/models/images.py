@@ -1,0 +1,214 @@
+"""Image inputs for the encoders: read, hash, decode to 8-bit RGB, with one documented rule per oddity.
+
+Accepted items (a sequence of them; ``images[i]`` below is the item's position, named in every error):
+
+* a path (``str`` / ``os.PathLike``) or the file's ``bytes``;
+* a ``datasets.Image`` value: a decoded ``PIL.Image`` or, with ``decode=False``, ``{"bytes": ..., "path": ...}``
+  (the bytes are used when present, else the path);
+* a ``PIL.Image.Image``;
+* a ``numpy`` array ``H×W`` (grey), ``H×W×1``, ``H×W×3`` (RGB) or ``H×W×4`` (RGBA), channels last:
+  ``uint8`` as is, ``uint16`` scaled by 255/65535, ``bool`` as 0/255, floats must lie in [0, 1].
+
+Handling (the same for every encoder):
+
+* **Missing file**: ``FileNotFoundError`` naming ``images[i]`` and the path. **Unreadable** (not an image,
+  truncated, a directory, a 32-bit float image): ``ValueError`` naming ``images[i]``.
+* **Colour**: everything becomes 8-bit RGB. Greyscale, palette and CMYK via Pillow's ``convert("RGB")``;
+  16-bit greyscale (``I;16``, ``I``) scaled by 255/65535 (Pillow's own conversion would clip it);
+  transparency (RGBA, LA, palette with transparency) composited onto **white**. The EXIF orientation of
+  files is applied (the picture the way a viewer shows it).
+* **Size**: images above :data:`MAX_PIXELS` (178,956,970 pixels, Pillow's decompression-bomb limit) are
+  refused with a ``ValueError`` naming the item; anything smaller is decoded (a 10,000² photo works; it is
+  downscaled by the encoder's resize). The encoders' resolution rules (tiny images upscaled, native mode
+  bounded) are in :func:`native_size`.
+
+The content key of an item (for the feature cache) is the SHA-256 of the file bytes for paths, ``bytes`` and
+``datasets`` dicts, and of the decoded RGB pixels (with the size) for in-memory images and arrays.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from capeval.models._deps import require
+
+#: Largest image decoded (pixels): Pillow's decompression-bomb error threshold (2 × ``Image.MAX_IMAGE_PIXELS``).
+MAX_PIXELS = 178_956_970
+#: Native resolution: the shorter side is upscaled to at least this many pixels (a 1×1 image becomes 32×32).
+NATIVE_MIN_SIDE = 32
+#: Native resolution: images above this many pixels are downscaled (aspect ratio kept) to fit (1,048,576 = 1024²).
+NATIVE_MAX_PIXELS = 1024 * 1024
+
+
+@dataclass
+class ImageItem:
+    """One input, read but not yet decoded: ``key`` is its content hash, ``label`` names it in errors."""
+
+    index: int
+    label: str
+    key: str
+    data: bytes | None = None
+    image: Any = None  # a PIL RGB image for in-memory inputs
+
+    def decode(self):
+        """The image as an 8-bit RGB ``PIL.Image`` (see the module docstring for the rules)."""
+        if self.image is not None:
+            return self.image
+        return decode_bytes(self.data, self.label)
+
+
+def _label(index: int, path: str | os.PathLike | None = None) -> str:
+    return f"images[{index}]" + (f" ({os.fspath(path)})" if path is not None else "")
+
+
+def _read_file(path: str | os.PathLike, label: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{label}: no such image file.") from None
+    except OSError as err:  # a directory, no permission, ...
+        raise ValueError(f"{label}: cannot read the file ({err.strerror or err}).") from None
+
+
+def read_item(item: Any, index: int) -> ImageItem:
+    """Read ``item`` (path, bytes, ``datasets`` dict, PIL image or array) and hash its content."""
+    if isinstance(item, (str, os.PathLike)):
+        label = _label(index, item)
+        data = _read_file(item, label)
+        return ImageItem(index, label, hashlib.sha256(data).hexdigest(), data=data)
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        data = bytes(item)
+        return ImageItem(index, _label(index), hashlib.sha256(data).hexdigest(), data=data)
+    if isinstance(item, dict) and ("bytes" in item or "path" in item):
+        if item.get("bytes") is not None:
+            data = bytes(item["bytes"])
+            return ImageItem(index, _label(index, item.get("path")), hashlib.sha256(data).hexdigest(), data=data)
+        if item.get("path") is not None:
+            return read_item(item["path"], index)
+        raise ValueError(f"images[{index}] is a datasets.Image dict with neither 'bytes' nor 'path'.")
+    label = _label(index)
+    image = _in_memory_to_rgb(item, label)
+    digest = hashlib.sha256(f"rgb8:{image.size[0]}x{image.size[1]}:".encode())
+    digest.update(image.tobytes())
+    return ImageItem(index, label, digest.hexdigest(), image=image)
+
+
+def _in_memory_to_rgb(item: Any, label: str):
+    Image = require("PIL.Image", what="reading images")
+    if isinstance(item, Image.Image):
+        _check_pixels(item.size, label)
+        return to_rgb(item, label)
+    np = require("numpy")
+    if isinstance(item, np.ndarray):
+        return to_rgb(array_to_image(item, label), label)
+    raise ValueError(f"{label} is a {type(item).__name__}, not an image: pass a path, bytes, a datasets.Image "
+                     "value, a PIL image or an H×W(×C) numpy array.")
+
+
+def array_to_image(array, label: str):
+    """An ``H×W``, ``H×W×1``, ``H×W×3`` or ``H×W×4`` array as a PIL image (rules in the module docstring)."""
+    np = require("numpy")
+    Image = require("PIL.Image", what="reading images")
+    a = np.asarray(array)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] in (3, 4))):
+        raise ValueError(f"{label} is an array of shape {a.shape}; expected H×W, H×W×1, H×W×3 or H×W×4 "
+                         "(channels last).")
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        raise ValueError(f"{label} is an empty array of shape {a.shape}.")
+    _check_pixels((a.shape[1], a.shape[0]), label)
+    if a.dtype == np.bool_:
+        a = a.astype(np.uint8) * 255
+    elif a.dtype == np.uint16:
+        a = _scale_16bit(a)
+    elif np.issubdtype(a.dtype, np.floating):
+        if not np.isfinite(a).all() or a.min() < 0 or a.max() > 1:
+            raise ValueError(f"{label} is a float array with values outside [0, 1] (or NaN); float images must "
+                             "be scaled to [0, 1] (or pass uint8).")
+        a = np.round(a * 255).astype(np.uint8)
+    elif a.dtype != np.uint8:
+        raise ValueError(f"{label} is a {a.dtype} array; pass uint8, uint16, bool or float in [0, 1].")
+    return Image.fromarray(np.ascontiguousarray(a))
+
+
+def _scale_16bit(a):
+    np = require("numpy")
+    return np.round(a.astype(np.float64) * (255.0 / 65535.0)).astype(np.uint8)
+
+
+def _check_pixels(size: tuple[int, int], label: str) -> None:
+    w, h = size
+    if w < 1 or h < 1:
+        raise ValueError(f"{label} has size {w}×{h}; an image needs at least one pixel.")
+    if w * h > MAX_PIXELS:
+        raise ValueError(f"{label} is {w}×{h} = {w * h / 1e6:.1f} megapixels, above capeval's limit of "
+                         f"{MAX_PIXELS / 1e6:.0f} MP (Pillow's decompression-bomb limit); downscale it first.")
+
+
+def decode_bytes(data: bytes, label: str):
+    """Decode encoded image bytes to 8-bit RGB, applying the EXIF orientation."""
+    Image, ImageOps = require("PIL.Image", "PIL.ImageOps", what="reading images")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own limit is checked below
+            image = Image.open(io.BytesIO(data))
+            _check_pixels(image.size, label)
+            image.load()
+            image = ImageOps.exif_transpose(image)
+    except Image.DecompressionBombError:
+        raise ValueError(f"{label} is larger than Pillow's decompression-bomb limit; downscale it first.") from None
+    except (OSError, SyntaxError, Image.UnidentifiedImageError, ValueError) as err:
+        if isinstance(err, ValueError) and str(err).startswith(label):
+            raise
+        raise ValueError(f"{label} is not a readable image ({type(err).__name__}: {err}).") from None
+    return to_rgb(image, label)
+
+
+def to_rgb(image, label: str):
+    """``image`` as 8-bit RGB: 16-bit grey scaled, transparency composited onto white, the rest converted."""
+    Image = require("PIL.Image", what="reading images")
+    mode = image.mode
+    if mode == "RGB":
+        return image
+    if mode.startswith("I;16") or mode == "I":
+        np = require("numpy")
+        a = np.asarray(image)
+        if a.size and (a.min() < 0 or a.max() > 65535):
+            raise ValueError(f"{label} is a 32-bit integer image with values outside 0..65535; convert it to "
+                             "8-bit RGB first.")
+        return Image.fromarray(_scale_16bit(a.astype(np.uint16))).convert("RGB")
+    if mode == "F":
+        raise ValueError(f"{label} is a 32-bit float image (mode F), whose range is unknown; convert it to 8-bit "
+                         "RGB first (or pass a float array scaled to [0, 1]).")
+    if mode in ("RGBA", "LA", "La", "RGBa", "PA") or (mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def native_size(size: tuple[int, int], label: str, *, min_side: int = NATIVE_MIN_SIDE,
+                max_pixels: int = NATIVE_MAX_PIXELS) -> tuple[int, int]:
+    """The (width, height) at which native-resolution mode encodes an image of ``size``.
+
+    Unchanged when the shorter side is at least ``min_side`` and the area at most ``max_pixels``; else scaled
+    (aspect ratio kept, rounded) so that it is. An aspect ratio too extreme for both raises ``ValueError``.
+    """
+    w, h = size
+    scale = 1.0
+    if min(w, h) < min_side:
+        scale = min_side / min(w, h)
+    if w * h * scale * scale > max_pixels:
+        scale = math.sqrt(max_pixels / (w * h))
+    new = (max(1, round(w * scale)), max(1, round(h * scale)))
+    if min(new) < min_side:
+        raise ValueError(f"{label} is {w}×{h}: too elongated for native resolution (its shorter side would be "
+                         f"below {min_side} px within {max_pixels} pixels); use a fixed resolution such as 224.")
+    return new

@@ -1,0 +1,54 @@
+"""Batch-norm folding: used only when the folded copy agrees with the original."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+timm = pytest.importorskip("timm")
+
+from capeval.models.inference import fold_batchnorm  # noqa: E402
+
+
+def _random_stats(model):
+    gen = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+    return model.eval()
+
+
+@pytest.mark.parametrize("name, count", [("resnet18", 20), ("test_efficientnet", 13)])
+def test_folding_keeps_the_outputs(name, count):
+    model = _random_stats(timm.create_model(name, pretrained=False, num_classes=0))
+    x = torch.randn(2, 3, 96, 96)
+    folded, n = fold_batchnorm(model, x)
+    assert n == count and folded is not model
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in folded.modules())
+    assert any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())  # the original is untouched
+    with torch.inference_mode():
+        torch.testing.assert_close(folded(x), model(x), rtol=0, atol=1e-4)
+
+
+class NormFirst(torch.nn.Module):
+    """Registers conv before bn but applies bn first: the layout lies, so folding must be refused."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return self.conv(self.bn(x))
+
+
+def test_a_misleading_layout_is_detected_and_left_alone():
+    model = _random_stats(NormFirst())
+    model.bn.running_mean.fill_(2.0)
+    assert fold_batchnorm(model, torch.randn(1, 3, 8, 8)) == (model, 0)
+
+
+def test_models_without_batch_norm_are_returned_as_they_are():
+    model = timm.create_model("test_vit", pretrained=False, num_classes=0)
+    assert fold_batchnorm(model, torch.randn(1, 3, 160, 160)) == (model, 0)
