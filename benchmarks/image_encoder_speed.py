@@ -1,7 +1,7 @@
 """Speed of capeval's default image encoder (EfficientNet-Lite0, 224², CPU) on Flickr8k images.
 
 Usage (from the repository root; needs ``capeval[learned]`` and the data dir):
-    PYTHONPATH=modules python benchmarks/image_encoder_speed.py [--n 500] [--batch-sizes 16,32,64] [--threads 2]
+    PYTHONPATH=modules python benchmarks/image_encoder_speed.py [--n 500] [--batch-sizes 8,16,32,64] [--threads 2]
 
 Images: the first ``--n`` files (sorted by name) of ``$CAPEVAL_DATA_DIR/flickr8k/images-224`` (224×224 JPEGs).
 Per batch size, in this process, model loaded and warmed up outside the timed region:
@@ -56,7 +56,7 @@ def timed(fn, repeat: int = 1) -> tuple[float, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=500)
-    ap.add_argument("--batch-sizes", default="16,32,64")
+    ap.add_argument("--batch-sizes", default="8,16,32,64")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1, help="cold/warm runs per batch size (median reported)")
     ap.add_argument("--json", type=Path)

@@ -6,7 +6,8 @@ One process::
     capeval features extract --images DIR --out features.safetensors          # the same, from the CLI
 
 Several processes (the images are split in contiguous shards, one per process; the main process gathers the
-shards in order, so the file holds the same features as with one process)::
+shards in order, so the file holds the same features as with one process: bit-identical when the shard
+boundaries fall on batch boundaries and the thread count is the same, else equal to float rounding)::
 
     accelerate launch --multi_gpu --num_processes 2 -m capeval.models.extract_features --images DIR --out F
     torchrun --nproc_per_node 2 -m capeval.models.extract_features --images DIR --out F     # the same
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="efficientnet-lite0 (default, offline weights) or any timm model name")
     parser.add_argument("--resolution", default="224", help="an int (default 224) or 'native'")
     parser.add_argument("--kind", default="pooled", choices=["pooled", "grid"])
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=None, help="default: 8 on the CPU, 64 on a GPU")
     parser.add_argument("--no-pretrained", action="store_true", help="random (seeded) weights, for tests")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the feature cache")
 
@@ -92,7 +93,7 @@ def _partial_state():
 
 
 def extract(encoder, paths: list, names: list[str], out: str | os.PathLike, *, kind: str = "pooled",
-            batch_size: int = 32, state=None) -> None:
+            batch_size: int | None = None, state=None) -> None:
     """Encode ``paths`` (split across the processes of ``state``, an ``accelerate.PartialState``) into ``out``."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

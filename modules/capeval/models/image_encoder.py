@@ -41,6 +41,8 @@ from capeval.progress import progress as progress_bar
 #: The offline default encoder.
 DEFAULT_ENCODER = "efficientnet-lite0"
 KINDS = ("pooled", "grid")
+#: Default batch sizes of :meth:`ImageEncoder.encode` on the CPU and on a GPU.
+CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 64
 #: Version of capeval's image reading rules (colour conversion, EXIF, 16-bit): part of every settings string.
 IMAGE_RULES_VERSION = 1
 
@@ -240,17 +242,21 @@ class ImageEncoder:
         return self._grid_probe
 
     # -- the public entry point ----------------------------------------------------------------------------
-    def encode(self, images: Sequence[Any], *, kind: str = "pooled", batch_size: int = 32,
+    def encode(self, images: Sequence[Any], *, kind: str = "pooled", batch_size: int | None = None,
                progress: bool | None = None, cache: bool | None = None):
         """Features of ``images`` (paths, bytes, ``datasets.Image`` values, PIL images, arrays), in order.
 
         ``kind="pooled"``: ``[N, feature_dim]``; ``kind="grid"``: ``[N, ...]`` feature maps (a list in native
-        mode). ``progress``: ``None`` shows a bar on a terminal for long runs. ``cache``: ``None`` follows the
-        encoder (on by default), ``False`` neither reads nor writes it.
+        mode). ``batch_size``: ``None`` is :data:`CPU_BATCH_SIZE` on the CPU (small batches stay in cache: the
+        fastest on the benchmark machine, BENCHMARKS.md) and :data:`GPU_BATCH_SIZE` on a GPU. ``progress``:
+        ``None`` shows a bar on a terminal for long runs. ``cache``: ``None`` follows the encoder (on by
+        default), ``False`` neither reads nor writes it.
         """
         torch = require("torch")
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+        if batch_size is None:
+            batch_size = CPU_BATCH_SIZE if self.device.type == "cpu" else GPU_BATCH_SIZE
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}.")
         images = _as_sequence(images)
