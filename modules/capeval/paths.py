@@ -71,6 +71,25 @@ def hub_cards_dir(*parts: str) -> Path:
     )
 
 
+#: Names of the trained models shipped inside the package (``capeval/pretrained/<name>``).
+PRETRAINED = ("flickr8k-captioner", "lm-flickr8k", "lm-coco")
+
+
+def pretrained_dir(name: str) -> Path:
+    """Folder of a trained model shipped with capeval (``capeval/pretrained/<name>``, package data).
+
+    ``ValueError`` for an unknown name; ``FileNotFoundError`` when the folder is missing (a wheel built without
+    the weights), naming the folder.
+    """
+    if name not in PRETRAINED:
+        raise ValueError(f"Unknown pretrained model {name!r}; shipped: {', '.join(PRETRAINED)}.")
+    path = _PACKAGE_DIR / "pretrained" / name
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path} is missing: capeval's shipped weights for {name!r} are not installed; "
+                                "reinstall capeval, or pass the folder of a model you trained.")
+    return path
+
+
 def pycocoevalcap_dir() -> Path:
     """Directory of the installed ``pycocoevalcap`` package (a namespace package in 1.2)."""
     spec = importlib.util.find_spec("pycocoevalcap")

@@ -1,0 +1,201 @@
+"""Training of the captioner (:mod:`capeval.models.captioner`) with ``accelerate``.
+
+``capeval captioner train --features F --out DIR`` (or :func:`train_captioner`):
+
+* data: the Flickr8k train split only (6,000 images × 5 captions), never a dev or test image (checked);
+  a batch is ``images_per_batch`` images with all their captions (the image keys/values are computed once
+  per image);
+* loss: mean cross-entropy per predicted token (``<eos>`` included, padding excluded), AdamW, linear warm-up
+  then cosine decay over ``epochs``, gradient clipping;
+* seeded: the shuffling and dropout of epoch ``e`` use ``seed + e``, so a resumed run equals an uninterrupted
+  one; a tqdm bar with the running loss;
+* after every epoch: greedy captions of the dev split scored with BLEU-4 and CIDEr-D (capeval's defaults),
+  a checkpoint ``DIR/checkpoints/epoch-N`` (``save_pretrained`` + tokenizer + ``training_state.pt``);
+  ``resume=True`` continues from the last one; training stops after ``patience`` epochs without a better dev
+  CIDEr-D. ``DIR`` ends up holding the best epoch's model and tokenizer and ``training.json`` (the log).
+* several processes (``accelerate launch``): each takes every ``num_processes``-th batch, gradients are
+  averaged by accelerate (DDP).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from capeval.captioning.data import FeatureTable, check_disjoint
+from capeval.models._deps import require
+from capeval.progress import progress
+
+STATE_FILE = "training_state.pt"
+DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,
+                            "warmup_steps": 300, "clip_norm": 1.0, "patience": 3, "min_count": 5,
+                            "max_words": 22, "seed": 0}
+
+
+def _checkpoints(out_dir: Path) -> list[Path]:
+    found = [p for p in (out_dir / "checkpoints").glob("epoch-*") if (p / STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def _schedule(step: int, warmup: int, total: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress_ = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * progress_))
+
+
+def train_captioner(
+    features: FeatureTable,
+    train: Mapping[str, Sequence[str]],
+    out_dir: str | Path,
+    *,
+    dev: Mapping[str, Sequence[str]] | None = None,
+    held_out: Mapping[str, Mapping[str, object]] | None = None,
+    config: dict[str, Any] | None = None,
+    resume: bool = True,
+    cpu: bool | None = None,
+    progress_bar: bool | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Train a captioner on ``train`` (``{image: [captions]}``) and save the best epoch to ``out_dir``.
+
+    ``dev``: the selection split (greedy captions scored after each epoch); ``held_out``: ``{split name:
+    images}`` that must not overlap ``train`` (the dev split is always checked). ``config`` overrides
+    :class:`~capeval.models.captioner.CaptionerConfig` fields; ``options`` override :data:`DEFAULTS`.
+    Returns the training log (also written to ``out_dir/training.json``).
+    """
+    torch, accelerate = require("torch", "accelerate", what="captioner training")
+    from capeval.models.caption_tokenizer import build_caption_tokenizer, encode_captions
+    from capeval.models.captioner import CaptionerConfig, CaptionerForImageCaptioning
+
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"Unknown training option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}.")
+    opts = {**DEFAULTS, **options}
+    if opts["epochs"] < 1 or opts["images_per_batch"] < 1 or opts["lr"] <= 0:
+        raise ValueError("epochs and images_per_batch must be >= 1 and lr > 0.")
+    check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
+    images = sorted(train)
+    if not images:
+        raise ValueError("No training images.")
+    features.rows(images[:1]), features.rows(images)  # KeyError early when any feature is missing
+    out_dir = Path(out_dir)
+    accelerator = accelerate.Accelerator(cpu=(not torch.cuda.is_available()) if cpu is None else cpu)
+    last = _checkpoints(out_dir)[-1] if resume and _checkpoints(out_dir) else None
+    torch.manual_seed(opts["seed"])
+    if last is not None:
+        model = CaptionerForImageCaptioning.from_pretrained(last)
+        tokenizer = require("transformers").AutoTokenizer.from_pretrained(last)
+        state = torch.load(last / STATE_FILE, weights_only=False)
+        log = state["log"]
+        opts = {**log["options"], "epochs": opts["epochs"]}
+    else:
+        tokenizer = build_caption_tokenizer([c for i in images for c in train[i]], opts["min_count"])
+        cfg = CaptionerConfig(vocab_size=len(tokenizer), feature_dim=features.feature_dim,
+                              feature_kind="pooled" if features.features.dim() == 2 else "grid",
+                              pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                              eos_token_id=tokenizer.eos_token_id, **_encoder_settings(features), **(config or {}))
+        model = CaptionerForImageCaptioning(cfg)
+        state, log = None, {"options": opts, "config": cfg.to_dict(), "feature_settings": features.settings,
+                            "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
+    ids = {i: encode_captions(tokenizer, train[i], opts["max_words"]) for i in images}
+    steps_per_epoch = math.ceil(len(images) / opts["images_per_batch"] / accelerator.num_processes)
+    total = steps_per_epoch * opts["epochs"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, opts["warmup_steps"], total))
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+    model, optimizer = accelerator.prepare(model, optimizer)
+    core = accelerator.unwrap_model(model)
+    for epoch in range(len(log["epochs"]) + 1, opts["epochs"] + 1):
+        if _stale(log, opts["patience"]):
+            break
+        torch.manual_seed(opts["seed"] + epoch)
+        order = images[:]
+        random.Random(opts["seed"] + epoch).shuffle(order)
+        n = opts["images_per_batch"]
+        batches = [order[i:i + n] for i in range(0, len(order), n)]
+        batches = batches[accelerator.process_index::accelerator.num_processes][:steps_per_epoch]
+        model.train()
+        total_loss, total_tokens = 0.0, 0
+        bar = progress(batches, desc=f"captioner epoch {epoch}/{opts['epochs']}", enabled=progress_bar,
+                       ) if accelerator.is_main_process else batches
+        for batch in bar:
+            loss, tokens = _step(core, model, features, batch, ids, accelerator)
+            optimizer.zero_grad()
+            accelerator.backward(loss)
+            if opts["clip_norm"]:
+                accelerator.clip_grad_norm_(model.parameters(), opts["clip_norm"])
+            optimizer.step()
+            scheduler.step()
+            total_loss, total_tokens = total_loss + float(loss.item()) * tokens, total_tokens + tokens
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{total_loss / total_tokens:.3f}")
+        entry: dict[str, Any] = {"epoch": epoch, "train_loss": total_loss / max(1, total_tokens),
+                                 "lr": scheduler.get_last_lr()[0]}
+        if dev:
+            entry.update(_dev_scores(core, tokenizer, features, dev))
+        log["epochs"].append(entry)
+        score = entry.get("dev_cider_d", epoch)  # without a dev split: the latest epoch is the best
+        if log["best_dev"] is None or score > log["best_dev"]:
+            log["best_epoch"], log["best_dev"] = epoch, score
+        if accelerator.is_main_process:
+            ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
+            core.save_pretrained(ckpt)
+            tokenizer.save_pretrained(ckpt)
+            torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log},
+                       ckpt / STATE_FILE)
+        accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        best = out_dir / "checkpoints" / f"epoch-{log['best_epoch']}"
+        CaptionerForImageCaptioning.from_pretrained(best).save_pretrained(out_dir)
+        require("transformers").AutoTokenizer.from_pretrained(best).save_pretrained(out_dir)
+        (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return log
+
+
+def _encoder_settings(features: FeatureTable) -> dict[str, Any]:
+    """``encoder`` / ``encoder_resolution`` parsed from the feature file's settings string, when present."""
+    fields = dict(part.split(":", 1) for part in features.settings.split(",") if ":" in part)
+    out: dict[str, Any] = {}
+    if "image_encoder" in fields:
+        out["encoder"] = fields["image_encoder"]
+    if fields.get("res", "").isdigit():
+        out["encoder_resolution"] = int(fields["res"])
+    elif fields.get("res") == "native":
+        out["encoder_resolution"] = "native"
+    return out
+
+
+def _step(core, model, features: FeatureTable, batch: list[str], ids: dict, accelerator):
+    from capeval.models.captioner import pad_batch
+
+    torch = require("torch")
+    rows = [(k, seq) for k, image in enumerate(batch) for seq in ids[image]]
+    inputs, targets = pad_batch([seq for _, seq in rows], core.config.pad_token_id)
+    feats = features.rows(batch).to(accelerator.device)
+    embeds = core.encode_images(feats)[torch.as_tensor([k for k, _ in rows], device=accelerator.device)]
+    out = model(input_ids=inputs.to(accelerator.device), image_embeds=embeds, labels=targets.to(accelerator.device))
+    return out.loss, int((targets >= 0).sum())
+
+
+def _dev_scores(model, tokenizer, features: FeatureTable, dev: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    from capeval.api import score
+    from capeval.captioning.generate import beam_candidates
+
+    names = sorted(dev)
+    model.eval()
+    captions = [c["candidates"][0]["caption"] for c in beam_candidates(model, tokenizer, features, names, num_beams=1,
+                                                                       progress_bar=False)]
+    result = score(captions, [list(dev[n]) for n in names], ["bleu", "cider_d"], progress=False)
+    return {"dev_bleu_4": result["bleu_4"], "dev_cider_d": result["cider_d"]}
+
+
+def _stale(log: dict[str, Any], patience: int) -> bool:
+    if not patience or log["best_epoch"] is None or "dev_cider_d" not in log["epochs"][-1]:
+        return False
+    return len(log["epochs"]) - log["best_epoch"] >= patience
