@@ -35,6 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated result keys for the geometric mean")
     t.add_argument("--json", type=Path, required=True, help="write the best (lambda, alpha) and the grid here")
     t.set_defaults(func=tune_cmd)
+    b = inner.add_parser("table", help="Wang et al. 2020 Table 3 on Flickr8k test: beam vs MMI with each LM")
+    b.add_argument("--json", type=Path, required=True, help="output: {settings, rows: [{method, bleu_4, ..., geomean}]}")
+    b.add_argument("--dev-candidates", type=Path, help="n-best JSONL of Flickr8k dev (default: generate them)")
+    b.add_argument("--test-candidates", type=Path, help="n-best JSONL of Flickr8k test (default: generate them)")
+    b.add_argument("--captioner", type=Path, help="captioner folder (default: capeval's shipped one)")
+    b.add_argument("--features", type=Path, help="Flickr8k features file (default: encode the images, cached)")
+    b.add_argument("--num-beams", type=int, default=10, help="beam size; all beams are the candidates")
+    b.add_argument("--lm", action="append", metavar="NAME=DIR",
+                   help="LM corpus name and a folder with unigram/ and lstm/ (repeatable; default: the shipped "
+                        "lm-flickr8k and lm-coco)")
+    b.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u")
+    b.set_defaults(func=table_cmd)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -99,4 +111,59 @@ def tune_cmd(args: argparse.Namespace) -> int:
                   load_caption_lm(args.lstm), args.objective, metrics=metrics)
     args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("lambda", "alpha", "objective", "value")}))
+    return 0
+
+
+def _lm_pairs(specs: list[str] | None) -> dict:
+    from capeval.models.lm_loading import load_caption_lm
+    from capeval.paths import pretrained_dir
+
+    if not specs:
+        specs = [f"{name}={pretrained_dir('lm-' + name)}" for name in ("flickr8k", "coco")]
+    pairs = {}
+    for spec in specs:
+        name, sep, folder = spec.partition("=")
+        if not sep or not name or not folder:
+            raise ValueError(f"--lm {spec!r}: expected NAME=DIR (a folder with unigram/ and lstm/).")
+        pairs[name] = (load_caption_lm(Path(folder) / "unigram"), load_caption_lm(Path(folder) / "lstm"))
+    return pairs
+
+
+def _split_candidates(path: Path | None, split: str, args: argparse.Namespace) -> tuple[list[dict], dict]:
+    from capeval.captioning.data import flickr8k_split
+    from capeval.rerank.mmi import read_candidates_jsonl
+
+    refs = flickr8k_split(split)
+    if path is not None:
+        return read_candidates_jsonl(path), refs
+    from capeval.captioning.generate import beam_candidates
+    from capeval.cli.cmd_captioner import _split_inputs
+
+    ns = argparse.Namespace(model=args.captioner, features=args.features, images=None, split=split)
+    model, tokenizer, table, refs = _split_inputs(ns)
+    return beam_candidates(model, tokenizer, table, sorted(refs), num_beams=args.num_beams,
+                           num_return_sequences=args.num_beams), refs
+
+
+def table_cmd(args: argparse.Namespace) -> int:
+    from capeval.cli.cmd_score import check_output_path
+    from capeval.rerank.table import mmi_table
+
+    check_output_path(args.json)
+    lms = _lm_pairs(args.lm)
+    dev, dev_refs = _split_candidates(args.dev_candidates, "dev", args)
+    test, test_refs = _split_candidates(args.test_candidates, "test", args)
+    for items, refs, split in ((dev, dev_refs, "dev"), (test, test_refs, "test")):
+        missing = [it["id"] for it in items if it["id"] not in refs]
+        if missing:
+            raise ValueError(f"{len(missing)} {split} candidates have no Flickr8k {split} references "
+                             f"(e.g. {missing[0]!r}).")
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    out = mmi_table(dev, [dev_refs[it["id"]] for it in dev], test, [test_refs[it["id"]] for it in test], lms,
+                    metrics=metrics)
+    out["settings"].update({"captioner": str(args.captioner or "capeval:flickr8k-captioner"),
+                            "num_beams": args.num_beams, "dev": "flickr8k-dev", "test": "flickr8k-test"})
+    args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
+    for row in out["rows"]:
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}))
     return 0
