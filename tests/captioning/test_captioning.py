@@ -148,3 +148,34 @@ def test_distractor_analysis_shares(trained):
     assert len(out["distractors"]) == 3 and out["settings"]["images"] == 4
     with pytest.raises(ValueError, match="both training and evaluated"):
         distractor_analysis(model, tok, table, train, train)
+
+
+def test_cider_reward_matches_capeval_cider_d():
+    from capeval.api import score
+    from capeval.captioning.rewards import CiderReward
+
+    refs = {"a": ["A dog runs on grass.", "a dog running"], "b": ["A cat sleeps.", "a cat on a bed"],
+            "c": ["a man rides a horse", "a man on a horse"]}
+    preds = {"a": "a dog runs", "b": "a cat", "c": "a man on a horse"}
+    reward = CiderReward(refs)
+    got = reward([preds[i].split() for i in "abc"], list("abc"))
+    # the same df (one document per image, all three images) as pycocoevalcap over the three items
+    want = score([preds[i] for i in "abc"], [refs[i] for i in "abc"], ["cider_d"])["per_caption"]["cider_d"]
+    assert got == pytest.approx(want, abs=1e-9)
+    with pytest.raises(ValueError, match="2 samples for 1 images"):
+        reward([["a"], ["b"]], ["a"])
+
+
+def test_scst_fine_tunes_a_trained_captioner(trained, tmp_path):
+    table, train, dev, _, out, _, _, _ = trained
+    log = train_captioner(table, train, tmp_path / "scst", dev=dev, objective="scst", init_from=out, epochs=1,
+                          images_per_batch=4, scst_samples=3, lr=1e-4, warmup_steps=1, progress_bar=False)
+    assert log["options"]["objective"] == "scst" and log["options"]["init_from"] == str(out)
+    assert (tmp_path / "scst" / "model.safetensors").is_file()
+    import math
+
+    assert math.isfinite(log["epochs"][0]["train_loss"])
+    with pytest.raises(ValueError, match="init_from"):
+        train_captioner(table, train, tmp_path / "x", objective="scst")
+    with pytest.raises(ValueError, match="objective"):
+        train_captioner(table, train, tmp_path / "x", objective="rl")

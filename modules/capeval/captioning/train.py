@@ -15,6 +15,11 @@
   CIDEr-D. ``DIR`` ends up holding the best epoch's model and tokenizer and ``training.json`` (the log).
 * several processes (``accelerate launch``): each takes every ``num_processes``-th batch, gradients are
   averaged by accelerate (DDP).
+* ``objective="scst"`` (self-critical sequence training, Rennie et al. CVPR 2017, with the mean reward of the
+  other samples of the same image as the baseline, Luo 2020): fine-tunes a trained captioner (``init_from``)
+  on the CIDEr-D of ``scst_samples`` sampled captions per image, each against its image's training references
+  with document frequencies from the training references (:mod:`capeval.captioning.rewards`). The loss is
+  ``-(reward - baseline) * log P(sample|I)`` averaged over samples.
 """
 from __future__ import annotations
 
@@ -32,7 +37,8 @@ from capeval.progress import progress
 STATE_FILE = "training_state.pt"
 DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,
                             "warmup_steps": 300, "clip_norm": 1.0, "patience": 3, "min_count": 5,
-                            "max_words": 22, "seed": 0}
+                            "max_words": 22, "seed": 0, "objective": "xe", "init_from": None,
+                            "scst_samples": 5}
 
 
 def _checkpoints(out_dir: Path) -> list[Path]:
@@ -77,6 +83,10 @@ def train_captioner(
     opts = {**DEFAULTS, **options}
     if opts["epochs"] < 1 or opts["images_per_batch"] < 1 or opts["lr"] <= 0:
         raise ValueError("epochs and images_per_batch must be >= 1 and lr > 0.")
+    if opts["objective"] not in ("xe", "scst"):
+        raise ValueError(f"objective must be 'xe' or 'scst', got {opts['objective']!r}.")
+    if opts["objective"] == "scst" and (opts["init_from"] is None or opts["scst_samples"] < 2):
+        raise ValueError("objective='scst' needs init_from (a trained captioner folder) and scst_samples >= 2.")
     check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
     images = sorted(train)
     if not images:
@@ -92,6 +102,14 @@ def train_captioner(
         state = torch.load(last / STATE_FILE, weights_only=False)
         log = state["log"]
         opts = {**log["options"], "epochs": opts["epochs"]}
+    elif opts["init_from"] is not None:
+        model = CaptionerForImageCaptioning.from_pretrained(opts["init_from"])
+        tokenizer = require("transformers").AutoTokenizer.from_pretrained(opts["init_from"])
+        if config:
+            raise ValueError("config cannot change the architecture of an init_from model.")
+        opts["init_from"] = str(opts["init_from"])
+        state, log = None, {"options": opts, "config": model.config.to_dict(), "feature_settings": features.settings,
+                            "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
     else:
         tokenizer = build_caption_tokenizer([c for i in images for c in train[i]], opts["min_count"])
         cfg = CaptionerConfig(vocab_size=len(tokenizer), feature_dim=features.feature_dim,
@@ -102,6 +120,11 @@ def train_captioner(
         state, log = None, {"options": opts, "config": cfg.to_dict(), "feature_settings": features.settings,
                             "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
     ids = {i: encode_captions(tokenizer, train[i], opts["max_words"]) for i in images}
+    reward = None
+    if opts["objective"] == "scst":
+        from capeval.captioning.rewards import CiderReward
+
+        reward = CiderReward({i: train[i] for i in images})
     steps_per_epoch = math.ceil(len(images) / opts["images_per_batch"] / accelerator.num_processes)
     total = steps_per_epoch * opts["epochs"]
     optimizer = torch.optim.AdamW(model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
@@ -125,7 +148,10 @@ def train_captioner(
         bar = progress(batches, desc=f"captioner epoch {epoch}/{opts['epochs']}", enabled=progress_bar,
                        ) if accelerator.is_main_process else batches
         for batch in bar:
-            loss, tokens = _step(core, model, features, batch, ids, accelerator)
+            if reward is None:
+                loss, tokens = _step(core, model, features, batch, ids, accelerator)
+            else:
+                loss, tokens = _scst_step(core, model, tokenizer, features, batch, reward, opts, accelerator)
             optimizer.zero_grad()
             accelerator.backward(loss)
             if opts["clip_norm"]:
@@ -181,6 +207,43 @@ def _step(core, model, features: FeatureTable, batch: list[str], ids: dict, acce
     embeds = core.encode_images(feats)[torch.as_tensor([k for k, _ in rows], device=accelerator.device)]
     out = model(input_ids=inputs.to(accelerator.device), image_embeds=embeds, labels=targets.to(accelerator.device))
     return out.loss, int((targets >= 0).sum())
+
+
+def _scst_step(core, model, tokenizer, features: FeatureTable, batch: list[str], reward, opts, accelerator):
+    """Self-critical loss of one batch; returns ``(loss, number of sampled captions)``."""
+    from capeval.captioning.generate import _strip
+
+    torch = require("torch")
+    k = opts["scst_samples"]
+    feats = features.rows(batch).to(accelerator.device)
+    core.eval()
+    with torch.no_grad():
+        gen = core.generate(image_features=feats, do_sample=True, num_beams=1, length_penalty=None, top_k=0,
+                            top_p=1.0, num_return_sequences=k, max_new_tokens=opts["max_words"] + 1)
+    core.train()
+    eos = core.config.eos_token_id
+    seqs = [_strip(s, eos) for s in gen.tolist()]
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    words = [[t for i, t in zip(s, tokenizer.convert_ids_to_tokens(s)) if i not in special] for s in seqs]
+    rewards = torch.as_tensor(reward([w for w in words], [im for im in batch for _ in range(k)]),
+                              dtype=torch.float32, device=accelerator.device).view(len(batch), k)
+    baseline = (rewards.sum(1, keepdim=True) - rewards) / (k - 1)
+    advantage = (rewards - baseline).flatten()
+    logp = _sequence_log_probs(core, model, seqs, feats, k, accelerator)
+    return -(advantage * logp).mean(), len(seqs)
+
+
+def _sequence_log_probs(core, model, seqs, feats, k, accelerator):
+    """Teacher-forced log P(s|I) (with gradients) of sampled id sequences, ``k`` per image."""
+    from capeval.models.captioner import pad_batch
+
+    torch = require("torch")
+    inputs, targets = pad_batch(seqs, core.config.pad_token_id)
+    inputs, targets = inputs.to(accelerator.device), targets.to(accelerator.device)
+    embeds = core.encode_images(feats).repeat_interleave(k, 0)
+    logits = model(input_ids=inputs, image_embeds=embeds).logits.float()
+    logp = logits.log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+    return (logp * (targets >= 0)).sum(-1)
 
 
 def _dev_scores(model, tokenizer, features: FeatureTable, dev: Mapping[str, Sequence[str]]) -> dict[str, float]:
