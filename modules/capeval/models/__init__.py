@@ -9,11 +9,13 @@ What goes here (and nothing metric-specific):
   ones), :mod:`~capeval.models.feature_cache` (atomic safetensors cache of features),
   :mod:`~capeval.models.extract_features` (features of a folder into one file, one process or several
   with ``accelerate``; ``capeval features extract``);
-* the Flickr8k captioner (a transformers ``PreTrainedModel`` with ``generate()``), its tokenizer (to come);
+* the captioner (filled): :mod:`~capeval.models.captioner` (a transformers ``PreTrainedModel`` + config whose
+  ``generate()`` gives beam search and sampling over image features), :mod:`~capeval.models.caption_tokenizer`
+  (its word-level ``PreTrainedTokenizerFast``); what runs it on datasets is :mod:`capeval.captioning`;
 * caption language models P(s) (``caption_lm``: tokenisation, vocabulary, unigram, interpolation, any
   transformers causal LM, perplexity; ``lstm_lm``: the 1-layer LSTM LM; ``lstm_train``: its training with
   accelerate; ``lm_loading``: load any saved one);
-* checkpoint loading and saving (safetensors, ``save_pretrained`` / ``from_pretrained``): the LSTM LM has it; the captioner will.
+* checkpoint loading and saving (safetensors, ``save_pretrained`` / ``from_pretrained``) for all of them.
 
 Rules: torch and friends are imported lazily (``import capeval`` never imports torch); a missing
 optional dependency raises ``ImportError`` naming ``pip install "capeval[learned]"`` (:mod:`._deps`).
