@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--features", type=Path, help="Flickr8k features file (default: encode the images, cached)")
     b.add_argument("--num-beams", type=int, default=10, help="beam size; all beams are the candidates")
     b.add_argument("--lm", action="append", metavar="NAME=DIR",
-                   help="LM corpus name and a folder with unigram/ and lstm/ (repeatable; default: the shipped "
-                        "lm-flickr8k and lm-coco)")
+                   help="LM corpus name and a folder with unigram/ and lstm/ (repeatable; default: every shipped "
+                        "caption LM, capeval.paths.PRETRAINED)")
     b.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u")
     b.set_defaults(func=table_cmd)
     p.set_defaults(func=lambda args: p.print_help() or 2)
@@ -116,10 +116,10 @@ def tune_cmd(args: argparse.Namespace) -> int:
 
 def _lm_pairs(specs: list[str] | None) -> dict:
     from capeval.models.lm_loading import load_caption_lm
-    from capeval.paths import pretrained_dir
+    from capeval.paths import PRETRAINED, pretrained_dir
 
     if not specs:
-        specs = [f"{name}={pretrained_dir('lm-' + name)}" for name in ("flickr8k", "coco")]
+        specs = [f"{name[3:]}={pretrained_dir(name)}" for name in PRETRAINED if name.startswith("lm-")]
     pairs = {}
     for spec in specs:
         name, sep, folder = spec.partition("=")

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Reproduces the learned-foundation numbers of BENCHMARKS.md §7: Flickr8k features, the shipped captioner
+# (cross-entropy training, then self-critical CIDEr-D fine-tuning), its test-split scores, the caption LMs and
+# their perplexities, the MMI table and the §3.1 distractor analysis.
+# Usage: benchmarks/learned_foundation.sh [OUT_DIR]   (CAPEVAL_DATA_DIR, default ../shared/data; 2 CPU threads)
+set -euo pipefail
+out="${1:-out/learned}"
+data="${CAPEVAL_DATA_DIR:-../shared/data}"
+mkdir -p "$out"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+# 1. EfficientNet-Lite0 7x7x1280 grid features of all 8,091 Flickr8k images (224 px copies)
+ls "$data/flickr8k/images-224"/*.jpg > "$out/images.txt"
+[ -f "$out/grid224.safetensors" ] || capeval features extract --images "$out/images.txt" --out "$out/grid224.safetensors" \
+  --kind grid --batch-size 16 --no-cache
+# 2. captioner: cross-entropy on Flickr8k train (dev CIDEr-D picks the epoch), then self-critical fine-tuning
+capeval captioner train --features "$out/grid224.safetensors" --out "$out/captioner-xe" --epochs 12
+capeval captioner train --features "$out/grid224.safetensors" --out "$out/captioner" --scst-from "$out/captioner-xe" \
+  --epochs 3 --lr 2e-5 --warmup-steps 50 --patience 1
+for m in captioner-xe captioner; do
+  capeval captioner evaluate --split test --model "$out/$m" --features "$out/grid224.safetensors" \
+    --json "$out/$m-test.json" --captions-out "$out/$m-test-captions.jsonl"
+done
+# 3. caption LMs (unigram + LSTM 300/512) on Flickr8k train, perplexities
+capeval lm train --corpus flickr8k-train --dev flickr8k-dev --out "$out/lm-flickr8k" --epochs 8 --patience 2 --dropout 0.3
+for c in flickr8k-test coco-karpathy-test; do
+  for m in unigram lstm; do capeval lm perplexity --lm "$out/lm-flickr8k/$m" --captions "$c"; done
+done
+# 4. MMI table (beam 10, lambda/alpha tuned on Flickr8k dev) and the distractor analysis
+capeval mmi table --captioner "$out/captioner" --features "$out/grid224.safetensors" --lm "flickr8k=$out/lm-flickr8k" \
+  --num-beams 10 --json "$out/mmi-table.json"
+capeval captioner distractors --split test --model "$out/captioner" --features "$out/grid224.safetensors" \
+  --json "$out/distractors.json"

@@ -1,0 +1,80 @@
+"""The trained models shipped in ``capeval/pretrained/``: present, small, carded, loadable, round-tripping, and
+trained on training splits only (their vocabularies are rebuilt from the training captions and compared)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from capeval.paths import PRETRAINED, pretrained_dir
+from support import ROOT, require_data
+
+MAX_FILE_BYTES = 25 * 1024 * 1024
+
+
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_shipped_folder_is_small_and_has_a_model_card(name):
+    folder = pretrained_dir(name)
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert files, f"{folder} is empty"
+    for path in files:
+        assert path.stat().st_size <= MAX_FILE_BYTES, f"{path} is larger than 25 MB"
+        assert path.suffix not in (".pt", ".bin", ".pkl"), f"{path}: weights must be safetensors"
+    card = ROOT / "hub_cards" / "models" / f"{name}.md"
+    text = card.read_text(encoding="utf-8")
+    assert text.startswith("---\n") and "\nlicense:" in text.split("---", 2)[1]
+    assert "## Training" in text and "## Evaluation" in text and "capeval" in text
+
+
+def test_unknown_pretrained_name():
+    with pytest.raises(ValueError, match="Unknown pretrained model"):
+        pretrained_dir("resnet-critic")
+
+
+def test_shipped_captioner_loads_round_trips_and_captions(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from capeval.captioning.load import load_captioner
+    from capeval.models.caption_tokenizer import decode_ids
+    from capeval.models.captioner import CaptionerForImageCaptioning
+
+    model, tok = load_captioner()
+    assert model.config.feature_dim == 1280 and model.config.encoder == "efficientnet-lite0"
+    feats = torch.randn(2, 49, 1280, generator=torch.Generator().manual_seed(0))
+    before = model.generate(image_features=feats)
+    model.save_pretrained(tmp_path)
+    again = CaptionerForImageCaptioning.from_pretrained(tmp_path).eval()
+    assert torch.equal(again.generate(image_features=feats), before)
+    assert all(isinstance(c, str) and c for c in decode_ids(tok, before.tolist()))
+
+
+def test_shipped_captioner_was_trained_on_flickr8k_train_only():
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.captioning.data import flickr8k_split
+    from capeval.captioning.load import load_captioner
+    from capeval.models.caption_tokenizer import build_caption_tokenizer
+
+    log = json.loads((pretrained_dir("flickr8k-captioner") / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    _, tok = load_captioner()
+    rebuilt = build_caption_tokenizer([c for caps in train.values() for c in caps], log["options"]["min_count"])
+    assert rebuilt.get_vocab() == tok.get_vocab()  # the vocabulary of exactly the train captions
+
+
+def test_shipped_flickr8k_lms_load_and_match_the_train_vocabulary():
+    pytest.importorskip("torch")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.models.caption_lm import UnigramLM, lm_perplexity
+    from capeval.models.lm_loading import load_caption_lm
+    from capeval.rerank.corpora import corpus_captions
+
+    folder = pretrained_dir("lm-flickr8k")
+    unigram, lstm = load_caption_lm(folder / "unigram"), load_caption_lm(folder / "lstm")
+    train = corpus_captions("flickr8k-train")
+    refit = UnigramLM.fit(train, min_count=5)
+    assert refit.vocab.itos == unigram.vocab.itos and refit.counts.tolist() == unigram.counts.tolist()
+    assert lstm.vocab.itos == unigram.vocab.itos
+    ppl = lm_perplexity(lstm, ["a dog runs through the grass .", "a man in a red shirt is climbing a rock ."])
+    assert 1 < ppl < 200
