@@ -143,3 +143,19 @@ def test_bad_inputs_raise_clear_errors(tok):
         pad_batch([[1]], 0)
     with pytest.raises(ValueError, match="divisible"):
         CaptionerConfig(hidden_size=10, num_attention_heads=4)
+
+
+def test_generated_captions_never_hold_unk_and_never_are_empty(tok):
+    model = tiny(tok, seed=5)
+    # make <unk> and an immediate <eos> the most likely tokens: the constraints must still win
+    with torch.no_grad():
+        model.lm_head.weight[3] += 5.0
+        model.lm_head.weight[2] += 5.0
+    feats = torch.randn(4, 12)
+    beams = model.generate(image_features=feats, num_beams=3, num_return_sequences=3, max_new_tokens=6)
+    torch.manual_seed(0)
+    samples = model.generate(image_features=feats, do_sample=True, num_beams=1, length_penalty=None, top_k=0,
+                             num_return_sequences=3, max_new_tokens=6)
+    for seqs in (beams, samples):
+        assert not (seqs[:, 1:] == 3).any()
+        assert (seqs[:, 1] > 3).all()  # a word right after <bos>

@@ -53,6 +53,7 @@ def beam_candidates(model, tokenizer, features: FeatureTable, names: Sequence[st
         with torch.no_grad():
             embeds = model.encode_images(feats)
             kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens} if max_new_tokens else {}
+            kwargs.update(model.caption_constraints())
             if num_beams > 1:
                 gen = model.generate(image_embeds=embeds, num_beams=num_beams, num_return_sequences=num_return_sequences,
                                      length_penalty=length_penalty, do_sample=False, output_scores=True,
@@ -91,6 +92,7 @@ def sample_captions(model, tokenizer, features: FeatureTable, names: Sequence[st
         with torch.no_grad():
             embeds = model.encode_images(feats)
             kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens} if max_new_tokens else {}
+            kwargs.update(model.caption_constraints())
             gen = model.generate(image_embeds=embeds, do_sample=True, num_beams=1, length_penalty=None, top_k=0,
                                  top_p=1.0, temperature=temperature, num_return_sequences=num_samples, **kwargs)
             seqs = [_strip(s, eos) for s in gen.tolist()]

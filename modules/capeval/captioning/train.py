@@ -219,7 +219,8 @@ def _scst_step(core, model, tokenizer, features: FeatureTable, batch: list[str],
     core.eval()
     with torch.no_grad():
         gen = core.generate(image_features=feats, do_sample=True, num_beams=1, length_penalty=None, top_k=0,
-                            top_p=1.0, num_return_sequences=k, max_new_tokens=opts["max_words"] + 1)
+                            top_p=1.0, num_return_sequences=k, max_new_tokens=opts["max_words"] + 1,
+                            **core.caption_constraints())
     core.train()
     eos = core.config.eos_token_id
     seqs = [_strip(s, eos) for s in gen.tolist()]

@@ -21,7 +21,8 @@ over the regions and a feed-forward block; a linear layer gives the next-word lo
   them once, not at every step.
 * ``generate`` is ``transformers``' own (beam search, sampling, ``num_return_sequences``, ``sequences_scores``):
   the generation defaults are ``length_penalty=0.0`` (so a beam's ``sequences_scores`` is its summed log
-  probability, ``<eos>`` included: log P(s|I)), ``max_new_tokens=24``. :meth:`caption_log_probs` gives the
+  probability, ``<eos>`` included: log P(s|I)), ``max_new_tokens=24``, ``num_beams=3`` (pass ``num_beams=1``
+  for greedy decoding or sampling) and :meth:`caption_constraints` (no ``<unk>``, no empty caption). :meth:`caption_log_probs` gives the
   same log P(s|I) for given token ids (teacher forcing).
 * Prompts (``input_ids``) must be unpadded: every row starts with ``<bos>`` at position 0.
 """
@@ -54,7 +55,7 @@ class CaptionerConfig(transformers.PretrainedConfig):
                  num_hidden_layers: int = 2, num_attention_heads: int = 4, intermediate_size: int = 1024,
                  dropout: float = 0.3, max_position_embeddings: int = 40, encoder: str = "efficientnet-lite0",
                  encoder_resolution: int | str = 224, feature_kind: str = "grid", pad_token_id: int = 0,
-                 bos_token_id: int = 1, eos_token_id: int = 2, **kwargs):
+                 bos_token_id: int = 1, eos_token_id: int = 2, unk_token_id: int = 3, **kwargs):
         if hidden_size % num_attention_heads:
             raise ValueError(f"hidden_size {hidden_size} is not divisible by num_attention_heads {num_attention_heads}.")
         if feature_kind not in ("grid", "pooled"):
@@ -64,6 +65,7 @@ class CaptionerConfig(transformers.PretrainedConfig):
         self.intermediate_size, self.dropout = intermediate_size, dropout
         self.max_position_embeddings = max_position_embeddings
         self.encoder, self.encoder_resolution, self.feature_kind = encoder, encoder_resolution, feature_kind
+        self.unk_token_id = unk_token_id
         kwargs.setdefault("tie_word_embeddings", False)
         super().__init__(pad_token_id=pad_token_id, bos_token_id=bos_token_id, eos_token_id=eos_token_id, **kwargs)
 
@@ -163,7 +165,16 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
         self.post_init()
         self.generation_config = transformers.GenerationConfig(
             bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
-            decoder_start_token_id=config.bos_token_id, max_new_tokens=24, length_penalty=0.0, num_beams=3)
+            decoder_start_token_id=config.bos_token_id, max_new_tokens=24, length_penalty=0.0, num_beams=3,
+            **self.caption_constraints())
+
+    def caption_constraints(self) -> dict:
+        """Generation settings that keep captions well-formed: never ``<pad>``, ``<bos>`` or ``<unk>`` (their
+        logits are masked, the other tokens' log probabilities are not renormalised, so ``sequences_scores``
+        stays the model's log P(s|I)), at least one word before ``<eos>``."""
+        cfg = self.config
+        suppress = sorted({cfg.pad_token_id, cfg.bos_token_id, getattr(cfg, "unk_token_id", 3)} - {cfg.eos_token_id})
+        return {"suppress_tokens": suppress, "min_new_tokens": 1}
 
     # -- images ------------------------------------------------------------------------------------------------
     def regions(self, image_features):
