@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
                         f"(default {DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
+    p.add_argument("--empty", choices=list(EMPTY_CHOICES), default="error",
+                   help="an empty or whitespace-only prediction: 'error' (default) refuses the file naming it; "
+                        "'zero' scores it 0 on every metric, with a warning naming it")
     p.add_argument("--duplicate-ids", choices=["error", "split"], default="error",
                    help="predictions with a repeated image id: 'error' (default) refuses the file; 'split' scores "
                         "the k-th caption of every image as captioner k, each captioner separately (for files "
@@ -92,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     keys = [k for ks in selected.values() for k in ks]
 
     split = args.duplicate_ids == "split"
-    ids, preds = load_predictions(pred_path, allow_duplicate_ids=split)
+    ids, preds = load_predictions(pred_path, allow_duplicate_ids=split, allow_empty=args.empty == "zero")
     ref_ids, refs = load_references(ref_path)
     if split and ids is None:
         raise ValueError(f"--duplicate-ids split needs image ids in {pred_path.name} (COCO results, CSV/JSONL with ids).")
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
 
     options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
-                   meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars)
+                   meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty)
     results = []
     for s_ids, s_preds in systems:
         s_ids, s_preds, s_refs = pair(s_ids, s_preds, ref_ids, refs)
