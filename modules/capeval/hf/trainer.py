@@ -23,7 +23,9 @@ References, one of:
   image id or example id.
 
 With ``ids``, each distinct id is scored once (its first row's caption), as the COCO evaluation scores one
-caption per image. Torch and transformers are never imported here: the arrays are read through numpy.
+caption per image. The Trainer calls ``compute_metrics`` only when the evaluation set has labels, so keep them
+there even when the references come from ``references=``. ``batch_eval_metrics=True`` works too (batches are
+gathered until the last one). Torch and transformers are never imported here: the arrays are read through numpy.
 """
 from __future__ import annotations
 
