@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.batch import CaptionBatch
+from capeval.progress import progress as progress_bar
 from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
@@ -57,6 +58,35 @@ def _declared_options(name: str) -> set[str]:
         return set(metric_class(name).options)
     except ImportError:  # optional dependency missing: it cannot own the option anyway
         return set()
+
+
+def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch, empties: list[int],
+                 show_progress: bool | None) -> tuple[dict, dict, dict, list]:
+    """Compute each metric in turn (a "capeval.score" bar over them: on a terminal after one second, or forced)."""
+    result: dict[str, Any] = {}
+    per_caption: dict[str, list[float]] = {}
+    extras: dict[str, Any] = {}
+    fields: list[tuple[str, str]] = []
+    warned = False
+    with progress_bar(None, total=len(instances), desc="capeval.score", enabled=show_progress) as bar:
+        for metric, (name, keys) in zip(instances, selected.items()):
+            bar.set_postfix_str(name)
+            if metric.uses_tokens and not warned:
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=4)
+                warned = True
+            try:
+                out = metric.compute(batch)
+            finally:
+                metric.close()  # release its JVM / parser before the next metric starts
+            for key in keys:
+                check_finite([out.corpus[key]], key)
+                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
+                result[key] = out.corpus[key]
+                per_caption[key] = out.per_caption[key]
+            extras.update(out.extra)
+            fields.append((name, out.signature))
+            bar.update()
+    return result, per_caption, extras, fields
 
 
 def score(
@@ -122,35 +152,17 @@ def score(
     if limited and max_chars is not None:
         check_caption_lengths(preds, refs, max_chars, limited)
 
-    result: dict[str, Any] = {}
-    per_caption: dict[str, list[float]] = {}
-    extras: dict[str, Any] = {}
-    fields: list[tuple[str, str]] = []
-    uses_tokens = reads_text = False
     empties = warn_empty(preds)
     instances = []  # constructed first: every option is checked before anything is computed
     try:
         for name in selected:
             instances.append(metric_class(name)(**routed[name]))
-        for metric, (name, keys) in zip(instances, selected.items()):
-            if metric.uses_tokens and not uses_tokens:
-                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties)
-            try:
-                out = metric.compute(batch)
-            finally:
-                metric.close()  # release its JVM / parser before the next metric starts
-            uses_tokens |= metric.uses_tokens
-            reads_text |= metric.reads_text
-            for key in keys:
-                check_finite([out.corpus[key]], key)
-                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
-                result[key] = out.corpus[key]
-                per_caption[key] = out.per_caption[key]
-            extras.update(out.extra)
-            fields.append((name, out.signature))
+        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
     finally:
         for metric in instances:
             metric.close()
+    uses_tokens = any(m.uses_tokens for m in instances)
+    reads_text = any(m.reads_text for m in instances)
 
     # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
     common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}

@@ -172,6 +172,7 @@ def warn_wordless(
     prediction_tokens: Sequence[Sequence[str]],
     reference_tokens: Sequence[Sequence[Sequence[str]]],
     skip: Sequence[int] = (),
+    stacklevel: int = 3,
 ) -> None:
     """Warn (:class:`WordlessCaptionWarning`) naming captions whose token list is empty.
 
@@ -187,7 +188,7 @@ def warn_wordless(
             f"{len(where)} caption(s) have no word token (only punctuation, symbols or invisible characters): "
             f"{shown}. They are scored like pycocoevalcap scores them (a prediction without words scores 0).",
             WordlessCaptionWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
