@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from support import ROOT
+from support import ROOT, needs
 
 import capeval
 
@@ -27,14 +27,7 @@ SHAPES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def _needs(name: str) -> None:
-    if name.startswith("spice"):
-        pytest.importorskip("spacy")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def _load(name: str):
@@ -53,7 +46,7 @@ def _same(got: dict, want: dict) -> None:
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", CAPTION_MODULES)
 def test_every_reference_shape_scores_as_capeval_score(name, shape):
-    _needs(name)
+    needs(name)
     refs = SHAPES[shape]
     kwargs = {"metrics": CAPTION_MODULES[name]} if name == "coco_caption" else {}
     got = _load(name).compute(predictions=PREDICTIONS, references=refs, **kwargs)
@@ -146,7 +139,7 @@ def test_combine_refuses_names_no_capeval_module_knows(kwargs, match):
 
 @pytest.mark.parametrize("name", CAPTION_MODULES)
 def test_empty_prediction_raises_by_default_and_scores_zero_with_empty_zero(name):
-    _needs(name)
+    needs(name)
     module = _load(name)
     preds = [PREDICTIONS[0], "  ", PREDICTIONS[2]]
     kwargs = {"metrics": CAPTION_MODULES[name]} if name == "coco_caption" else {}
