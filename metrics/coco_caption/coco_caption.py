@@ -6,8 +6,13 @@ A thin wrapper: all logic is in ``capeval`` (``pip install capeval``); the numbe
 import evaluate
 from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
+from capeval.hf import CaptionModule
 from capeval.hf import caption_features
+from capeval.hf import select_metrics
 
+
+#: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
+_FAMILY = ("bleu", "meteor", "rouge_l", "cider_d")
 
 _CITATION = """\
 @article{chen2015microsoft,
@@ -61,7 +66,9 @@ Args:
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
     metrics (`list` of `str` or `str`, optional): any of "bleu" (= bleu_1..bleu_4), "bleu_1".."bleu_4",
-        "meteor", "rouge_l", "cider_d", or a comma-separated string. Default: all of them.
+        "meteor", "rouge_l", "cider_d", or a comma-separated string. Default: all of them. Names of other
+        capeval modules' metrics ("spice", ...) are accepted and left to those modules (`evaluate.combine`):
+        this module computes only its own and returns {} (with a warning) when none is named.
     cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
         It applies to text that metrics read as text; these metrics read PTB tokens, which are always
         computed from the captions as written (pycocoevalcap's input), so it never changes their scores.
@@ -74,6 +81,10 @@ Args:
     meteor_timeout (`float`, optional): seconds to wait for any METEOR answer before restarting the JVM.
     max_caption_chars (`int` or `None`, optional): with METEOR selected, captions longer than this are
         refused (ValueError naming the item) before the JVM starts. Default 5000; None: no limit.
+    empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
+        it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
+    Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
+    `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
     bleu_1, bleu_2, bleu_3, bleu_4 (`float`): corpus BLEU, 0 to 1.
@@ -129,7 +140,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class CocoCaption(evaluate.Metric):
+class CocoCaption(CaptionModule, evaluate.Metric):
     """BLEU-1..4, METEOR, ROUGE-L and CIDEr-D as in pycocoevalcap; see ``capeval.score``."""
 
     def _info(self):
@@ -157,16 +168,21 @@ class CocoCaption(evaluate.Metric):
         meteor_jvms=1,
         meteor_timeout=60.0,
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
+        empty="error",
     ):
+        keys = select_metrics(metrics, _FAMILY)
+        if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
+            return {}
         # options of metrics that are not selected are ignored by capeval.score
         return capeval_score(
             predictions,
             references,
-            metrics=metrics,
+            metrics=keys,
             cleanup=cleanup,
             tokenizer=tokenizer,
             cider_df=cider_df,
             meteor_jvms=meteor_jvms,
             meteor_timeout=meteor_timeout,
             max_caption_chars=max_caption_chars,
+            empty=empty,
         )

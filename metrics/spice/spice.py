@@ -6,7 +6,12 @@ A thin wrapper: all logic is in ``capeval.spice`` (``pip install "capeval[spice]
 import evaluate
 from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
+from capeval.hf import CaptionModule
 from capeval.hf import caption_features
+from capeval.hf import select_metrics
+
+#: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
+_FAMILY = ("spice",)
 
 _CITATION = """\
 @inproceedings{anderson2016spice,
@@ -33,6 +38,9 @@ Args:
     predictions (`list` of `str`): one caption per image.
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
+    metrics (`list` of `str` or `str`, optional): capeval metric names or result keys across every capeval
+        module, as in `capeval.score`; this module computes "spice" (and its precision / recall keys) when they
+        are named and returns {} (with a warning) when they are not. For `evaluate.combine`. Default: SPICE.
     cleanup (`str`, optional): "thumb" (default) or "none": clean-up of the text parsed with
         `spice_input="raw"`; the default token input is always the PTB tokens of the captions as written
         (pycocoevalcap's input).
@@ -48,6 +56,10 @@ Args:
     spice_detailed (`bool`, optional): also return every tuple with its match flag ("spice_details").
     spice_input (`str`, optional): "tokens" (default, as pycocoevalcap) or "raw".
     spice_synonyms (`bool`, optional): WordNet synonym matching, as official SPICE. Default True.
+    empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
+        it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
+    Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
+    `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
     spice (`float`): corpus SPICE, the mean of per-caption F-scores, 0 to 1.
@@ -80,7 +92,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class Spice(evaluate.Metric):
+class Spice(CaptionModule, evaluate.Metric):
     """SPICE without Java; see ``capeval.score(..., metrics="spice")``."""
 
     def _info(self):
@@ -97,6 +109,7 @@ class Spice(evaluate.Metric):
         self,
         predictions,
         references,
+        metrics=None,
         cleanup="thumb",
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
@@ -107,11 +120,15 @@ class Spice(evaluate.Metric):
         spice_detailed=False,
         spice_input="tokens",
         spice_synonyms=True,
+        empty="error",
     ):
+        keys = select_metrics(metrics, _FAMILY)
+        if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
+            return {}
         return capeval_score(
             predictions,
             references,
-            metrics=["spice"],
+            metrics=keys,
             cleanup=cleanup,
             tokenizer=tokenizer,
             max_caption_chars=max_caption_chars,
@@ -122,4 +139,5 @@ class Spice(evaluate.Metric):
             spice_detailed=spice_detailed,
             spice_input=spice_input,
             spice_synonyms=spice_synonyms,
+            empty=empty,
         )

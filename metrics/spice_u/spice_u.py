@@ -6,7 +6,12 @@ A thin wrapper: all logic is in ``capeval.spice_u`` (``pip install "capeval[spic
 import evaluate
 from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
+from capeval.hf import CaptionModule
 from capeval.hf import caption_features
+from capeval.hf import select_metrics
+
+#: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
+_FAMILY = ("spice_u",)
 
 _CITATION = """\
 @inproceedings{wang2020spiceu,
@@ -33,6 +38,9 @@ Args:
     predictions (`list` of `str`): one caption per image.
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
+    metrics (`list` of `str` or `str`, optional): capeval metric names or result keys across every capeval
+        module, as in `capeval.score`; this module computes "spice_u" (and "uniqueness") when they are named
+        and returns {} (with a warning) when they are not. For `evaluate.combine`. Default: SPICE-U.
     cleanup (`str`, optional): "thumb" (default) or "none": clean-up of the text parsed with
         `spice_input="raw"` (tokens never see it).
     max_caption_chars (`int` or `None`, optional): captions longer than this are refused before parsing
@@ -44,6 +52,10 @@ Args:
         ("spice_u_details").
     spice_parser_model, spice_workers, spice_batch_size, spice_cache, spice_input, spice_synonyms: the
         SPICE options (see the `spice` module); they change the SPICE half of the score.
+    empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
+        it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
+    Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
+    `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
     spice_u (`float`): corpus SPICE-U, the mean of per-caption scores, 0 to 1.
@@ -72,7 +84,7 @@ Examples:
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class SpiceU(evaluate.Metric):
+class SpiceU(CaptionModule, evaluate.Metric):
     """SPICE-U with the shipped COCO train2014 uniqueness table; see ``capeval.score(..., metrics="spice_u")``."""
 
     def _info(self):
@@ -89,6 +101,7 @@ class SpiceU(evaluate.Metric):
         self,
         predictions,
         references,
+        metrics=None,
         cleanup="thumb",
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
@@ -100,11 +113,15 @@ class SpiceU(evaluate.Metric):
         spice_cache=True,
         spice_input="tokens",
         spice_synonyms=True,
+        empty="error",
     ):
+        keys = select_metrics(metrics, _FAMILY)
+        if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
+            return {}
         return capeval_score(
             predictions,
             references,
-            metrics=["spice_u"],
+            metrics=keys,
             cleanup=cleanup,
             tokenizer=tokenizer,
             max_caption_chars=max_caption_chars,
@@ -116,4 +133,5 @@ class SpiceU(evaluate.Metric):
             spice_cache=spice_cache,
             spice_input=spice_input,
             spice_synonyms=spice_synonyms,
+            empty=empty,
         )

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.batch import CaptionBatch
+from capeval.progress import progress as progress_bar
 from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
@@ -14,10 +15,23 @@ from capeval.validation import (
     check_finite,
     check_max_caption_chars,
     normalize_inputs,
+    warn_empty,
     warn_wordless,
 )
 
-__all__ = ["available_metrics", "score"]
+__all__ = ["available_metrics", "option_names", "score"]
+
+#: ``score``'s own keywords besides the captions (the metric options come from the registry).
+SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty")
+
+
+def option_names() -> set[str]:
+    """Every keyword :func:`score` accepts: its own (``metrics``, ``cleanup``, ...) and every metric's options.
+
+    What the ``evaluate`` modules accept and pass over in ``evaluate.combine`` (an option of another capeval
+    module), as opposed to a typo.
+    """
+    return set(SCORE_KEYWORDS).union(*(_declared_options(name) for name in REGISTRY))
 
 
 def _split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -46,6 +60,35 @@ def _declared_options(name: str) -> set[str]:
         return set()
 
 
+def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch, empties: list[int],
+                 show_progress: bool | None) -> tuple[dict, dict, dict, list]:
+    """Compute each metric in turn (a "capeval.score" bar over them: on a terminal after one second, or forced)."""
+    result: dict[str, Any] = {}
+    per_caption: dict[str, list[float]] = {}
+    extras: dict[str, Any] = {}
+    fields: list[tuple[str, str]] = []
+    warned = False
+    with progress_bar(None, total=len(instances), desc="capeval.score", enabled=show_progress) as bar:
+        for metric, (name, keys) in zip(instances, selected.items()):
+            bar.set_postfix_str(name)
+            if metric.uses_tokens and not warned:
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=4)
+                warned = True
+            try:
+                out = metric.compute(batch)
+            finally:
+                metric.close()  # release its JVM / parser before the next metric starts
+            for key in keys:
+                check_finite([out.corpus[key]], key)
+                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
+                result[key] = out.corpus[key]
+                per_caption[key] = out.per_caption[key]
+            extras.update(out.extra)
+            fields.append((name, out.signature))
+            bar.update()
+    return result, per_caption, extras, fields
+
+
 def score(
     predictions: Sequence[str],
     references: Sequence[str | Sequence[str]],
@@ -55,6 +98,7 @@ def score(
     tokenizer: str | Tokenizer = "ptb",
     progress: bool | None = None,
     max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
+    empty: str = "error",
     **options: Any,
 ) -> dict[str, Any]:
     """Score captions with any subset of capeval's metrics in one call.
@@ -76,6 +120,11 @@ def score(
             with caption length; ``None`` disables the check. Default
             :data:`capeval.validation.DEFAULT_MAX_CAPTION_CHARS` (5,000). BLEU, ROUGE-L and CIDEr-D
             alone accept any length.
+        empty: what an empty or whitespace-only *prediction* does: ``"error"`` (default) raises
+            ``ValueError`` naming it; ``"zero"`` scores it 0 on every metric (it is a caption without
+            words, kept in the corpus statistics: BLEU's brevity penalty, CIDEr-D's document frequencies,
+            METEOR's aggregate) with an :class:`~capeval.validation.EmptyCaptionWarning` naming it. Useful
+            for model outputs (early checkpoints); references must never be empty.
         **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_jvms=2``.
 
     Returns:
@@ -87,11 +136,12 @@ def score(
             ``references[2][1]``) or the argument and the problem.
 
     Warns:
+        capeval.validation.EmptyCaptionWarning: for empty predictions scored 0 with ``empty="zero"``.
         capeval.validation.WordlessCaptionWarning: for captions with no word token (only punctuation,
             emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
             prediction, nothing to match for a reference).
     """
-    preds, refs = normalize_inputs(predictions, references)
+    preds, refs = normalize_inputs(predictions, references, empty=empty)
     selected = resolve(metrics)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
@@ -102,34 +152,17 @@ def score(
     if limited and max_chars is not None:
         check_caption_lengths(preds, refs, max_chars, limited)
 
-    result: dict[str, Any] = {}
-    per_caption: dict[str, list[float]] = {}
-    extras: dict[str, Any] = {}
-    fields: list[tuple[str, str]] = []
-    uses_tokens = reads_text = False
+    empties = warn_empty(preds)
     instances = []  # constructed first: every option is checked before anything is computed
     try:
         for name in selected:
             instances.append(metric_class(name)(**routed[name]))
-        for metric, (name, keys) in zip(instances, selected.items()):
-            if metric.uses_tokens and not uses_tokens:
-                warn_wordless(batch.prediction_tokens, batch.reference_tokens)
-            try:
-                out = metric.compute(batch)
-            finally:
-                metric.close()  # release its JVM / parser before the next metric starts
-            uses_tokens |= metric.uses_tokens
-            reads_text |= metric.reads_text
-            for key in keys:
-                check_finite([out.corpus[key]], key)
-                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
-                result[key] = out.corpus[key]
-                per_caption[key] = out.per_caption[key]
-            extras.update(out.extra)
-            fields.append((name, out.signature))
+        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
     finally:
         for metric in instances:
             metric.close()
+    uses_tokens = any(m.uses_tokens for m in instances)
+    reads_text = any(m.reads_text for m in instances)
 
     # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
     common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}

@@ -142,6 +142,16 @@ def _text(value: Any, path: Path, where: str) -> str:
     return value
 
 
+def _prediction(value: Any, path: Path, where: str, allow_empty: bool) -> str:
+    """A predicted caption from a file: like :func:`_text`; empty ones pass with ``allow_empty``."""
+    if isinstance(value, str) and not value.strip():
+        if allow_empty:
+            return value
+        raise InputFormatError(f"{path}: {where} is empty or whitespace only (capeval score --empty zero scores "
+                               "empty predictions 0 with a warning).")
+    return _text(value, path, where)
+
+
 def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """``[(line number, {column: value})]``; refuses anything the csv module would read as something else."""
     text = _read_text(path)
@@ -206,10 +216,13 @@ def _check_unique(ids: list[Any], path: Path, what: str) -> None:
         seen[k] = i
 
 
-def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> tuple[list[Any] | None, list[str]]:
+def load_predictions(
+    path: str | Path, *, allow_duplicate_ids: bool = False, allow_empty: bool = False
+) -> tuple[list[Any] | None, list[str]]:
     """Return ``(ids or None, predictions)``.
 
-    Two predictions for one image id raise :class:`InputFormatError` unless ``allow_duplicate_ids``.
+    Two predictions for one image id raise :class:`InputFormatError` unless ``allow_duplicate_ids``; an empty
+    or whitespace-only caption raises unless ``allow_empty`` (then it is returned as it is).
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":
@@ -219,7 +232,7 @@ def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> 
         if text_col is None:
             raise InputFormatError(f"{path}: no prediction column; name it one of {list(PRED_FIELDS)}.")
         id_col = next((c for c in ID_FIELDS if c in cols), None)
-        preds = [_text(r[text_col], path, f"line {n} column {text_col!r}") for n, r in rows]
+        preds = [_prediction(r[text_col], path, f"line {n} column {text_col!r}", allow_empty) for n, r in rows]
         ids = None
         if id_col:
             ids = [r[id_col] for _, r in rows]
@@ -233,7 +246,7 @@ def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> 
     _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
     where = "line" if kind == "jsonl" else "item"
     if all(isinstance(x, str) for x in data):
-        return None, [_text(x, path, f"{where} {i}") for i, x in enumerate(data)]
+        return None, [_prediction(x, path, f"{where} {i}", allow_empty) for i, x in enumerate(data)]
     ids, preds = [], []
     for i, obj in enumerate(data):
         if not isinstance(obj, dict):
@@ -242,7 +255,8 @@ def load_predictions(path: str | Path, *, allow_duplicate_ids: bool = False) -> 
                 "object with an image id and a caption (all items alike)."
             )
         ids.append(_id_of(obj, path, f"{where} {i}"))
-        preds.append(_text(_pick(obj, PRED_FIELDS, path, f"{where} {i}"), path, f"{where} {i} caption"))
+        preds.append(_prediction(_pick(obj, PRED_FIELDS, path, f"{where} {i}"), path, f"{where} {i} caption",
+                                 allow_empty))
     with_id = [i for i, x in enumerate(ids) if x is not None]
     if not with_id:
         return None, preds

@@ -1,11 +1,13 @@
-"""The registry of capeval metrics: the one place where metric names and result keys are declared.
+"""The registry of capeval metrics and benchmarks: the one place where their names (and result keys) are declared.
 
 Each :class:`MetricSpec` names the module and class that implement a metric family and the result
 keys it produces, so names and keys are known without importing heavy modules (spaCy, Java, torch).
 ``bleu`` selects ``bleu_1``..``bleu_4``; a single key such as ``bleu_4`` selects that key of its
 metric. Metric classes read their keys from here (:attr:`capeval.metric.CaptionMetric.keys`).
 
-A new metric is one :class:`MetricSpec` line below (see ``docs/architecture.md``).
+A new metric is one :class:`MetricSpec` line below (see ``docs/architecture.md``). The benchmark names
+(:data:`BENCHMARKS`) live here too, so that ``capeval --help``, the errors and the README list the same names
+without importing the loaders.
 """
 from __future__ import annotations
 
@@ -46,6 +48,34 @@ DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d")
 
 #: Other spellings accepted in ``metrics=`` and on the command line.
 ALIASES = {"cider": "cider_d", "rouge": "rouge_l"}
+
+
+#: Benchmark loader names (:func:`capeval.benchmarks.load_benchmark`) and whether the benchmark has human
+#: judgments, i.e. whether ``capeval bench`` can correlate metrics with it.
+BENCHMARKS = {
+    "flickr8k-expert": True,
+    "flickr8k-crowdflower": True,
+    "composite": True,
+    "pascal50s": True,
+    "abstract50s": True,
+    "thumb": True,
+    "coco-karpathy-test": False,
+}
+
+#: Other spellings of benchmark names (after lower-casing and ``_`` -> ``-``).
+BENCHMARK_ALIASES = {"pascal-50s": "pascal50s", "abstract-50s": "abstract50s", "flickr8k-cf": "flickr8k-crowdflower",
+                     "coco-karpathy": "coco-karpathy-test"}
+
+
+def judged_benchmarks() -> tuple[str, ...]:
+    """The benchmarks ``capeval bench`` accepts: those with human judgments."""
+    return tuple(name for name, judged in BENCHMARKS.items() if judged)
+
+
+def metric_list() -> str:
+    """``"bleu (bleu_1/bleu_2/bleu_3/bleu_4), meteor, ..."``: every metric with its result keys, for help texts."""
+    return ", ".join(name if spec.keys == (name,) else f"{name} ({'/'.join(spec.keys)})"
+                     for name, spec in REGISTRY.items())
 
 
 def result_keys(name: str) -> tuple[str, ...]:
@@ -107,6 +137,6 @@ def metric_class(name: str) -> type:
 
 
 __all__ = [
-    "ALIASES", "DEFAULT_METRICS", "REGISTRY", "MetricSpec", "available_metrics", "metric_class", "resolve",
-    "result_keys",
+    "ALIASES", "BENCHMARKS", "BENCHMARK_ALIASES", "DEFAULT_METRICS", "REGISTRY", "MetricSpec", "available_metrics",
+    "judged_benchmarks", "metric_class", "metric_list", "resolve", "result_keys",
 ]

@@ -17,8 +17,16 @@ from typing import Any
 DEFAULT_MAX_CAPTION_CHARS = 5000
 
 
+#: Values of the ``empty`` option: what an empty or whitespace-only *prediction* does.
+EMPTY_CHOICES = ("error", "zero")
+
+
 class WordlessCaptionWarning(UserWarning):
     """A caption has no word token after PTB tokenisation (only punctuation, emoji, zero-width characters...)."""
+
+
+class EmptyCaptionWarning(UserWarning):
+    """A prediction is empty or whitespace only and ``empty="zero"`` scored it 0 on every metric."""
 
 
 def _describe(value: Any) -> str:
@@ -39,13 +47,59 @@ def check_caption(value: Any, where: str) -> str:
     return value
 
 
+def check_empty_option(empty: Any) -> str:
+    """Validate the ``empty`` argument (one of :data:`EMPTY_CHOICES`)."""
+    if not isinstance(empty, str) or empty not in EMPTY_CHOICES:
+        raise ValueError(f"empty must be one of {list(EMPTY_CHOICES)}, got {_describe(empty)}.")
+    return empty
+
+
+def check_prediction(value: Any, where: str, empty: str = "error") -> str:
+    """Like :func:`check_caption`; with ``empty="zero"`` an empty or whitespace-only string becomes ``""``."""
+    if isinstance(value, str) and not value.strip():
+        if empty == "zero":
+            return ""
+        raise ValueError(
+            f"{where} is empty or whitespace only; captions must contain at least one word "
+            "(pass empty=\"zero\" to score empty predictions 0 with a warning)."
+        )
+    return check_caption(value, where)
+
+
+def normalize_references(references: Sequence[str | Sequence[str]]) -> list[list[str]]:
+    """Validate ``references`` (per item one string or a non-empty list of strings) as ``list[list[str]]``."""
+    if isinstance(references, str):
+        raise TypeError("references must be a list (one entry per prediction), got a single string.")
+    try:
+        references = list(references)
+    except TypeError as err:
+        raise TypeError(f"references must be a sequence: {err}") from None
+    refs: list[list[str]] = []
+    for i, entry in enumerate(references):
+        if isinstance(entry, str) or entry is None or (isinstance(entry, float) and math.isnan(entry)):
+            refs.append([check_caption(entry, f"references[{i}]")])
+            continue
+        if not isinstance(entry, Sequence):
+            raise ValueError(
+                f"references[{i}] is a {type(entry).__name__} ({_describe(entry)}); "
+                "expected a string or a list of strings."
+            )
+        if len(entry) == 0:
+            raise ValueError(f"references[{i}] is an empty list; every prediction needs at least one reference.")
+        refs.append([check_caption(r, f"references[{i}][{j}]") for j, r in enumerate(entry)])
+    return refs
+
+
 def normalize_inputs(
-    predictions: Sequence[str], references: Sequence[str | Sequence[str]]
+    predictions: Sequence[str], references: Sequence[str | Sequence[str]], empty: str = "error"
 ) -> tuple[list[str], list[list[str]]]:
     """Validate ``predictions`` and ``references`` and return them as ``list[str]``, ``list[list[str]]``.
 
-    ``references[i]`` may be one string or a non-empty list of strings for prediction ``i``.
+    ``references[i]`` may be one string or a non-empty list of strings for prediction ``i``. An empty or
+    whitespace-only prediction raises ``ValueError`` naming it, or with ``empty="zero"`` is returned as ``""``
+    (a caption without words, which every metric scores 0; see :func:`warn_empty`).
     """
+    empty = check_empty_option(empty)
     if isinstance(predictions, str):
         raise TypeError("predictions must be a list of strings, got a single string; wrap it in a list.")
     if isinstance(references, str):
@@ -62,21 +116,8 @@ def normalize_inputs(
         )
     if not predictions:
         raise ValueError("No predictions given: predictions and references are empty.")
-    preds = [check_caption(p, f"predictions[{i}]") for i, p in enumerate(predictions)]
-    refs: list[list[str]] = []
-    for i, entry in enumerate(references):
-        if isinstance(entry, str) or entry is None or (isinstance(entry, float) and math.isnan(entry)):
-            refs.append([check_caption(entry, f"references[{i}]")])
-            continue
-        if not isinstance(entry, Sequence):
-            raise ValueError(
-                f"references[{i}] is a {type(entry).__name__} ({_describe(entry)}); "
-                "expected a string or a list of strings."
-            )
-        if len(entry) == 0:
-            raise ValueError(f"references[{i}] is an empty list; every prediction needs at least one reference.")
-        refs.append([check_caption(r, f"references[{i}][{j}]") for j, r in enumerate(entry)])
-    return preds, refs
+    preds = [check_prediction(p, f"predictions[{i}]", empty) for i, p in enumerate(predictions)]
+    return preds, normalize_references(references)
 
 
 def check_max_caption_chars(value: Any) -> int | None:
@@ -107,21 +148,47 @@ def check_caption_lengths(
                 fail(f"references[{i}][{j}]", r)
 
 
-def warn_wordless(prediction_tokens: Sequence[Sequence[str]], reference_tokens: Sequence[Sequence[Sequence[str]]]) -> None:
+def _items(where: list[str]) -> str:
+    return ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+
+
+def warn_empty(predictions: Sequence[str]) -> list[int]:
+    """Warn (:class:`EmptyCaptionWarning`) naming the predictions that ``empty="zero"`` turned into ``""``.
+
+    Returns their indices. They are scored as captions without words: 0 on every metric.
+    """
+    empty = [i for i, p in enumerate(predictions) if p == ""]
+    if empty:
+        warnings.warn(
+            f"{len(empty)} empty prediction(s) scored 0 on every metric (empty=\"zero\"): "
+            f"{_items([f'predictions[{i}]' for i in empty])}.",
+            EmptyCaptionWarning,
+            stacklevel=3,
+        )
+    return empty
+
+
+def warn_wordless(
+    prediction_tokens: Sequence[Sequence[str]],
+    reference_tokens: Sequence[Sequence[Sequence[str]]],
+    skip: Sequence[int] = (),
+    stacklevel: int = 3,
+) -> None:
     """Warn (:class:`WordlessCaptionWarning`) naming captions whose token list is empty.
 
     They are scored as pycocoevalcap scores them: such a prediction gets 0 from every metric, such a
-    reference matches nothing.
+    reference matches nothing. Predictions listed in ``skip`` (empty ones, already warned about) are not named.
     """
-    where = [f"predictions[{i}]" for i, t in enumerate(prediction_tokens) if not t]
+    skipped = set(skip)
+    where = [f"predictions[{i}]" for i, t in enumerate(prediction_tokens) if not t and i not in skipped]
     where += [f"references[{i}][{j}]" for i, refs in enumerate(reference_tokens) for j, t in enumerate(refs) if not t]
     if where:
-        shown = ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+        shown = _items(where)
         warnings.warn(
             f"{len(where)} caption(s) have no word token (only punctuation, symbols or invisible characters): "
             f"{shown}. They are scored like pycocoevalcap scores them (a prediction without words scores 0).",
             WordlessCaptionWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 

@@ -18,12 +18,12 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 #: Rooms in data-flow order: a module may import its own room and rooms listed before it, never later ones.
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "_deprecated", "paths", "progress", "signature", "validation", "io", "java",
-                    "published", "render", "testing", "registry", "hf")),
+                    "published", "render", "testing", "registry")),
     ("text", ("text",)),
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models")),
     ("learned metrics", ("critic", "lceval")),
-    ("api", ("api", "", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
+    ("api", ("api", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks", ("benchmarks",)),
     ("hub", ("hub",)),
     ("cli", ("cli", "__main__")),

@@ -10,3 +10,9 @@ def _offline_in_repository_root(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
         monkeypatch.setenv(var, "1")
     monkeypatch.chdir(ROOT)
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    """An empty ``CAPEVAL_CACHE_DIR`` (parse caches, document frequencies) for one test."""
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from support import ROOT, run_module_doctests
+from support import ROOT, needs, run_module_doctests
 
 evaluate = pytest.importorskip("evaluate")
 
@@ -27,14 +27,7 @@ CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Ou
                  "Values from Popular Papers", "## Limitations and Bias", "## Citation")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache(monkeypatch, tmp_path):
-    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
-
-
-def _needs(name: str) -> None:
-    if name.startswith("spice"):
-        pytest.importorskip("spacy")
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -106,7 +99,7 @@ CAPTION_CASES = {
 def test_caption_module_equals_capeval_score(name, java):
     import capeval
 
-    _needs(name)
+    needs(name)
     preds, refs = CAPTION_CASES[name]
     got = evaluate.load(str(ROOT / "metrics" / name)).compute(
         predictions=preds, references=[r if isinstance(r, list) else [r] for r in refs], tokenizer="ptb-java")
@@ -119,13 +112,13 @@ def test_caption_module_equals_capeval_score(name, java):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_script_doctests(name, java):
-    _needs(name)
+    needs(name)
     assert run_module_doctests(name, MODULES[name][0]) >= 2
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_card_doctest_blocks_run(name, java):
-    _needs(name)
+    needs(name)
     text = (ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if ">>>" in b]
     if not blocks:
@@ -160,7 +153,7 @@ def test_space_app_builds_the_widget(name, monkeypatch):
 @pytest.mark.parametrize("name", MODULES)
 def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java):
     """HF_HUB_OFFLINE is read when huggingface_hub is imported: check loading in a fresh interpreter."""
-    _needs(name)
+    needs(name)
     _, kwargs, key = MODULES[name]
     code = f"import evaluate, sys; m = evaluate.load(sys.argv[1]); print(repr(m.compute({kwargs})[{key!r}]))"
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"),

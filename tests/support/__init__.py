@@ -30,6 +30,12 @@ def require_data(*parts: str) -> Path:
     return path
 
 
+def needs(name: str) -> None:
+    """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U)."""
+    if name.startswith("spice"):
+        pytest.importorskip("spacy")
+
+
 def run_module_doctests(name: str, class_name: str) -> int:
     """Run the docstring examples of ``metrics/<name>/<name>.py``'s metric class; return how many ran."""
     import doctest

@@ -30,11 +30,12 @@ raises ``FileNotFoundError`` naming the missing file and its expected format.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from capeval.benchmarks.records import Benchmark, CaptionRecord, PairRecord
+from capeval.registry import BENCHMARK_ALIASES, BENCHMARKS
 
 
 def _registry() -> dict[str, Callable[..., Benchmark]]:
@@ -56,19 +57,16 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
     }
 
 
-BENCHMARK_NAMES = (
-    "flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb", "coco-karpathy-test",
-)
+#: Every benchmark name, declared once in :data:`capeval.registry.BENCHMARKS`.
+BENCHMARK_NAMES = tuple(BENCHMARKS)
 
 
-def canonical_name(name: str) -> str:
-    """``"Flickr8k_Expert"`` → ``"flickr8k-expert"``; ``ValueError`` listing the names otherwise."""
-    key = name.strip().lower().replace("_", "-")
-    aliases = {"pascal-50s": "pascal50s", "abstract-50s": "abstract50s", "flickr8k-cf": "flickr8k-crowdflower",
-               "coco-karpathy": "coco-karpathy-test"}
-    key = aliases.get(key, key)
+def canonical_name(name: str, choices: Sequence[str] = BENCHMARK_NAMES) -> str:
+    """``"Flickr8k_Expert"`` → ``"flickr8k-expert"``; ``ValueError`` listing ``choices`` otherwise."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = BENCHMARK_ALIASES.get(key, key)
     if key not in BENCHMARK_NAMES:
-        raise ValueError(f"unknown benchmark {name!r}; available: {', '.join(BENCHMARK_NAMES)}.")
+        raise ValueError(f"unknown benchmark {name!r}; available: {', '.join(choices)}.")
     return key
 
 

@@ -24,9 +24,10 @@ from capeval.benchmarks.score_cache import ScoreCache
 from capeval.benchmarks.scorers import ItemScores, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
+from capeval.registry import judged_benchmarks
 
-#: Benchmarks ``capeval bench`` accepts (``coco-karpathy-test`` has no judgments).
-BENCH_NAMES = ("flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb")
+#: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
+BENCH_NAMES = judged_benchmarks()
 CORRELATIONS = {"tau_b": "kendall_b", "tau_c": "kendall_c", "pearson": "pearson", "spearman": "spearman"}
 COMPOSITE_SUBSETS = ("8k", "30k", "coco")
 
@@ -209,7 +210,7 @@ def run_benchmark(
         bootstrap: resamples for confidence intervals (0: none).
         metric_options: passed to ``capeval.score`` (``cleanup``, ``tokenizer``, ``cider_df``...).
     """
-    name = canonical_name(benchmark)
+    name = canonical_name(benchmark, BENCH_NAMES)
     if name not in BENCH_NAMES:
         raise ValueError(f"{name} has no human judgments; benchmark one of {', '.join(BENCH_NAMES)}.")
     if not metrics:

@@ -2,20 +2,25 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from capeval.cli.output import add_json_argument, add_progress_argument, check_output_path, text_stream, write_json
+from capeval.registry import BENCHMARK_ALIASES, judged_benchmarks, metric_list
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "bench",
         help="correlate metrics with human judgments on a benchmark",
-        description="Score BENCHMARK with the metrics and compare with human judgments and published numbers.",
+        description="Score BENCHMARK with the metrics and compare with human judgments and published numbers. "
+                    f"Benchmarks: {', '.join(judged_benchmarks())}. Metrics (result keys): {metric_list()}.",
     )
-    p.add_argument("benchmark", help="flickr8k-expert, flickr8k-cf, composite, pascal50s, abstract50s or thumb")
+    aliases = ", ".join(f"{a}={n}" for a, n in BENCHMARK_ALIASES.items() if n in judged_benchmarks())
+    p.add_argument("benchmark", help=f"one of {', '.join(judged_benchmarks())} (aliases: {aliases})")
     p.add_argument("--metrics", required=True,
-                   help="comma-separated capeval metrics (bleu_4,cider_d,...) or evaluate:<module>[@key]")
+                   help="comma-separated capeval metric names or result keys (e.g. bleu_4,cider_d,spice), or "
+                        "evaluate:<module>[@key]")
     p.add_argument("--protocol", choices=["clipscore", "cui"], help="Flickr8k protocol (default clipscore)")
     p.add_argument("--refs", help="PASCAL-50S: expert (default), all or k; ABSTRACT-50S: all (default) or k")
     p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
@@ -23,10 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cleanup", choices=["thumb", "none"], help="clean-up of the text that text-reading metrics see (default thumb); tokens never see it")
     p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
     p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
-    p.add_argument("--json", type=Path, dest="json_out", help="write {benchmark, settings, results} here")
+    add_json_argument(p, "{benchmark, settings, results}", dest="json_out")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
     p.add_argument("--plot", type=Path, help="write a PNG (scatter or per-category bars) here")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the score cache")
+    add_progress_argument(p)
     p.set_defaults(func=run)
 
 
@@ -47,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
         seeds = [int(s) for s in args.seed.split(",") if s.strip()]
     except ValueError:
         raise ValueError(f"--seed must be integers separated by commas, got {args.seed!r}") from None
-    from capeval.cli.cmd_score import check_output_path
-
     for flag, out in (("--json", args.json_out), ("--markdown", args.markdown), ("--plot", args.plot)):
         if out is not None:
             check_output_path(out, flag)  # before hours of scoring, not after
@@ -56,12 +60,11 @@ def run(args: argparse.Namespace) -> int:
                                  ("cider_df", args.cider_df)) if v is not None}
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), seeds=seeds,
-                           bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options)
-    print(render(result, "text"))
+                           bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,
+                           show_progress=args.progress)
+    print(render(result, "text"), file=text_stream(args.json_out))
     if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(json.dumps(result.to_json(), indent=2, default=float) + "\n", encoding="utf-8")
-        print(f"wrote {args.json_out}", file=sys.stderr)
+        write_json(args.json_out, result.to_json(), default=float)
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(render(result, "markdown") + "\n", encoding="utf-8")

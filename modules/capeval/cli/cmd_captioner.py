@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from capeval.cli.output import STDOUT, add_json_argument, check_output_path, write_json
+
 SPLITS = ("train", "dev", "test")
 
 
@@ -43,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = inner.add_parser("evaluate", help="beam captions of a split scored with BLEU..SPICE-U (JSON)")
     _split_arguments(e)
-    e.add_argument("--json", type=Path, required=True, help="output: {settings, results}")
+    add_json_argument(e, "{settings, results}", required=True)
     e.add_argument("--num-beams", type=int, default=3)
     e.add_argument("--metrics", default="bleu,meteor,rouge_l,cider_d,spice,spice_u")
     e.add_argument("--captions-out", type=Path, help="also write the captions (JSONL)")
@@ -62,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = inner.add_parser("distractors", help="Wang et al. 2020 §3.1: do frequent training captions out-score "
                                              "human captions under P(s|I)?")
     _split_arguments(d)
-    d.add_argument("--json", type=Path, required=True)
+    add_json_argument(d, "{settings, results}", required=True)
     d.add_argument("--top", type=int, default=5, help="how many of the most common training captions")
     d.set_defaults(func=distractors)
     p.set_defaults(func=lambda args: p.print_help() or 2)
@@ -127,21 +129,20 @@ def train(args: argparse.Namespace) -> int:
 
 def evaluate(args: argparse.Namespace) -> int:
     from capeval.captioning.evaluate import evaluate_captioner
-    from capeval.cli.cmd_score import check_output_path
 
     check_output_path(args.json)
     model, tokenizer, table, refs = _split_inputs(args)
     out = evaluate_captioner(model, tokenizer, table, refs, split=f"flickr8k-{args.split}", num_beams=args.num_beams,
                              metrics=[m for m in args.metrics.split(",") if m],
                              model_name=str(args.model or "capeval:flickr8k-captioner"), captions_out=args.captions_out)
-    args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
-    print(json.dumps(out["results"], indent=1))
+    write_json(args.json, out, indent=1)
+    if args.json != STDOUT:  # with --json - stdout holds the whole output already
+        print(json.dumps(out["results"], indent=1))
     return 0
 
 
 def generate(args: argparse.Namespace) -> int:
     from capeval.captioning.generate import beam_candidates, sample_captions, write_jsonl
-    from capeval.cli.cmd_score import check_output_path
 
     check_output_path(args.out, "--out")
     model, tokenizer, table, refs = _split_inputs(args)
@@ -162,12 +163,12 @@ def generate(args: argparse.Namespace) -> int:
 def distractors(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
     from capeval.captioning.distractors import distractor_analysis
-    from capeval.cli.cmd_score import check_output_path
 
     check_output_path(args.json)
     model, tokenizer, table, refs = _split_inputs(args)
     out = distractor_analysis(model, tokenizer, table, refs, flickr8k_split("train"), top=args.top)
     out["settings"]["split"] = f"flickr8k-{args.split}"
-    args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
-    print(json.dumps(out["results"], indent=1))
+    write_json(args.json, out, indent=1)
+    if args.json != STDOUT:  # with --json - stdout holds the whole output already
+        print(json.dumps(out["results"], indent=1))
     return 0

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from capeval.cli.output import STDOUT, add_json_argument, check_output_path, text_stream, write_json
+
 CANDIDATES_HELP = ('JSONL {"id", "candidates": [{"caption", "logp"}]} (logp = natural-log P(s|I)), or a JSON '
                    'transformers generate output {"sequences", "sequences_scores", "num_return_sequences", "ids"?} '
                    '(needs --tokenizer)')
@@ -33,10 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--objective", default="geomean", help="'geomean' of --metrics or one result key")
     t.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u",
                    help="comma-separated result keys for the geometric mean")
-    t.add_argument("--json", type=Path, required=True, help="write the best (lambda, alpha) and the grid here")
+    add_json_argument(t, "the best (lambda, alpha) and the grid", required=True)
     t.set_defaults(func=tune_cmd)
     b = inner.add_parser("table", help="Wang et al. 2020 Table 3 on Flickr8k test: beam vs MMI with each LM")
-    b.add_argument("--json", type=Path, required=True, help="output: {settings, rows: [{method, bleu_4, ..., geomean}]}")
+    add_json_argument(b, "{settings, rows: [{method, bleu_4, ..., geomean}]}", required=True)
     b.add_argument("--dev-candidates", type=Path, help="n-best JSONL of Flickr8k dev (default: generate them)")
     b.add_argument("--test-candidates", type=Path, help="n-best JSONL of Flickr8k test (default: generate them)")
     b.add_argument("--captioner", type=Path, help="captioner folder (default: capeval's shipped one)")
@@ -98,6 +100,7 @@ def tune_cmd(args: argparse.Namespace) -> int:
     from capeval.models.lm_loading import load_caption_lm
     from capeval.rerank.tune import tune
 
+    check_output_path(args.json)  # before the grid search, not after
     items = _items(args)
     ref_ids, refs = load_references(args.references)
     if ref_ids is None:
@@ -109,8 +112,9 @@ def tune_cmd(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = tune(items, [by_id[str(it["id"])] for it in items], load_caption_lm(args.unigram),
                   load_caption_lm(args.lstm), args.objective, metrics=metrics)
-    args.json.write_text(json.dumps(result, indent=1), encoding="utf-8")
-    print(json.dumps({k: result[k] for k in ("lambda", "alpha", "objective", "value")}))
+    write_json(args.json, result, indent=1)
+    if args.json != STDOUT:  # with --json - stdout holds the whole result already
+        print(json.dumps({k: result[k] for k in ("lambda", "alpha", "objective", "value")}))
     return 0
 
 
@@ -146,7 +150,6 @@ def _split_candidates(path: Path | None, split: str, args: argparse.Namespace) -
 
 
 def table_cmd(args: argparse.Namespace) -> int:
-    from capeval.cli.cmd_score import check_output_path
     from capeval.rerank.table import mmi_table
 
     check_output_path(args.json)
@@ -163,7 +166,8 @@ def table_cmd(args: argparse.Namespace) -> int:
                     metrics=metrics)
     out["settings"].update({"captioner": str(args.captioner or "capeval:flickr8k-captioner"),
                             "num_beams": args.num_beams, "dev": "flickr8k-dev", "test": "flickr8k-test"})
-    args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
+    write_json(args.json, out, indent=1)
     for row in out["rows"]:
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}))
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
+              file=text_stream(args.json))
     return 0

@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from capeval.cli.output import add_progress_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     # "spice-u" is the 0.1 spelling, kept as an alias
@@ -28,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--workers", type=int, default=1, help="spaCy processes")
     b.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
     b.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
+    add_progress_argument(b)
     b.set_defaults(func=build)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -54,7 +57,7 @@ def build(args: argparse.Namespace) -> int:
     print(f"{source}: {len(corpus)} images, {n_captions} captions; checkpoint {checkpoint}", file=sys.stderr)
     start = time.perf_counter()
     table = build_uniqueness_table(corpus, extract, checkpoint=checkpoint, meta=meta,
-                                   chunk_images=args.chunk_images, restart=args.restart)
+                                   chunk_images=args.chunk_images, restart=args.restart, show_progress=args.progress)
     table.save(args.out)
     checkpoint.unlink(missing_ok=True)
     for suffix in ("-wal", "-shm"):

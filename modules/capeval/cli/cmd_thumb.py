@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from capeval.cli.output import add_json_argument, add_progress_argument, check_output_path, text_stream, write_json
 
 
 def _add_score_options(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,7 @@ def _add_score_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
     g.add_argument("--confidence-level", type=float, default=0.9, help="CI level (default 0.9)")
     g.add_argument("--markdown", action="store_true", help="print markdown tables")
+    add_progress_argument(p)
 
 
 def _score_options(args: argparse.Namespace) -> dict:
@@ -32,6 +34,7 @@ def _score_options(args: argparse.Namespace) -> dict:
         "precision_weight": args.precision_weight, "fluency_scale": args.fluency_scale,
         "conciseness_scale": args.conciseness_scale, "inclusive_scale": args.inclusive_scale,
         "bootstrap_samples": args.bootstrap_samples, "seed": args.seed, "confidence_level": args.confidence_level,
+        "progress": args.progress,
     }
 
 
@@ -46,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "Inc and SYS / image columns), e.g. the THumB 1.0 release.")
     r.add_argument("scores", type=Path, nargs="?", help="score file (default: <data dir>/thumb/mscoco_THumB-1.0.jsonl)")
     r.add_argument("--paper", action="store_true", help="print the published Table 2/3 values beside")
-    r.add_argument("--json", type=Path, dest="json_out", help="write the full result to this JSON file")
+    add_json_argument(r, "the full result", dest="json_out")
     _add_score_options(r)
     r.set_defaults(func=run_report)
 
@@ -85,20 +88,23 @@ def run_report(args: argparse.Namespace) -> int:
     from capeval.thumb.records import load_scores
     from capeval.thumb.report import format_report
 
+    if args.json_out:
+        check_output_path(args.json_out)
     path = args.scores
     if path is None:
         path = data_dir(required=True) / "thumb" / "mscoco_THumB-1.0.jsonl"
     table = load_scores(path)
     result = score(table.precision, table.recall, table.fluency, table.conciseness, table.inclusive,
                    systems=table.systems, images=table.images, **_score_options(args))
-    print(f"{path}")
-    print(format_report(result, fmt="markdown" if args.markdown else "text", paper=args.paper))
+    out = text_stream(args.json_out)
+    print(f"{path}", file=out)
+    print(format_report(result, fmt="markdown" if args.markdown else "text", paper=args.paper), file=out)
     if table.given_total is not None:
         given = [float(v) for v in table.given_total]
         same = sum(abs(a - b) <= 1e-9 for a, b in zip(result["per_caption"]["total"], given))
-        print(f"per-caption totals equal to the file's given totals: {same}/{len(given)}")
+        print(f"per-caption totals equal to the file's given totals: {same}/{len(given)}", file=out)
     if args.json_out:
-        _write_json(args.json_out, result)
+        write_json(args.json_out, result)
     return 0
 
 
@@ -134,8 +140,3 @@ def run_collect(args: argparse.Namespace) -> int:
         print(f"{name}: {path}")
     return 0
 
-
-def _write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {path}", file=sys.stderr)

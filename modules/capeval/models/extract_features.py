@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="default: 8 on the CPU, 64 on a GPU")
     parser.add_argument("--no-pretrained", action="store_true", help="random (seeded) weights, for tests")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the feature cache")
+    parser.add_argument("--progress", action="store_const", const=True, default=None,
+                        help="show the progress bar on stderr even when it is not a terminal (default: only on a "
+                             "terminal, after one second)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                                  device=state.device, cache=not args.no_cache)
     if state.num_processes == 1 and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true":
         print(ONE_CPU_PROCESS_NOTE, file=sys.stderr)
-    extract(encoder, paths, names, args.out, kind=args.kind, batch_size=args.batch_size, state=state)
+    extract(encoder, paths, names, args.out, kind=args.kind, batch_size=args.batch_size, state=state,
+            progress=getattr(args, "progress", None))
     if state.is_main_process:
         print(f"{len(paths)} images -> {args.out} ({args.kind}, {state.num_processes} process(es)); {encoder.settings}")
     return 0
@@ -93,18 +97,22 @@ def _partial_state():
 
 
 def extract(encoder, paths: list, names: list[str], out: str | os.PathLike, *, kind: str = "pooled",
-            batch_size: int | None = None, state=None) -> None:
-    """Encode ``paths`` (split across the processes of ``state``, an ``accelerate.PartialState``) into ``out``."""
+            batch_size: int | None = None, state=None, progress: bool | None = None) -> None:
+    """Encode ``paths`` (split across the processes of ``state``, an ``accelerate.PartialState``) into ``out``.
+
+    ``progress``: the main process's bar (``None``: on a terminal only); the other processes show none.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if state is None or state.num_processes == 1:
-        _write(out, _tensors(encoder.encode(paths, kind=kind, batch_size=batch_size)), encoder, kind, names)
+        _write(out, _tensors(encoder.encode(paths, kind=kind, batch_size=batch_size, progress=progress)), encoder, kind,
+               names)
         return
     rank, world = state.process_index, state.num_processes
     part = out.with_name(f"{out.name}.part-{rank}-of-{world}")
     with state.split_between_processes(list(range(len(paths)))) as mine:
         features = encoder.encode([paths[i] for i in mine], kind=kind, batch_size=batch_size,
-                                  progress=None if state.is_main_process else False)
+                                  progress=progress if state.is_main_process else False)
         _write(part, _tensors(features, offset=mine[0] if mine else 0), encoder, kind, names=[names[i] for i in mine])
     state.wait_for_everyone()
     if state.is_main_process:

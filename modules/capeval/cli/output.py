@@ -1,0 +1,77 @@
+"""Where the commands write, shared by every ``cmd_*`` module.
+
+* ``--json FILE`` writes the result to FILE; ``--json -`` prints it on stdout, and then the human-readable
+  text of the command goes to stderr, so that stdout is exactly one JSON document (``capeval score ... --json -
+  | jq .cider_d``).
+* ``--progress`` shows progress bars even when stderr is not a terminal (by default they show on a terminal,
+  for work that lasts more than a second).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+#: The ``--json`` value that means stdout.
+STDOUT = "-"
+
+
+def json_target(value: str) -> Path | str:
+    """``argparse`` type of ``--json``: ``"-"`` (stdout) or a file path."""
+    return STDOUT if value == STDOUT else Path(value)
+
+
+def add_json_argument(parser: argparse.ArgumentParser, what: str, *, required: bool = False,
+                      dest: str | None = None) -> None:
+    """``--json FILE|-``: ``what`` is the payload, e.g. ``"the result (same keys)"``."""
+    kwargs = {"dest": dest} if dest else {}
+    parser.add_argument("--json", type=json_target, metavar="FILE", required=required,
+                        help=f"write {what} to FILE as JSON; '-' prints it on stdout (the tables go to stderr)",
+                        **kwargs)
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """``--progress``: ``args.progress`` is True, else None (bars only on a terminal, after one second)."""
+    parser.add_argument("--progress", action="store_const", const=True, default=None,
+                        help="show progress bars on stderr even when it is not a terminal (default: only on a "
+                             "terminal, for steps longer than a second)")
+
+
+def text_stream(*targets: Any) -> TextIO:
+    """Where the human-readable output goes: stderr when one of ``targets`` is stdout (``--json -``)."""
+    return sys.stderr if any(t == STDOUT for t in targets) else sys.stdout
+
+
+def check_output_path(path: Path | str, flag: str = "--json") -> None:
+    """Refuse an output path that cannot be written, before any scoring (a result is never lost)."""
+    if path == STDOUT:
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a directory; give a file name, e.g. {path / 'scores.json'}.")
+    parent = path.parent
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"{flag} {path}: {folder} is a file, not a directory.")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                raise ValueError(f"{flag} {path}: no permission to write in {folder}.")
+            break
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{flag} {path}: the file exists and is not writable.")
+
+
+def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=None) -> None:
+    """Write ``payload`` to ``target`` (a path, or :data:`STDOUT`); a file write is reported on stderr."""
+    text = json.dumps(payload, indent=indent, ensure_ascii=False, default=default) + "\n"
+    if target == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)

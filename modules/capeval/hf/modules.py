@@ -1,0 +1,102 @@
+"""Shared pieces of capeval's Hugging Face ``evaluate`` module scripts (``metrics/<name>/<name>.py``).
+
+* :func:`caption_features`: the input features of a caption metric.
+* :class:`CaptionModule`: a mixin for the script's ``evaluate.Metric`` subclass. It makes the module take
+  references exactly as :func:`capeval.score` does (one string or a list of strings per prediction, mixed
+  freely) and lets ``evaluate.combine`` pass one set of options to every capeval module.
+* :func:`select_metrics`: which of the ``metrics=`` a module computes itself.
+
+``evaluate.combine([...]).compute(**kwargs)`` passes the same keyword arguments to every module, so:
+``metrics=`` names metrics across all capeval modules (each module computes the ones it owns and returns
+``{}`` when it owns none), and an option of another capeval module (``cider_df`` for the SPICE module,
+``spice_workers`` for COCO Caption) is passed over; an option no capeval module knows raises ``ValueError``.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from capeval.api import option_names
+from capeval.registry import resolve, result_keys
+from capeval.validation import normalize_references
+
+
+def caption_features():
+    """Input features of caption metrics: references as a list of strings per prediction, or one string.
+
+    :class:`CaptionModule` turns single reference strings into one-item lists before ``evaluate`` sees them,
+    so the list form is the one that is used; the string form stays for ``evaluate``'s Hub widget.
+    """
+    import datasets
+
+    return [
+        datasets.Features(
+            {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+        ),
+        datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+    ]
+
+
+def select_metrics(metrics: Sequence[str] | str | None, family: Sequence[str]) -> list[str]:
+    """The result keys among ``metrics`` that the metric families ``family`` produce.
+
+    ``metrics`` takes every name :func:`capeval.score` takes (an unknown one raises ``ValueError``); ``None``
+    selects all of ``family``. When ``metrics`` selects nothing of ``family`` (it names metrics of other modules
+    of an ``evaluate.combine``), the list is empty and a ``UserWarning`` says that the module returns ``{}``.
+    """
+    if metrics is None:
+        return [key for name in family for key in result_keys(name)]
+    keys = [key for name, ks in resolve(metrics).items() if name in family for key in ks]
+    if not keys:
+        own = [key for name in family for key in result_keys(name)]
+        warnings.warn(
+            f"metrics={metrics!r} selects none of this module's metrics ({', '.join(own)}); it computes nothing "
+            "and returns {} (in evaluate.combine the other modules compute them).",
+            UserWarning,
+            stacklevel=3,
+        )
+    return keys
+
+
+def _reference_lists(references: Any) -> Any:
+    """Each reference entry as a list of strings (validated, naming the item), as ``capeval.score`` reads them."""
+    return None if references is None else normalize_references(references)
+
+
+class CaptionModule:
+    """Mixin for an ``evaluate.Metric`` that wraps :func:`capeval.score` (``class X(CaptionModule, evaluate.Metric)``).
+
+    * References: ``"one ref"`` and ``["a", "b"]`` may be mixed in one call, in any order (``evaluate`` would
+      otherwise take the first entry's type for all and silently turn a list into its text, or a string into
+      its characters).
+    * Options: a keyword the script's ``_compute`` does not declare is passed over when another capeval module
+      declares it (``evaluate.combine`` sends every option to every module), else ``ValueError`` names it.
+    """
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Like ``evaluate.Metric.compute``, with mixed reference forms and combine-friendly options."""
+        kwargs = self._own_options(kwargs)
+        return super().compute(predictions=predictions, references=_reference_lists(references), **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Like ``evaluate.Metric.add_batch``, with one reference string or a list per prediction."""
+        return super().add_batch(predictions=predictions, references=_reference_lists(references), **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """Like ``evaluate.Metric.add``, with one reference string or a list."""
+        if reference is not None:
+            (reference,) = normalize_references([reference])
+        return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _own_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        declared = set(inspect.signature(self._compute).parameters) - {"predictions", "references"}
+        foreign = [k for k in kwargs if k not in declared]
+        unknown = sorted(set(foreign) - option_names())
+        if unknown:
+            raise ValueError(
+                f"Unknown option(s) {unknown} for the {self.name} module; its options: {sorted(declared)} "
+                "(options of the other capeval modules are accepted and passed over, for evaluate.combine)."
+            )
+        return {k: v for k, v in kwargs.items() if k in declared}
