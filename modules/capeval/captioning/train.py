@@ -101,7 +101,7 @@ def train_captioner(
         tokenizer = require("transformers").AutoTokenizer.from_pretrained(last)
         state = torch.load(last / STATE_FILE, weights_only=False)
         log = state["log"]
-        opts = {**log["options"], "epochs": opts["epochs"]}
+        opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}  # options added later keep their defaults
     elif opts["init_from"] is not None:
         model = CaptionerForImageCaptioning.from_pretrained(opts["init_from"])
         tokenizer = require("transformers").AutoTokenizer.from_pretrained(opts["init_from"])
