@@ -47,3 +47,15 @@ def test_installed_wheel_finds_and_renders_cards_outside_a_checkout(wheel, tmp_p
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("hub_cards/datasets ")
+
+
+def test_wheel_ships_every_pretrained_file(wheel):
+    from capeval.paths import PRETRAINED, pretrained_dir
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in PRETRAINED:
+        folder = pretrained_dir(name)
+        files = [p.relative_to(folder.parents[1]).as_posix() for p in folder.rglob("*") if p.is_file()]
+        assert files, name
+        missing = [f for f in files if f"capeval/{f}" not in names]
+        assert missing == [], f"{name}: not in the wheel: {missing}"

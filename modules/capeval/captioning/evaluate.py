@@ -57,14 +57,14 @@ def evaluate_captioner(model, tokenizer, features: FeatureTable, references: Map
 
     names = sorted(references)
     rows = beam_candidates(model, tokenizer, features, names, num_beams=num_beams, progress_bar=progress)
+    if captions_out is not None:  # written before scoring: the captions survive a scoring failure
+        write_jsonl(rows, captions_out)
     result = score_candidates(rows, references, metrics, progress=progress)
-    keys = [k for k in result if k not in ("per_caption", "signature")]
+    keys = [k for k, v in result.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     settings = {
         "model": model_name, "model_sha256_12": model_fingerprint(model), "split": split, "images": len(names),
         "references_per_image": sorted({len(references[n]) for n in names}), "num_beams": num_beams,
         "length_penalty": 0.0, "max_new_tokens": model.generation_config.max_new_tokens,
         "features": features.settings, "metrics": list(metrics), "signature": result.get("signature", ""),
     }
-    if captions_out is not None:
-        write_jsonl(rows, captions_out)
     return {"settings": settings, "results": {k: float(result[k]) for k in keys}}
