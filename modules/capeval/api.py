@@ -1,7 +1,7 @@
 """The functional core: ``capeval.score(predictions, references, metrics=...)``."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from capeval.batch import CaptionBatch
@@ -72,7 +72,7 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
         for metric, (name, keys) in zip(instances, selected.items()):
             bar.set_postfix_str(name)
             if metric.uses_tokens and not warned:
-                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=4)
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=5)
                 warned = True
             try:
                 out = metric.compute(batch)
@@ -87,6 +87,58 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
             fields.append((name, out.signature))
             bar.update()
     return result, per_caption, extras, fields
+
+
+def _score(
+    predictions: Sequence[str],
+    references: Sequence[str | Sequence[str]],
+    metrics: Sequence[str] | str | None = None,
+    *,
+    cleanup: str | None = "thumb",
+    tokenizer: str | Tokenizer = "ptb",
+    progress: bool | None = None,
+    max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
+    empty: str = "error",
+    share: Callable[[Any, CaptionBatch], list | None] | None = None,
+    **options: Any,
+) -> dict[str, Any] | None:
+    """:func:`score`, with an optional ``share``: see :func:`score_shared`."""
+    preds, refs = normalize_inputs(predictions, references, empty=empty)
+    selected = resolve(metrics)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
+    max_chars = check_max_caption_chars(max_caption_chars)
+    routed = _split_options(selected, options)
+    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
+    limited = [name for name in selected if metric_class(name).limits_length]
+    if limited and max_chars is not None:
+        check_caption_lengths(preds, refs, max_chars, limited)
+
+    empties = warn_empty(preds, stacklevel=4)  # _score <- score <- the caller
+    instances = []  # constructed first: every option is checked before anything is computed
+    try:
+        for name in selected:
+            instances.append(metric_class(name)(**routed[name]))
+        if share is not None:
+            for metric in instances:  # the per-item heavy work, split over the processes and gathered
+                metric.use_prepared(share(metric, batch))
+            if not share.is_main:
+                return None
+        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
+    finally:
+        for metric in instances:
+            metric.close()
+    uses_tokens = any(m.uses_tokens for m in instances)
+    reads_text = any(m.reads_text for m in instances)
+
+    # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
+    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}
+    if uses_tokens:
+        common["tok"] = batch.tokenizer.name
+    result["per_caption"] = per_caption
+    result.update(extras)
+    result["signature"] = build_signature(common, fields)
+    return result
 
 
 def score(
@@ -141,34 +193,16 @@ def score(
             emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
             prediction, nothing to match for a reference).
     """
-    preds, refs = normalize_inputs(predictions, references, empty=empty)
-    selected = resolve(metrics)
-    if progress is not None and not isinstance(progress, bool):
-        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
-    max_chars = check_max_caption_chars(max_caption_chars)
-    routed = _split_options(selected, options)
-    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
-    limited = [name for name in selected if metric_class(name).limits_length]
-    if limited and max_chars is not None:
-        check_caption_lengths(preds, refs, max_chars, limited)
+    return _score(predictions, references, metrics, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
+                  max_caption_chars=max_caption_chars, empty=empty, **options)
 
-    empties = warn_empty(preds)
-    instances = []  # constructed first: every option is checked before anything is computed
-    try:
-        for name in selected:
-            instances.append(metric_class(name)(**routed[name]))
-        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
-    finally:
-        for metric in instances:
-            metric.close()
-    uses_tokens = any(m.uses_tokens for m in instances)
-    reads_text = any(m.reads_text for m in instances)
 
-    # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
-    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}
-    if uses_tokens:
-        common["tok"] = batch.tokenizer.name
-    result["per_caption"] = per_caption
-    result.update(extras)
-    result["signature"] = build_signature(common, fields)
-    return result
+def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
+                 metrics: Sequence[str] | str | None = None, *, share, **kwargs: Any) -> dict[str, Any] | None:
+    """:func:`score` with each metric's per-item heavy work handed to ``share`` (what :mod:`capeval.parallel` uses).
+
+    ``share(metric, batch)`` returns the metric's :meth:`~capeval.metric.CaptionMetric.prepare` entries for the
+    whole batch (or ``None``) and has ``is_main``; only the main process computes the metrics and returns the
+    result, the others return ``None`` once their share is gathered.
+    """
+    return _score(predictions, references, metrics, share=share, **kwargs)
