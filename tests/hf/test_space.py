@@ -49,8 +49,9 @@ def test_caption_tables_equal_capeval_score():
     want = capeval.score(parse_predictions(TEXT_PREDICTIONS), parse_references(TEXT_REFERENCES, 2),
                          metrics="bleu,rouge_l,cider_d")
     assert corpus == [[k, round(want[k], DIGITS)] for k in keys]
-    assert per_caption[1][:2] == [2, "a man rides a red bike"]
-    assert per_caption[1][2:] == [round(want["per_caption"][k][1], DIGITS) for k in keys]
+    assert per_caption["headers"] == ["#", "caption", *keys]
+    assert per_caption["data"][1][:2] == [2, "a man rides a red bike"]
+    assert per_caption["data"][1][2:] == [round(want["per_caption"][k][1], DIGITS) for k in keys]
     assert signature == want["signature"]
     with pytest.raises(SpaceInputError, match="at least one metric"):
         score_captions(module.compute, keys, TEXT_PREDICTIONS, TEXT_REFERENCES, [])

@@ -107,3 +107,14 @@ def test_cli_build_space_and_push(tmp_path, capsys):
     assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err
     assert main(["hub", "build-metric", "nope", "--out", str(tmp_path / "nope")]) == 1
     assert "unknown metric module 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(COMPUTE))
+def test_source_folders_pin_what_the_build_writes(name):
+    """metrics/<name>/requirements.txt and the card's sdk_version are the built Space's (one gradio pin)."""
+    from capeval.hub.metric_folder import requirements
+
+    assert (ROOT / "metrics" / name / "requirements.txt").read_text().split() == requirements(name, "space")
+    assert _front_matter(ROOT / "metrics" / name / "README.md")["sdk_version"] == GRADIO_VERSION
+    setup = (ROOT / "setup.cfg").read_text()
+    assert f"gradio=={GRADIO_VERSION}" in setup  # the `space` extra the tests install

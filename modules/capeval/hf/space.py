@@ -65,8 +65,11 @@ def _round(value: float) -> float:
 
 
 def score_captions(compute: Callable[..., dict], keys: Sequence[str], predictions_text: str, references_text: str,
-                   metrics: Sequence[str] | None = None) -> tuple[list[list[Any]], list[list[Any]], str]:
-    """``(corpus rows [key, score], per-caption rows [#, caption, scores...], signature)``.
+                   metrics: Sequence[str] | None = None) -> tuple[list[list[Any]], dict[str, list], str]:
+    """``(corpus rows [key, score], per-caption table, signature)``.
+
+    The per-caption table is ``{"headers": ["#", "caption", key...], "data": [[1, caption, score...], ...]}``
+    (what ``gr.Dataframe`` shows), with the keys the chosen metrics returned.
 
     ``compute``: the evaluate module's ``compute``; ``keys``: the result keys shown; ``metrics``: what to pass
     as ``metrics=`` (``None``: the module's default). Errors of the module (``ValueError``/``TypeError`` naming
@@ -85,8 +88,9 @@ def score_captions(compute: Callable[..., dict], keys: Sequence[str], prediction
         raise SpaceInputError(str(err)) from err
     shown = [k for k in keys if k in result]
     corpus = [[k, _round(result[k])] for k in shown]
-    per_caption = [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
-                   for i, p in enumerate(predictions)]
+    per_caption = {"headers": ["#", "caption", *shown],
+                   "data": [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
+                            for i, p in enumerate(predictions)]}
     return corpus, per_caption, result.get("signature", "")
 
 
