@@ -19,7 +19,8 @@ gr = pytest.importorskip("gradio")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import capeval  # noqa: E402
-from capeval.hf.space import DIGITS, parse_predictions, parse_references  # noqa: E402
+from capeval.hf.space import (CAPTION_EXAMPLE, DIGITS, THUMB_EXAMPLE, load_module,  # noqa: E402
+                              parse_predictions, parse_references)
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium)"),
@@ -91,9 +92,9 @@ def test_caption_space_in_a_browser(name, browser):
         page.goto(url)
         page.click("#example")
         _wait_for_rows(page, "corpus", CAPTION_APPS[name].split(",")[-1])
-        _wait_for_rows(page, "per_caption", parse_predictions(app["EXAMPLE"][0])[-1])
+        _wait_for_rows(page, "per_caption", parse_predictions(CAPTION_EXAMPLE[0])[-1])
         page.screenshot(path=str(ARTIFACTS / f"{name}-example.png"), full_page=True)
-        predictions, references = app["EXAMPLE"]
+        predictions, references = CAPTION_EXAMPLE
         want = capeval.score(parse_predictions(predictions), parse_references(references, 3),
                              metrics=CAPTION_APPS[name])
         corpus = _table(page, "corpus")
@@ -124,8 +125,8 @@ def test_thumb_space_in_a_browser(browser):
         _wait_for_rows(page, "systems", "model")
         _wait_for_rows(page, "per_caption", "4")
         page.screenshot(path=str(ARTIFACTS / "thumb-example.png"), full_page=True)
-        rows = [line.split(",") for line in app["EXAMPLE"].splitlines()[1:]]
-        want = app["module"].compute(precision=[float(r[0]) for r in rows], recall=[float(r[1]) for r in rows],
+        rows = [line.split(",") for line in THUMB_EXAMPLE.splitlines()[1:]]
+        want = load_module(str(ROOT / "metrics" / "thumb" / "app.py")).compute(precision=[float(r[0]) for r in rows], recall=[float(r[1]) for r in rows],
                                      fluency=[float(r[2]) for r in rows], conciseness=[float(r[3]) for r in rows],
                                      inclusive=[float(r[4]) for r in rows], systems=[r[5].strip() for r in rows],
                                      bootstrap_samples=0)

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the k-th caption of every image as captioner k, each captioner separately (for files "
                         "that list several systems' captions per image in a fixed order)")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
-    p.add_argument("--processes", type=_processes, default=1, metavar="N",
+    p.add_argument("--processes", type=_positive, default=1, metavar="N",
                    help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
                         "accelerate (pip install accelerate); the scores are identical to one process. "
                         "`accelerate launch --multi_gpu --num_processes N -m capeval score ...` and torchrun do the same")
@@ -51,13 +51,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _processes(value: str) -> int:
+def _positive(value: str, alternative: str = "") -> int:
+    """A positive integer argument; the argparse error says what else is accepted (``alternative``)."""
     try:
         n = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+        n = 0
     if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer{' ' + alternative if alternative else ''}, "
+                                         f"got {value!r}")
     return n
 
 
@@ -65,13 +67,7 @@ def _processes(value: str) -> int:
 def _limit(value: str) -> int | None:
     if value.strip().lower() in ("none", "0", "off"):
         return None
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
-    return n
+    return _positive(value, "or 'none'")
 
 
 def example_files() -> tuple[Path, Path]:
@@ -87,7 +83,10 @@ def _relaunch(args: argparse.Namespace) -> int:
     from capeval.parallel import launch_command
 
     require("accelerate", "torch", what="capeval score --processes")
-    return subprocess.run(launch_command(args.processes, args.argv), check=False).returncode
+    argv = getattr(args, "argv", None)
+    if argv is None:
+        raise ValueError("--processes needs the command line to relaunch: run it through capeval.cli.main.")
+    return subprocess.run(launch_command(args.processes, argv), check=False).returncode
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,11 +9,15 @@ when an app is built.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["DIGITS", "REFERENCE_SEPARATOR", "SpaceInputError", "caption_app", "parse_predictions",
-           "parse_references", "score_captions", "score_thumb", "thumb_app"]
+from capeval.registry import result_keys
+
+__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "DIGITS", "REFERENCE_SEPARATOR", "THUMB_EXAMPLE", "SpaceInputError",
+           "caption_app", "caption_space", "load_module", "parse_predictions", "parse_references", "score_captions",
+           "score_thumb", "thumb_app", "thumb_space"]
 
 #: Decimals shown in the tables.
 DIGITS = 4
@@ -233,3 +237,64 @@ def thumb_app(module, *, title: str, description: str, example: str):
         score.click(_guarded(run), [rows, samples], outputs)
         example_button.click(_guarded(run_example), None, [rows, samples, *outputs])
     return demo
+
+
+# -- the apps of metrics/<name>/app.py ------------------------------------------------------------------------
+#: What the Example button fills in: three captions, one with one reference, two with several.
+CAPTION_EXAMPLE = (
+    "a dog runs across the grass\na man rides a red bike down the street\ntwo cats sleep on a sofa",
+    "a brown dog running on a lawn | a dog plays in the grass\n"
+    "a man riding a bicycle on a road | a cyclist in the city | a person on a red bike\n"
+    "two cats lying on a couch",
+)
+THUMB_EXAMPLE = """precision, recall, fluency, conciseness, inclusive, system
+5, 5, 0, 0, 0, human
+4, 3, -0.1, 0, 0, model
+5, 4, 0, 0, 0, human
+3, 3, 0, -0.2, 0, model"""
+#: Per caption-metric module: title, description, the metric names it offers and those ticked at first.
+CAPTION_SPACES: dict[str, dict[str, Any]] = {
+    "coco_caption": dict(
+        title="COCO caption metrics (capeval)",
+        description="BLEU-1..4, METEOR 1.5, ROUGE-L and CIDEr-D with pycocoevalcap's numbers. CIDEr-D's document "
+                    "frequencies come from the references you type, so it needs several captions to mean much. "
+                    "METEOR starts a Java VM (about 20 s): tick it to add it.",
+        metrics=("bleu", "meteor", "rouge_l", "cider_d"), default=("bleu", "rouge_l", "cider_d")),
+    "spice": dict(
+        title="SPICE without Java (capeval)",
+        description="SPICE F-score, precision and recall of the scene-graph tuples (spaCy parse, SPICE's rules, "
+                    "WordNet synonyms).",
+        metrics=("spice",), default=("spice",)),
+    "spice_u": dict(
+        title="SPICE-U (capeval)",
+        description="SPICE-U: SPICE weighted by how unique each caption's concepts are (uniqueness table from COCO "
+                    "train2014).",
+        metrics=("spice_u",), default=("spice_u",)),
+}
+
+
+def load_module(app_file: str):
+    """The evaluate module of the folder holding ``app_file`` (``metrics/<name>/`` or a built Space folder)."""
+    import evaluate
+
+    return evaluate.load(os.path.dirname(os.path.abspath(app_file)))
+
+
+def caption_space(app_file: str, metric: str):
+    """The Blocks of ``metrics/<metric>/app.py`` (``metric``: a key of :data:`CAPTION_SPACES`)."""
+    if metric not in CAPTION_SPACES:
+        raise ValueError(f"no caption Space for {metric!r}; known: {', '.join(CAPTION_SPACES)}.")
+    spec = CAPTION_SPACES[metric]
+    several = len(spec["metrics"]) > 1
+    return caption_app(load_module(app_file), title=spec["title"], description=spec["description"],
+                       keys=[k for name in spec["metrics"] for k in result_keys(name)], example=CAPTION_EXAMPLE,
+                       metric_choices=spec["metrics"] if several else None,
+                       default_metrics=spec["default"] if several else None)
+
+
+def thumb_space(app_file: str):
+    """The Blocks of ``metrics/thumb/app.py``."""
+    return thumb_app(load_module(app_file), title="THumB 1.0 (capeval)",
+                     description="THumB rubric aggregation: total = mean of precision and recall (1-5) minus the "
+                                 "fluency, conciseness and inclusive-language penalties, per caption and per system.",
+                     example=THUMB_EXAMPLE)
