@@ -1,7 +1,8 @@
 """The functional core: ``capeval.score(predictions, references, metrics=...)``."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from capeval.batch import CaptionBatch
@@ -23,6 +24,10 @@ __all__ = ["available_metrics", "option_names", "score"]
 
 #: ``score``'s own keywords besides the captions (the metric options come from the registry).
 SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty")
+
+
+#: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
+_SHARE: ContextVar = ContextVar("capeval_score_share", default=None)
 
 
 def option_names() -> set[str]:
@@ -72,7 +77,7 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
         for metric, (name, keys) in zip(instances, selected.items()):
             bar.set_postfix_str(name)
             if metric.uses_tokens and not warned:
-                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=5)
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=4)
                 warned = True
             try:
                 out = metric.compute(batch)
@@ -87,58 +92,6 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
             fields.append((name, out.signature))
             bar.update()
     return result, per_caption, extras, fields
-
-
-def _score(
-    predictions: Sequence[str],
-    references: Sequence[str | Sequence[str]],
-    metrics: Sequence[str] | str | None = None,
-    *,
-    cleanup: str | None = "thumb",
-    tokenizer: str | Tokenizer = "ptb",
-    progress: bool | None = None,
-    max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
-    empty: str = "error",
-    share: Callable[[Any, CaptionBatch], list | None] | None = None,
-    **options: Any,
-) -> dict[str, Any] | None:
-    """:func:`score`, with an optional ``share``: see :func:`score_shared`."""
-    preds, refs = normalize_inputs(predictions, references, empty=empty)
-    selected = resolve(metrics)
-    if progress is not None and not isinstance(progress, bool):
-        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
-    max_chars = check_max_caption_chars(max_caption_chars)
-    routed = _split_options(selected, options)
-    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
-    limited = [name for name in selected if metric_class(name).limits_length]
-    if limited and max_chars is not None:
-        check_caption_lengths(preds, refs, max_chars, limited)
-
-    empties = warn_empty(preds, stacklevel=4)  # _score <- score <- the caller
-    instances = []  # constructed first: every option is checked before anything is computed
-    try:
-        for name in selected:
-            instances.append(metric_class(name)(**routed[name]))
-        if share is not None:
-            for metric in instances:  # the per-item heavy work, split over the processes and gathered
-                metric.use_prepared(share(metric, batch))
-            if not share.is_main:
-                return None
-        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
-    finally:
-        for metric in instances:
-            metric.close()
-    uses_tokens = any(m.uses_tokens for m in instances)
-    reads_text = any(m.reads_text for m in instances)
-
-    # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
-    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}
-    if uses_tokens:
-        common["tok"] = batch.tokenizer.name
-    result["per_caption"] = per_caption
-    result.update(extras)
-    result["signature"] = build_signature(common, fields)
-    return result
 
 
 def score(
@@ -193,8 +146,43 @@ def score(
             emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
             prediction, nothing to match for a reference).
     """
-    return _score(predictions, references, metrics, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
-                  max_caption_chars=max_caption_chars, empty=empty, **options)
+    share = _SHARE.get()
+    preds, refs = normalize_inputs(predictions, references, empty=empty)
+    selected = resolve(metrics)
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
+    max_chars = check_max_caption_chars(max_caption_chars)
+    routed = _split_options(selected, options)
+    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
+    limited = [name for name in selected if metric_class(name).limits_length]
+    if limited and max_chars is not None:
+        check_caption_lengths(preds, refs, max_chars, limited)
+
+    empties = warn_empty(preds)
+    instances = []  # constructed first: every option is checked before anything is computed
+    try:
+        for name in selected:
+            instances.append(metric_class(name)(**routed[name]))
+        if share is not None:
+            for metric in instances:  # the per-item heavy work, split over the processes and gathered
+                metric.use_prepared(share(metric, batch))
+            if not share.is_main:
+                return None
+        result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
+    finally:
+        for metric in instances:
+            metric.close()
+    uses_tokens = any(m.uses_tokens for m in instances)
+    reads_text = any(m.reads_text for m in instances)
+
+    # the clean-up is recorded only when a metric read the cleaned text: tokens never see it
+    common = {"nrefs": nrefs_field(refs), "clean": batch.cleanup if reads_text else "none"}
+    if uses_tokens:
+        common["tok"] = batch.tokenizer.name
+    result["per_caption"] = per_caption
+    result.update(extras)
+    result["signature"] = build_signature(common, fields)
+    return result
 
 
 def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
@@ -205,4 +193,8 @@ def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence
     whole batch (or ``None``) and has ``is_main``; only the main process computes the metrics and returns the
     result, the others return ``None`` once their share is gathered.
     """
-    return _score(predictions, references, metrics, share=share, **kwargs)
+    token = _SHARE.set(share)
+    try:
+        return score(predictions, references, metrics, **kwargs)
+    finally:
+        _SHARE.reset(token)

@@ -152,7 +152,7 @@ def _items(where: list[str]) -> str:
     return ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
 
 
-def warn_empty(predictions: Sequence[str], stacklevel: int = 3) -> list[int]:
+def warn_empty(predictions: Sequence[str]) -> list[int]:
     """Warn (:class:`EmptyCaptionWarning`) naming the predictions that ``empty="zero"`` turned into ``""``.
 
     Returns their indices. They are scored as captions without words: 0 on every metric.
@@ -163,7 +163,7 @@ def warn_empty(predictions: Sequence[str], stacklevel: int = 3) -> list[int]:
             f"{len(empty)} empty prediction(s) scored 0 on every metric (empty=\"zero\"): "
             f"{_items([f'predictions[{i}]' for i in empty])}.",
             EmptyCaptionWarning,
-            stacklevel=stacklevel,
+            stacklevel=3,
         )
     return empty
 
