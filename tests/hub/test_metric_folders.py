@@ -61,6 +61,14 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path):
     got, want = built_module.compute(**COMPUTE[name]), source_module.compute(**COMPUTE[name])
     assert got == want and got
     assert check_module_folder(out, f"someone/capeval-{name}") == "space"
+    try:
+        import gradio
+    except ImportError:
+        return
+    import runpy
+
+    app = runpy.run_path(str(out / "app.py"), run_name="app")  # the Space's app finds the renamed script
+    assert isinstance(app["demo"], gradio.Blocks)
 
 
 def test_build_metric_has_no_space_parts(tmp_path):
