@@ -1,8 +1,12 @@
-"""Hugging Face Space for the THumB module: a table with one row per caption (P, R, penalties)."""
-import os
+"""Hugging Face Space for the thumb module (capeval): typed captions in, corpus and per-caption tables out.
 
-import evaluate
-from evaluate.utils import launch_gradio_widget
+Run locally with ``python app.py`` (``pip install -r requirements.txt``); the Hub runs it the same way. The app
+loads the evaluate module of this folder (its script is named after the folder) and is built by
+``capeval.hf.space``.
+"""
+from capeval.hf.space import thumb_space
 
-module = evaluate.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "thumb.py"))
-launch_gradio_widget(module)
+demo = thumb_space(__file__)
+
+if __name__ == "__main__":
+    demo.launch()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from capeval.batch import CaptionBatch
@@ -23,6 +24,10 @@ __all__ = ["available_metrics", "option_names", "score"]
 
 #: ``score``'s own keywords besides the captions (the metric options come from the registry).
 SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty")
+
+
+#: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
+_SHARE: ContextVar = ContextVar("capeval_score_share", default=None)
 
 
 def option_names() -> set[str]:
@@ -141,6 +146,7 @@ def score(
             emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
             prediction, nothing to match for a reference).
     """
+    share = _SHARE.get()
     preds, refs = normalize_inputs(predictions, references, empty=empty)
     selected = resolve(metrics)
     if progress is not None and not isinstance(progress, bool):
@@ -157,6 +163,11 @@ def score(
     try:
         for name in selected:
             instances.append(metric_class(name)(**routed[name]))
+        if share is not None:
+            for metric in instances:  # the per-item heavy work, split over the processes and gathered
+                metric.use_prepared(share(metric, batch))
+            if not share.is_main:
+                return None
         result, per_caption, extras, fields = _run_metrics(instances, selected, batch, empties, progress)
     finally:
         for metric in instances:
@@ -172,3 +183,18 @@ def score(
     result.update(extras)
     result["signature"] = build_signature(common, fields)
     return result
+
+
+def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
+                 metrics: Sequence[str] | str | None = None, *, share, **kwargs: Any) -> dict[str, Any] | None:
+    """:func:`score` with each metric's per-item heavy work handed to ``share`` (what :mod:`capeval.parallel` uses).
+
+    ``share(metric, batch)`` returns the metric's :meth:`~capeval.metric.CaptionMetric.prepare` entries for the
+    whole batch (or ``None``) and has ``is_main``; only the main process computes the metrics and returns the
+    result, the others return ``None`` once their share is gathered.
+    """
+    token = _SHARE.set(share)
+    try:
+        return score(predictions, references, metrics, **kwargs)
+    finally:
+        _SHARE.reset(token)

@@ -45,6 +45,22 @@ class CaptionBatch:
     def __len__(self) -> int:
         return len(self.predictions)
 
+    def subset(self, indices: Sequence[int]) -> CaptionBatch:
+        """The items at ``indices`` as a batch of their own, sharing this batch's clean text and tokens.
+
+        What one process of a multi-process run works on (:mod:`capeval.parallel`): nothing is cleaned
+        or tokenised again, so each item's text and tokens are exactly the full batch's.
+        """
+        sub = object.__new__(CaptionBatch)
+        sub.cleanup, sub.tokenizer, sub.progress = self.cleanup, self.tokenizer, self.progress
+        sub.raw_predictions = [self.raw_predictions[i] for i in indices]
+        sub.raw_references = [self.raw_references[i] for i in indices]
+        sub.predictions = [self.predictions[i] for i in indices]
+        sub.references = [self.references[i] for i in indices]
+        sub.__dict__["prediction_tokens"] = [self.prediction_tokens[i] for i in indices]
+        sub.__dict__["reference_tokens"] = [self.reference_tokens[i] for i in indices]
+        return sub
+
     @cached_property
     def _token_table(self) -> dict[str, list[str]]:
         unique: dict[str, None] = dict.fromkeys(self.raw_predictions)

@@ -48,6 +48,7 @@ class CaptionMetric(ABC):
         if unknown:
             raise ValueError(f"{self.name}: unknown option(s) {sorted(unknown)}; valid: {sorted(self.options)}.")
         self.config = {**self.options, **options}
+        self._prepared: list[Any] | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -61,6 +62,21 @@ class CaptionMetric(ABC):
     @abstractmethod
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         """Score ``batch``; must raise ``ValueError`` rather than return NaN."""
+
+    def prepare(self, batch: CaptionBatch) -> list[Any] | None:
+        """The per-item heavy work for ``batch``: one picklable entry per item, or ``None`` (the default).
+
+        Metrics whose per-item work dominates (SPICE parsing, METEOR statistics) return it here, so that
+        several processes can each prepare a share of the items (:mod:`capeval.parallel`); the gathered list
+        is handed back with :meth:`use_prepared` and :meth:`compute` then computes the corpus statistics
+        from it, exactly as from one process. Metrics without such work (BLEU, ROUGE-L, CIDEr-D: their
+        corpus statistics are the cheap part) keep the default and compute everything in :meth:`compute`.
+        """
+        return None
+
+    def use_prepared(self, prepared: list[Any] | None) -> None:
+        """Make the next :meth:`compute` use ``prepared`` (the gathered :meth:`prepare` entries, item order)."""
+        self._prepared = prepared
 
     def close(self) -> None:
         """Release external resources (JVMs, pools). Safe to call twice."""

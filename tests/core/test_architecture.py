@@ -23,7 +23,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models")),
     ("learned metrics", ("critic", "lceval")),
-    ("api", ("api", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
+    ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks", ("benchmarks",)),
     ("hub", ("hub",)),
     ("cli", ("cli", "__main__")),

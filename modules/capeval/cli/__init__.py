@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

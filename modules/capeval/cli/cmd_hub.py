@@ -1,4 +1,4 @@
-"""``capeval hub``: build Hub-ready benchmark datasets and push them."""
+"""``capeval hub``: build Hub-ready benchmark datasets and evaluate-module folders, and push them."""
 from __future__ import annotations
 
 import argparse
@@ -26,8 +26,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
     b.set_defaults(func=run_build)
 
-    u = hub_sub.add_parser("push", help="upload a built dataset folder with huggingface_hub",
-                           description="Create the dataset repo if needed and upload the folder.")
+    for kind in ("space", "metric"):
+        m = hub_sub.add_parser(
+            f"build-{kind}",
+            help=f"write a Hub-ready evaluate {kind} folder (script, card, requirements.txt"
+                 + (", app.py)" if kind == "space" else ")"),
+            description=f"Write the folder the Hub needs for metrics/METRIC as {'a gradio Space' if kind == 'space' else 'an evaluate module'}: "
+                        "the module script named after the folder, the card with license and homepage, requirements.txt"
+                        + (" (capeval and gradio pinned), app.py, and packages.txt where Java is needed." if kind == "space" else
+                           " (capeval pinned)."),
+        )
+        m.add_argument("metric", help="a folder of metrics/ (coco_caption, spice, spice_u, thumb)")
+        m.add_argument("--out", type=Path, required=True,
+                       help="output folder, named like the Hub repo (its script is OUT_NAME.py)")
+        m.add_argument("--repo-id", default=None, help="the Hub id the card names (user-or-org/name)")
+        m.add_argument("--source", type=Path, default=None, help="the metrics/ folder (default: the source tree's)")
+        m.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+        m.set_defaults(func=run_build_module, kind=kind)
+
+    u = hub_sub.add_parser("push", help="upload a built dataset or evaluate-module folder with huggingface_hub",
+                           description="Create the repo if needed (a dataset repo for a dataset folder, a gradio "
+                                       "Space for an evaluate-module folder) and upload the folder.")
     u.add_argument("folder", type=Path)
     u.add_argument("--repo-id", required=True, help="user-or-org/name")
     u.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
@@ -47,10 +66,20 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_push(args: argparse.Namespace) -> int:
-    from capeval.hub.push import push_dataset
+def run_build_module(args: argparse.Namespace) -> int:
+    from capeval.hub.metric_folder import build_metric_folder
 
-    url = push_dataset(args.folder, args.repo_id, token=args.token, private=not args.public,
+    built = build_metric_folder(args.metric, args.out, kind=args.kind, hub_id=args.repo_id, source=args.source,
+                                overwrite=args.overwrite)
+    print(built.summary())
+    return 0
+
+
+def run_push(args: argparse.Namespace) -> int:
+    from capeval.hub.push import push_dataset, push_module_folder
+
+    push = push_dataset if (args.folder / "data").is_dir() else push_module_folder
+    url = push(args.folder, args.repo_id, token=args.token, private=not args.public,
                        revision=args.revision, commit_message=args.message)
     print(f"pushed {args.folder} to {args.repo_id}: {url}")
     return 0

@@ -43,21 +43,31 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the k-th caption of every image as captioner k, each captioner separately (for files "
                         "that list several systems' captions per image in a fixed order)")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
+    p.add_argument("--processes", type=_positive, default=1, metavar="N",
+                   help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
+                        "accelerate (pip install accelerate); the scores are identical to one process. "
+                        "`accelerate launch --multi_gpu --num_processes N -m capeval score ...` and torchrun do the same")
     add_progress_argument(p)
     p.set_defaults(func=run)
+
+
+def _positive(value: str, alternative: str = "") -> int:
+    """A positive integer argument; the argparse error says what else is accepted (``alternative``)."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer{' ' + alternative if alternative else ''}, "
+                                         f"got {value!r}")
+    return n
 
 
 
 def _limit(value: str) -> int | None:
     if value.strip().lower() in ("none", "0", "off"):
         return None
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or 'none', got {value!r}")
-    return n
+    return _positive(value, "or 'none'")
 
 
 def example_files() -> tuple[Path, Path]:
@@ -65,12 +75,37 @@ def example_files() -> tuple[Path, Path]:
     return Path(str(root / "predictions.json")), Path(str(root / "references.json"))
 
 
+def _relaunch(args: argparse.Namespace) -> int:
+    """Run this same command in ``--processes`` processes under ``accelerate launch``; its exit code."""
+    import subprocess
+
+    from capeval.models._deps import require
+    from capeval.parallel import launch_command
+
+    require("accelerate", "torch", what="capeval score --processes")
+    argv = getattr(args, "argv", None)
+    if argv is None:
+        raise ValueError("--processes needs the command line to relaunch: run it through capeval.cli.main.")
+    return subprocess.run(launch_command(args.processes, argv), check=False).returncode
+
+
 def run(args: argparse.Namespace) -> int:
     from capeval.api import score
+    from capeval.parallel import in_distributed_launch
     from capeval.render import text_table
     from capeval.io import load_predictions, load_references, pair, split_by_occurrence, unscored_reference_ids
     from capeval.registry import resolve
 
+    main_process = True
+    if in_distributed_launch():  # one of several processes (capeval score --processes, accelerate launch, torchrun)
+        from functools import partial
+
+        from capeval.parallel import process_state, score as score_shared
+
+        state = process_state()
+        score, main_process = partial(score_shared, state=state), state.is_main_process
+    elif getattr(args, "processes", 1) > 1:
+        return _relaunch(args)
     if args.example:
         pred_path, ref_path = example_files()
     elif args.predictions and args.references:
@@ -92,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--duplicate-ids split needs image ids in {pred_path.name} (COCO results, CSV/JSONL with ids).")
     systems = split_by_occurrence(ids, preds) if split else [(ids, preds)]
     unscored = unscored_reference_ids(ids, ref_ids)
-    if unscored:
+    if unscored and main_process:
         print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
 
@@ -103,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     for s_ids, s_preds in systems:
         s_ids, s_preds, s_refs = pair(s_ids, s_preds, ref_ids, refs)
         results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options)))
+    if not main_process:
+        return 0  # the main process prints and writes the result
 
     out = text_stream(args.json_out)
     if not split:

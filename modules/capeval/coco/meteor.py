@@ -462,13 +462,22 @@ class Meteor(CaptionMetric):
             raise FileNotFoundError(f"METEOR 1.5 jar not found at {meteor_jar()}; reinstall pycocoevalcap==1.2.")
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
+        prepared = self._prepared
+        if prepared is None:
+            prepared = self.prepare(batch)
+        elif len(prepared) != len(batch):
+            raise ValueError(f"meteor: {len(prepared)} prepared statistics for a batch of {len(batch)}.")
+        corpus, per_caption = self.scorer.evaluate(prepared)
+        return MetricOutput(corpus={"meteor": corpus}, per_caption={"meteor": per_caption}, signature="1.5-en-norm")
+
+    def prepare(self, batch: CaptionBatch) -> list[str]:
+        """The jar's statistics line per item (the heavy part); :meth:`compute` evaluates them all at once."""
         from capeval.progress import progress
 
         hypotheses = [" ".join(t) for t in batch.prediction_tokens]
         references = [[" ".join(t) for t in refs] for refs in batch.reference_tokens]
         with progress(None, total=len(hypotheses), desc="METEOR", enabled=batch.progress) as bar:
-            corpus, per_caption = self.scorer.score(hypotheses, references, progress=bar)
-        return MetricOutput(corpus={"meteor": corpus}, per_caption={"meteor": per_caption}, signature="1.5-en-norm")
+            return self.scorer.statistics(hypotheses, references, progress=bar)
 
     def close(self) -> None:
         self.scorer.close()

@@ -1,8 +1,9 @@
-"""Upload a built dataset folder to the Hugging Face Hub (``huggingface_hub``).
+"""Upload a built dataset or evaluate-module folder to the Hugging Face Hub (``huggingface_hub``).
 
 Errors are ``RuntimeError`` with a message saying what to do: no token, offline mode, Hub not
 reachable, token rejected. Nothing is uploaded unless the folder looks like a built dataset
-(``README.md`` with YAML front matter and at least one parquet file under ``data/``).
+(``README.md`` with YAML front matter and at least one parquet file under ``data/``) or a built
+evaluate-module folder (``<repo name>.py``, ``README.md``, ``requirements.txt``; uploaded as a gradio Space).
 """
 from __future__ import annotations
 
@@ -42,10 +43,41 @@ def push_dataset(
     endpoint: str | None = None,
 ) -> str:
     """Create (if needed) the dataset repo ``repo_id`` and upload ``folder``; return the commit URL."""
+    files = check_dataset_folder(folder)
+    return _upload(folder, repo_id, "dataset", token=token, private=private, revision=revision, endpoint=endpoint,
+                   commit_message=commit_message or f"Upload {len(files)} parquet file(s) and the dataset card (capeval)")
+
+
+def check_module_folder(folder: str | Path, repo_id: str | None = None) -> str:
+    """``"space"`` or ``"metric"`` for a folder built by ``capeval hub build-space`` / ``build-metric``.
+
+    ``ValueError`` when a file the Hub needs is missing, or when the script is not named after ``repo_id``'s
+    name (``evaluate.load("user/name")`` looks for ``name.py``).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} is not a directory; build it with `capeval hub build-space METRIC`.")
+    name = repo_id.split("/")[-1] if repo_id else folder.name
+    for needed in (f"{name}.py", "README.md", "requirements.txt"):
+        if not (folder / needed).is_file():
+            raise ValueError(f"{folder} has no {needed} (the Hub repo {name!r} needs it); build the folder with "
+                             "`capeval hub build-space METRIC --out DIR/NAME` (DIR/NAME named like the repo).")
+    return "space" if (folder / "app.py").is_file() else "metric"
+
+
+def push_module_folder(folder: str | Path, repo_id: str, *, token: str | None = None, private: bool = True,
+                       revision: str | None = None, commit_message: str | None = None,
+                       endpoint: str | None = None) -> str:
+    """Upload a built evaluate-module folder as a gradio Space (an evaluate module on the Hub is a Space)."""
+    kind = check_module_folder(folder, repo_id)
+    return _upload(folder, repo_id, "space", token=token, private=private, revision=revision, endpoint=endpoint,
+                   commit_message=commit_message or f"Upload the capeval evaluate {kind} folder")
+
+
+def _upload(folder, repo_id: str, repo_type: str, *, token, private, revision, commit_message, endpoint) -> str:
     from huggingface_hub import HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-    files = check_dataset_folder(folder)
     if "/" not in repo_id or repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise ValueError(f"repo_id must look like 'user-or-org/name', got {repo_id!r}.")
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE:
@@ -57,12 +89,11 @@ def push_dataset(
         )
     api = HfApi(endpoint=endpoint, token=token)
     target = endpoint or "the Hugging Face Hub"
+    extra = {"space_sdk": "gradio"} if repo_type == "space" else {}
     try:
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        info = api.upload_folder(
-            repo_id=repo_id, repo_type="dataset", folder_path=str(folder), revision=revision,
-            commit_message=commit_message or f"Upload {len(files)} parquet file(s) and the dataset card (capeval)",
-        )
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **extra)
+        info = api.upload_folder(repo_id=repo_id, repo_type=repo_type, folder_path=str(folder), revision=revision,
+                                 commit_message=commit_message)
     except OfflineModeIsEnabled:
         raise RuntimeError("huggingface_hub is in offline mode: cannot push. Unset HF_HUB_OFFLINE.") from None
     except HfHubHTTPError as err:

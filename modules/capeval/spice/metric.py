@@ -100,7 +100,15 @@ class Spice(CaptionMetric):
         return list(batch.predictions), [list(r) for r in batch.references]
 
     def graph_tuples(self, batch: CaptionBatch) -> tuple[list[list[SpiceTuple]], list[list[SpiceTuple]]]:
-        """Per item, the candidate graph's tuples and the merged reference graph's tuples."""
+        """Per item, the candidate graph's tuples and the merged reference graph's tuples.
+
+        Uses the entries handed over with :meth:`use_prepared` (a multi-process run) when there are some.
+        """
+        prepared = getattr(self, "_prepared", None)
+        if prepared is not None:
+            if len(prepared) != len(batch):
+                raise ValueError(f"spice: {len(prepared)} prepared items for a batch of {len(batch)}.")
+            return [c for c, _ in prepared], [r for _, r in prepared]
         preds, refs = self.texts(batch)
         flat = preds + [r for rs in refs for r in rs]
         self.parser.progress = batch.progress
@@ -112,6 +120,14 @@ class Spice(CaptionMetric):
             cand_out.append(SceneGraph.from_tuples([parsed[pred]], synonyms, merge).tuples())
             ref_out.append(SceneGraph.from_tuples([parsed[r] for r in rs], synonyms, merge).tuples())
         return cand_out, ref_out
+
+    def prepare(self, batch: CaptionBatch) -> list[tuple[list[SpiceTuple], list[SpiceTuple]]]:
+        """Per item, ``(candidate tuples, reference tuples)``: the parsing and graph building (the heavy part)."""
+        saved, self._prepared = getattr(self, "_prepared", None), None
+        try:
+            return list(zip(*self.graph_tuples(batch)))
+        finally:
+            self._prepared = saved
 
     # -- metric ---------------------------------------------------------------------------------
     def signature_value(self) -> str:

@@ -79,5 +79,12 @@ class SpiceU(CaptionMetric):
             extra=extra,
         )
 
+    def prepare(self, batch: CaptionBatch) -> list:
+        """SPICE's per-item work (parsing, graphs): see :meth:`capeval.spice.metric.Spice.prepare`."""
+        return self.spice.prepare(batch)
+
+    def use_prepared(self, prepared) -> None:
+        self.spice.use_prepared(prepared)
+
     def close(self) -> None:
         self.spice.close()

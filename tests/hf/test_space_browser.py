@@ -1,0 +1,143 @@
+"""Every metrics/<name>/app.py in a real browser: launched on 127.0.0.1, driven with Playwright (Debian's
+chromium), the example clicked, the numbers shown compared with capeval.score's, bad input submitted and its
+message read. Screenshots go to $CAPEVAL_TEST_ARTIFACTS (default: test-artifacts/spaces/ in the checkout).
+
+Skips cleanly without gradio, playwright or a chromium executable ($CHROMIUM, else `chromium` on PATH).
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from support import ROOT, needs
+
+gr = pytest.importorskip("gradio")
+sync_api = pytest.importorskip("playwright.sync_api")
+
+import capeval  # noqa: E402
+from capeval.hf.space import (CAPTION_EXAMPLE, DIGITS, THUMB_EXAMPLE, load_module,  # noqa: E402
+                              parse_predictions, parse_references)
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium)"),
+              pytest.mark.timeout(600)]
+ARTIFACTS = Path(os.environ.get("CAPEVAL_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "spaces"
+CAPTION_APPS = {"coco_caption": "bleu,rouge_l,cider_d", "spice": "spice", "spice_u": "spice_u"}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_EVALUATE_OFFLINE", "1")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _launch(name: str):
+    app = runpy.run_path(str(ROOT / "metrics" / name / "app.py"), run_name="app")
+    port = _free_port()
+    app["demo"].launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    return app, f"http://127.0.0.1:{port}/"
+
+
+def _table(page, elem_id: str) -> list[list[str]]:
+    """The cells shown by the gr.Dataframe ``elem_id`` (gradio 6: div rows of ARIA grid cells), row by row."""
+    rows = page.query_selector_all(f"#{elem_id} div[role=row]")
+    return [cells for cells in ([c.inner_text().strip() for c in r.query_selector_all("[role=gridcell]")]
+                                for r in rows) if cells]
+
+
+def _wait_for_rows(page, elem_id: str, text: str) -> None:
+    """Wait until a grid cell of ``elem_id`` shows ``text`` (the callback has returned and the table is drawn)."""
+    page.wait_for_function(
+        "([id, text]) => [...document.querySelectorAll('#' + id + ' [role=gridcell]')]"
+        ".some(c => c.innerText.trim() === text)", arg=[elem_id, text], timeout=120_000)
+
+
+def _bad_input_message(page, shot: Path, fill: dict[str, str], expected: str) -> None:
+    for selector, value in fill.items():
+        page.fill(selector, value)
+    page.click("#score")
+    toast = page.get_by_text(expected, exact=False).first
+    toast.wait_for(timeout=60_000)
+    page.screenshot(path=str(shot), full_page=True)
+    assert expected in toast.inner_text()
+
+
+@pytest.mark.parametrize("name", sorted(CAPTION_APPS))
+def test_caption_space_in_a_browser(name, browser):
+    needs(name)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    app, url = _launch(name)
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        page.click("#example")
+        _wait_for_rows(page, "corpus", CAPTION_APPS[name].split(",")[-1])
+        _wait_for_rows(page, "per_caption", parse_predictions(CAPTION_EXAMPLE[0])[-1])
+        page.screenshot(path=str(ARTIFACTS / f"{name}-example.png"), full_page=True)
+        predictions, references = CAPTION_EXAMPLE
+        want = capeval.score(parse_predictions(predictions), parse_references(references, 3),
+                             metrics=CAPTION_APPS[name])
+        corpus = _table(page, "corpus")
+        assert [row[0] for row in corpus] == [k for k in want if k in dict(corpus)]
+        for key, shown in corpus:
+            assert float(shown) == round(want[key], DIGITS), key
+        per_caption = _table(page, "per_caption")
+        keys = [row[0] for row in corpus]
+        assert len(per_caption) == 3
+        for i, row in enumerate(per_caption):
+            assert row[0] == str(i + 1) and row[1] == parse_predictions(predictions)[i]
+            assert [float(v) for v in row[2:]] == [round(want["per_caption"][k][i], DIGITS) for k in keys]
+        _bad_input_message(page, ARTIFACTS / f"{name}-bad-input.png", {"#references textarea": "only one line"},
+                           "3 caption(s) but 1 line(s) of references")
+        page.close()
+    finally:
+        app["demo"].close()
+
+
+def test_thumb_space_in_a_browser(browser):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    app, url = _launch("thumb")
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        page.click("#example")
+        _wait_for_rows(page, "corpus", "total")
+        _wait_for_rows(page, "systems", "model")
+        _wait_for_rows(page, "per_caption", "4")
+        page.screenshot(path=str(ARTIFACTS / "thumb-example.png"), full_page=True)
+        rows = [line.split(",") for line in THUMB_EXAMPLE.splitlines()[1:]]
+        want = load_module(str(ROOT / "metrics" / "thumb" / "app.py")).compute(precision=[float(r[0]) for r in rows], recall=[float(r[1]) for r in rows],
+                                     fluency=[float(r[2]) for r in rows], conciseness=[float(r[3]) for r in rows],
+                                     inclusive=[float(r[4]) for r in rows], systems=[r[5].strip() for r in rows],
+                                     bootstrap_samples=0)
+        assert _table(page, "corpus")[0][0] == "total"
+        assert float(_table(page, "corpus")[0][1]) == round(want["total"], DIGITS)
+        shown = [float(row[3]) for row in _table(page, "per_caption")]
+        assert shown == [round(t, DIGITS) for t in want["per_caption"]["total"]]
+        systems = {row[0]: float(row[4]) for row in _table(page, "systems")}
+        assert systems == {k: round(v["total"], DIGITS) for k, v in want["systems"].items()}
+        _bad_input_message(page, ARTIFACTS / "thumb-bad-input.png", {"#rows textarea": "5, 5\n4, x"},
+                           "Line 2: recall 'x' is not a number")
+        page.close()
+    finally:
+        app["demo"].close()

@@ -1,0 +1,128 @@
+"""`capeval hub build-space` / `build-metric`: folders exactly as the Hub needs them, loadable offline."""
+from __future__ import annotations
+
+
+import pytest
+import yaml
+from support import ROOT, needs
+
+from capeval._version import __version__
+from capeval.cli import main
+from capeval.hub.metric_folder import GRADIO_VERSION, build_metric_folder, metric_names
+from capeval.hub.push import check_module_folder, push_module_folder
+
+evaluate = pytest.importorskip("evaluate")
+
+# name -> compute() keywords (cheap: no METEOR JVM)
+COMPUTE = {
+    "coco_caption": dict(predictions=["A dog runs.", "a cat sleeps"], references=[["A dog runs fast."], ["a cat"]],
+                         metrics="bleu_1,rouge_l,cider_d"),
+    "spice": dict(predictions=["A dog runs."], references=[["A dog runs fast."]]),
+    "spice_u": dict(predictions=["A dog runs."], references=[["A dog runs fast."]]),
+    "thumb": dict(precision=[5, 3], recall=[4, 3], fluency=[-0.1, 0], bootstrap_samples=0),
+}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+        monkeypatch.setenv(var, "1")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_every_metric_folder_is_covered():
+    assert metric_names() == sorted(COMPUTE)
+
+
+def _front_matter(path):
+    return yaml.safe_load(path.read_text(encoding="utf-8").split("---\n")[1])
+
+
+@pytest.mark.parametrize("name", sorted(COMPUTE))
+def test_build_space_loads_and_scores_like_the_source(name, tmp_path):
+    needs(name)
+    out = tmp_path / f"capeval-{name}"
+    built = build_metric_folder(name, out, kind="space", hub_id=f"someone/capeval-{name}")
+    expected = {f"capeval-{name}.py", "README.md", "requirements.txt", "app.py"} | (
+        {"packages.txt"} if name == "coco_caption" else set())
+    assert {p.name for p in out.iterdir()} == expected == set(built.files)
+    meta = _front_matter(out / "README.md")
+    assert meta["license"] == "apache-2.0" and meta["homepage"].startswith("https://")
+    assert meta["sdk"] == "gradio" and meta["sdk_version"] == GRADIO_VERSION and meta["app_file"] == "app.py"
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f'evaluate.load("someone/capeval-{name}")' in card and f'evaluate.load("metrics/{name}")' in card
+    assert "capeval/" + name + '")' not in card  # no Hub id that does not exist
+    reqs = (out / "requirements.txt").read_text().split()
+    assert reqs[0].startswith("capeval[evaluate") and reqs[0].endswith(f"=={__version__}")
+    assert f"gradio=={GRADIO_VERSION}" in reqs
+    assert (out / f"capeval-{name}.py").read_text() == (ROOT / "metrics" / name / f"{name}.py").read_text()
+    built_module = evaluate.load(str(out))
+    source_module = evaluate.load(str(ROOT / "metrics" / name))
+    got, want = built_module.compute(**COMPUTE[name]), source_module.compute(**COMPUTE[name])
+    assert got == want and got
+    assert check_module_folder(out, f"someone/capeval-{name}") == "space"
+    try:
+        import gradio
+    except ImportError:
+        return
+    import runpy
+
+    app = runpy.run_path(str(out / "app.py"), run_name="app")  # the Space's app finds the renamed script
+    assert isinstance(app["demo"], gradio.Blocks)
+
+
+def test_build_metric_has_no_space_parts(tmp_path):
+    out = tmp_path / "thumb"
+    build_metric_folder("thumb", out, kind="metric")
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "requirements.txt", "thumb.py"]
+    meta = _front_matter(out / "README.md")
+    assert "sdk" not in meta and "app_file" not in meta and meta["license"] == "apache-2.0"
+    assert "gradio" not in (out / "requirements.txt").read_text()
+    assert evaluate.load(str(out)).compute(**COMPUTE["thumb"])["total"] is not None
+    assert check_module_folder(out) == "metric"
+
+
+def test_build_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="unknown metric module 'bleurt'.*coco_caption"):
+        build_metric_folder("bleurt", tmp_path / "x")
+    with pytest.raises(ValueError, match="must be the Hub repo name 'other'"):
+        build_metric_folder("thumb", tmp_path / "thumb", hub_id="me/other")
+    build_metric_folder("thumb", tmp_path / "thumb")
+    with pytest.raises(FileExistsError, match="not empty"):
+        build_metric_folder("thumb", tmp_path / "thumb")
+    with pytest.raises(ValueError, match="has no other.py"):
+        check_module_folder(tmp_path / "thumb", "me/other")
+
+
+def test_push_offline_is_a_clear_error(tmp_path, monkeypatch):
+    out = tmp_path / "thumb"
+    build_metric_folder("thumb", out, kind="space")
+    with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE is set"):
+        push_module_folder(out, "someone/thumb", token="hf_dummy")
+    import huggingface_hub.constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    with pytest.raises(RuntimeError, match="cannot reach http://127.0.0.1:9"):  # a closed local port
+        push_module_folder(out, "someone/thumb", token="hf_dummy", endpoint="http://127.0.0.1:9")
+
+
+def test_cli_build_space_and_push(tmp_path, capsys):
+    out = tmp_path / "thumb"
+    assert main(["hub", "build-space", "thumb", "--out", str(out)]) == 0
+    assert "space folder" in capsys.readouterr().out and (out / "app.py").is_file()
+    assert main(["hub", "push", str(out), "--repo-id", "me/thumb", "--token", "hf_dummy"]) == 1
+    assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err
+    assert main(["hub", "build-metric", "nope", "--out", str(tmp_path / "nope")]) == 1
+    assert "unknown metric module 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(COMPUTE))
+def test_source_folders_pin_what_the_build_writes(name):
+    """metrics/<name>/requirements.txt and the card's sdk_version are the built Space's (one gradio pin)."""
+    from capeval.hub.metric_folder import requirements
+
+    assert (ROOT / "metrics" / name / "requirements.txt").read_text().split() == requirements(name, "space")
+    assert _front_matter(ROOT / "metrics" / name / "README.md")["sdk_version"] == GRADIO_VERSION
+    setup = (ROOT / "setup.cfg").read_text()
+    assert f"gradio=={GRADIO_VERSION}" in setup  # the `space` extra the tests install
