@@ -119,6 +119,7 @@ class _JVM:
         deadline = time.monotonic() + (first_timeout if self.fresh else timeout)
         with selectors.DefaultSelector() as selector:  # epoll/kqueue: no FD_SETSIZE limit, unlike select()
             selector.register(fd_out, selectors.EVENT_READ)
+            self._refuse_unsolicited(selector, fd_out)
             if self._stderr_open:
                 selector.register(fd_err, selectors.EVENT_READ)
             if payload:
@@ -161,6 +162,16 @@ class _JVM:
                 f"(first extra: {answers[answers_expected][:200]!r}); the stdio protocol lost synchronisation."
             )
         return answers
+
+    def _refuse_unsolicited(self, selector, fd_out: int) -> None:
+        """Before a request: an answer line nobody asked for (it arrived after the last exchange ended) means the
+        stdio protocol lost synchronisation; refuse rather than take it for the next request's answer."""
+        if self._pending.strip() or any(key.fd == fd_out for key, _ in selector.select(0)):
+            chunk = b"" if self._pending.strip() else os.read(fd_out, 1 << 20)
+            extra = (self._pending + chunk).decode("utf-8", "replace").strip()
+            if extra:
+                raise MeteorError(f"METEOR 1.5 sent an answer nobody asked for ({extra[:200]!r}); the stdio "
+                                  "protocol lost synchronisation.")
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -356,6 +367,9 @@ class MeteorScorer:
             return [float(x) for x in lines]
         except ValueError:
             bad = next(x for x in lines if not _is_number(x))
+            if len(bad.split()) > 1 and all(_is_number(f) for f in bad.split()):
+                raise MeteorError(f"METEOR 1.5 answered the EVAL request with statistics {bad[:200]!r} (a late "
+                                  "answer to a SCORE request): the stdio protocol lost synchronisation.") from None
             raise MeteorError(f"METEOR 1.5 answered the EVAL request with {bad[:200]!r}.") from None
 
     def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
