@@ -64,3 +64,12 @@ def test_cli_table_from_candidate_files(tmp_path, shared_data, capsys):
     assert main(["mmi", "table", "--json", str(tmp_path / "u.json"), "--dev-candidates", str(tmp_path / "dev.jsonl"),
               "--test-candidates", str(tmp_path / "test.jsonl"), "--lm", "nonsense"]) == 1
     assert "expected NAME=DIR" in capsys.readouterr().err
+
+
+def test_custom_grid_and_alpha_endpoints():
+    uni = UnigramLM.fit(CORPUS)
+    out = mmi_table(_items(2), REFS * 2, _items(1), REFS, {"toy": (uni, uni)}, metrics=["bleu_4", "rouge_l"],
+                    lambdas=[0.0, 0.5], alphas=[0.0, 1.0])
+    assert len(out["tuning"]["toy"]["grid"]) == 4 and out["settings"]["alphas"] == [0.0, 1.0]
+    with pytest.raises(ValueError, match="alphas must include 0"):
+        mmi_table(_items(1), REFS, _items(1), REFS, {"toy": (uni, uni)}, alphas=[0.5, 1.0])

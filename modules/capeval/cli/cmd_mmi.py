@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="LM corpus name and a folder with unigram/ and lstm/ (repeatable; default: every shipped "
                         "caption LM, capeval.paths.PRETRAINED)")
     b.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u")
+    b.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)),
+                   help="lambda grid searched on dev (default 0..1 step .1)")
+    b.add_argument("--alphas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)),
+                   help="alpha grid searched on dev; must hold 0 and 1 (default 0..1 step .1)")
+    b.add_argument("--dev-images", type=int,
+                   help="tune on the first N dev images (sorted by name) to save time; default all 1,000")
     b.set_defaults(func=table_cmd)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -155,6 +161,10 @@ def table_cmd(args: argparse.Namespace) -> int:
     check_output_path(args.json)
     lms = _lm_pairs(args.lm)
     dev, dev_refs = _split_candidates(args.dev_candidates, "dev", args)
+    if args.dev_images is not None:
+        if args.dev_images < 1:
+            raise ValueError(f"--dev-images must be >= 1, got {args.dev_images}.")
+        dev = sorted(dev, key=lambda it: str(it["id"]))[:args.dev_images]
     test, test_refs = _split_candidates(args.test_candidates, "test", args)
     for items, refs, split in ((dev, dev_refs, "dev"), (test, test_refs, "test")):
         missing = [it["id"] for it in items if it["id"] not in refs]
@@ -162,10 +172,12 @@ def table_cmd(args: argparse.Namespace) -> int:
             raise ValueError(f"{len(missing)} {split} candidates have no Flickr8k {split} references "
                              f"(e.g. {missing[0]!r}).")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    grid = {name: [float(x) for x in getattr(args, name).split(",") if x.strip()] for name in ("lambdas", "alphas")}
     out = mmi_table(dev, [dev_refs[it["id"]] for it in dev], test, [test_refs[it["id"]] for it in test], lms,
-                    metrics=metrics)
+                    metrics=metrics, **grid)
     out["settings"].update({"captioner": str(args.captioner or "capeval:flickr8k-captioner"),
-                            "num_beams": args.num_beams, "dev": "flickr8k-dev", "test": "flickr8k-test"})
+                            "num_beams": args.num_beams, "dev": f"flickr8k-dev (first {len(dev)} images)",
+                            "test": "flickr8k-test"})
     write_json(args.json, out, indent=1)
     for row in out["rows"]:
         print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}),
