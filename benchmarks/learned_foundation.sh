@@ -30,6 +30,19 @@ capeval lm train --corpus flickr8k-train --dev flickr8k-dev --out "$out/lm-flick
 for c in flickr8k-test coco-karpathy-test; do
   for m in unigram lstm; do capeval lm perplexity --lm "$out/lm-flickr8k/$m" --captions "$c"; done
 done
+# 3b. COCO caption LMs on a seeded 20,000-image subset of train2014 (1 epoch), perplexities
+python - "$out" <<'PY'
+import json, random, sys
+from capeval.rerank.corpora import coco_train_captions
+caps = coco_train_captions(); ids = sorted(caps); random.Random(0).shuffle(ids)
+for name, part in (("train", ids[:20000]), ("dev", ids[20000:21000])):
+    json.dump([caps[i] for i in sorted(part)], open(f"{sys.argv[1]}/coco_{name}_refs.json", "w"))
+PY
+capeval lm train --corpus "$out/coco_train_refs.json" --dev "$out/coco_dev_refs.json" --out "$out/lm-coco" --epochs 1 \
+  --dropout 0.3 --tie-weights
+for c in flickr8k-test coco-karpathy-test; do
+  for m in unigram lstm; do capeval lm perplexity --lm "$out/lm-coco/$m" --captions "$c"; done
+done
 # 4. MMI table (beam 10, lambda/alpha tuned on Flickr8k dev) and the distractor analysis
 for s in dev test; do
   capeval captioner generate --split $s --model "$out/captioner" --features "$out/grid224.safetensors" \

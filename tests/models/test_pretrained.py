@@ -78,3 +78,21 @@ def test_shipped_flickr8k_lms_load_and_match_the_train_vocabulary():
     assert lstm.vocab.itos == unigram.vocab.itos
     ppl = lm_perplexity(lstm, ["a dog runs through the grass .", "a man in a red shirt is climbing a rock ."])
     assert 1 < ppl < 200
+
+
+def test_shipped_coco_lms_exclude_every_evaluation_image_and_load():
+    pytest.importorskip("torch")
+    require_data("coco_karpathy_test", "karpathy_ref.json")
+    from capeval.models.caption_lm import lm_perplexity
+    from capeval.models.lm_loading import load_caption_lm
+    from capeval.rerank.corpora import excluded_coco_image_ids
+
+    folder = pretrained_dir("lm-coco")
+    subset = json.loads((folder / "training_images.json").read_text(encoding="utf-8"))
+    train, dev = set(subset["train_images"]), set(subset["dev_images"])
+    assert len(train) == 20000 and len(dev) == 1000 and not train & dev
+    for source, ids in excluded_coco_image_ids().items():
+        assert not (train | dev) & ids, f"an LM training image is in {source}"
+    unigram, lstm = load_caption_lm(folder / "unigram"), load_caption_lm(folder / "lstm")
+    assert lstm.vocab.itos == unigram.vocab.itos and lstm.config.tie_weights
+    assert 1 < lm_perplexity(lstm, ["a man riding a wave on top of a surfboard ."]) < 500
