@@ -53,11 +53,15 @@ class FeatureTable:
     def __len__(self) -> int:
         return len(self.index)
 
-    def rows(self, names: Sequence[str]):
-        """Float32 features of ``names`` (``KeyError`` names the first missing image)."""
+    def check(self, names: Sequence[str]) -> None:
+        """``KeyError`` naming the first of ``names`` without features."""
         missing = [n for n in names if n not in self.index]
         if missing:
             raise KeyError(f"No features for image {missing[0]!r} ({len(missing)} missing); extract them first.")
+
+    def rows(self, names: Sequence[str]):
+        """Float32 features of ``names`` (``KeyError`` names the first missing image)."""
+        self.check(names)
         torch = require("torch")
         return self.features[torch.as_tensor([self.index[n] for n in names])].float()
 

@@ -46,10 +46,10 @@ def load_captioner(path: str | os.PathLike | None = None, device: Any = None) ->
     return _LOADED[key]
 
 
-def image_features(model, images: Sequence[Any], *, progress_bar: bool | None = None,
-                   cache: bool = True) -> FeatureTable:
+def image_features(model, images: Sequence[Any], *, names: Sequence[str] | None = None,
+                   progress_bar: bool | None = None, cache: bool = True) -> FeatureTable:
     """Features of ``images`` (paths, PIL images or arrays) as the captioner's encoder makes them, keyed by
-    ``str(path)`` (or ``"image-<i>"`` for in-memory images)."""
+    ``names`` (default ``str(path)``, or ``"image-<i>"`` for in-memory images)."""
     from capeval.models.image_encoder import load_image_encoder
 
     cfg = model.config
@@ -57,6 +57,8 @@ def image_features(model, images: Sequence[Any], *, progress_bar: bool | None = 
     if cfg.encoder_resolution == "native" and cfg.feature_kind == "grid":
         raise ValueError("Native-resolution grids differ in size per image; captioners read fixed-size features.")
     feats = encoder.encode(list(images), kind=cfg.feature_kind, progress=progress_bar)
+    if names is not None:
+        return FeatureTable(list(names), feats, encoder.settings, cfg.feature_kind)
     names = [str(im) if isinstance(im, (str, os.PathLike)) else f"image-{i}" for i, im in enumerate(images)]
     if len(set(names)) != len(names):
         names = [f"{n}#{i}" for i, n in enumerate(names)]

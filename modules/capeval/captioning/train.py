@@ -32,18 +32,12 @@ from typing import Any
 
 from capeval.captioning.data import FeatureTable, check_disjoint
 from capeval.models._deps import require
+from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
 from capeval.progress import progress
-
-STATE_FILE = "training_state.pt"
 DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,
                             "warmup_steps": 300, "clip_norm": 1.0, "patience": 3, "min_count": 5,
                             "max_words": 22, "seed": 0, "objective": "xe", "init_from": None,
                             "scst_samples": 5}
-
-
-def _checkpoints(out_dir: Path) -> list[Path]:
-    found = [p for p in (out_dir / "checkpoints").glob("epoch-*") if (p / STATE_FILE).is_file()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
 
 
 def _schedule(step: int, warmup: int, total: int) -> float:
@@ -91,10 +85,10 @@ def train_captioner(
     images = sorted(train)
     if not images:
         raise ValueError("No training images.")
-    features.rows(images[:1]), features.rows(images)  # KeyError early when any feature is missing
+    features.check(images)  # KeyError now, not at the first batch that lacks features
     out_dir = Path(out_dir)
     accelerator = accelerate.Accelerator(cpu=(not torch.cuda.is_available()) if cpu is None else cpu)
-    last = _checkpoints(out_dir)[-1] if resume and _checkpoints(out_dir) else None
+    last = last_checkpoint(out_dir, resume)
     torch.manual_seed(opts["seed"])
     if last is not None:
         model = CaptionerForImageCaptioning.from_pretrained(last)
@@ -236,15 +230,12 @@ def _scst_step(core, model, tokenizer, features: FeatureTable, batch: list[str],
 
 def _sequence_log_probs(core, model, seqs, feats, k, accelerator):
     """Teacher-forced log P(s|I) (with gradients) of sampled id sequences, ``k`` per image."""
-    from capeval.models.captioner import pad_batch
+    from capeval.models.captioner import pad_batch, sequence_log_probs
 
-    torch = require("torch")
     inputs, targets = pad_batch(seqs, core.config.pad_token_id)
     inputs, targets = inputs.to(accelerator.device), targets.to(accelerator.device)
     embeds = core.encode_images(feats).repeat_interleave(k, 0)
-    logits = model(input_ids=inputs, image_embeds=embeds).logits.float()
-    logp = logits.log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
-    return (logp * (targets >= 0)).sum(-1)
+    return sequence_log_probs(model(input_ids=inputs, image_embeds=embeds).logits, targets)
 
 
 def _dev_scores(model, tokenizer, features: FeatureTable, dev: Mapping[str, Sequence[str]]) -> dict[str, float]:
@@ -260,6 +251,4 @@ def _dev_scores(model, tokenizer, features: FeatureTable, dev: Mapping[str, Sequ
 
 
 def _stale(log: dict[str, Any], patience: int) -> bool:
-    if not patience or log["best_epoch"] is None or "dev_cider_d" not in log["epochs"][-1]:
-        return False
-    return len(log["epochs"]) - log["best_epoch"] >= patience
+    return "dev_cider_d" in (log["epochs"] or [{}])[-1] and stale(len(log["epochs"]), log["best_epoch"], patience)

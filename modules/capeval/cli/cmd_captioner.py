@@ -92,8 +92,7 @@ def _split_inputs(args: argparse.Namespace):
 
         folder = args.images or data_dir(required=True) / "flickr8k" / "images-224"
         names = sorted(refs)
-        table = image_features(model, [folder / n for n in names])
-        table.index = {Path(k).name: v for k, v in table.index.items()}
+        table = image_features(model, [folder / n for n in names], names=names)
     return model, tokenizer, table, refs
 
 

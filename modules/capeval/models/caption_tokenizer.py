@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from capeval.models._deps import require
+from capeval.models.caption_lm import check_captions
 from capeval.text import get_tokenizer
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -23,13 +24,7 @@ SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 
 def normalise_captions(captions: Sequence[str]) -> list[str]:
     """Each caption as the metrics tokenise it: PTB tokens (lower-cased, no punctuation) joined by spaces."""
-    if isinstance(captions, str):
-        raise ValueError("captions must be a list of strings, not one string.")
-    captions = list(captions)
-    for i, c in enumerate(captions):
-        if not isinstance(c, str):
-            raise ValueError(f"captions[{i}] must be a string, got {type(c).__name__}.")
-    return [" ".join(tokens) for tokens in get_tokenizer("ptb").tokenize(captions)]
+    return [" ".join(tokens) for tokens in get_tokenizer("ptb").tokenize(check_captions(captions))]
 
 
 def build_caption_tokenizer(captions: Sequence[str], min_count: int = 5):

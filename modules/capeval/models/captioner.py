@@ -257,13 +257,17 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
             raise ValueError(f"{len(token_ids)} captions but {image_embeds.shape[0]} images.")
         inputs, targets = pad_batch(token_ids, self.config.pad_token_id)
         inputs, targets = inputs.to(self.device), targets.to(self.device)
-        logits = self(input_ids=inputs, image_embeds=image_embeds).logits.float()
-        logp = logits.log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
-        return (logp * (targets >= 0)).sum(-1)
+        return sequence_log_probs(self(input_ids=inputs, image_embeds=image_embeds).logits, targets)
 
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return True
+
+
+def sequence_log_probs(logits, targets):
+    """Summed natural-log probability of each row's ``targets`` (-100 = padding, skipped) under ``logits``."""
+    logp = logits.float().log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+    return (logp * (targets >= 0)).sum(-1)
 
 
 def pad_batch(token_ids, pad_id: int):

@@ -20,12 +20,7 @@ from capeval.models.caption_lm import Vocabulary, caption_tokens, perplexity
 from capeval.models.lstm_lm import LSTMConfig, LSTMLanguageModel, torch
 from capeval.progress import progress
 
-STATE_FILE = "training_state.pt"
-
-
-def _checkpoints(out_dir: Path) -> list[Path]:
-    found = [p for p in (out_dir / "checkpoints").glob("epoch-*") if (p / STATE_FILE).is_file()]
-    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
 
 
 def _seed_all(seed: int) -> None:
@@ -67,7 +62,7 @@ def train_lstm_lm(
     tokens = caption_tokens(captions)
     if not tokens:
         raise ValueError("No training captions.")
-    last = _checkpoints(out_dir)[-1] if resume and _checkpoints(out_dir) else None
+    last = last_checkpoint(out_dir, resume)
     _seed_all(seed)
     if last is not None:
         model = LSTMLanguageModel.from_pretrained(last)
@@ -129,6 +124,4 @@ def train_lstm_lm(
 
 def _stale(log: dict[str, Any], patience: int) -> bool:
     """True when the last ``patience`` epochs did not improve on the best dev perplexity."""
-    if not patience or log["best_epoch"] is None or "dev_ppl" not in log["epochs"][-1]:
-        return False
-    return len(log["epochs"]) - log["best_epoch"] >= patience
+    return "dev_ppl" in (log["epochs"] or [{}])[-1] and stale(len(log["epochs"]), log["best_epoch"], patience)
