@@ -109,7 +109,7 @@ def train_captioner(
         cfg = CaptionerConfig(vocab_size=len(tokenizer), feature_dim=features.feature_dim,
                               feature_kind="pooled" if features.features.dim() == 2 else "grid",
                               pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                              eos_token_id=tokenizer.eos_token_id, **_encoder_settings(features), **(config or {}))
+                              eos_token_id=tokenizer.eos_token_id, **features.encoder_settings(), **(config or {}))
         model = CaptionerForImageCaptioning(cfg)
         state, log = None, {"options": opts, "config": cfg.to_dict(), "feature_settings": features.settings,
                             "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
@@ -177,18 +177,6 @@ def train_captioner(
         (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
     return log
 
-
-def _encoder_settings(features: FeatureTable) -> dict[str, Any]:
-    """``encoder`` / ``encoder_resolution`` parsed from the feature file's settings string, when present."""
-    fields = dict(part.split(":", 1) for part in features.settings.split(",") if ":" in part)
-    out: dict[str, Any] = {}
-    if "image_encoder" in fields:
-        out["encoder"] = fields["image_encoder"]
-    if fields.get("res", "").isdigit():
-        out["encoder_resolution"] = int(fields["res"])
-    elif fields.get("res") == "native":
-        out["encoder_resolution"] = "native"
-    return out
 
 
 def _step(core, model, features: FeatureTable, batch: list[str], ids: dict, accelerator):

@@ -151,9 +151,17 @@ class CriticModel(transformers.PreTrainedModel):
         return self.classifier(torch.cat([*context, candidate], dim=1))
 
     def forward(self, candidate_ids, candidate_lengths, reference_ids=None, reference_lengths=None,
-                image_features=None, labels=None, **kwargs):
-        cand = self.encode_captions(candidate_ids, candidate_lengths)
-        ref = self.encode_captions(reference_ids, reference_lengths) if self.config.uses_reference else None
+                image_features=None, labels=None, candidate_index=None, reference_index=None, **kwargs):
+        """Logits (and the loss with ``labels``). With ``candidate_index`` / ``reference_index`` ([n] longs),
+        ``candidate_ids`` holds each distinct caption once and the two indexes pick the candidate's and the
+        reference's rows (training encodes a context shared by a positive and a negative once)."""
+        if candidate_index is not None:
+            vectors = self.encode_captions(candidate_ids, candidate_lengths)
+            cand = vectors[candidate_index]
+            ref = vectors[reference_index] if self.config.uses_reference else None
+        else:
+            cand = self.encode_captions(candidate_ids, candidate_lengths)
+            ref = self.encode_captions(reference_ids, reference_lengths) if self.config.uses_reference else None
         img = self.project_images(image_features) if self.config.uses_image else None
         logits = self.classify(cand, ref, img)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None

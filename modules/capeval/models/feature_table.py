@@ -69,14 +69,33 @@ class FeatureTable:
     def feature_dim(self) -> int:
         return int(self.features.shape[-1])
 
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write this table as a ``capeval features extract`` file (float32; :meth:`load` reads it back)."""
+        import json
 
-def check_disjoint(train: Mapping[str, object], **evaluated: Mapping[str, object]) -> None:
-    """``ValueError`` when a training image is also in one of the ``evaluated`` splits (named in the error)."""
-    for split, images in evaluated.items():
-        shared = sorted(set(train) & set(images))
-        if shared:
-            raise ValueError(f"{len(shared)} training images are also in the {split} split (e.g. {shared[0]}); "
-                             "never train on images that are evaluated.")
+        save_file = require("safetensors.torch").save_file
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        names = sorted(self.index, key=self.index.get)
+        metadata = {"settings": self.settings, "kind": self.kind, "count": str(len(names)), "images": json.dumps(names),
+                    "processes": "1"}
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        save_file({"features": self.features.float().contiguous()}, str(tmp), metadata=metadata)
+        os.replace(tmp, path)
+        return path
+
+    def encoder_settings(self) -> dict:
+        """``encoder`` / ``encoder_resolution`` parsed from the feature file's settings string, when present
+        (what a model trained on these features records, so that it can encode new images the same way)."""
+        fields = dict(part.split(":", 1) for part in self.settings.split(",") if ":" in part)
+        out: dict = {}
+        if "image_encoder" in fields:
+            out["encoder"] = fields["image_encoder"]
+        if fields.get("res", "").isdigit():
+            out["encoder_resolution"] = int(fields["res"])
+        elif fields.get("res") == "native":
+            out["encoder_resolution"] = "native"
+        return out
 
     def pooled(self) -> "FeatureTable":
         """This table with each grid averaged over its regions (``[N, channels]``: the encoder's pooled features)."""
@@ -85,3 +104,11 @@ def check_disjoint(train: Mapping[str, object], **evaluated: Mapping[str, object
         names = sorted(self.index, key=self.index.get)
         return FeatureTable(names, self.features.float().mean(dim=1), self.settings, "pooled")
 
+
+def check_disjoint(train: Mapping[str, object], **evaluated: Mapping[str, object]) -> None:
+    """``ValueError`` when a training image is also in one of the ``evaluated`` splits (named in the error)."""
+    for split, images in evaluated.items():
+        shared = sorted(set(train) & set(images))
+        if shared:
+            raise ValueError(f"{len(shared)} training images are also in the {split} split (e.g. {shared[0]}); "
+                             "never train on images that are evaluated.")

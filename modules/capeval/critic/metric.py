@@ -1,0 +1,104 @@
+"""The critic as capeval metrics: ``critic`` (image + reference), ``critic_ref`` (reference only), ``critic_img``
+(image only). Each scores P(candidate is human-written | context) in [0, 1], averaged over the references
+(:mod:`capeval.critic.scoring`); the corpus score is the mean over captions.
+
+Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
+(a ``capeval critic train`` folder; default the shipped Flickr8k critic of that context), ``critic_batch_size``
+(pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available).
+
+Text handling, documented: the critic reads the captions as given (lower-cased, its own word tokens, the first 15
+kept: a 100,000-character caption costs no more than a short one); a caption with no word token (empty, or only
+punctuation / emoji) scores 0, as the n-gram metrics score it; words outside the vocabulary (other languages,
+misspellings) are ``<unk>`` and still get a probability.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar
+
+import numpy as np
+
+from capeval.batch import CaptionBatch
+from capeval.metric import CaptionMetric, MetricOutput
+
+
+class _CriticMetric(CaptionMetric):
+    uses_tokens: ClassVar[bool] = False
+    context: ClassVar[str] = "image+reference"
+    model_option: ClassVar[str] = "critic_model"
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.models._deps import require
+
+        require("torch", "transformers", what=f"the {cls.name} metric")
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        from capeval.critic.scoring import critic_folder, critic_scores, load_critic
+        from capeval.critic.vocab import critic_tokens
+
+        model, vocab = load_critic(self.config[self.model_option], self.context, self.config["critic_device"])
+        if model.config.context != self.context:
+            raise ValueError(f"{self.name} expects a critic with context {self.context!r}; "
+                             f"{self.config[self.model_option]} has {model.config.context!r}.")
+        images = getattr(batch, "images", None)
+        if model.config.uses_image and images is None:
+            raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
+        preds = batch.raw_predictions
+        scores = critic_scores(preds, batch.raw_references if model.config.uses_reference else None,
+                               images=images, model=model, vocab=vocab, batch_size=int(self.config["critic_batch_size"]),
+                               progress_bar=batch.progress)
+        scores[[i for i, p in enumerate(preds) if not critic_tokens(p)]] = 0.0
+        per = [float(s) for s in scores]
+        folder = critic_folder(self.config[self.model_option], self.context)
+        return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
+                            signature=f"model={_model_label(folder)},ctx={self.context},refs=mean")
+
+
+def _model_label(folder) -> str:
+    """``critic-flickr8k`` for a shipped critic, else ``<folder name>@<hash of its config and weights>``."""
+    from capeval.paths import PRETRAINED, pretrained_dir
+
+    if folder.name in PRETRAINED:
+        try:
+            if folder.resolve() == pretrained_dir(folder.name).resolve():
+                return folder.name
+        except FileNotFoundError:
+            pass
+    digest = hashlib.sha256()
+    for name in ("config.json", "model.safetensors", "vocab.json"):
+        path = folder / name
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return f"{folder.name}@{digest.hexdigest()[:10]}"
+
+
+class Critic(_CriticMetric):
+    """The critic with image and reference as context (the paper's default)."""
+
+    name = "critic"
+    needs_images: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None}
+
+
+class CriticRef(_CriticMetric):
+    """The critic with a reference as the only context (no image needed)."""
+
+    name = "critic_ref"
+    context = "reference"
+    model_option = "critic_ref_model"
+    needs_images: ClassVar[bool] = False
+    options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None}
+
+
+class CriticImg(_CriticMetric):
+    """The critic with the image as the only context (no reference read)."""
+
+    name = "critic_img"
+    context = "image"
+    model_option = "critic_img_model"
+    needs_images: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None}
+
+
+__all__ = ["Critic", "CriticImg", "CriticRef"]

@@ -1,0 +1,162 @@
+"""Scoring with a trained critic: P(candidate is human-written | context), averaged over every reference.
+
+>>> from capeval.critic.scoring import critic_scores
+>>> critic_scores(["a dog runs on the grass"], [["a brown dog runs", "a dog in a field"]], images=["dog.jpg"])
+array([0.83])
+
+* The score of a candidate is the mean, over each of its references used as the context (with the image), of the
+  critic's P(human) (supplementary §2.4; the released code used one random reference). No randomness: the model
+  runs in evaluation mode, so the same inputs give the same scores.
+* ``images``: one per candidate — paths, PIL images, numpy arrays or ``datasets.Image`` values (``{"path",
+  "bytes"}``); their pooled features come from the encoder recorded in the critic's config (EfficientNet-Lite0 at
+  224² for the shipped critics) through :mod:`capeval.models.image_encoder`, cached on disk per image content.
+  ``image_features`` (``[n, image_dim]``) may be given instead.
+* Every distinct caption goes through the LSTM once and every distinct image through the projection once, so
+  the cost is dominated by the distinct captions; pairs are classified in batches of ``batch_size``.
+* Shipped critics (:data:`SHIPPED`): ``critic-flickr8k`` (image + reference, the default), ``critic-flickr8k-ref``
+  (reference only) and ``critic-flickr8k-img`` (image only), all trained on Flickr8k train only.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval.critic.vocab import CriticVocab
+from capeval.models._deps import require
+from capeval.progress import progress
+
+#: The shipped critic of each context (folders under ``capeval/pretrained``).
+SHIPPED = {"image+reference": "critic-flickr8k", "reference": "critic-flickr8k-ref", "image": "critic-flickr8k-img"}
+_LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
+
+
+def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
+    """The folder of a critic: ``path``, or the shipped critic of ``context``."""
+    from capeval.paths import pretrained_dir
+
+    if path is not None:
+        return Path(path)
+    if context not in SHIPPED:
+        raise ValueError(f"context must be one of {sorted(SHIPPED)}, got {context!r}.")
+    return pretrained_dir(SHIPPED[context])
+
+
+def load_critic(path: str | os.PathLike | None = None, context: str = "image+reference", device: Any = None):
+    """``(model, vocab)`` from a ``capeval critic train`` folder (default: the shipped critic of ``context``).
+
+    Loaded critics are kept per folder and device and reused by later calls."""
+    from capeval.models._deps import default_device
+
+    folder = critic_folder(path, context)
+    if not (folder / "config.json").is_file() or not (folder / "vocab.json").is_file():
+        raise FileNotFoundError(f"{folder} holds no critic (config.json and vocab.json); train one with "
+                                "`capeval critic train` or omit the path for the shipped critic.")
+    device = default_device(device)
+    key = (str(folder.resolve()), str(device))
+    if key not in _LOADED:
+        from capeval.critic.model import CriticModel
+
+        model = CriticModel.from_pretrained(folder).to(device).eval()
+        _LOADED[key] = (model, CriticVocab.load(folder))
+    return _LOADED[key]
+
+
+def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = None, cache: bool = True):
+    """Pooled features ``[n, image_dim]`` of ``images`` with the critic's encoder; the same path is encoded once."""
+    from capeval.models.image_encoder import load_image_encoder
+
+    cfg = model.config
+    keys = [str(Path(im).resolve()) if isinstance(im, (str, os.PathLike)) else None for im in images]
+    first: dict[str, int] = {}
+    unique, slot = [], []
+    for im, key in zip(images, keys):
+        if key is not None and key in first:
+            slot.append(first[key])
+            continue
+        if key is not None:
+            first[key] = len(unique)
+        slot.append(len(unique))
+        unique.append(im)
+    encoder = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache)
+    feats = encoder.encode(unique, kind="pooled", progress=progress_bar)
+    if feats.shape[1] != cfg.image_dim:
+        raise ValueError(f"the critic reads {cfg.image_dim}-d image features but {cfg.encoder} gives {feats.shape[1]}.")
+    return feats[require("torch").as_tensor(slot)]
+
+
+def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, progress_bar):
+    torch = require("torch")
+    out = []
+    chunks = range(0, len(texts), batch_size)
+    for start in progress(chunks, total=len(chunks), desc="critic: captions", enabled=progress_bar):
+        ids, lengths = vocab.encode(texts[start:start + batch_size])
+        out.append(model.encode_captions(torch.as_tensor(ids, device=model.device),
+                                         torch.as_tensor(lengths, device=model.device)))
+    return torch.cat(out) if out else torch.zeros((0, model.config.hidden_size), device=model.device)
+
+
+def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,
+                  images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
+                  vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
+                  context: str = "image+reference", batch_size: int = 4096,
+                  progress_bar: bool | None = None) -> np.ndarray:
+    """P(human) of each candidate in [0, 1] (float64 ``[n]``), averaged over its references (see module docstring).
+
+    ``model``/``vocab`` (or ``path``, or the shipped critic of ``context``) choose the critic; its config decides
+    whether references and/or images are read.
+    """
+    torch = require("torch", what="the critic")
+    if model is None:
+        model, vocab = load_critic(path, context)
+    elif vocab is None:
+        raise ValueError("give vocab= with model=.")
+    cfg = model.config
+    n = len(candidates)
+    if cfg.uses_reference:
+        if references is None or len(references) != n:
+            raise ValueError(f"this critic ({cfg.context}) needs references: one list per candidate ({n}).")
+        for i, refs in enumerate(references):
+            if not refs:
+                raise ValueError(f"references[{i}] is empty: the critic needs at least one reference as context.")
+    feats = None
+    if cfg.uses_image:
+        if image_features is None:
+            if images is None or len(images) != n:
+                raise ValueError(f"this critic ({cfg.context}) needs one image per candidate ({n}); "
+                                 f"got {'none' if images is None else len(images)}.")
+            image_features = encode_images(model, images, progress_bar=progress_bar)
+        feats = torch.as_tensor(image_features, dtype=torch.float32)
+        if feats.shape != (n, cfg.image_dim):
+            raise ValueError(f"image_features must be [{n}, {cfg.image_dim}], got {tuple(feats.shape)}.")
+    if n == 0:
+        return np.zeros(0)
+    texts = list(dict.fromkeys([*candidates, *(r for refs in (references or []) for r in refs)]
+                               if cfg.uses_reference else candidates))
+    where = {t: i for i, t in enumerate(texts)}
+    cand_idx = np.array([where[c] for c in candidates])
+    if cfg.uses_reference:
+        item = np.concatenate([np.full(len(refs), i) for i, refs in enumerate(references)])
+        ref_idx = np.array([where[r] for refs in references for r in refs])
+    else:
+        item, ref_idx = np.arange(n), None
+    with torch.no_grad():
+        vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
+        projected = model.project_images(feats.to(model.device)) if feats is not None else None
+        probs = []
+        for start in range(0, len(item), batch_size):
+            it = torch.as_tensor(item[start:start + batch_size], device=model.device)
+            cand = vectors[torch.as_tensor(cand_idx, device=model.device)[it]]
+            ref = vectors[torch.as_tensor(ref_idx[start:start + batch_size], device=model.device)] \
+                if ref_idx is not None else None
+            img = projected[it] if projected is not None else None
+            probs.append(torch.softmax(model.classify(cand, ref, img).float(), -1)[:, 1].cpu())
+    p = torch.cat(probs).double().numpy()
+    out = np.bincount(item, weights=p, minlength=n) / np.bincount(item, minlength=n)
+    if not np.isfinite(out).all():
+        raise ValueError("the critic produced a non-finite score (a damaged model file?).")
+    return out
+

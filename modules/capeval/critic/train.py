@@ -1,0 +1,249 @@
+"""Training of the critic (:mod:`capeval.critic.model`) with ``accelerate``: ``capeval critic train`` / :func:`train_critic`.
+
+* data: ``train`` (``{image: [human captions]}``, Flickr8k train for the shipped critic) with pooled image features;
+  an epoch visits every image once (``candidates_per_image`` = 1; up to 5 for every caption): a random caption is
+  the candidate of a positive and of a negative example sharing a random other caption as context
+  (:func:`capeval.critic.data.epoch_examples`; negatives in the paper's proportions by default). Never an image of
+  ``dev`` or of a ``held_out`` split (checked);
+* model: vocabulary of the ``max_words`` most frequent training tokens, embeddings initialised from word vectors
+  (GloVe 6B 50-d offline; unknown words from GloVe's ``unk``), then trained;
+* optimisation as the paper: cross-entropy, Adam (lr 1e-3) decayed ×0.9 per epoch, global-norm clipping 1.0,
+  batches of ``pairs_per_batch`` (50) images × (1 positive + 1 negative) = 100 examples;
+* seeded: epoch ``e``'s examples, order and dropout come from ``seed + e``, so a resumed run equals an uninterrupted
+  one; a tqdm bar with the running loss;
+* after every epoch: the dev score s(Θ, D) of the paper (§3.4: mean of P(human) over human candidates and of
+  1 − P(human) over negatives; in [0, 1], higher is better) on fixed dev examples built with ``dev_seed``, plus dev
+  loss and accuracy per negative source; a checkpoint ``DIR/checkpoints/epoch-N``; ``resume=True`` continues from
+  the last one; training stops after ``patience`` epochs without a better dev s. ``DIR`` ends with the best
+  epoch's model (``save_pretrained``) and vocabulary, and ``training.json`` (the log).
+* several processes (``accelerate launch``): each takes every ``num_processes``-th batch; accelerate averages the
+  gradients (DDP).
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval.critic.data import CriticExample, NegativeSampler, epoch_examples, resolve_mix, training_vocabulary
+from capeval.critic.transforms import NearestImages
+from capeval.critic.vocab import CriticVocab
+from capeval.models._deps import require
+from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
+from capeval.models.feature_table import FeatureTable, check_disjoint
+from capeval.progress import progress
+
+DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
+                            "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
+                            "mix": "paper", "word_vectors": "glove-6b-50d"}
+
+
+def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
+    """``([len(vocab), dim] initial embeddings, words found in the vectors)``."""
+    from capeval.models.word_vectors import load_word_vectors
+
+    wv = load_word_vectors(name)
+    rng = np.random.default_rng(seed)
+    rows = np.zeros((len(vocab), wv.dim), dtype=np.float32)
+    unk = wv.unk_vector()
+    found = 0
+    for i, word in enumerate(vocab.words):
+        if i == 0:
+            continue  # <pad> stays zero
+        vec = wv.get(word) if i >= 4 else None
+        if vec is not None:
+            rows[i], found = vec, found + 1
+        elif i in (2, 3):  # <sos>, <eos>: their own random vectors
+            rows[i] = rng.normal(0, 0.3, wv.dim)
+        else:
+            rows[i] = unk
+    return rows, found
+
+
+class _Encoder:
+    """Caption text -> (ids, length), memoised (captions repeat across epochs)."""
+
+    def __init__(self, vocab: CriticVocab):
+        self.vocab, self.memo = vocab, {}
+
+    def __call__(self, texts: Sequence[str]):
+        torch = require("torch")
+        missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if missing:
+            ids, lengths = self.vocab.encode(missing)
+            self.memo.update({t: (i, n) for t, i, n in zip(missing, ids, lengths)})
+        rows = [self.memo[t] for t in texts]
+        return (torch.as_tensor(np.stack([r[0] for r in rows])), torch.as_tensor(np.array([r[1] for r in rows])))
+
+
+def _batch_tensors(examples: Sequence[CriticExample], encode: _Encoder, features: FeatureTable, device):
+    """Model inputs of ``examples``: each distinct caption (context or candidate) is encoded once."""
+    torch = require("torch")
+    texts = list(dict.fromkeys(t for e in examples for t in (e.reference, e.candidate)))
+    where = {t: i for i, t in enumerate(texts)}
+    ids, lengths = encode(texts)
+    return {"candidate_ids": ids.to(device), "candidate_lengths": lengths.to(device),
+            "candidate_index": torch.as_tensor([where[e.candidate] for e in examples], device=device),
+            "reference_index": torch.as_tensor([where[e.reference] for e in examples], device=device),
+            "image_features": features.rows([e.image for e in examples]).to(device),
+            "labels": torch.as_tensor([e.label for e in examples], device=device)}
+
+
+def train_critic(
+    features: FeatureTable,
+    train: Mapping[str, Sequence[str]],
+    out_dir: str | Path,
+    *,
+    dev: Mapping[str, Sequence[str]] | None = None,
+    system: Mapping[str, Sequence[str]] | None = None,
+    samples: Mapping[str, Sequence[str]] | None = None,
+    dev_system: Mapping[str, Sequence[str]] | None = None,
+    dev_samples: Mapping[str, Sequence[str]] | None = None,
+    held_out: Mapping[str, Mapping[str, object]] | None = None,
+    config: dict[str, Any] | None = None,
+    resume: bool = True,
+    cpu: bool | None = None,
+    progress_bar: bool | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Train a critic on ``train`` and save the best epoch to ``out_dir`` (see the module docstring).
+
+    ``system`` / ``samples`` (and ``dev_system`` / ``dev_samples``): machine captions per image for the ``system`` and
+    ``sample`` negatives; ``config`` overrides :class:`~capeval.critic.model.CriticConfig` fields (``context``,
+    ``head``, ``hidden_size`` ...); ``options`` override :data:`DEFAULTS`. Returns the log (``out_dir/training.json``).
+    """
+    torch, accelerate = require("torch", "accelerate", what="critic training")
+    from capeval.critic.model import CriticConfig, CriticModel
+
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"Unknown training option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}.")
+    opts = {**DEFAULTS, **options}
+    if opts["epochs"] < 1 or opts["pairs_per_batch"] < 1 or not opts["lr"] > 0 or not 0 < opts["lr_decay"] <= 1:
+        raise ValueError("epochs and pairs_per_batch must be >= 1, lr > 0 and lr_decay in (0, 1].")
+    resolve_mix(opts["mix"])
+    check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
+    images = sorted(train)
+    if len(images) < 2:
+        raise ValueError("the critic needs at least 2 training images.")
+    features = features.pooled()
+    features.check(images + sorted(dev or {}))
+    out_dir = Path(out_dir)
+    accelerator = accelerate.Accelerator(cpu=(not torch.cuda.is_available()) if cpu is None else cpu)
+    last = last_checkpoint(out_dir, resume)
+    torch.manual_seed(opts["seed"])
+    if last is not None:
+        model = CriticModel.from_pretrained(last)
+        vocab = CriticVocab.load(last)
+        state = torch.load(last / STATE_FILE, weights_only=False)
+        log = state["log"]
+        opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}
+    else:
+        vocab = CriticVocab.build((c for i in images for c in train[i]), opts["max_words"])
+        rows, found = _word_vector_rows(vocab, opts["word_vectors"], opts["seed"])
+        cfg = CriticConfig(vocab_size=len(vocab), embed_dim=rows.shape[1], image_dim=features.feature_dim,
+                           max_tokens=vocab.max_length, word_vectors=str(opts["word_vectors"]), seed=opts["seed"],
+                           **features.encoder_settings(), **(config or {}))
+        model = CriticModel(cfg)
+        model.set_word_vectors(rows)
+        state, log = None, {"options": {k: (v if not isinstance(v, Path) else str(v)) for k, v in opts.items()},
+                            "config": cfg.to_dict(), "feature_settings": features.settings,
+                            "train_images": len(images), "vocabulary": len(vocab), "words_with_vectors": found,
+                            "epochs": [], "best_epoch": None, "best_dev": None}
+    sampler = NegativeSampler(train, mix=opts["mix"], system=system, samples=samples,
+                              nearest=NearestImages(images, features.rows(images)), vocabulary=training_vocabulary(train))
+    dev_pairs = _dev_pairs(dev, features, opts, dev_system, dev_samples, training_vocabulary(train)) if dev else None
+    encode = _Encoder(vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
+    scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=opts["lr_decay"])
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+    model, optimizer = accelerator.prepare(model, optimizer)
+    core = accelerator.unwrap_model(model)
+    for epoch in range(len(log["epochs"]) + 1, opts["epochs"] + 1):
+        if "dev_s" in (log["epochs"] or [{}])[-1] and stale(len(log["epochs"]), log["best_epoch"], opts["patience"]):
+            break
+        rng = random.Random(opts["seed"] + epoch)
+        torch.manual_seed(opts["seed"] + epoch)
+        pairs = epoch_examples(train, sampler, rng, images, opts["candidates_per_image"])
+        rng.shuffle(pairs)
+        n = opts["pairs_per_batch"]
+        batches = [pairs[i:i + n] for i in range(0, len(pairs), n)]
+        per_process = len(batches) // accelerator.num_processes or 1
+        batches = batches[accelerator.process_index::accelerator.num_processes][:per_process]
+        model.train()
+        total, count = 0.0, 0
+        bar = progress(batches, desc=f"critic epoch {epoch}/{opts['epochs']}", enabled=progress_bar
+                       ) if accelerator.is_main_process else batches
+        for batch in bar:
+            examples = [e for pair in batch for e in pair]
+            loss = model(**_batch_tensors(examples, encode, features, accelerator.device)).loss
+            optimizer.zero_grad()
+            accelerator.backward(loss)
+            if opts["clip_norm"]:
+                accelerator.clip_grad_norm_(model.parameters(), opts["clip_norm"])
+            optimizer.step()
+            total, count = total + float(loss.item()) * len(examples), count + len(examples)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{total / count:.4f}")
+        entry: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(1, count), "lr": scheduler.get_last_lr()[0]}
+        scheduler.step()
+        if dev_pairs:
+            entry.update(evaluate_pairs(core, vocab, features, dev_pairs))
+        log["epochs"].append(entry)
+        value = entry.get("dev_s", epoch)
+        if log["best_dev"] is None or value > log["best_dev"]:
+            log["best_epoch"], log["best_dev"] = epoch, value
+        if accelerator.is_main_process:
+            ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
+            core.save_pretrained(ckpt)
+            vocab.save(ckpt)
+            torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log},
+                       ckpt / STATE_FILE)
+        accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        best = out_dir / "checkpoints" / f"epoch-{log['best_epoch']}"
+        CriticModel.from_pretrained(best).save_pretrained(out_dir)
+        CriticVocab.load(best).save(out_dir)
+        (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+    return log
+
+
+def _dev_pairs(dev, features, opts, dev_system, dev_samples, vocabulary):
+    mix = resolve_mix(opts["mix"])
+    if "system" in mix and dev_system is None or "sample" in mix and dev_samples is None:
+        raise ValueError("the negative mix uses system / sampled captions: give them for the dev images too.")
+    names = sorted(dev)
+    sampler = NegativeSampler(dev, mix=opts["mix"], system=dev_system, samples=dev_samples,
+                              nearest=NearestImages(names, features.rows(names)), vocabulary=vocabulary)
+    return epoch_examples(dev, sampler, random.Random(opts["dev_seed"]), names)
+
+
+def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, batch_size: int = 500) -> dict[str, float]:
+    """Dev metrics of ``(positive, negative)`` pairs: ``dev_s`` (the paper's s(Θ, D)), ``dev_loss``, ``dev_accuracy``
+    and ``dev_s_<source>`` per negative source (mean 1 − P(human) of that source's negatives)."""
+    torch = require("torch")
+    examples = [e for pair in pairs for e in pair]
+    encode = _Encoder(vocab)
+    model.eval()
+    probs, losses = [], []
+    with torch.no_grad():
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start:start + batch_size]
+            out = model(**_batch_tensors(chunk, encode, features, model.device))
+            probs.append(torch.softmax(out.logits.float(), -1)[:, 1].cpu())
+            losses.append(float(out.loss) * len(chunk))
+    p = torch.cat(probs).numpy()
+    labels = np.array([e.label for e in examples])
+    s = np.where(labels == 1, p, 1 - p)
+    out = {"dev_s": float(s.mean()), "dev_loss": sum(losses) / len(examples),
+           "dev_accuracy": float(((p > 0.5) == (labels == 1)).mean()), "dev_s_human": float(s[labels == 1].mean())}
+    sources = np.array([e.source for e in examples])
+    for source in sorted(set(sources) - {"human"}):
+        out[f"dev_s_{source}"] = float(s[sources == source].mean())
+    return out

