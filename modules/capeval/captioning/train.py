@@ -23,7 +23,6 @@
 """
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from typing import Any
 
 from capeval.captioning.data import FeatureTable, check_disjoint
 from capeval.models._deps import require
-from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
+from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
 from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,
                             "warmup_steps": 300, "clip_norm": 1.0, "patience": 3, "min_count": 5,
@@ -159,22 +158,13 @@ def train_captioner(
                                  "lr": scheduler.get_last_lr()[0]}
         if dev:
             entry.update(_dev_scores(core, tokenizer, features, dev))
-        log["epochs"].append(entry)
-        score = entry.get("dev_cider_d", epoch)  # without a dev split: the latest epoch is the best
-        if log["best_dev"] is None or score > log["best_dev"]:
-            log["best_epoch"], log["best_dev"] = epoch, score
+        record_epoch(log, entry, "dev_cider_d")  # without a dev split: the latest epoch is the best
         if accelerator.is_main_process:
-            ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
-            core.save_pretrained(ckpt)
-            tokenizer.save_pretrained(ckpt)
-            torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log},
-                       ckpt / STATE_FILE)
+            save_checkpoint(out_dir, epoch, core, tokenizer.save_pretrained,
+                            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log})
         accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        best = out_dir / "checkpoints" / f"epoch-{log['best_epoch']}"
-        CaptionerForImageCaptioning.from_pretrained(best).save_pretrained(out_dir)
-        require("transformers").AutoTokenizer.from_pretrained(best).save_pretrained(out_dir)
-        (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+        finish(out_dir, log)
     return log
 
 

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
-from capeval.cli.output import add_progress_argument
+from capeval.cli.output import STDOUT, add_json_argument, add_progress_argument, check_output_path, write_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +43,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
     add_progress_argument(t)
     t.set_defaults(func=train)
+
+    e = inner.add_parser("evaluate-system", help="score captioning systems with the paper's 2-fold protocol (§3.5) "
+                                                 "and compare their ranking with CIDEr-D and other metrics")
+    e.add_argument("--systems", required=True, metavar="NAME=FILE,...",
+                   help="each system's captions of the split (`capeval captioner generate` JSONL; first candidate)")
+    e.add_argument("--features", type=Path, required=True, help="image features of the split's images")
+    e.add_argument("--split", default="test", choices=["dev", "test"], help="Flickr8k split the systems captioned")
+    e.add_argument("--init-from", type=Path, default=None,
+                   help="critic to fine-tune on each fold (default: the shipped critic-flickr8k; see --from-scratch)")
+    e.add_argument("--from-scratch", action="store_true", help="train each fold's critic from scratch (as the paper)")
+    e.add_argument("--epochs", type=int, default=3)
+    e.add_argument("--lr", type=float, default=2e-4)
+    e.add_argument("--metrics", default="bleu_4,cider_d,spice", help="metrics to rank the systems with as well")
+    e.add_argument("--seed", type=int, default=0)
+    add_json_argument(e, "{settings, systems, rank_agreement}", required=True)
+    add_progress_argument(e)
+    e.set_defaults(func=evaluate_system)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -86,3 +104,58 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def _systems(text: str) -> dict[str, Path]:
+    out = {}
+    for part in text.split(","):
+        name, sep, path = part.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ValueError(f"--systems: {part!r} is not NAME=FILE.")
+        out[name.strip()] = Path(path.strip())
+    return out
+
+
+def evaluate_system(args: argparse.Namespace) -> int:
+    from capeval.api import score
+    from capeval.benchmarks.stats import correlation
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.system_eval import evaluate_system as run
+    from capeval.models.feature_table import FeatureTable
+    from capeval.paths import pretrained_dir
+
+    check_output_path(args.json)
+    systems = _systems(args.systems)
+    refs = flickr8k_split(args.split)
+    table = FeatureTable.load(args.features).pooled()
+    init = None if args.from_scratch else (args.init_from or pretrained_dir("critic-flickr8k"))
+    metrics = [m for m in args.metrics.split(",") if m]
+    rows = {}
+    for name, path in systems.items():
+        caps = {i: c[0] for i, c in machine_captions(path).items()}
+        result = run(table, refs, caps, init_from=init, epochs=args.epochs, seed=args.seed, lr=args.lr,
+                     progress_bar=args.progress)
+        images = sorted(refs)
+        scores = score([caps[i] for i in images], [refs[i] for i in images], metrics=metrics, progress=args.progress)
+        rows[name] = {"critic": result["score"], "folds": result["folds"], **{k: scores[k] for k in scores
+                                                                              if isinstance(scores[k], float)}}
+        print(f"{name}: critic {result['score']:.4f} " + " ".join(f"{k} {v:.4f}" for k, v in rows[name].items()
+                                                                   if k not in ("critic", "folds")), file=sys.stderr)
+    names = list(rows)
+    agreement = {}
+    if len(names) >= 3:
+        critic = [rows[n]["critic"] for n in names]
+        for key in (k for k in rows[names[0]] if k not in ("critic", "folds")):
+            other = [rows[n][key] for n in names]
+            agreement[key] = {"kendall_b": correlation(critic, other, "kendall_b"),
+                              "spearman": correlation(critic, other, "spearman")}
+    out = {"settings": {"protocol": "2-fold (Cui et al. 2018 §3.5)", "split": f"flickr8k-{args.split}",
+                        "init_from": str(init) if init else None, "epochs": args.epochs, "lr": args.lr,
+                        "seed": args.seed, "systems": {n: str(p) for n, p in systems.items()}},
+           "systems": rows, "rank_agreement": agreement}
+    write_json(args.json, out, indent=1)
+    if args.json != STDOUT:
+        order = sorted(names, key=lambda n: -rows[n]["critic"])
+        print("systems by critic score: " + " > ".join(order))
+        print(json.dumps(agreement, indent=1))
+    return 0

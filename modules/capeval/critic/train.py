@@ -21,7 +21,6 @@
 """
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,13 +32,13 @@ from capeval.critic.data import CriticExample, NegativeSampler, epoch_examples, 
 from capeval.critic.transforms import NearestImages
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
-from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
+from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
 from capeval.models.feature_table import FeatureTable, check_disjoint
 from capeval.progress import progress
 
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
                             "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
-                            "mix": "paper", "word_vectors": "glove-6b-50d"}
+                            "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None}
 
 
 def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
@@ -142,6 +141,15 @@ def train_critic(
         state = torch.load(last / STATE_FILE, weights_only=False)
         log = state["log"]
         opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}
+    elif opts["init_from"] is not None:  # fine-tune a trained critic (its vocabulary and architecture)
+        if config:
+            raise ValueError("config cannot change the architecture of an init_from critic.")
+        model = CriticModel.from_pretrained(opts["init_from"])
+        vocab = CriticVocab.load(opts["init_from"])
+        opts["init_from"] = str(opts["init_from"])
+        state, log = None, {"options": dict(opts), "config": model.config.to_dict(), "feature_settings": features.settings,
+                            "train_images": len(images), "vocabulary": len(vocab), "epochs": [], "best_epoch": None,
+                            "best_dev": None}
     else:
         vocab = CriticVocab.build((c for i in images for c in train[i]), opts["max_words"])
         rows, found = _word_vector_rows(vocab, opts["word_vectors"], opts["seed"])
@@ -195,22 +203,13 @@ def train_critic(
         scheduler.step()
         if dev_pairs:
             entry.update(evaluate_pairs(core, vocab, features, dev_pairs))
-        log["epochs"].append(entry)
-        value = entry.get("dev_s", epoch)
-        if log["best_dev"] is None or value > log["best_dev"]:
-            log["best_epoch"], log["best_dev"] = epoch, value
+        record_epoch(log, entry, "dev_s")
         if accelerator.is_main_process:
-            ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
-            core.save_pretrained(ckpt)
-            vocab.save(ckpt)
-            torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log},
-                       ckpt / STATE_FILE)
+            save_checkpoint(out_dir, epoch, core, vocab.save, {"optimizer": optimizer.state_dict(),
+                                                               "scheduler": scheduler.state_dict(), "log": log})
         accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        best = out_dir / "checkpoints" / f"epoch-{log['best_epoch']}"
-        CriticModel.from_pretrained(best).save_pretrained(out_dir)
-        CriticVocab.load(best).save(out_dir)
-        (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+        finish(out_dir, log)
     return log
 
 
