@@ -14,6 +14,7 @@ from capeval.validation import (
     DEFAULT_MAX_CAPTION_CHARS,
     check_caption_lengths,
     check_finite,
+    check_images,
     check_max_caption_chars,
     normalize_inputs,
     warn_empty,
@@ -23,7 +24,11 @@ from capeval.validation import (
 __all__ = ["available_metrics", "option_names", "score"]
 
 #: ``score``'s own keywords besides the captions (the metric options come from the registry).
-SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty")
+SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "images")
+
+#: A metric that needs no image, named in the error when an image-reading metric gets no ``images=``
+#: (when it is registered).
+IMAGE_FREE_ALTERNATIVE = "critic_ref"
 
 
 #: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
@@ -65,6 +70,11 @@ def _declared_options(name: str) -> set[str]:
         return set()
 
 
+def _image_metrics(selected: dict[str, list[str]]) -> list[str]:
+    """The selected metrics that read images (their class sets ``needs_images``)."""
+    return [name for name in selected if getattr(metric_class(name), "needs_images", False)]
+
+
 def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch, empties: list[int],
                  show_progress: bool | None) -> tuple[dict, dict, dict, list]:
     """Compute each metric in turn (a "capeval.score" bar over them: on a terminal after one second, or forced)."""
@@ -104,6 +114,7 @@ def score(
     progress: bool | None = None,
     max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
     empty: str = "error",
+    images: Sequence[Any] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Score captions with any subset of capeval's metrics in one call.
@@ -130,6 +141,13 @@ def score(
             words, kept in the corpus statistics: BLEU's brevity penalty, CIDEr-D's document frequencies,
             METEOR's aggregate) with an :class:`~capeval.validation.EmptyCaptionWarning` naming it. Useful
             for model outputs (early checkpoints); references must never be empty.
+        images: ``None`` (default) or one image per prediction, in prediction order, for metrics that read
+            images (``needs_images``, e.g. ``critic``): a path (``str`` / ``os.PathLike``), encoded bytes, a
+            ``datasets.Image`` value (a dict with ``"path"`` and/or ``"bytes"``), a ``PIL.Image.Image`` or a
+            numpy array (the rules of :mod:`capeval.models.images`). Required when such a metric is selected
+            (``ValueError`` naming it), with no ``None`` entry; accepted and ignored when none is (so
+            ``evaluate.combine`` can send it to every module), the length and entry types still checked.
+            Files are read, and decoded, only by the metrics that need them.
         **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_jvms=2``.
 
     Returns:
@@ -138,7 +156,7 @@ def score(
 
     Raises:
         ValueError, TypeError: on bad input or arguments, naming the item (``predictions[3]``,
-            ``references[2][1]``) or the argument and the problem.
+            ``references[2][1]``, ``images[4]``) or the argument and the problem.
 
     Warns:
         capeval.validation.EmptyCaptionWarning: for empty predictions scored 0 with ``empty="zero"``.
@@ -153,7 +171,8 @@ def score(
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
     max_chars = check_max_caption_chars(max_caption_chars)
     routed = _split_options(selected, options)
-    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress)
+    imgs = check_images(images, len(preds), _image_metrics(selected), IMAGE_FREE_ALTERNATIVE)
+    batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress, images=imgs)
     limited = [name for name in selected if metric_class(name).limits_length]
     if limited and max_chars is not None:
         check_caption_lengths(preds, refs, max_chars, limited)

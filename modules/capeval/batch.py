@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from typing import Any
 
 from capeval.progress import progress
 from capeval.text import Tokenizer, clean_all, get_cleanup, get_tokenizer
@@ -22,6 +23,9 @@ class CaptionBatch:
         cleanup: name of the clean-up applied to :attr:`predictions` / :attr:`references`
             (``thumb`` or ``none``); it never changes :attr:`prediction_tokens` / :attr:`reference_tokens`.
         tokenizer: the tokenizer used for :attr:`prediction_tokens` / :attr:`reference_tokens`.
+        images: one image per prediction (path, bytes, ``datasets.Image`` dict, PIL image or array, as given
+            to :func:`capeval.score`; see :class:`~capeval.metric.CaptionMetric`), or ``None`` when none were
+            given. Only metrics with ``needs_images`` read them.
     """
 
     def __init__(
@@ -32,8 +36,12 @@ class CaptionBatch:
         cleanup: str | None = "thumb",
         tokenizer: str | Tokenizer = "ptb",
         progress: bool | None = None,
+        images: Sequence[Any] | None = None,
     ) -> None:
         get_cleanup(cleanup)  # validates the name
+        if images is not None and len(images) != len(predictions):
+            raise ValueError(f"Length mismatch: {len(predictions)} predictions but {len(images)} images; "
+                             "give exactly one image per prediction.")
         self.cleanup = "none" if cleanup is None else cleanup.lower()
         self.raw_predictions = list(predictions)
         self.raw_references = [list(r) for r in references]
@@ -41,6 +49,7 @@ class CaptionBatch:
         self.references = [clean_all(r, self.cleanup) for r in self.raw_references]
         self.tokenizer = get_tokenizer(tokenizer)
         self.progress = progress
+        self.images: list[Any] | None = None if images is None else list(images)
 
     def __len__(self) -> int:
         return len(self.predictions)
@@ -49,10 +58,12 @@ class CaptionBatch:
         """The items at ``indices`` as a batch of their own, sharing this batch's clean text and tokens.
 
         What one process of a multi-process run works on (:mod:`capeval.parallel`): nothing is cleaned
-        or tokenised again, so each item's text and tokens are exactly the full batch's.
+        or tokenised again, so each item's text and tokens are exactly the full batch's; :attr:`images`
+        (when given) are subset alike.
         """
         sub = object.__new__(CaptionBatch)
         sub.cleanup, sub.tokenizer, sub.progress = self.cleanup, self.tokenizer, self.progress
+        sub.images = None if self.images is None else [self.images[i] for i in indices]
         sub.raw_predictions = [self.raw_predictions[i] for i in indices]
         sub.raw_references = [self.raw_references[i] for i in indices]
         sub.predictions = [self.predictions[i] for i in indices]

@@ -14,6 +14,10 @@ Supported inputs (detected from the content, not only the extension):
   references, several rows with the same id, or several ``ref*`` columns on one row, give several
   references.
 
+Image inputs (``capeval score --images`` / ``--image-dir``, for metrics that read images):
+:func:`load_image_list` reads one path per prediction from a text or JSON list file; :func:`images_from_dir`
+finds each prediction's image id in a folder (:func:`image_candidates`).
+
 When both files carry ids they are paired by id (in prediction order); otherwise by position. Ids
 are compared as strings, so ``1`` and ``"1"`` name the same image.
 
@@ -419,3 +423,80 @@ def unscored_reference_ids(pred_ids: list[Any] | None, ref_ids: list[Any] | None
         return []
     named = {str(k) for k in pred_ids}
     return [k for k in ref_ids if str(k) not in named]
+
+
+def load_image_list(path: str | Path) -> list[str]:
+    """Image paths from ``path``, one per prediction in prediction order (``capeval score --images``).
+
+    The file is a JSON list of path strings, or else text with one path per line (surrounding whitespace
+    stripped; blank lines at the end ignored, inside refused). Relative paths are resolved against the file's folder.
+    Every path must name an existing file: the first that does not raises ``FileNotFoundError`` naming it
+    and its line (or item).
+    """
+    path = Path(path)
+    text = _read_text(path)
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        data = None  # not JSON: one path per line
+    if isinstance(data, dict):
+        raise InputFormatError(f"{path}: expected a JSON list of image paths (or one path per line), got an object.")
+    if isinstance(data, list):
+        entries = [(f"item {i}", value) for i, value in enumerate(data)]
+    else:
+        lines = text.splitlines()
+        while lines and not lines[-1].strip():
+            lines.pop()
+        entries = [(f"line {n}", line.strip()) for n, line in enumerate(lines, 1)]
+    if not entries:
+        raise InputFormatError(f"{path}: no image paths.")
+    images = []
+    for where, value in entries:
+        if not isinstance(value, str) or not value.strip():
+            shown = "empty" if isinstance(value, str) else f"{_kind(value)} ({_short(value)})"
+            raise InputFormatError(f"{path}: {where} is {shown}; give one image path per prediction.")
+        file = path.parent / value.strip()
+        if not file.is_file():
+            raise FileNotFoundError(f"{path}: {where}: image file {file} does not exist.")
+        images.append(str(file))
+    return images
+
+
+def image_candidates(image_id: Any, folder: Path) -> list[Path]:
+    """Where ``--image-dir`` looks for the image of ``image_id``: ``folder/<id>``, ``folder/<id>.jpg`` and, for an
+    integer id (COCO; also a string of digits), ``folder/COCO_val2014_<id, 12 digits>.jpg``."""
+    name = str(image_id).strip()
+    paths = [folder / name, folder / f"{name}.jpg"]
+    if isinstance(image_id, int) or name.isdigit():
+        paths.append(folder / f"COCO_val2014_{int(name):012d}.jpg")
+    return list(dict.fromkeys(paths))
+
+
+def images_from_dir(ids: list[Any] | None, folder: str | Path, what: str = "the predictions") -> list[str]:
+    """The image file of each id in ``folder`` (:func:`image_candidates`, first existing), in order.
+
+    ``ids``: the prediction file's image ids (``None``: the file has none, ``ValueError``). The first id
+    without a file raises ``FileNotFoundError`` naming it, the paths tried and how many others are missing.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"image folder {folder} is not a directory.")
+    if ids is None:
+        raise ValueError(f"{what} carry no image ids (COCO results 'image_id', or an {'/'.join(ID_FIELDS)} field or "
+                         "column), so an image folder cannot be matched to them; give one image path per "
+                         "prediction instead (capeval score --images FILE).")
+    images: list[str] = []
+    missing: list[tuple[int, Any, list[Path]]] = []
+    for i, key in enumerate(ids):
+        tried = image_candidates(key, folder)
+        found = next((p for p in tried if p.is_file()), None)
+        if found is None:
+            missing.append((i, key, tried))
+        else:
+            images.append(str(found))
+    if missing:
+        i, key, tried = missing[0]
+        more = f" ({len(missing) - 1} more ids have no image)" if len(missing) > 1 else ""
+        raise FileNotFoundError(f"no image in {folder} for prediction {i} (image id {key!r}): tried "
+                                f"{', '.join(p.name for p in tried)}{more}.")
+    return images

@@ -33,14 +33,25 @@ class CaptionMetric(ABC):
     normalised tokens, so the tokenizer enters the signature), ``reads_text`` (whether it reads the
     cleaned caption text, so the clean-up enters the signature), ``limits_length`` (whether captions
     longer than ``max_caption_chars`` are refused before it runs: the metrics whose time or memory grow
-    badly with caption length) and ``options`` (keyword options with defaults, all prefixed by the
-    metric name).
+    badly with caption length), ``needs_images`` (whether :meth:`compute` / :meth:`prepare` read
+    ``batch.images``: one image per prediction, see below) and ``options`` (keyword options with defaults,
+    all prefixed by the metric name).
+
+    Image-reading metrics (``needs_images = True``): :func:`capeval.score` refuses to run them without
+    ``images=`` (``ValueError`` naming the metric) or with a ``None`` entry (naming the item), so
+    ``batch.images`` is then a list with one entry per prediction, in prediction order, as the caller gave
+    it: a path (``str`` / ``os.PathLike``), encoded ``bytes``, a ``datasets.Image`` value (a dict with
+    ``"bytes"`` and/or ``"path"``), a ``PIL.Image.Image`` or a numpy array. Only the container and the entry
+    types are checked beforehand (:func:`capeval.validation.check_images`); read the entries with
+    :func:`capeval.models.images.read_item` (missing and unreadable files, colour, size rules). Such a metric
+    adds what identifies its image inputs (encoder, resolution...) to its own signature field.
     """
 
     name: ClassVar[str]
     uses_tokens: ClassVar[bool] = True
     reads_text: ClassVar[bool] = False
     limits_length: ClassVar[bool] = False
+    needs_images: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:

@@ -82,9 +82,11 @@ def score(predictions: Sequence[str], references: Sequence[Any], metrics: Sequen
           state=None, **kwargs: Any) -> dict[str, Any] | None:
     """:func:`capeval.score` with the heavy per-item work split over the processes of ``state``.
 
-    Call it in every process (all with the same arguments). The main process returns the result, identical
-    to :func:`capeval.score`'s; the other processes return ``None``. ``state``: an ``accelerate.PartialState``
-    (default :func:`process_state`); with one process this is :func:`capeval.score`.
+    Call it in every process (all with the same arguments, ``images=`` included: every process validates all
+    of them, and each metric's ``prepare`` sees its share through :meth:`~capeval.batch.CaptionBatch.subset`).
+    The main process returns the result, identical to :func:`capeval.score`'s; the other processes return
+    ``None``. ``state``: an ``accelerate.PartialState`` (default :func:`process_state`); with one process this
+    is :func:`capeval.score`.
     """
     from capeval.api import score as score_one, score_shared
 

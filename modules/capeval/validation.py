@@ -6,6 +6,8 @@ offending index and what to do about it, in the spirit of torchmetrics.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -118,6 +120,101 @@ def normalize_inputs(
         raise ValueError("No predictions given: predictions and references are empty.")
     preds = [check_prediction(p, f"predictions[{i}]", empty) for i, p in enumerate(predictions)]
     return preds, normalize_references(references)
+
+
+#: What ``images=`` entries may be, for the error messages (the rules are :mod:`capeval.models.images`').
+IMAGE_KINDS = ("a path (str or os.PathLike), encoded bytes, a datasets.Image value (a dict with 'bytes' and/or "
+               "'path'), a PIL.Image.Image or a numpy array")
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _is_in_memory_image(value: Any) -> bool:
+    """A ``PIL.Image.Image`` or a numpy array, found without importing PIL or numpy (if the caller made one,
+    its module is loaded)."""
+    pil = sys.modules.get("PIL.Image")
+    np = sys.modules.get("numpy")
+    return bool((pil is not None and isinstance(value, pil.Image))
+                or (np is not None and isinstance(value, np.ndarray)))
+
+
+def _shape(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    return f" of shape {tuple(shape)}" if shape is not None else ""
+
+
+def _check_path(value: Any, where: str) -> None:
+    path = os.fspath(value)
+    if isinstance(path, bytes):
+        path = path.decode(errors="replace")
+    if not path.strip():
+        raise ValueError(f"{where} is an empty path; give the image file's path.")
+
+
+def check_image(value: Any, where: str) -> None:
+    """Raise naming ``where`` unless ``value`` is one of :data:`IMAGE_KINDS` (a non-missing entry).
+
+    The type only, cheaply: whether a file exists and decodes, and an array's shape and dtype, are checked
+    when a metric reads the entry (:func:`capeval.models.images.read_item`, the same accepted kinds).
+    """
+    if isinstance(value, (str, os.PathLike)):
+        _check_path(value, where)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        if not len(value):
+            raise ValueError(f"{where} is empty bytes; give the encoded image file's bytes.")
+    elif isinstance(value, dict):
+        if value.get("bytes") is not None:
+            check_image(value["bytes"], f"{where}['bytes']")
+        elif value.get("path") is not None:
+            check_image(value["path"], f"{where}['path']")
+        else:
+            raise ValueError(f"{where} is a dict without 'bytes' or 'path' ({_describe(value)}); a datasets.Image "
+                             "value has at least one of them.")
+    elif not _is_in_memory_image(value):
+        raise ValueError(f"{where} is a {type(value).__name__} ({_describe(value)}), not an image; pass "
+                         f"{IMAGE_KINDS}.")
+
+
+def check_images(
+    images: Sequence[Any] | None, n_predictions: int, needing: Sequence[str] = (), alternative: str | None = None
+) -> list[Any] | None:
+    """Validate the ``images`` argument of :func:`capeval.score`: ``None`` or one entry per prediction.
+
+    ``needing``: the selected metrics that read images (``needs_images``). For them ``images`` must be given
+    and no entry may be ``None`` (or NaN); with none of them, ``None`` entries are accepted (the images are
+    ignored) but the length and the other entries are still checked. ``alternative`` names a metric that
+    needs no image, for the error when ``images`` is missing. Entries: see :func:`check_image`.
+    Returns ``images`` as a list (or ``None``). Never imports PIL, numpy or torch.
+    """
+    names = ", ".join(needing)
+    verb = "needs" if len(needing) == 1 else "need"
+    if images is None:
+        if needing:
+            hint = f", or use {alternative}, which needs no image" if alternative and alternative not in needing else ""
+            raise ValueError(f"{names} {verb} one image per prediction: pass images= (one per prediction, in "
+                             f"prediction order){hint}.")
+        return None
+    if isinstance(images, (str, bytes, os.PathLike, dict)) or (
+            _is_in_memory_image(images) and getattr(images, "ndim", 0) != 4):
+        raise TypeError(f"images must be a list (one image per prediction) or an N×H×W×C array, got a single "
+                        f"{type(images).__name__}{_shape(images)}; wrap it in a list.")
+    try:
+        images = list(images)
+    except TypeError as err:
+        raise TypeError(f"images must be a sequence (one image per prediction): {err}") from None
+    if len(images) != n_predictions:
+        raise ValueError(f"Length mismatch: {n_predictions} predictions but {len(images)} images; give exactly one "
+                         "image per prediction, in prediction order.")
+    for i, value in enumerate(images):
+        where = f"images[{i}]"
+        if _is_missing(value):
+            if needing:
+                raise ValueError(f"{where} is {value}; {names} {verb} an image for every prediction.")
+            continue
+        check_image(value, where)
+    return images
 
 
 def check_max_caption_chars(value: Any) -> int | None:

@@ -11,6 +11,10 @@ metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``cap
 >>> result = capeval.score(bench.candidates(), bench.references(), metrics="cider_d")
 >>> bench.evaluate(result["per_caption"]["cider_d"])["value"]   # Kendall tau-c
 
+Metrics that read images also take ``images=bench.images()``: one image file path per candidate, in
+:meth:`Benchmark.candidates` order (``None`` when some image is not under the data directory; the loaders look
+in ``files.FLICKR8K_IMAGE_DIRS``, ``PASCAL_IMAGE_DIRS``... or a loader's ``image_dir=``).
+
 Benchmarks (``load_benchmark`` names; settings are the loader's keyword arguments):
 
 =====================  ==============================================  =========================

@@ -8,6 +8,9 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
   the 2,500 (with Human) or 2,000 (without Human) THumB captions — and THumB's system-level scores
   are computed per system. With pycocoevalcap's CIDEr-D these groupings reproduce the published
   Flickr8k-Expert τ-c, PASCAL-50S accuracies and THumB Pearson / system values exactly.
+* **Images.** Metrics that read images (``needs_images``, e.g. ``critic``) get each candidate's image
+  file (:meth:`Benchmark.images`: the pair's image for both candidates of a pair); a benchmark with any
+  image missing under the data directory refuses them with a ``ValueError`` naming both.
 * **Units.** Correlations (``tau_b``, ``tau_c``, ``pearson``, ``spearman``) in [-1, 1]; pairwise
   accuracies (``HC`` ... ``avg``) in percent; THumB system scores as the metric's corpus score
   (CIDEr-D on its 0-10 scale).
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from capeval.benchmarks.score_cache import ScoreCache
-from capeval.benchmarks.scorers import ItemScores, score_items
+from capeval.benchmarks.scorers import ItemScores, needs_images, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.registry import judged_benchmarks
@@ -52,15 +55,35 @@ class _Scorer:
 
     def __init__(self, metrics: Sequence[str], cache: ScoreCache | None, options: dict[str, Any], progress):
         self.metrics, self.cache, self.options, self.progress = list(metrics), cache, options, progress
+        self.image_metrics = [spec for spec in self.metrics if needs_images(spec)]
 
-    def __call__(self, predictions: list[str], references: list[list[str]]) -> dict[str, ItemScores]:
+    def check_images(self, bench: Benchmark) -> list[str] | None:
+        """``bench``'s image paths (:meth:`Benchmark.images`); ``ValueError`` naming the benchmark and the
+        metrics when a metric reads images and some record has no image file."""
+        images = bench.images()
+        if images is None and self.image_metrics:
+            missing = bench.missing_images()
+            raise ValueError(
+                f"{', '.join(self.image_metrics)} read images, but {len(missing)} image(s) of benchmark {bench.name} "
+                f"are not under the data directory (e.g. {missing[0]!r}); add them there, or benchmark "
+                "metrics that read no image."
+            )
+        return images
+
+    def bench(self, bench: Benchmark) -> dict[str, ItemScores]:
+        """Every requested metric on ``bench``'s candidates, references and (for image metrics) images."""
+        return self(bench.candidates(), bench.references(), self.check_images(bench))
+
+    def __call__(self, predictions: list[str], references: list[list[str]],
+                 images: list[str] | None = None) -> dict[str, ItemScores]:
         out: dict[str, ItemScores] = {}
         for spec in self.metrics:
-            out.update(score_items(spec, predictions, references, cache=self.cache,
+            out.update(score_items(spec, predictions, references, images=images, cache=self.cache,
                                    options=self.options, show_progress=self.progress))
         return out
 
-    def corpus(self, spec_key: str, predictions: list[str], references: list[list[str]]) -> float:
+    def corpus(self, spec_key: str, predictions: list[str], references: list[list[str]],
+               images: list[str] | None = None) -> float:
         """Corpus-level score of one result key (capeval: the metric's own corpus score)."""
         if spec_key.startswith("evaluate:"):  # an evaluate module: mean of its per-item scores
             items = score_items(spec_key, predictions, references, cache=self.cache, options=self.options,
@@ -68,7 +91,9 @@ class _Scorer:
             return float(items[spec_key].values.mean())
         from capeval.api import score
 
-        return float(score(predictions, references, metrics=[spec_key], progress=self.progress, **self.options)[spec_key])
+        extra = {"images": images} if needs_images(spec_key) else {}
+        return float(score(predictions, references, metrics=[spec_key], progress=self.progress, **self.options,
+                           **extra)[spec_key])
 
 
 def _correlations(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int) -> dict[str, Any]:
@@ -88,7 +113,7 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
     bench = load_benchmark(name, **loader_settings)
     result.settings.update(bench.settings)
     result.notes += bench.notes
-    scores = scorer(bench.candidates(), bench.references())
+    scores = scorer.bench(bench)
     for key, item_scores in scores.items():
         entry = _correlations(bench, item_scores.values, bootstrap, seed)
         entry["primary"] = {"kendall_b": "tau_b", "kendall_c": "tau_c"}.get(bench.statistic, bench.statistic)
@@ -99,7 +124,7 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
     if name == "composite":
         for subset in COMPOSITE_SUBSETS:
             sub = load_benchmark(name, subset=subset)
-            sub_scores = scorer(sub.candidates(), sub.references())
+            sub_scores = scorer.bench(sub)
             for key, item_scores in sub_scores.items():
                 result.results[key].setdefault("subsets", {})[subset] = _correlations(sub, item_scores.values, 0, seed)
 
@@ -115,7 +140,7 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
         if seed == seeds[0]:
             result.settings.update({k: v for k, v in bench.settings.items() if k != "seed"})
             result.notes += bench.notes
-        scores = scorer(bench.candidates(), bench.references())
+        scores = scorer.bench(bench)
         for key, item_scores in scores.items():
             a, b = item_scores.values[0::2], item_scores.values[1::2]
             ev = bench.evaluate(a, b, bootstrap=bootstrap, seed=seed)
@@ -152,14 +177,19 @@ def _thumb_block(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int
     return out
 
 
+def _pick(items: list[str] | None, indices: list[int]) -> list[str] | None:
+    return None if items is None else [items[i] for i in indices]
+
+
 def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult) -> None:
     with_h = load_benchmark("thumb", include_human=True)
     without_h = load_benchmark("thumb", include_human=False)
     result.notes += with_h.notes
     # THumB's caveat: after the 2022 data fix 39 *Human* captions sit verbatim in their own references.
     leaked = np.array([r.system == "Human" and bool(r.extra.get("candidate_in_references")) for r in with_h.records])
-    s_with = scorer(with_h.candidates(), with_h.references())
-    s_without = scorer(without_h.candidates(), without_h.references())
+    s_with = scorer.bench(with_h)
+    s_without = scorer.bench(without_h)
+    images = with_h.images()
     systems = list(dict.fromkeys(r.system for r in with_h.records))
     for key in s_with:
         entry: dict[str, Any] = {
@@ -174,11 +204,12 @@ def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult) -> None:
             idx = [i for i, r in enumerate(with_h.records) if r.system == system]
             preds = [with_h.records[i].candidate for i in idx]
             refs = [list(with_h.records[i].references) for i in idx]
-            entry["system"][system] = scorer.corpus(key, preds, refs)
+            entry["system"][system] = scorer.corpus(key, preds, refs, _pick(images, idx))
             clean = [i for i in idx if not leaked[i]]
             if len(clean) != len(idx):
                 entry["system_no_leaked"][system] = scorer.corpus(
-                    key, [with_h.records[i].candidate for i in clean], [list(with_h.records[i].references) for i in clean]
+                    key, [with_h.records[i].candidate for i in clean],
+                    [list(with_h.records[i].references) for i in clean], _pick(images, clean),
                 )
         entry["signature"] = s_with[key].signature
         result.results[key] = entry

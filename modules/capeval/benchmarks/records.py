@@ -165,6 +165,18 @@ class Benchmark:
             return [list(r.references) for r in self.records for _ in range(2)]
         return [list(r.references) for r in self.records]
 
+    def images(self) -> list[str] | None:
+        """Image file paths aligned with :meth:`candidates` (pairs: the pair's image twice), or ``None`` when
+        any record has no image file (:attr:`CaptionRecord.image_path` is ``None``; see :meth:`missing_images`)."""
+        if self.missing_images():
+            return None
+        repeat = 2 if self.is_pairwise else 1
+        return [str(r.image_path) for r in self.records for _ in range(repeat)]
+
+    def missing_images(self) -> list[str]:
+        """The distinct image ids whose file was not found, in record order (empty when every image is there)."""
+        return list(dict.fromkeys(r.image_id for r in self.records if r.image_path is None))
+
     # -- evaluation ----------------------------------------------------------------------------
     def judgment_rows(self, metric_scores: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Expand per-item metric scores to the protocol's correlation rows.

@@ -2,12 +2,15 @@
 
 Entries live in one SQLite file under ``capeval.paths.cache_dir("scores")``. The key is a SHA-256 over
 the metric spec, its options, the implementation fingerprint (capeval version + the metric's source
-files) and the exact predictions and references, so any change to code, settings or data misses.
+files) and the exact predictions and references, so any change to code, settings or data misses. For a
+metric that reads images the key also holds :func:`image_fingerprint` (every path with its file's size and
+modification time), so replacing an image file misses too.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -27,6 +30,34 @@ def data_fingerprint(predictions: Sequence[str], references: Sequence[Sequence[s
             h.update(b"\x01")
         h.update(b"\x02")
     h.update(str(len(predictions)).encode())
+    return h.hexdigest()
+
+
+def image_fingerprint(images: Sequence[Any]) -> str | None:
+    """A SHA-256 over the image paths with their file size (bytes) and modification time (ns), in order.
+
+    ``images``: paths (``str`` / ``os.PathLike``), or ``datasets.Image`` dicts (their ``bytes`` hashed, else
+    their ``path`` as a path). A missing file counts as ``missing`` (a later file there changes the key).
+    ``None`` when an entry is anything else (an in-memory image): such items are not cached.
+    """
+    h = hashlib.sha256()
+    for item in images:
+        if isinstance(item, dict):
+            item = item.get("bytes") if item.get("bytes") is not None else item.get("path")
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            h.update(b"bytes:" + hashlib.sha256(item).digest())
+        elif isinstance(item, (str, os.PathLike)):
+            path = os.fsdecode(item)
+            try:
+                st = os.stat(path)
+                stamp = f"{st.st_size}:{st.st_mtime_ns}"
+            except OSError:
+                stamp = "missing"
+            h.update(f"path:{path}|{stamp}".encode("utf-8", "surrogateescape"))
+        else:
+            return None
+        h.update(b"\x00")
+    h.update(str(len(images)).encode())
     return h.hexdigest()
 
 

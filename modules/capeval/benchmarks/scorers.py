@@ -6,6 +6,10 @@ Metric specs (the same names as ``capeval score``):
 * ``evaluate:<name-or-path>[@<result key>]``: an ``evaluate`` module (Hub name or local folder). Its
   per-item scores are taken from a result list of the same length as the input when the module
   returns one (e.g. BERTScore's ``f1``), otherwise the module is called once per item.
+
+Images: a capeval metric whose class sets ``needs_images`` (:func:`needs_images`) gets the items' images
+(``images=``, one per item) and its cache key holds their :func:`~capeval.benchmarks.score_cache.image_fingerprint`;
+every other metric never sees them, and its cache key is unchanged.
 """
 from __future__ import annotations
 
@@ -19,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from capeval._version import __version__
-from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint, file_fingerprint, make_key
-from capeval.registry import REGISTRY, resolve
+from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint, file_fingerprint, image_fingerprint, make_key
+from capeval.registry import REGISTRY, metric_class, resolve
 from capeval.progress import progress
 
 
@@ -44,11 +48,27 @@ def _capeval_fingerprint(metric: str) -> str:
     return file_fingerprint(files)
 
 
+def needs_images(spec: str) -> bool:
+    """Whether metric spec ``spec`` reads images: a capeval metric whose class sets ``needs_images``.
+
+    ``False`` for ``evaluate:`` specs and for a metric whose optional dependencies are missing (scoring it
+    then raises the ``ImportError`` naming the fix).
+    """
+    if spec.startswith("evaluate:"):
+        return False
+    ((metric, _),) = resolve([spec]).items()
+    try:
+        return bool(getattr(metric_class(metric), "needs_images", False))
+    except ImportError:
+        return False
+
+
 def score_items(
     spec: str,
     predictions: Sequence[str],
     references: Sequence[Sequence[str]],
     *,
+    images: Sequence[Any] | None = None,
     cache: ScoreCache | None = None,
     options: dict[str, Any] | None = None,
     show_progress: bool | None = None,
@@ -56,22 +76,33 @@ def score_items(
     """Return ``{result key: ItemScores}`` for ``spec`` on the items (cached).
 
     For a capeval metric family (``bleu``) every key is returned; for a single key (``bleu_4``) only it.
-    ``options`` are passed to ``capeval.score`` (``cleanup``, ``tokenizer``, metric options).
+    ``options`` are passed to ``capeval.score`` (``cleanup``, ``tokenizer``, metric options). ``images``: one
+    per item (image file paths, for the cache key; see :func:`capeval.score` for the other kinds, which are
+    scored but not cached), passed only to a metric that reads images (:func:`needs_images`); ``ValueError``
+    naming the metric when it is ``None`` for one.
     """
     options = dict(options or {})
     if spec.startswith("evaluate:"):
         return _score_evaluate(spec, predictions, references, cache, options, show_progress)
     selected = resolve([spec])
     ((metric, keys),) = selected.items()
+    parts: dict[str, Any] = {}
+    if needs_images(metric):
+        if images is None:
+            raise ValueError(f"{metric} reads images: give score_items images= (one image path per item).")
+        options["images"] = list(images)
+        parts["images"] = image_fingerprint(options["images"])
     key = make_key(
         kind="capeval",
         metric=metric,
-        options=options,
+        options={k: v for k, v in options.items() if k != "images"},
         version=__version__,
         code=_capeval_fingerprint(metric),
         data=data_fingerprint(predictions, references),
+        **parts,
     )
-    cached = cache.get(key) if cache else None
+    use_cache = None if "images" in parts and parts["images"] is None else cache  # in-memory images: not cached
+    cached = use_cache.get(key) if use_cache else None
     if cached is not None and not _valid_capeval_entry(cached, keys, len(predictions)):
         cached = None  # damaged entry: recompute and replace it
     if cached is None:
@@ -79,8 +110,8 @@ def score_items(
 
         result = score(list(predictions), [list(r) for r in references], metrics=[metric], progress=show_progress, **options)
         cached = {"per_caption": result["per_caption"], "signature": result["signature"]}
-        if cache:
-            cache.put(key, cached)
+        if use_cache:
+            use_cache.put(key, cached)
     return {k: ItemScores(k, np.asarray(cached["per_caption"][k], dtype=float), cached["signature"]) for k in keys}
 
 

@@ -42,6 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="predictions with a repeated image id: 'error' (default) refuses the file; 'split' scores "
                         "the k-th caption of every image as captioner k, each captioner separately (for files "
                         "that list several systems' captions per image in a fixed order)")
+    images = p.add_mutually_exclusive_group()
+    images.add_argument("--images", type=Path, default=None, metavar="FILE",
+                        help="one image per prediction, in prediction order, for metrics that read images: a text "
+                             "file with one image path per line or a JSON list of paths (relative paths are "
+                             "resolved against FILE's folder). Ignored by metrics that read no image")
+    images.add_argument("--image-dir", type=Path, default=None, metavar="DIR",
+                        help="the folder of the images, for a predictions file with image ids (COCO results "
+                             "'image_id', a JSON/JSONL/CSV image or id field): the image of id X is DIR/X, else "
+                             "DIR/X.jpg, else (integer ids) DIR/COCO_val2014_<X, 12 digits>.jpg")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
     p.add_argument("--processes", type=_positive, default=1, metavar="N",
                    help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
@@ -125,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
     ref_ids, refs = load_references(ref_path)
     if split and ids is None:
         raise ValueError(f"--duplicate-ids split needs image ids in {pred_path.name} (COCO results, CSV/JSONL with ids).")
-    systems = split_by_occurrence(ids, preds) if split else [(ids, preds)]
+    images = _images(args, ids, len(preds), pred_path)
+    rows = list(range(len(preds)))
+    systems = split_by_occurrence(ids, rows) if split else [(ids, rows)]  # prediction rows per captioner
     unscored = unscored_reference_ids(ids, ref_ids)
     if unscored and main_process:
         print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
@@ -135,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
                    meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
                    progress=args.progress)
     results = []
-    for s_ids, s_preds in systems:
-        s_ids, s_preds, s_refs = pair(s_ids, s_preds, ref_ids, refs)
-        results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options)))
+    for s_ids, s_rows in systems:
+        s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
+        extra = {} if images is None else {"images": [images[i] for i in s_rows]}  # pair keeps prediction order
+        results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
     if not main_process:
         return 0  # the main process prints and writes the result
 
@@ -172,6 +184,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json_out:
         write_json(args.json_out, payload)
     return 0
+
+
+def _images(args: argparse.Namespace, ids, n: int, pred_path: Path) -> list[str] | None:
+    """The image path of every prediction (file order) from ``--images`` / ``--image-dir``, or ``None``."""
+    from capeval.io import images_from_dir, load_image_list
+
+    if getattr(args, "images", None) is not None:
+        images = load_image_list(args.images)
+        if len(images) != n:
+            raise ValueError(f"--images {args.images} lists {len(images)} image(s) but {pred_path.name} has {n} "
+                             "prediction(s); give one image path per prediction, in prediction order.")
+        return images
+    if getattr(args, "image_dir", None) is not None:
+        return images_from_dir(ids, args.image_dir, what=f"the predictions in {pred_path.name}")
+    return None
 
 
 def _every_installed_metric(default, registry) -> list[str]:

@@ -85,13 +85,28 @@ class CaptionMetricsForTrainer:
         unknown = sorted(set(options) - option_names())
         if unknown:
             raise ValueError(f"Unknown option(s) {unknown} for capeval.score; valid: {sorted(option_names())}.")
+        images = options.pop("images", None)
         self.options = options
         self.ids = None if ids is None else list(ids)
+        self.images = self._check_images(images)
         self.references = self._check_references(references)
         self.signature: str | None = None
         self.result: dict[str, Any] | None = None
         self.captions: list[str] = []
         self._pending: list[tuple[list[list[int]], list[list[int]] | None]] = []
+
+    def _check_images(self, images):
+        """``images=``: one image per evaluation row (for metrics that read images), as a list, or ``None``."""
+        if images is None:
+            return None
+        if isinstance(images, (str, bytes, Mapping)):
+            raise TypeError("images must be a list with one image per evaluation row, got a single "
+                            f"{type(images).__name__}.")
+        images = list(images)
+        if self.ids is not None and len(images) != len(self.ids):
+            raise ValueError(f"images has {len(images)} entries but ids has {len(self.ids)}; give one of each per "
+                             "evaluation row.")
+        return images
 
     def _check_references(self, references):
         if references is None:
@@ -143,13 +158,26 @@ class CaptionMetricsForTrainer:
         if isinstance(self.references, list) and len(self.references) != n:
             raise ValueError(f"references= has {len(self.references)} entries but the Trainer passed {n} generated "
                              "captions; give one entry per row of the evaluation dataset, in order.")
+        if self.images is not None and len(self.images) != n:
+            raise ValueError(f"images= has {len(self.images)} entries but the Trainer passed {n} generated captions; "
+                             "give one image per row of the evaluation dataset, in order.")
         labels = None if label_rows is None else self._decode(label_rows)
         predictions, references = self._pair(captions, labels)
-        result = score(predictions, references, metrics=self.metrics, empty=self.empty, **self.options)
+        extra = {} if self.images is None else {"images": [self.images[row] for row in self._scored_rows(n)]}
+        result = score(predictions, references, metrics=self.metrics, empty=self.empty, **self.options, **extra)
         self.result, self.captions, self.signature = result, predictions, result["signature"]
         logger.info("capeval: %d captions scored (%d empty); signature: %s", len(predictions),
                     sum(1 for p in predictions if not p.strip()), self.signature)
         return {key: float(result[key]) for key in self.keys}
+
+    def _scored_rows(self, n: int) -> list[int]:
+        """The evaluation rows that are scored, in order: all ``n``, or each distinct id's first row."""
+        if self.ids is None:
+            return list(range(n))
+        first: dict[Hashable, int] = {}
+        for row, key in enumerate(self.ids):
+            first.setdefault(key, row)
+        return list(first.values())
 
     def _pair(self, captions: list[str], labels: list[str] | None) -> tuple[list[str], list[list[str]]]:
         """One caption and its references per scored item (per distinct id when ``ids`` is given)."""
@@ -194,6 +222,8 @@ def compute_metrics(
             each distinct id is scored once.
         empty: ``"zero"`` (default): an empty generated caption scores 0 with a warning; ``"error"`` raises.
         **options: :func:`capeval.score` options (``cider_df``, ``tokenizer="ptb-java"``, ``meteor_jvms``...).
+            ``images``: one image per evaluation row, in order (e.g. ``eval_dataset["image"]``), for metrics
+            that read images; with ``ids`` each id is scored with its first row's image.
 
     Returns:
         A :class:`CaptionMetricsForTrainer`: called with an ``EvalPrediction`` it returns ``{result key: float}``
