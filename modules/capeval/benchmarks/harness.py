@@ -109,7 +109,7 @@ def _correlations(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: in
 
 
 def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: BenchResult) -> None:
-    loader_settings = {k: v for k, v in settings.items() if k in ("protocol",)}
+    loader_settings = {k: v for k, v in settings.items() if k in ("protocol", "subset")}
     bench = load_benchmark(name, **loader_settings)
     result.settings.update(bench.settings)
     result.notes += bench.notes
@@ -121,7 +121,7 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
         result.results[key] = entry
         human, metric, _ = bench.judgment_rows(item_scores.values)
         result.plot_data[key] = {"kind": "scatter", "human": human, "metric": metric}
-    if name == "composite":
+    if name == "composite" and "subset" not in settings:
         for subset in COMPOSITE_SUBSETS:
             sub = load_benchmark(name, subset=subset)
             sub_scores = scorer.bench(sub)
@@ -224,6 +224,7 @@ def run_benchmark(
     *,
     protocol: str | None = None,
     refs: str | int | None = None,
+    subset: str | None = None,
     seeds: Sequence[int] = (0,),
     bootstrap: int = 0,
     use_cache: bool = True,
@@ -237,6 +238,8 @@ def run_benchmark(
         metrics: capeval metric names / result keys or ``evaluate:<module>[@key]`` specs.
         protocol: Flickr8k ``clipscore`` (default) or ``cui``.
         refs: PASCAL-50S ``expert`` (default), ``all`` or k; ABSTRACT-50S ``all`` (default) or k.
+        subset: COMPOSITE only: score one subset (``8k``, ``30k``, ``coco``) instead of all three and each of them
+            (e.g. ``8k``, whose images are all Flickr8k test images, for metrics that read images).
         seeds: reference-sampling seeds (several: mean and standard deviation are reported).
         bootstrap: resamples for confidence intervals (0: none).
         metric_options: passed to ``capeval.score`` (``cleanup``, ``tokenizer``, ``cider_df``...).
@@ -248,6 +251,9 @@ def run_benchmark(
         raise ValueError("no metrics given (e.g. --metrics bleu_4,cider_d)")
     if protocol is not None and not name.startswith("flickr8k"):
         raise ValueError(f"--protocol applies to Flickr8k benchmarks only, not {name}.")
+    if subset is not None and (name != "composite" or subset not in COMPOSITE_SUBSETS):
+        raise ValueError(f"--subset applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
+                         f"for {name}.")
     if refs is not None and name not in ("pascal50s", "abstract50s"):
         raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
     seeds = list(seeds) or [0]
@@ -263,6 +269,8 @@ def run_benchmark(
             _run_pairwise(name, metrics, scorer, {"refs": refs}, seeds, bootstrap, result)
         else:
             settings = {"protocol": protocol} if protocol else {}
+            if subset is not None:
+                settings["subset"] = subset
             _run_correlation(name, metrics, scorer, settings, bootstrap, seeds[0], result)
     finally:
         if cache:

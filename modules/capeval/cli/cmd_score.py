@@ -6,7 +6,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capeval.cli.output import add_json_argument, add_progress_argument, check_output_path, text_stream, write_json
+from capeval.cli.output import (add_critic_arguments, add_json_argument, add_progress_argument, check_output_path,
+                                critic_options, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
     p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs for large corpora")
+    add_critic_arguments(p)
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
                         f"(default {DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
@@ -144,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
                    meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
-                   progress=args.progress)
+                   progress=args.progress, **critic_options(args))
     results = []
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)

@@ -75,3 +75,17 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
+
+
+def add_critic_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model``: the critic folders (or shipped names)."""
+    for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
+                       ("--critic-img-model", "critic_img")):
+        parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
+                                                           "or a shipped critic's name (default: the shipped one)")
+
+
+def critic_options(args: argparse.Namespace) -> dict:
+    """The metric options of :func:`add_critic_arguments` that were given."""
+    return {k: v for k, v in (("critic_model", args.critic_model), ("critic_ref_model", args.critic_ref_model),
+                              ("critic_img_model", args.critic_img_model)) if v is not None}

@@ -35,10 +35,13 @@ _LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
 
 
 def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
-    """The folder of a critic: ``path``, or the shipped critic of ``context``."""
-    from capeval.paths import pretrained_dir
+    """The folder of a critic: ``path`` (a folder, or the name of a shipped critic such as ``critic-flickr8k-caption``),
+    or the shipped critic of ``context``."""
+    from capeval.paths import PRETRAINED, pretrained_dir
 
     if path is not None:
+        if isinstance(path, str) and path in PRETRAINED and not Path(path).exists():
+            return pretrained_dir(path)
         return Path(path)
     if context not in SHIPPED:
         raise ValueError(f"context must be one of {sorted(SHIPPED)}, got {context!r}.")
