@@ -4,7 +4,9 @@ Modules, in data-flow order: the loaders (``flickr8k``, ``composite``, ``pascal5
 ``thumb``, ``coco_karpathy``; file helpers in ``files``) yield the record types of ``records``;
 ``stats`` holds the correlation / accuracy statistics; ``scorers`` scores items with any capeval
 metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``capeval bench``;
-``report`` prints its tables beside the published numbers and draws plots.
+``report`` prints its tables beside the published numbers and draws plots. ``robustness`` runs
+``capeval robustness`` (Cui et al. 2018 §3.4: metric scores of transformed Flickr8k test captions, no
+human judgments).
 
 >>> from capeval.benchmarks import load_benchmark            # doctest: +SKIP
 >>> bench = load_benchmark("flickr8k-expert", protocol="clipscore")

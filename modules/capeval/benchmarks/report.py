@@ -106,20 +106,37 @@ def render(result: BenchResult, fmt: str = "text") -> str:
     return "\n".join(parts)
 
 
-def plot(result: BenchResult, path: str | Path) -> Path:
-    """A PNG: metric-vs-human scatter (correlations, THumB) or per-category bars (pairwise)."""
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: str | Path, dpi: int = 120) -> Path:
+    """Lay out ``fig``, write it as a PNG to ``path`` (creating its folder), close it; return the path."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
+def plot(result: BenchResult, path: str | Path) -> Path:
+    """A PNG: metric-vs-human scatter (correlations, THumB) or per-category bars (pairwise)."""
     import numpy as np
 
+    plt = pyplot()
     keys = list(result.plot_data)
     if not keys:
         raise ValueError("nothing to plot")
     kind = result.plot_data[keys[0]]["kind"]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if kind == "bars":
         cats = list(result.plot_data[keys[0]]["values"])
         fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(cats), 4))
@@ -151,23 +168,17 @@ def plot(result: BenchResult, path: str | Path) -> Path:
         for ax in list(axes.flat)[n:]:
             ax.axis("off")
         fig.suptitle(f"{result.benchmark}: metric vs human", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_thumb_systems(path: str | Path, bootstrap: int = 1000, seed: int = 0) -> Path:
     """PNG of THumB per-system mean precision and recall with 90 % bootstrap intervals (images resampled)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     from capeval import thumb
     from capeval.benchmarks import load_benchmark
 
+    plt = pyplot()
     bench = load_benchmark("thumb", include_human=True)
     recs = bench.records
     res = thumb.score([r.extra["P"] for r in recs], [r.extra["R"] for r in recs],
@@ -185,9 +196,4 @@ def plot_thumb_systems(path: str | Path, bootstrap: int = 1000, seed: int = 0) -
     ax.set_ylabel("mean score (1-5), 90 % CI")
     ax.set_title("THumB 1.0: precision and recall per system")
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
