@@ -28,3 +28,14 @@ def java() -> str:
     if exe is None:
         pytest.skip("java not installed")
     return exe
+
+
+@pytest.fixture(scope="session")
+def tiny_critics(tmp_path_factory) -> dict[str, str]:
+    """Three tiny random critics (``{"critic_model": folder, "critic_ref_model": ..., "critic_img_model": ...}``,
+    :mod:`support.tiny_critic`); skip without the torch stack."""
+    from support import needs
+    from support.tiny_critic import make_tiny_critics
+
+    needs("learned_critic")
+    return make_tiny_critics(tmp_path_factory.mktemp("tiny-critics"))

@@ -500,3 +500,16 @@ def images_from_dir(ids: list[Any] | None, folder: str | Path, what: str = "the 
         raise FileNotFoundError(f"no image in {folder} for prediction {i} (image id {key!r}): tried "
                                 f"{', '.join(p.name for p in tried)}{more}.")
     return images
+
+
+#: The photos bundled with capeval (``capeval/data/example/images``; public domain / CC0, see PROVENANCE.md there):
+#: Chelsea the cat, the astronaut Eileen Collins, a cup of coffee (scikit-image's sample photos, re-encoded).
+EXAMPLE_IMAGES = ("chelsea.jpg", "astronaut.jpg", "coffee.jpg")
+
+
+def example_images() -> list[Path]:
+    """Paths of the bundled example photos (:data:`EXAMPLE_IMAGES`), for metrics that read images (the critic)."""
+    from importlib import resources
+
+    root = resources.files("capeval") / "data" / "example" / "images"
+    return [Path(str(root / name)) for name in EXAMPLE_IMAGES]

@@ -81,3 +81,126 @@ def test_thumb_rows_and_errors():
         score_thumb(module.compute, "5, 5, 0")
     with pytest.raises(SpaceInputError, match="precision"):
         score_thumb(module.compute, "9, 5")  # out of the 1-5 range: the module's message, naming the caption
+
+
+# -- the image Space (learned_critic): images, captions and references in, capeval.score's numbers out ----------
+
+CRITIC_PREDICTIONS = "a tabby cat looking at the camera\na woman astronaut in an orange suit\nof coffee cup a saucer on a"
+CRITIC_REFERENCES = "a cat with stripes | a striped cat\nan astronaut in front of a flag\na cup of coffee on a saucer"
+CRITIC_KEYS = ["critic", "critic_ref", "critic_img"]
+
+
+@pytest.fixture(scope="module")
+def critic_module():
+    return evaluate.load(str(ROOT / "metrics" / "learned_critic"))
+
+
+@pytest.fixture
+def photos():
+    from capeval.io import example_images
+
+    return [str(p) for p in example_images()]
+
+
+def _fail_compute(**_):
+    pytest.fail("must not compute")
+
+
+def test_image_paths_reads_every_upload_form(tmp_path):
+    from capeval.hf.space import image_paths
+
+    class Uploaded:  # what a gr.File of gradio 3 handed over
+        name = "/tmp/c.jpg"
+
+    assert image_paths(None) == [] and image_paths([]) == []
+    assert image_paths("/tmp/a.jpg") == ["/tmp/a.jpg"]
+    assert image_paths([("/tmp/a.jpg", None), ("/tmp/b.jpg", "2. b.jpg"), Uploaded(), {"path": "/tmp/d.jpg"},
+                        tmp_path / "e.jpg"]) == ["/tmp/a.jpg", "/tmp/b.jpg", "/tmp/c.jpg", "/tmp/d.jpg",
+                                                 str(tmp_path / "e.jpg")]
+    with pytest.raises(SpaceInputError, match="Image 2 has no file"):
+        image_paths(["/tmp/a.jpg", {"path": None}])
+
+
+def test_critic_tables_equal_capeval_score(critic_module, tiny_critics, photos):
+    from capeval.hf.space import score_image_captions
+
+    gallery = [(p, f"{i}. caption") for i, p in enumerate(photos, 1)]  # what gr.Gallery(type="filepath") gives
+    corpus, per_caption, signature = score_image_captions(critic_module.compute, CRITIC_KEYS, gallery,
+                                                          CRITIC_PREDICTIONS, CRITIC_REFERENCES, CRITIC_KEYS,
+                                                          tiny_critics)
+    want = capeval.score(parse_predictions(CRITIC_PREDICTIONS), parse_references(CRITIC_REFERENCES, 3),
+                         metrics=CRITIC_KEYS, images=photos, **tiny_critics)
+    assert corpus == [[k, round(want[k], DIGITS)] for k in CRITIC_KEYS]
+    assert per_caption["headers"] == ["#", "image", "caption", *CRITIC_KEYS]
+    assert [row[:3] for row in per_caption["data"]] == [
+        [1, "chelsea.jpg", "a tabby cat looking at the camera"], [2, "astronaut.jpg", "a woman astronaut in an orange suit"],
+        [3, "coffee.jpg", "of coffee cup a saucer on a"]]
+    for i, row in enumerate(per_caption["data"]):
+        assert row[3:] == [round(want["per_caption"][k][i], DIGITS) for k in CRITIC_KEYS]
+    assert signature == want["signature"]
+
+
+def test_one_image_serves_every_line_and_critic_ref_needs_none(critic_module, tiny_critics, photos):
+    from capeval.hf.space import score_image_captions
+
+    preds, refs = "a cat\na striped cat sitting", "a cat with stripes\na tabby cat"
+    corpus, per_caption, _ = score_image_captions(critic_module.compute, CRITIC_KEYS, photos[:1], preds, refs,
+                                                  ["critic_img"], tiny_critics)
+    want = capeval.score(["a cat", "a striped cat sitting"], [["a cat with stripes"], ["a tabby cat"]],
+                         metrics="critic_img", images=photos[:1] * 2, **tiny_critics)
+    assert corpus == [["critic_img", round(want["critic_img"], DIGITS)]]
+    assert [row[1] for row in per_caption["data"]] == ["chelsea.jpg", "chelsea.jpg"]
+    corpus, per_caption, signature = score_image_captions(critic_module.compute, CRITIC_KEYS, None, preds, refs,
+                                                          ["critic_ref"], tiny_critics)
+    want = capeval.score(["a cat", "a striped cat sitting"], [["a cat with stripes"], ["a tabby cat"]],
+                         metrics="critic_ref", **tiny_critics)
+    assert corpus == [["critic_ref", round(want["critic_ref"], DIGITS)]] and "ctx=reference" in signature
+    assert [row[1] for row in per_caption["data"]] == ["", ""]
+    corpus, _, _ = score_image_captions(critic_module.compute, CRITIC_KEYS, [], preds, refs, None, tiny_critics)
+    assert [row[0] for row in corpus] == ["critic_ref"]  # the module's default without images
+
+
+@pytest.mark.parametrize("images, predictions, references, metrics, message", [
+    ([], CRITIC_PREDICTIONS, CRITIC_REFERENCES, ["critic", "critic_ref"],
+     "critic reads the image: upload one image per caption line (in the order of the lines), or choose only critic_ref"),
+    ([], CRITIC_PREDICTIONS, CRITIC_REFERENCES, CRITIC_KEYS, "critic, critic_img read the image"),
+    (["a.jpg", "b.jpg"], CRITIC_PREDICTIONS, CRITIC_REFERENCES, CRITIC_KEYS, "3 caption(s) but 2 image(s)"),
+    (["a.jpg"], CRITIC_PREDICTIONS, "one line", CRITIC_KEYS, "3 caption(s) but 1 line(s) of references"),
+    (["a.jpg"], "", CRITIC_REFERENCES, CRITIC_KEYS, "type one caption per line"),
+    (["a.jpg"], CRITIC_PREDICTIONS, CRITIC_REFERENCES, [], "Choose at least one metric"),
+    (["a.jpg"], CRITIC_PREDICTIONS, CRITIC_REFERENCES, ["critic_x"], "Unknown metric 'critic_x'"),
+])
+def test_bad_image_input_is_refused_before_computing(images, predictions, references, metrics, message):
+    from capeval.hf.space import score_image_captions
+
+    with pytest.raises(SpaceInputError) as info:
+        score_image_captions(_fail_compute, CRITIC_KEYS, images, predictions, references, metrics)
+    assert message in str(info.value)
+
+
+def test_unreadable_and_missing_images_are_named_as_the_page_numbers_them(critic_module, tiny_critics, photos,
+                                                                          tmp_path):
+    from capeval.hf.space import score_image_captions
+
+    bad = tmp_path / "notes.jpg"
+    bad.write_text("not a picture")
+    with pytest.raises(SpaceInputError, match=r"^Image 2 \(notes\.jpg\) is not a readable image"):
+        score_image_captions(critic_module.compute, CRITIC_KEYS, [photos[0], str(bad), photos[2]], CRITIC_PREDICTIONS,
+                             CRITIC_REFERENCES, ["critic"], tiny_critics)
+    with pytest.raises(SpaceInputError, match=r"Image 3 \(gone\.jpg\)"):
+        score_image_captions(critic_module.compute, CRITIC_KEYS, [photos[0], photos[1], str(tmp_path / "gone.jpg")],
+                             CRITIC_PREDICTIONS, CRITIC_REFERENCES, ["critic_img"], tiny_critics)
+
+
+def test_critic_models_come_from_the_arguments_then_the_environment(tmp_path):
+    from capeval.hf.space import CRITIC_MODEL_ENV, critic_models
+
+    assert critic_models(environ={}) == {}
+    env = {"CAPEVAL_CRITIC_MODEL": "/m/critic", "CAPEVAL_CRITIC_IMG_MODEL": "/m/img", "OTHER": "x"}
+    assert critic_models(environ=env) == {"critic_model": "/m/critic", "critic_img_model": "/m/img"}
+    assert critic_models({"critic_model": tmp_path}, environ=env) == {"critic_model": str(tmp_path),
+                                                                      "critic_img_model": "/m/img"}
+    assert set(CRITIC_MODEL_ENV.values()) == {"CAPEVAL_CRITIC_MODEL", "CAPEVAL_CRITIC_REF_MODEL",
+                                              "CAPEVAL_CRITIC_IMG_MODEL"}
+    with pytest.raises(ValueError, match="unknown critic option"):
+        critic_models({"critic": "/m"})

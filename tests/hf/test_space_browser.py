@@ -19,8 +19,9 @@ gr = pytest.importorskip("gradio")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import capeval  # noqa: E402
-from capeval.hf.space import (CAPTION_EXAMPLE, DIGITS, THUMB_EXAMPLE, load_module,  # noqa: E402
-                              parse_predictions, parse_references)
+from capeval.hf.space import (CAPTION_EXAMPLE, CRITIC_EXAMPLE, CRITIC_METRICS, CRITIC_MODEL_ENV, DIGITS,  # noqa: E402
+                              THUMB_EXAMPLE, load_module, parse_predictions, parse_references)
+from capeval.io import example_images  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium executable (apt-get install chromium)"),
@@ -138,6 +139,103 @@ def test_thumb_space_in_a_browser(browser):
         assert systems == {k: round(v["total"], DIGITS) for k, v in want["systems"].items()}
         _bad_input_message(page, ARTIFACTS / "thumb-bad-input.png", {"#rows textarea": "5, 5\n4, x"},
                            "Line 2: recall 'x' is not a number")
+        page.close()
+    finally:
+        app["demo"].close()
+
+
+# -- the image Space (learned_critic), scoring with tiny random critics named by the environment ----------------
+
+
+def _first_column(page, elem_id: str) -> list[str]:
+    return [row[0] for row in _table(page, elem_id)]
+
+
+def _wait_for_first_column(page, elem_id: str, values: list[str]) -> None:
+    """Wait until the first cells of the rows of ``elem_id`` are exactly ``values`` (a new result is drawn)."""
+    page.wait_for_function(
+        "([id, want]) => { const got = [...document.querySelectorAll('#' + id + ' div[role=row]')]"
+        ".map(r => [...r.querySelectorAll('[role=gridcell]')]).filter(c => c.length).map(c => c[0].innerText.trim());"
+        " return JSON.stringify(got) === JSON.stringify(want); }", arg=[elem_id, values], timeout=120_000)
+
+
+def _check_critic_tables(page, want: dict, keys: list[str], captions: list[str], images: list[str]) -> None:
+    corpus = _table(page, "corpus")
+    assert [row[0] for row in corpus] == keys
+    for key, shown in corpus:
+        assert float(shown) == round(want[key], DIGITS), key
+    per_caption = _table(page, "per_caption")
+    assert len(per_caption) == len(captions)
+    for i, row in enumerate(per_caption):
+        assert row[:3] == [str(i + 1), images[i], captions[i]]
+        assert [float(v) for v in row[3:]] == [round(want["per_caption"][k][i], DIGITS) for k in keys]
+
+
+def _set_metrics(page, chosen: list[str]) -> None:
+    for name in CRITIC_METRICS:
+        box = page.get_by_label(name, exact=True)
+        if box.is_checked() != (name in chosen):
+            box.click()
+
+
+def test_critic_space_in_a_browser(browser, tiny_critics, monkeypatch, tmp_path):
+    """Example (the bundled photos), an upload of two images in another order, critic_ref without images, and the
+    messages for bad input: reference lines, a text file posing as a JPEG, no image for critic."""
+    metrics = list(CRITIC_METRICS)
+    for option, variable in CRITIC_MODEL_ENV.items():  # the app reads the critic folders from the environment
+        monkeypatch.setenv(variable, tiny_critics[option])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    photos = [str(p) for p in example_images()]
+    app, url = _launch("learned_critic")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(url)
+        page.click("#example")
+        _wait_for_rows(page, "corpus", "critic_img")
+        captions = parse_predictions(CRITIC_EXAMPLE[0])
+        _wait_for_rows(page, "per_caption", captions[-1])
+        page.screenshot(path=str(ARTIFACTS / "learned_critic-example.png"), full_page=True)
+        want = capeval.score(captions, parse_references(CRITIC_EXAMPLE[1], 3), metrics=metrics, images=photos,
+                             **tiny_critics)
+        _check_critic_tables(page, want, metrics, captions, ["chelsea.jpg", "astronaut.jpg", "coffee.jpg"])
+
+        # two uploaded images, in the other order, with two caption lines: the k-th image is the k-th line's
+        page.get_by_label("Clear").first.click()
+        page.locator("#images input[type=file]").first.set_input_files([photos[1], photos[0]])
+        page.wait_for_function("() => document.querySelectorAll('#images img').length >= 2", timeout=60_000)
+        two = ["an astronaut smiling", "a cat"]
+        refs = "a woman in a space suit\na striped cat | a tabby cat"
+        page.fill("#predictions textarea", "\n".join(two))
+        page.fill("#references textarea", refs)
+        page.click("#score")
+        _wait_for_rows(page, "per_caption", two[0])
+        want = capeval.score(two, parse_references(refs, 2), metrics=metrics, images=[photos[1], photos[0]],
+                             **tiny_critics)
+        page.screenshot(path=str(ARTIFACTS / "learned_critic-upload.png"), full_page=True)
+        _check_critic_tables(page, want, metrics, two, ["astronaut.jpg", "chelsea.jpg"])
+
+        _bad_input_message(page, ARTIFACTS / "learned_critic-bad-input.png", {"#references textarea": "only one line"},
+                           "2 caption(s) but 1 line(s) of references")
+
+        # an unreadable "image": a text file named .jpg, the second of two
+        fake = tmp_path / "notes.jpg"
+        fake.write_text("not a picture")
+        page.get_by_label("Clear").first.click()
+        page.locator("#images input[type=file]").first.set_input_files([photos[0], str(fake)])
+        page.wait_for_function("() => document.querySelectorAll('#images img').length >= 2", timeout=60_000)
+        _bad_input_message(page, ARTIFACTS / "learned_critic-unreadable.png", {"#references textarea": refs},
+                           "Image 2 (notes.jpg) is not a readable image")
+
+        # no image: critic refuses and says what to do; critic_ref alone scores without images
+        page.get_by_label("Clear").first.click()
+        _bad_input_message(page, ARTIFACTS / "learned_critic-no-image.png", {},
+                           "critic, critic_img read the image: upload one image per caption line")
+        _set_metrics(page, ["critic_ref"])
+        page.click("#score")
+        _wait_for_first_column(page, "corpus", ["critic_ref"])
+        page.screenshot(path=str(ARTIFACTS / "learned_critic-critic-ref.png"), full_page=True)
+        want = capeval.score(two, parse_references(refs, 2), metrics="critic_ref", **tiny_critics)
+        _check_critic_tables(page, want, ["critic_ref"], two, ["", ""])
         page.close()
     finally:
         app["demo"].close()

@@ -59,3 +59,12 @@ def test_wheel_ships_every_pretrained_file(wheel):
         assert files, name
         missing = [f for f in files if f"capeval/{f}" not in names]
         assert missing == [], f"{name}: not in the wheel: {missing}"
+
+
+def test_wheel_ships_the_example_data(wheel):
+    """`capeval score --example` and the image Spaces' Example read these from the installed package."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    folder = ROOT / "modules" / "capeval" / "data" / "example"
+    files = sorted(p.relative_to(folder.parents[1]).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert "capeval/data/example/images/chelsea.jpg" in {f"capeval/{f}" for f in files}
+    assert [f for f in files if f"capeval/{f}" not in names] == []

@@ -20,7 +20,21 @@ COMPUTE = {
     "spice": dict(predictions=["A dog runs."], references=[["A dog runs fast."]]),
     "spice_u": dict(predictions=["A dog runs."], references=[["A dog runs fast."]]),
     "thumb": dict(precision=[5, 3], recall=[4, 3], fluency=[-0.1, 0], bootstrap_samples=0),
+    # + the tiny critics' folders (fixture tiny_critics) and, for critic, the bundled photos
+    "learned_critic": dict(predictions=["a cat looking at the camera", "an astronaut in an orange suit"],
+                           references=[["a cat with stripes"], ["a woman in a space suit", "an astronaut"]],
+                           metrics="critic,critic_ref"),
 }
+
+
+def _compute_kwargs(name: str, request) -> dict:
+    """COMPUTE[name], with the learned critic's tiny critic folders and images (nothing shipped is needed)."""
+    kwargs = dict(COMPUTE[name])
+    if name == "learned_critic":
+        from capeval.io import example_images
+
+        kwargs.update(request.getfixturevalue("tiny_critics"), images=[str(p) for p in example_images()[:2]])
+    return kwargs
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +53,7 @@ def _front_matter(path):
 
 
 @pytest.mark.parametrize("name", sorted(COMPUTE))
-def test_build_space_loads_and_scores_like_the_source(name, tmp_path):
+def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     needs(name)
     out = tmp_path / f"capeval-{name}"
     built = build_metric_folder(name, out, kind="space", hub_id=f"someone/capeval-{name}")
@@ -54,11 +68,13 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path):
     assert "capeval/" + name + '")' not in card  # no Hub id that does not exist
     reqs = (out / "requirements.txt").read_text().split()
     assert reqs[0].startswith("capeval[evaluate") and reqs[0].endswith(f"=={__version__}")
+    assert ("learned" in reqs[0]) == (name == "learned_critic")  # the torch stack only where it is needed
     assert f"gradio=={GRADIO_VERSION}" in reqs
     assert (out / f"capeval-{name}.py").read_text() == (ROOT / "metrics" / name / f"{name}.py").read_text()
     built_module = evaluate.load(str(out))
     source_module = evaluate.load(str(ROOT / "metrics" / name))
-    got, want = built_module.compute(**COMPUTE[name]), source_module.compute(**COMPUTE[name])
+    kwargs = _compute_kwargs(name, request)
+    got, want = built_module.compute(**kwargs), source_module.compute(**kwargs)
     assert got == want and got
     assert check_module_folder(out, f"someone/capeval-{name}") == "space"
     try:
@@ -105,6 +121,22 @@ def test_push_offline_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     with pytest.raises(RuntimeError, match="cannot reach http://127.0.0.1:9"):  # a closed local port
         push_module_folder(out, "someone/thumb", token="hf_dummy", endpoint="http://127.0.0.1:9")
+
+
+def test_cli_builds_the_learned_critic_folders(tmp_path, capsys, tiny_critics):
+    """`capeval hub build-metric learned_critic` / `build-space`: loadable offline, scoring with a tiny critic."""
+    for kind in ("metric", "space"):
+        out = tmp_path / kind / "learned_critic"
+        assert main(["hub", f"build-{kind}", "learned_critic", "--out", str(out)]) == 0
+        assert f"{kind} folder" in capsys.readouterr().out
+        files = {"learned_critic.py", "README.md", "requirements.txt"} | ({"app.py"} if kind == "space" else set())
+        assert {p.name for p in out.iterdir()} == files
+        assert check_module_folder(out) == kind
+        got = evaluate.load(str(out)).compute(predictions=["a dog runs"], references=[["a dog is running"]],
+                                              critic_ref_model=tiny_critics["critic_ref_model"])
+        assert set(got["per_caption"]) == {"critic_ref"} and 0 <= got["critic_ref"] <= 1
+    card = (tmp_path / "space" / "learned_critic" / "README.md").read_text(encoding="utf-8")
+    assert "Cui" in card and "## Loading" in card and "homepage: https://arxiv.org/abs/1806.06422" in card
 
 
 def test_cli_build_space_and_push(tmp_path, capsys):

@@ -31,9 +31,29 @@ def require_data(*parts: str) -> Path:
 
 
 def needs(name: str) -> None:
-    """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U)."""
+    """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
+    the torch stack for the learned critic)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
+    if name == "learned_critic":
+        for module in ("torch", "transformers", "timm"):
+            pytest.importorskip(module)
+
+
+#: The shipped weights each metric module scores with by default (``capeval/pretrained/<name>``).
+SHIPPED_WEIGHTS = {"learned_critic": ("critic-flickr8k", "critic-flickr8k-ref", "critic-flickr8k-img")}
+
+
+def needs_weights(name: str) -> None:
+    """:func:`needs`, and skip unless the shipped weights module ``name`` uses by default are installed."""
+    from capeval.paths import pretrained_dir
+
+    needs(name)
+    for folder in SHIPPED_WEIGHTS.get(name, ()):
+        try:
+            pretrained_dir(folder)
+        except FileNotFoundError:
+            pytest.skip(f"the shipped weights {folder!r} are not installed (capeval/pretrained/{folder})")
 
 
 def run_module_doctests(name: str, class_name: str) -> int:

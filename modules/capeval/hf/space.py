@@ -2,22 +2,36 @@
 
 Caption metrics (``coco_caption``, ``spice``, ``spice_u``): one predicted caption per line; per caption one line
 of references, several separated by ``|``. THumB: one caption per line, ``precision, recall[, fluency,
-conciseness, inclusive[, system]]``. The callbacks (:func:`score_captions`, :func:`score_thumb`) are plain
-functions (no gradio) that raise :class:`SpaceInputError` naming the bad line; :func:`caption_app` /
-:func:`thumb_app` wrap them in gradio Blocks and show those errors with ``gr.Error``. gradio is imported only
-when an app is built.
+conciseness, inclusive[, system]]``. Image metrics (``learned_critic``): the caption apps' two text boxes plus
+uploaded images, the k-th image belonging to the k-th caption line (one image alone serves every line; none at all
+is fine for metrics that read no image, ``critic_ref``). The callbacks (:func:`score_captions`,
+:func:`score_thumb`, :func:`score_image_captions`) are plain functions (no gradio) that raise
+:class:`SpaceInputError` naming the bad line or image; :func:`caption_app` / :func:`thumb_app` /
+:func:`image_caption_app` wrap them in gradio Blocks and show those errors with ``gr.Error``. gradio is imported
+only when an app is built.
+
+The learned_critic Space reads its critic folders from the environment when they are set (else the shipped
+critics): ``CAPEVAL_CRITIC_MODEL`` (image + reference), ``CAPEVAL_CRITIC_REF_MODEL`` (reference only) and
+``CAPEVAL_CRITIC_IMG_MODEL`` (image only) (:data:`CRITIC_MODEL_ENV`); ``critic_space(..., models={...})`` sets
+them in code.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from capeval.registry import result_keys
+from capeval.api import IMAGE_FREE_ALTERNATIVE
+from capeval.registry import metric_class, resolve, result_keys
 
-__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "DIGITS", "REFERENCE_SEPARATOR", "THUMB_EXAMPLE", "SpaceInputError",
-           "caption_app", "caption_space", "load_module", "parse_predictions", "parse_references", "score_captions",
-           "score_thumb", "thumb_app", "thumb_space"]
+__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV", "DIGITS",
+           "REFERENCE_SEPARATOR", "THUMB_EXAMPLE", "SpaceInputError", "caption_app", "caption_space", "critic_models",
+           "critic_space", "image_caption_app", "image_paths", "load_module", "parse_predictions", "parse_references",
+           "score_captions", "score_image_captions", "score_thumb", "thumb_app", "thumb_space"]
 
 #: Decimals shown in the tables.
 DIGITS = 4
@@ -149,6 +163,101 @@ def score_thumb(compute: Callable[..., dict], text: str,
     return corpus, per_caption, systems, result.get("signature", "")
 
 
+def image_paths(value: Any) -> list[str]:
+    """The file paths held by an image upload component (``gr.Gallery`` / ``gr.File``), in upload order.
+
+    Accepts ``None`` (nothing uploaded), a path, or a list of paths, ``(path, caption)`` pairs (a gallery),
+    ``{"path": ...}`` / ``{"name": ...}`` dicts or objects with a ``path`` / ``name`` attribute (uploaded files).
+    """
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        value = [value]
+    out = []
+    for i, item in enumerate(value, 1):
+        if isinstance(item, (tuple, list)):
+            item = item[0] if item else None
+        if isinstance(item, dict):
+            item = item.get("path") or item.get("name")
+        elif item is not None and not isinstance(item, (str, os.PathLike)):
+            item = getattr(item, "path", None) or getattr(item, "name", None)
+        if not item:
+            raise SpaceInputError(f"Image {i} has no file: upload it again.")
+        out.append(os.fspath(item))
+    return out
+
+
+def _image_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metric families among ``metrics`` that read images."""
+    try:
+        selected = resolve(list(metrics))
+    except (ValueError, TypeError) as err:
+        raise SpaceInputError(str(err)) from err
+    return [name for name in selected if getattr(metric_class(name), "needs_images", False)]
+
+
+def _name_images(message: str, paths: Sequence[str] | None) -> str:
+    """``images[k]`` in a module's message as the page numbers them: ``image k+1 (file name)``."""
+    def label(match: re.Match) -> str:
+        k = int(match.group(1))
+        name = f" ({os.path.basename(paths[k])})" if paths and k < len(paths) else ""
+        return f"image {k + 1}{name}"
+
+    message = re.sub(r"images\[(\d+)\](?: \([^()]*\))?", label, message)  # with the path the message may add
+    message = re.sub(r" <_io\.\w+ object at 0x[0-9a-f]+>", "", message)  # Pillow's name of the in-memory file
+    return message[:1].upper() + message[1:]
+
+
+def score_image_captions(compute: Callable[..., dict], keys: Sequence[str], images: Any, predictions_text: str,
+                         references_text: str, metrics: Sequence[str] | None = None,
+                         options: Mapping[str, Any] | None = None) -> tuple[list[list[Any]], dict[str, list], str]:
+    """``(corpus rows [key, score], per-caption table, signature)`` of captions of uploaded images.
+
+    ``images``: what the upload component holds (:func:`image_paths`): one image per caption line, in order, or a
+    single image for every line, or none (metrics that read no image, e.g. ``critic_ref``). The per-caption table
+    is ``{"headers": ["#", "image", "caption", key...], "data": [[1, file name, caption, score...], ...]}``.
+    ``compute``: the evaluate module's ``compute``; ``metrics``: what to pass as ``metrics=`` (``None``: the
+    module's default); ``options``: more keywords for ``compute`` (the critic folders). The module's errors
+    (``ValueError``, ``TypeError``, a missing file) come back as :class:`SpaceInputError`, ``images[k]`` named as
+    ``image k+1 (file name)``.
+    """
+    predictions = parse_predictions(predictions_text)
+    n = len(predictions)
+    references = parse_references(references_text, n)
+    paths = image_paths(images)
+    kwargs = dict(options or {})
+    needing: list[str] = []
+    if metrics is not None:
+        if not metrics:
+            raise SpaceInputError("Choose at least one metric.")
+        kwargs["metrics"] = list(metrics)
+        needing = _image_metrics(metrics)
+    if not paths:
+        if needing:
+            verb = "reads" if len(needing) == 1 else "read"
+            raise SpaceInputError(f"{', '.join(needing)} {verb} the image: upload one image per caption line (in the "
+                                  f"order of the lines), or choose only {IMAGE_FREE_ALTERNATIVE}, which reads none.")
+        given = None
+    elif len(paths) == 1:
+        given = paths * n
+    elif len(paths) == n:
+        given = paths
+    else:
+        raise SpaceInputError(f"{n} caption(s) but {len(paths)} image(s): upload one image per caption line, in the "
+                              "order of the lines (or a single image for all of them).")
+    try:
+        result = compute(predictions=predictions, references=references, images=given, **kwargs)
+    except (ValueError, TypeError, OSError) as err:
+        raise SpaceInputError(_name_images(str(err), given)) from err
+    shown = [k for k in keys if k in result]
+    corpus = [[k, _round(result[k])] for k in shown]
+    per_caption = {"headers": ["#", "image", "caption", *shown],
+                   "data": [[i + 1, os.path.basename(given[i]) if given else "", p,
+                             *(_round(result["per_caption"][k][i]) for k in shown)]
+                            for i, p in enumerate(predictions)]}
+    return corpus, per_caption, result.get("signature", "")
+
+
 def _gradio():
     try:
         import gradio as gr
@@ -239,6 +348,55 @@ def thumb_app(module, *, title: str, description: str, example: str):
     return demo
 
 
+def _servable_copies(paths: Sequence[str | os.PathLike]) -> list[str]:
+    """Copies of ``paths`` in a fresh temporary folder (gradio shows only files under the temp dir or the cwd;
+    package data lies in site-packages), the file names kept."""
+    folder = Path(tempfile.mkdtemp(prefix="capeval-space-"))
+    return [str(shutil.copyfile(path, folder / Path(path).name)) for path in paths]
+
+
+def image_caption_app(module, *, title: str, description: str, keys: Sequence[str], example: tuple[str, str],
+                      example_images: Sequence[str | os.PathLike], metric_choices: Sequence[str],
+                      default_metrics: Sequence[str] | None = None, options: Mapping[str, Any] | None = None):
+    """gradio Blocks for a metric module that reads images: images (a gallery), predictions, references, metrics,
+    Score, Example, tables. ``options``: keywords passed to every ``compute`` (e.g. the critic folders)."""
+    gr = _gradio()
+    chosen_first = list(default_metrics or metric_choices)
+    with gr.Blocks(title=title) as demo:
+        gr.Markdown(f"# {title}\n\n{description}")
+        images = gr.Gallery(label="Images: one per caption line, in the order of the lines (or one for all)",
+                            type="filepath", file_types=["image"], interactive=True, columns=4, height=260,
+                            object_fit="contain", elem_id="images")
+        with gr.Row():
+            predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
+            references = gr.Textbox(label=f"References (one line per caption; several separated by "
+                                          f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
+        metrics = gr.CheckboxGroup(list(metric_choices), value=chosen_first, label="Metrics", elem_id="metrics")
+        with gr.Row():
+            score = gr.Button("Score", variant="primary", elem_id="score")
+            example_button = gr.Button("Example", elem_id="example")
+        corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus",
+                              interactive=False)
+        per_caption = gr.Dataframe(headers=["#", "image", "caption", *keys], label="Per caption",
+                                   elem_id="per_caption", interactive=False)
+        signature = gr.Textbox(label="Signature", interactive=False, elem_id="signature")
+
+        def run(gallery, pred_text, ref_text, chosen):
+            return score_image_captions(module.compute, keys, gallery, pred_text, ref_text, chosen, options)
+
+        def run_example(*_):
+            paths = _servable_copies(example_images)
+            out = run(paths, *example, chosen_first)
+            shown = [(path, f"{i}. {Path(path).name}") for i, path in enumerate(paths, 1)]
+            return (shown, *example, chosen_first, *out)
+
+        outputs = [corpus, per_caption, signature]
+        inputs = [images, predictions, references, metrics]
+        score.click(_guarded(run), inputs, outputs)
+        example_button.click(_guarded(run_example), None, [*inputs, *outputs])
+    return demo
+
+
 # -- the apps of metrics/<name>/app.py ------------------------------------------------------------------------
 #: What the Example button fills in: three captions, one with one reference, two with several.
 CAPTION_EXAMPLE = (
@@ -298,3 +456,55 @@ def thumb_space(app_file: str):
                      description="THumB rubric aggregation: total = mean of precision and recall (1-5) minus the "
                                  "fluency, conciseness and inclusive-language penalties, per caption and per system.",
                      example=THUMB_EXAMPLE)
+
+
+#: The critic metrics the learned_critic Space offers (all ticked at first).
+CRITIC_METRICS = ("critic", "critic_ref", "critic_img")
+#: Option of the learned_critic module -> the environment variable the Space reads it from (a critic folder).
+CRITIC_MODEL_ENV = {"critic_model": "CAPEVAL_CRITIC_MODEL", "critic_ref_model": "CAPEVAL_CRITIC_REF_MODEL",
+                    "critic_img_model": "CAPEVAL_CRITIC_IMG_MODEL"}
+#: What the Example button fills in beside the bundled photos (:func:`capeval.io.example_images`: a cat, an
+#: astronaut, a coffee cup). The third caption's words are permuted: a pathological caption of the kind the paper's
+#: robustness tests use.
+CRITIC_EXAMPLE = (
+    "a tabby cat looking at the camera\na smiling woman astronaut in an orange suit\nof coffee cup a saucer on a",
+    "a cat with grey stripes | a striped cat sitting and staring\n"
+    "an astronaut in front of an american flag | a woman in a space suit smiles\n"
+    "a cup of coffee on a saucer with a spoon | coffee in a white cup on a table",
+)
+
+
+def critic_models(models: Mapping[str, str | os.PathLike | None] | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The critic folders the learned_critic Space passes to ``compute``: ``models`` where given, else the
+    environment (:data:`CRITIC_MODEL_ENV`), else nothing (the shipped critics)."""
+    environ = os.environ if environ is None else environ
+    models = dict(models or {})
+    unknown = sorted(set(models) - set(CRITIC_MODEL_ENV))
+    if unknown:
+        raise ValueError(f"unknown critic option(s) {unknown}; choose from {sorted(CRITIC_MODEL_ENV)}.")
+    out = {}
+    for option, variable in CRITIC_MODEL_ENV.items():
+        value = models.get(option) or environ.get(variable)
+        if value:
+            out[option] = os.fspath(value)
+    return out
+
+
+def critic_space(app_file: str, models: Mapping[str, str | os.PathLike | None] | None = None):
+    """The Blocks of ``metrics/learned_critic/app.py``; ``models``: critic folders by option name
+    (``critic_model`` ...), else ``$CAPEVAL_CRITIC_MODEL`` ... (:func:`critic_models`), else the shipped ones.
+    Nothing is loaded before the first Score: the app builds without the weights."""
+    from capeval.io import example_images
+
+    return image_caption_app(
+        load_module(app_file), title="Learned critic (capeval)",
+        description="The learned critic of Cui et al. (CVPR 2018): the probability, 0 to 1, that a caption was written "
+                    "by a person rather than a captioning model, given the image and a reference (critic), only a "
+                    "reference (critic_ref: no image needed) or only the image (critic_img), averaged over the "
+                    "references. Trained on Flickr8k train only, with EfficientNet-Lite0 image features. Upload one "
+                    "image per caption line, in order, or one image for all lines. The third Example caption has "
+                    "its words permuted.",
+        keys=[k for name in CRITIC_METRICS for k in result_keys(name)], example=CRITIC_EXAMPLE,
+        example_images=example_images(), metric_choices=CRITIC_METRICS, default_metrics=CRITIC_METRICS,
+        options=critic_models(models))

@@ -27,7 +27,7 @@ __all__ = ["APT_PACKAGES", "EXTRAS", "GRADIO_VERSION", "BuiltFolder", "build_met
 GRADIO_VERSION = "6.31.0"
 #: capeval extras each module needs beyond the base package.
 EXTRAS = {"coco_caption": ("evaluate",), "spice": ("evaluate", "spice"), "spice_u": ("evaluate", "spice"),
-          "thumb": ("evaluate",)}
+          "thumb": ("evaluate",), "learned_critic": ("evaluate", "learned")}
 #: Debian packages a Space needs (``packages.txt``): METEOR 1.5 is a Java jar.
 APT_PACKAGES = {"coco_caption": ("default-jre-headless",)}
 LICENSE = "apache-2.0"

@@ -1,0 +1,161 @@
+# Copyright 2024 The capeval authors. Apache-2.0.
+"""The learned critic (Cui et al., CVPR 2018: "Learning to Evaluate Image Captioning") as a Hugging Face
+`evaluate` module.
+
+A thin wrapper: all logic is in ``capeval.critic`` (``pip install "capeval[evaluate,learned]"``).
+"""
+import evaluate
+from capeval import score as capeval_score
+from capeval.hf import CaptionModule
+from capeval.hf import caption_features
+from capeval.hf import select_metrics
+
+#: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
+_FAMILY = ("critic", "critic_ref", "critic_img")
+
+_CITATION = """\
+@inproceedings{cui2018learning,
+    title     = {Learning to Evaluate Image Captioning},
+    author    = {Yin Cui and Guandao Yang and Andreas Veit and Xun Huang and Serge Belongie},
+    booktitle = {Proc. of CVPR},
+    year      = {2018},
+    url       = {https://arxiv.org/abs/1806.06422},
+}
+"""
+
+_DESCRIPTION = """\
+The learned critic of Cui et al. (CVPR 2018): a discriminator trained to tell human-written captions from
+machine-generated and pathologically transformed ones (captions of other images, permuted words, random words).
+The score of a candidate caption is the critic's probability that a human wrote it, in [0, 1], higher = more
+human-like, averaged over every reference caption used as the context; the corpus score is the mean over the
+captions. Three critics: "critic" reads the image and a reference (the paper's metric), "critic_ref" only a
+reference (no image needed) and "critic_img" only the image (no reference read). The shipped critics were
+trained on Flickr8k train only. Offline substitutions, recorded in each critic's config: the image features are
+EfficientNet-Lite0 ImageNet features (1280-d, 224 x 224) instead of the paper's ResNet-152, and the word
+embeddings start from GloVe 6B 50-d instead of 300-d; a critic trained with other features or vectors
+(`capeval critic train`) is chosen with the `critic_model` options.
+"""
+
+_KWARGS_DESCRIPTION = """
+Scores image captions with a learned critic: P(the caption is human-written | image and/or reference).
+
+Args:
+    predictions (`list` of `str`): one caption per image.
+    references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
+        or a non-empty list of them (critic_img reads none, but they are still required).
+    metrics (`list` of `str` or `str`, optional): any of "critic" (image + reference), "critic_ref" (reference
+        only) and "critic_img" (image only), or a comma-separated string. Default: "critic" when `images` is
+        given, "critic_ref" when it is not (the result key says which one was computed; asking for "critic"
+        or "critic_img" without `images` raises ValueError). Names of other capeval modules' metrics are
+        accepted and left to those modules (`evaluate.combine`): this module returns {} (with a warning) when
+        none of its own is named.
+    images (`list`, optional): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a
+        numpy array or a `datasets.Image` value. Required by critic and critic_img (ValueError naming the
+        metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
+    critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`).
+        Default: the shipped `critic-flickr8k`.
+    critic_ref_model (`str`, optional): folder of a reference-only critic. Default: `critic-flickr8k-ref`.
+    critic_img_model (`str`, optional): folder of an image-only critic. Default: `critic-flickr8k-img`.
+    critic_batch_size (`int`, optional): caption pairs per forward pass. Default 4096.
+    critic_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
+    empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
+        it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
+    Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
+    `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
+
+Returns:
+    critic, critic_ref, critic_img (`float`): the selected ones: mean P(human) over the captions, 0 to 1,
+        higher = more human-like. A caption with no word token (only punctuation or emoji) scores 0.
+    per_caption (`dict`): for each key above, one float per prediction.
+    signature (`str`): the critic (the shipped name, or the folder name and a hash of its files), its context
+        and "refs=mean", e.g. "nrefs:1|clean:none|critic:model=critic-flickr8k,ctx=image+reference,refs=mean|...".
+
+Raises:
+    ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
+        reference list, a missing or bad image (`images[3] ...`), critic or critic_img without `images`, or an
+        unknown option value. FileNotFoundError: a missing image file, or a critic folder that does not exist
+        (also the shipped critics when capeval was installed without its weights).
+
+Examples:
+    >>> import evaluate
+    >>> critic = evaluate.load("metrics/learned_critic")  # a local folder: works offline
+    >>> from capeval.io import example_images
+    >>> images = example_images()  # three small photos bundled with capeval
+    >>> [path.name for path in images]
+    ['chelsea.jpg', 'astronaut.jpg', 'coffee.jpg']
+    >>> predictions = ["a tabby cat looking at the camera", "an astronaut in an orange suit",
+    ...                "a cup of coffee on a saucer"]
+    >>> references = [["a cat with stripes"], ["a smiling woman in a space suit in front of a flag"],
+    ...               ["a cup of coffee with a spoon on a wooden table"]]
+    >>> result = critic.compute(predictions=predictions, references=references, images=images)
+    >>> sorted(result), all(0 <= p <= 1 for p in result["per_caption"]["critic"])
+    (['critic', 'per_caption', 'signature'], True)
+    >>> result["signature"].split("|")[2]
+    'critic:model=critic-flickr8k,ctx=image+reference,refs=mean'
+
+    Without images the default is the reference-only critic; the image critics must then be left out:
+
+    >>> sorted(critic.compute(predictions=predictions, references=references))
+    ['critic_ref', 'per_caption', 'signature']
+    >>> critic.compute(predictions=predictions, references=references, metrics="critic")
+    Traceback (most recent call last):
+    ValueError: critic needs one image per prediction: pass images= ..., or use critic_ref, which needs no image.
+
+    All three, PIL images accepted as well as paths:
+
+    >>> from PIL import Image
+    >>> photos = [Image.open(path) for path in images]
+    >>> every = critic.compute(predictions=predictions, references=references, images=photos,
+    ...                        metrics=["critic", "critic_ref", "critic_img"])
+    >>> [key for key in every if key.startswith("critic")]
+    ['critic', 'critic_ref', 'critic_img']
+    >>> round(every["critic"], 6) == round(result["critic"], 6)
+    True
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class LearnedCritic(CaptionModule, evaluate.Metric):
+    """The learned critic (critic / critic_ref / critic_img); see ``capeval.score(..., metrics="critic")``."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=caption_features(),
+            reference_urls=["https://arxiv.org/abs/1806.06422"],
+            codebase_urls=["https://github.com/richardaecn/cvpr18-caption-eval"],
+        )
+
+    def _compute(
+        self,
+        predictions,
+        references,
+        metrics=None,
+        images=None,
+        critic_model=None,
+        critic_ref_model=None,
+        critic_img_model=None,
+        critic_batch_size=4096,
+        critic_device=None,
+        empty="error",
+    ):
+        if metrics is None:  # the paper's critic when there are images, else the one that needs none
+            metrics = ["critic"] if images is not None else ["critic_ref"]
+        keys = select_metrics(metrics, _FAMILY)
+        if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
+            return {}
+        # options of metrics that are not selected are ignored by capeval.score
+        return capeval_score(
+            predictions,
+            references,
+            metrics=keys,
+            images=images,
+            critic_model=critic_model,
+            critic_ref_model=critic_ref_model,
+            critic_img_model=critic_img_model,
+            critic_batch_size=critic_batch_size,
+            critic_device=critic_device,
+            empty=empty,
+        )
