@@ -9,11 +9,17 @@ pytest.importorskip("transformers")
 
 from capeval.models.caption_tokenizer import (  # noqa: E402
     build_caption_tokenizer,
+    caption_labels,
     decode_ids,
     encode_captions,
     normalise_captions,
 )
-from capeval.models.captioner import CaptionerConfig, CaptionerForImageCaptioning, pad_batch  # noqa: E402
+from capeval.models.captioner import (  # noqa: E402
+    CaptionerConfig,
+    CaptionerDataCollator,
+    CaptionerForImageCaptioning,
+    pad_batch,
+)
 
 CAPTIONS = ["A dog runs on the grass.", "A cat sits on a mat.", "Two dogs play in a field.",
             "A man rides a horse.", "A dog jumps."] * 2
@@ -125,6 +131,40 @@ def test_loss_ignores_padding(tok):
     assert out.loss.item() > 0 and lp.shape == (2,)
 
 
+def test_trainer_batches_labels_only_give_the_teacher_forcing_loss(tok):
+    """CaptionerDataCollator: features stacked, labels padded with -100, no input_ids; forward builds them."""
+    import numpy as np
+
+    model = tiny(tok)
+    captions = ["a dog runs", "a cat sits on a mat"]
+    labels = caption_labels(tok, captions)
+    assert labels == [ids[1:] for ids in encode_captions(tok, captions)]
+    feats = torch.randn(2, 5, 12)
+    rows = [{"image_features": feats[0].tolist(), "labels": labels[0], "image_id": "a.jpg", "caption": "x"},
+            {"image_features": np.asarray(feats[1]), "labels": torch.tensor(labels[1])}]
+    batch = CaptionerDataCollator()(rows)
+    assert sorted(batch) == ["image_features", "labels"]  # other keys left out
+    assert batch["image_features"].dtype == torch.float32 and torch.equal(batch["image_features"], feats)
+    assert batch["labels"].tolist()[0] == labels[0] + [-100] * 3 and batch["labels"].tolist()[1] == labels[1]
+    inputs, targets = pad_batch(encode_captions(tok, captions), tok.pad_token_id)
+    assert torch.equal(targets, batch["labels"])
+    want = model(input_ids=inputs, image_features=feats, labels=targets)
+    got = model(**batch)
+    assert torch.allclose(got.logits, want.logits) and torch.allclose(got.loss, want.loss)
+    # the Trainer's num_items_in_batch: summed cross-entropy over it (same as the mean when it counts this batch)
+    n = int((targets != -100).sum())
+    assert torch.allclose(model(**batch, num_items_in_batch=n).loss, want.loss)
+    assert torch.allclose(model(**batch, num_items_in_batch=torch.tensor(2 * n)).loss, want.loss / 2)
+    assert "labels" not in CaptionerDataCollator()([{"image_features": feats[0]}])
+    with pytest.raises(ValueError, match="Some rows have labels"):
+        CaptionerDataCollator()([rows[0], {"image_features": feats[1]}])
+    # Seq2SeqTrainer hands generate the whole batch: teacher-forcing input_ids with labels are refused
+    with pytest.raises(ValueError, match="continue the teacher-forcing inputs"):
+        model.generate(input_ids=inputs, image_features=feats, labels=targets)
+    out = model.generate(**batch, num_beams=1, max_new_tokens=3)  # labels alone are fine: generation from <bos>
+    assert out.shape[0] == 2 and (out[:, 0] == tok.bos_token_id).all()
+
+
 def test_bad_inputs_raise_clear_errors(tok):
     model = tiny(tok)
     with pytest.raises(ValueError, match="channels"):
@@ -135,6 +175,8 @@ def test_bad_inputs_raise_clear_errors(tok):
         model.encode_images(torch.randn(12))
     with pytest.raises(ValueError, match="image_features"):
         model.generate()
+    with pytest.raises(ValueError, match="input_ids .* or labels"):
+        model(image_features=torch.randn(1, 12))
     with pytest.raises(ValueError, match="2 captions but 1 images"):
         model.caption_log_probs([[1, 4, 2], [1, 2]], image_features=torch.randn(1, 12))
     with pytest.raises(ValueError, match="max_position_embeddings"):

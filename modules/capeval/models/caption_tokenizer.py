@@ -63,6 +63,12 @@ def encode_captions(tokenizer, captions: Sequence[str], max_words: int | None = 
     return out
 
 
+def caption_labels(tokenizer, captions: Sequence[str], max_words: int | None = None) -> list[list[int]]:
+    """The captioner's ``labels`` of each caption: :func:`encode_captions` without the leading ``<bos>``
+    (``w_1 .. w_n <eos>``), as :class:`capeval.models.captioner.CaptionerDataCollator` batches them."""
+    return [ids[1:] for ids in encode_captions(tokenizer, captions, max_words)]
+
+
 def decode_ids(tokenizer, sequences) -> list[str]:
     """Captions of generated id sequences (special tokens dropped; text after the first ``<eos>`` ignored)."""
     out = []

@@ -25,6 +25,11 @@ over the regions and a feed-forward block; a linear layer gives the next-word lo
   for greedy decoding or sampling) and :meth:`caption_constraints` (no ``<unk>``, no empty caption). :meth:`caption_log_probs` gives the
   same log P(s|I) for given token ids (teacher forcing).
 * Prompts (``input_ids``) must be unpadded: every row starts with ``<bos>`` at position 0.
+* ``transformers.Trainer`` / ``Seq2SeqTrainer(predict_with_generate=True)``: batch rows with
+  :class:`CaptionerDataCollator` (``image_features`` and ``labels`` only). ``forward`` builds ``input_ids`` from
+  ``labels`` (``<bos>`` + the labels shifted right) and honours the Trainer's ``num_items_in_batch``;
+  ``generate`` refuses ``input_ids`` passed together with ``labels`` (the Trainer hands it the whole batch, and
+  it would continue the reference captions instead of captioning the images).
 """
 from __future__ import annotations
 
@@ -202,15 +207,22 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
 
     # -- text --------------------------------------------------------------------------------------------------
     def forward(self, input_ids=None, image_features=None, image_embeds=None, attention_mask=None,
-                past_key_values=None, labels=None, use_cache=None, return_dict=True, **kwargs):
+                past_key_values=None, labels=None, use_cache=None, return_dict=True, num_items_in_batch=None,
+                **kwargs):
         """Next-word logits ``[batch, tokens, vocab]``; ``loss`` (mean cross-entropy over non-pad ``labels``,
-        which are the targets aligned with ``input_ids``, i.e. already shifted) when ``labels`` are given."""
+        which are the targets aligned with ``input_ids``, i.e. already shifted) when ``labels`` are given.
+
+        Without ``input_ids``, they are built from ``labels`` (:func:`inputs_from_labels`), as encoder-decoder
+        models build their decoder inputs. ``num_items_in_batch`` (passed by ``transformers.Trainer``): the loss
+        is the summed cross-entropy divided by it, so that gradient accumulation weighs every token alike."""
         if image_embeds is None:
             if image_features is None:
                 raise ValueError("Pass image_features (or image_embeds from encode_images).")
             image_embeds = self.encode_images(image_features)
+        if input_ids is None and labels is not None:
+            input_ids = inputs_from_labels(labels, self.config.bos_token_id, self.config.pad_token_id)
         if input_ids is None:
-            raise ValueError("Pass input_ids (start every caption with the <bos> id).")
+            raise ValueError("Pass input_ids (start every caption with the <bos> id) or labels.")
         if image_embeds.shape[0] != input_ids.shape[0]:
             raise ValueError(f"{input_ids.shape[0]} token rows but {image_embeds.shape[0]} images.")
         if use_cache and past_key_values is None:
@@ -228,12 +240,21 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
         logits = self.lm_head(self.final_norm(x))
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+            if num_items_in_batch is None:
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+            else:
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100,
+                                       reduction="sum") / num_items_in_batch
         return transformers.modeling_outputs.CausalLMOutputWithPast(
             loss=loss, logits=logits, past_key_values=past_key_values if use_cache else None)
 
     def generate(self, input_ids=None, image_features=None, image_embeds=None, **kwargs):
         """``transformers`` generation; the image keys/values are computed once (``image_embeds``)."""
+        if input_ids is not None and kwargs.get("labels") is not None:
+            raise ValueError("generate got input_ids together with labels: the captions would continue the "
+                             "teacher-forcing inputs (the reference captions) instead of captioning the images. "
+                             "With Seq2SeqTrainer, batch with CaptionerDataCollator (image_features and labels; "
+                             "forward builds input_ids from labels).")
         if image_embeds is None:
             if image_features is None:
                 raise ValueError("Pass image_features (or image_embeds from encode_images).")
@@ -268,6 +289,43 @@ def sequence_log_probs(logits, targets):
     """Summed natural-log probability of each row's ``targets`` (-100 = padding, skipped) under ``logits``."""
     logp = logits.float().log_softmax(-1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]
     return (logp * (targets >= 0)).sum(-1)
+
+
+def inputs_from_labels(labels, bos_id: int, pad_id: int):
+    """Teacher-forcing ``input_ids`` for aligned ``labels`` ``[batch, tokens]`` (``w_1 .. w_n <eos>``, -100 =
+    padding): ``<bos> w_1 .. w_n``, the labels shifted right by one, ``pad_id`` wherever the label is padding (as
+    :func:`pad_batch` makes them)."""
+    inputs = torch.cat([torch.full_like(labels[:, :1], bos_id), labels[:, :-1]], dim=1)
+    return inputs.masked_fill((inputs < 0) | (labels < 0), pad_id)
+
+
+class CaptionerDataCollator:
+    """Batches for ``transformers.Trainer`` and ``Seq2SeqTrainer``: ``image_features`` stacked (float32) and
+    ``labels`` padded with -100. Other keys of the rows are left out.
+
+    Each row: ``image_features`` (``[regions, feature_dim]``, ``[feature_dim, H, W]`` or ``[feature_dim]``, as a
+    list, array or tensor; the same shape in every row) and, optionally, ``labels``: a caption's token ids after
+    ``<bos>`` (``w_1 .. w_n <eos>``, :func:`capeval.models.caption_tokenizer.caption_labels`).
+
+    There are no ``input_ids`` on purpose: ``forward`` builds them from ``labels``, and
+    ``Seq2SeqTrainer(predict_with_generate=True)`` passes the batch to ``generate``, which then starts every
+    caption at ``<bos>``.
+    """
+
+    def __call__(self, rows):
+        if not rows:
+            raise ValueError("No rows to batch.")
+        batch = {"image_features": torch.stack([torch.as_tensor(r["image_features"], dtype=torch.float32)
+                                                for r in rows])}
+        has = [r.get("labels") is not None for r in rows]
+        if any(has):
+            if not all(has):
+                raise ValueError("Some rows have labels and some do not.")
+            ids = [torch.as_tensor(r["labels"], dtype=torch.long).flatten() for r in rows]
+            if any(len(row) == 0 for row in ids):
+                raise ValueError("A row has empty labels; each needs at least <eos>.")
+            batch["labels"] = torch.nn.utils.rnn.pad_sequence(ids, batch_first=True, padding_value=-100)
+        return batch
 
 
 def pad_batch(token_ids, pad_id: int):
