@@ -256,3 +256,57 @@ def test_scores_average_over_every_reference(trained):
         critic_scores(cands, refs, model=model, vocab=vocab)
     with pytest.raises(ValueError, match=r"references\[1\] is empty"):
         critic_scores(cands, [refs[0], [], *refs[2:]], image_features=feats, model=model, vocab=vocab)
+
+
+def test_interactions_head_reads_products_and_round_trips(tmp_path):
+    model = CriticModel(CriticConfig(vocab_size=20, image_dim=8, interactions=True, **TINY)).eval()
+    assert model.classifier[0].in_features == 5 * TINY["hidden_size"]  # img, ref, cand, img*cand, ref*cand
+    ids, lengths = _ids()
+    feats = torch.randn(3, 8)
+    p = model.human_probability(ids, lengths, ids, lengths, feats)
+    model.save_pretrained(tmp_path)
+    assert torch.equal(p, CriticModel.from_pretrained(tmp_path).eval().human_probability(ids, lengths, ids, lengths, feats))
+    with pytest.raises(ValueError, match="interactions apply to the mlp and linear heads"):
+        CriticConfig(head="bilinear", interactions=True)
+
+
+def test_registered_metrics_through_capeval_score(tiny_critics, tmp_path):
+    import capeval
+    from capeval.io import example_images
+
+    images = [str(p) for p in example_images()[:2]]
+    preds = ["a cat looking at the camera", "an astronaut in a suit"]
+    refs = [["a cat with stripes", "a striped cat"], ["an astronaut woman"]]
+    out = capeval.score(preds, refs, metrics=["critic", "critic_ref", "critic_img"], images=images, **tiny_critics)
+    for key in ("critic", "critic_ref", "critic_img"):
+        assert 0 <= out[key] <= 1 and len(out["per_caption"][key]) == 2
+        assert out[key] == pytest.approx(sum(out["per_caption"][key]) / 2)
+    assert "critic:model=critic@" in out["signature"] and "ctx=image+reference" in out["signature"]
+    again = capeval.score(preds, refs, metrics=["critic"], images=images, **tiny_critics)
+    assert again["per_caption"]["critic"] == out["per_caption"]["critic"]  # deterministic
+    with pytest.raises(ValueError, match="critic_ref"):
+        capeval.score(preds, refs, metrics=["critic"], **tiny_critics)
+    with pytest.raises(FileNotFoundError, match="missing.jpg"):
+        capeval.score(preds, refs, metrics=["critic"], images=[images[0], str(tmp_path / "missing.jpg")],
+                      **tiny_critics)
+    # a caption without word tokens scores 0 (as the n-gram metrics do); long and foreign text score finitely
+    odd = capeval.score(["?!", "x" * 100_000, "狗在草地上奔跑"], [["a cat"]] * 3, metrics=["critic_ref"],
+                        max_caption_chars=None, **tiny_critics)
+    assert odd["per_caption"]["critic_ref"][0] == 0 and all(np.isfinite(odd["per_caption"]["critic_ref"]))
+    with pytest.raises(ValueError, match="expects a critic with context 'reference'"):
+        capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=tiny_critics["critic_model"])
+
+
+def test_evaluate_system_two_folds(trained):
+    from capeval.critic.system_eval import evaluate_system, two_folds
+
+    table, _, _, test, machine, out, log = trained
+    a, b = two_folds(sorted(test), seed=0)
+    assert len(a) == len(b) == 2 and not set(a) & set(b) and two_folds(sorted(test), seed=0) == (a, b)
+    system = {i: machine[i][0] for i in test}
+    result = evaluate_system(table, test, system, init_from=out, epochs=1, pairs_per_batch=2, progress_bar=False)
+    assert set(result["per_image"]) == set(test) and 0 <= result["score"] <= 1
+    assert result["score"] == pytest.approx(np.mean(list(result["per_image"].values())))
+    assert [f["scored_images"] for f in result["folds"]] == [2, 2]
+    with pytest.raises(ValueError, match="no caption for 1 image"):
+        evaluate_system(table, test, dict(list(system.items())[1:]), init_from=out)

@@ -48,7 +48,8 @@ class _CriticMetric(CaptionMetric):
         scores = critic_scores(preds, batch.raw_references if model.config.uses_reference else None,
                                images=images, model=model, vocab=vocab, batch_size=int(self.config["critic_batch_size"]),
                                progress_bar=batch.progress)
-        scores[[i for i, p in enumerate(preds) if not critic_tokens(p)]] = 0.0
+        wordless = [i for i, p in enumerate(preds) if not any(ch.isalnum() for t in critic_tokens(p) for ch in t)]
+        scores[wordless] = 0.0
         per = [float(s) for s in scores]
         folder = critic_folder(self.config[self.model_option], self.context)
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
