@@ -30,3 +30,19 @@ common=(--features "$out/pooled224.safetensors" --system "$out/system-train.json
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k" --context image+reference
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rc" --context image+reference \
   --mix caption --epochs 10 --patience 3
+# 4. the reference-only and image-only critics (paper mix)
+capeval critic train "${common[@]}" --out "$out/critic-flickr8k-ref" --context reference
+capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context image
+# 5. ship: float16 weights (half the size; loaded back as float32), vocabulary, training log
+for pair in critic-flickr8k:critic-flickr8k critic-rc:critic-flickr8k-caption critic-flickr8k-ref:critic-flickr8k-ref \
+            critic-flickr8k-img:critic-flickr8k-img; do
+  python - "$out/${pair%%:*}" "modules/capeval/pretrained/${pair##*:}" <<'PY'
+import shutil, sys
+from pathlib import Path
+from capeval.critic.model import CriticModel
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+CriticModel.from_pretrained(src).half().save_pretrained(dst)
+for name in ("vocab.json", "training.json"):
+    shutil.copy2(src / name, dst / name)
+PY
+done

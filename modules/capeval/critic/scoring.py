@@ -13,8 +13,11 @@ array([0.83])
   ``image_features`` (``[n, image_dim]``) may be given instead.
 * Every distinct caption goes through the LSTM once and every distinct image through the projection once, so
   the cost is dominated by the distinct captions; pairs are classified in batches of ``batch_size``.
-* Shipped critics (:data:`SHIPPED`): ``critic-flickr8k`` (image + reference, the default), ``critic-flickr8k-ref``
-  (reference only) and ``critic-flickr8k-img`` (image only), all trained on Flickr8k train only.
+* Shipped critics, all trained on Flickr8k train only (dev selects the epoch): ``critic-flickr8k`` (image +
+  reference; negatives in the paper's proportions: the general critic, default of the ``critic`` metric),
+  ``critic-flickr8k-caption`` (image + reference, RC negatives only: the paper's caption-level protocol §4.4; pass
+  ``critic_model="critic-flickr8k-caption"``), ``critic-flickr8k-ref`` (reference only) and ``critic-flickr8k-img``
+  (image only), the defaults of :data:`SHIPPED`. Weights are stored as float16 and loaded as float32.
 """
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
     if key not in _LOADED:
         from capeval.critic.model import CriticModel
 
-        model = CriticModel.from_pretrained(folder).to(device).eval()
+        model = CriticModel.from_pretrained(folder).float().to(device).eval()  # shipped weights are float16
         _LOADED[key] = (model, CriticVocab.load(folder))
     return _LOADED[key]
 

@@ -144,7 +144,7 @@ def train_critic(
     elif opts["init_from"] is not None:  # fine-tune a trained critic (its vocabulary and architecture)
         if config:
             raise ValueError("config cannot change the architecture of an init_from critic.")
-        model = CriticModel.from_pretrained(opts["init_from"])
+        model = CriticModel.from_pretrained(opts["init_from"]).float()
         vocab = CriticVocab.load(opts["init_from"])
         opts["init_from"] = str(opts["init_from"])
         state, log = None, {"options": dict(opts), "config": model.config.to_dict(), "feature_settings": features.settings,
