@@ -96,3 +96,45 @@ def test_shipped_coco_lms_exclude_every_evaluation_image_and_load():
     unigram, lstm = load_caption_lm(folder / "unigram"), load_caption_lm(folder / "lstm")
     assert lstm.vocab.itos == unigram.vocab.itos and lstm.config.tie_weights
     assert 1 < lm_perplexity(lstm, ["a man riding a wave on top of a surfboard ."]) < 500
+
+
+CRITICS = {"critic-flickr8k": "image+reference", "critic-flickr8k-caption": "image+reference",
+           "critic-flickr8k-ref": "reference", "critic-flickr8k-img": "image"}
+
+
+@pytest.mark.parametrize("name", sorted(CRITICS))
+def test_shipped_critics_were_trained_on_flickr8k_train_only(name):
+    """The vocabulary is exactly the train captions' (so no dev/test caption entered it), the log says 6,000 training
+    images and a held-out test split, and the config is the shipped context."""
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.scoring import load_critic
+    from capeval.critic.vocab import CriticVocab
+
+    folder = pretrained_dir(name)
+    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    model, vocab = load_critic(folder)
+    assert model.config.context == CRITICS[name] and model.dtype == __import__("torch").float32
+    rebuilt = CriticVocab.build([c for caps in train.values() for c in caps], log["options"]["max_words"])
+    assert rebuilt.words == vocab.words
+    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+
+
+def test_shipped_critic_scores_and_round_trips(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from capeval.critic.model import CriticModel
+    from capeval.critic.scoring import critic_scores, load_critic
+
+    model, vocab = load_critic(pretrained_dir("critic-flickr8k"))
+    feats = torch.randn(2, 1280, generator=torch.Generator().manual_seed(0)).abs()
+    cands, refs = ["a dog runs through the grass", "grass the through runs dog a"], [["a brown dog runs"]] * 2
+    before = critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab)
+    model.save_pretrained(tmp_path)
+    vocab.save(tmp_path)
+    again = CriticModel.from_pretrained(tmp_path).eval()
+    assert (critic_scores(cands, refs, image_features=feats, model=again, vocab=vocab) == before).all()
+    assert ((before > 0) & (before < 1)).all()

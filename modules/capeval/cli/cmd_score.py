@@ -204,7 +204,8 @@ def _images(args: argparse.Namespace, ids, n: int, pred_path: Path) -> list[str]
 
 
 def _every_installed_metric(default, registry) -> list[str]:
-    """Default metrics plus optional ones whose dependencies are installed."""
+    """Default metrics plus optional ones whose dependencies are installed (not those that read images: the bundled
+    example's captions describe no image of their own)."""
     from capeval.registry import metric_class
 
     names = list(default)
@@ -212,8 +213,11 @@ def _every_installed_metric(default, registry) -> list[str]:
         if name in names:
             continue
         try:
-            metric_class(name).check_available()
+            cls = metric_class(name)
+            cls.check_available()
         except (ImportError, AttributeError, OSError):
+            continue
+        if getattr(cls, "needs_images", False):
             continue
         names.append(name)
     return names

@@ -32,6 +32,11 @@ class _CriticMetric(CaptionMetric):
         from capeval.models._deps import require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
+        from capeval.critic.scoring import critic_folder
+
+        folder = critic_folder(None, cls.context)
+        if not (folder / "model.safetensors").is_file():
+            raise FileNotFoundError(f"{folder}: the shipped {cls.name} weights are missing; reinstall capeval.")
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.scoring import critic_folder, critic_scores, load_critic
