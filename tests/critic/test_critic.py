@@ -310,3 +310,22 @@ def test_evaluate_system_two_folds(trained):
     assert [f["scored_images"] for f in result["folds"]] == [2, 2]
     with pytest.raises(ValueError, match="no caption for 1 image"):
         evaluate_system(table, test, dict(list(system.items())[1:]), init_from=out)
+
+
+def test_cli_argument_parsers():
+    from capeval.cli import build_parser
+    from capeval.cli.cmd_critic import _systems, parse_mix
+
+    assert parse_mix("paper") == "paper" and parse_mix("RC=2,WP=1") == {"RC": 2.0, "WP": 1.0}
+    with pytest.raises(ValueError, match="not source=weight"):
+        parse_mix("RC=x,WP=1")
+    assert _systems("a=x.jsonl,b=y.jsonl") == {"a": __import__("pathlib").Path("x.jsonl"),
+                                               "b": __import__("pathlib").Path("y.jsonl")}
+    with pytest.raises(ValueError, match="not NAME=FILE"):
+        _systems("a=x.jsonl,b")
+    args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--interactions", "off"])
+    assert args.interactions == "off" and args.mix == "paper" and args.candidates_per_image == 1
+    args = build_parser().parse_args(["bench", "flickr8k-expert", "--metrics", "critic",
+                                      "--critic-model", "critic-flickr8k-caption"])
+    from capeval.cli.output import critic_options
+    assert critic_options(args) == {"critic_model": "critic-flickr8k-caption"}
