@@ -54,8 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="each system's captions of the split (`capeval captioner generate` JSONL; first candidate)")
     e.add_argument("--features", type=Path, required=True, help="image features of the split's images")
     e.add_argument("--split", default="test", choices=["dev", "test"], help="Flickr8k split the systems captioned")
-    e.add_argument("--init-from", type=Path, default=None,
-                   help="critic to fine-tune on each fold (default: the shipped critic-flickr8k; see --from-scratch)")
+    e.add_argument("--init-from", default=None, metavar="DIR|NAME",
+                   help="critic to fine-tune on each fold: a folder or a shipped critic's name (default: the shipped "
+                        "critic-flickr8k; see --from-scratch)")
     e.add_argument("--from-scratch", action="store_true", help="train each fold's critic from scratch (as the paper)")
     e.add_argument("--epochs", type=int, default=3)
     e.add_argument("--lr", type=float, default=2e-4)
@@ -127,13 +128,13 @@ def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
     from capeval.critic.system_eval import evaluate_system as run
     from capeval.models.feature_table import FeatureTable
-    from capeval.paths import pretrained_dir
+    from capeval.critic.scoring import critic_folder
 
     check_output_path(args.json)
     systems = _systems(args.systems)
     refs = flickr8k_split(args.split)
     table = FeatureTable.load(args.features).pooled()
-    init = None if args.from_scratch else (args.init_from or pretrained_dir("critic-flickr8k"))
+    init = None if args.from_scratch else critic_folder(args.init_from or "critic-flickr8k")
     metrics = [m for m in args.metrics.split(",") if m]
     rows = {}
     for name, path in systems.items():
