@@ -70,6 +70,13 @@ class CaptionMetric(ABC):
     def check_available(cls) -> None:
         """Raise ``ImportError``/``OSError`` naming the fix if a dependency is missing."""
 
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        """What besides the code and the options decides this metric's scores (e.g. a hash of learned weights), for
+        the benchmark score cache (:mod:`capeval.benchmarks.scorers`): a retrained model must not hit old scores.
+        ``options``: the options given (unset ones take :attr:`options`' defaults). Default: nothing."""
+        return ""
+
     @abstractmethod
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         """Score ``batch``; must raise ``ValueError`` rather than return NaN."""

@@ -329,3 +329,20 @@ def test_cli_argument_parsers():
                                       "--critic-model", "critic-flickr8k-caption"])
     from capeval.cli.output import critic_options
     assert critic_options(args) == {"critic_model": "critic-flickr8k-caption"}
+
+
+def test_score_cache_key_follows_the_critic_weights(tiny_critics, tmp_path):
+    import shutil
+
+    from capeval.critic.metric import Critic, CriticRef
+
+    folder = tmp_path / "copy"
+    shutil.copytree(tiny_critics["critic_ref_model"], folder)
+    before = CriticRef.cache_token({"critic_ref_model": str(folder)})
+    assert before == CriticRef.cache_token({"critic_ref_model": str(folder)})
+    model = CriticModel.from_pretrained(folder)
+    with torch.no_grad():
+        model.classifier[-1].bias += 1.0  # "retrained"
+    model.save_pretrained(folder)
+    assert CriticRef.cache_token({"critic_ref_model": str(folder)}) != before
+    assert Critic.cache_token({"critic_model": tiny_critics["critic_model"]}) != before

@@ -92,6 +92,9 @@ def score_items(
             raise ValueError(f"{metric} reads images: give score_items images= (one image path per item).")
         options["images"] = list(images)
         parts["images"] = image_fingerprint(options["images"])
+    token = _weights_token(metric, options)
+    if token:  # learned weights: a retrained model must not hit the old model's scores
+        parts["weights"] = token
     key = make_key(
         kind="capeval",
         metric=metric,
@@ -113,6 +116,13 @@ def score_items(
         if use_cache:
             use_cache.put(key, cached)
     return {k: ItemScores(k, np.asarray(cached["per_caption"][k], dtype=float), cached["signature"]) for k in keys}
+
+
+def _weights_token(metric: str, options: dict[str, Any]) -> str:
+    """The metric's :meth:`~capeval.metric.CaptionMetric.cache_token` for ``options`` ("" when it has none)."""
+    from capeval.registry import metric_class
+
+    return metric_class(metric).cache_token(options)
 
 
 def _score_evaluate(spec, predictions, references, cache, options, show_progress) -> dict[str, ItemScores]:

@@ -42,6 +42,12 @@ class _CriticMetric(CaptionMetric):
         if not (folder / "model.safetensors").is_file():
             raise FileNotFoundError(f"{folder}: the shipped {cls.name} weights are missing; reinstall capeval.")
 
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        from capeval.critic.scoring import critic_folder
+
+        return _files_digest(critic_folder(options.get(cls.model_option), cls.context))
+
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.scoring import critic_folder, critic_scores, load_critic
 
@@ -71,6 +77,17 @@ def _zero_wordless(scores, preds) -> list[float]:
     return [float(s) for s in scores]
 
 
+def _files_digest(*folders) -> str:
+    """sha256 (first 16 hex digits) of the weight, vocabulary and combiner files of ``folders``."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json"):
+            path = folder / name
+            if path.is_file():
+                digest.update(name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _model_label(folder) -> str:
     """``critic-flickr8k`` for a shipped critic (or combiner), else ``<folder name>@<hash of its files>``."""
     from capeval.paths import PRETRAINED, pretrained_dir
@@ -81,12 +98,7 @@ def _model_label(folder) -> str:
                 return folder.name
         except FileNotFoundError:
             pass
-    digest = hashlib.sha256()
-    for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json"):
-        path = folder / name
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return f"{folder.name}@{digest.hexdigest()[:10]}"
+    return f"{folder.name}@{_files_digest(folder)[:10]}"
 
 
 class Critic(_CriticMetric):
@@ -132,6 +144,13 @@ class CriticPlus(CaptionMetric):
         from capeval.models._deps import require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
+
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        from capeval.critic.ensemble import Combiner, plus_folder
+
+        folder = plus_folder(options.get("critic_plus_model", cls.options["critic_plus_model"]))
+        return _files_digest(folder, Combiner.load(folder).critic_path(folder))
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.ensemble import critic_plus_scores, load_critic_plus, plus_folder
