@@ -36,6 +36,7 @@ from capeval.progress import progress
 #: The shipped critic of each context (folders under ``capeval/pretrained``).
 SHIPPED = {"image+reference": "critic-flickr8k", "reference": "critic-flickr8k-ref", "image": "critic-flickr8k-img"}
 _LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
+_ENCODERS: dict[tuple[str, str, bool], Any] = {}
 
 
 def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
@@ -88,7 +89,10 @@ def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = N
             first[key] = len(unique)
         slot.append(len(unique))
         unique.append(im)
-    encoder = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache)
+    key = (cfg.encoder, str(cfg.encoder_resolution), cache)
+    if key not in _ENCODERS:  # kept, like the critics: building the encoder costs seconds per call otherwise
+        _ENCODERS[key] = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache)
+    encoder = _ENCODERS[key]
     feats = encoder.encode(unique, kind="pooled", progress=progress_bar)
     if feats.shape[1] != cfg.image_dim:
         raise ValueError(f"the critic reads {cfg.image_dim}-d image features but {cfg.encoder} gives {feats.shape[1]}.")
