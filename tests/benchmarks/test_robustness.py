@@ -185,7 +185,7 @@ def test_metrics_that_need_images_get_one_path_per_candidate(monkeypatch):
 
     def score(predictions, references, metrics=None, *, images=None, **kw):
         seen.setdefault("images", []).append(images)
-        return original(predictions, references, metrics, **kw)
+        return original(predictions, references, metrics, images=images, **kw)
 
     monkeypatch.setattr(Bleu, "needs_images", True, raising=False)
     monkeypatch.setattr(capeval.api, "score", score)
