@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.critic.scoring import critic_folder, critic_pairs, load_critic
+from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, load_sentence_encoder
 
 COMBINER_FILE = "combiner.json"
@@ -139,10 +139,7 @@ class PairFeatures:
 
     def mean(self, values: np.ndarray) -> np.ndarray:
         """Per-pair ``values`` averaged per candidate (float64 ``[candidates]``)."""
-        if self.candidates == 0:
-            return np.zeros(0)
-        return np.bincount(self.item, weights=values, minlength=self.candidates) / \
-            np.bincount(self.item, minlength=self.candidates)
+        return mean_per_candidate(self.item, values, self.candidates)
 
 
 def pair_features(candidates: Sequence[str], references: Sequence[Sequence[str]], *, model: Any, vocab: Any,

@@ -188,6 +188,13 @@ def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]
     return pairs.mean(pairs.probability)
 
 
+def mean_per_candidate(item: np.ndarray, values: np.ndarray, candidates: int) -> np.ndarray:
+    """Per-pair ``values`` averaged over the pairs of each candidate (``item``: the candidate's index per pair)."""
+    if candidates == 0:
+        return np.zeros(0)
+    return np.bincount(item, weights=values, minlength=candidates) / np.bincount(item, minlength=candidates)
+
+
 @dataclass(frozen=True)
 class CriticPairs:
     """The critic on each (candidate, reference) pair: ``item`` (the candidate's index), ``probability``
@@ -200,7 +207,4 @@ class CriticPairs:
 
     def mean(self, values: np.ndarray) -> np.ndarray:
         """Per-pair ``values`` averaged per candidate (float64 ``[candidates]``)."""
-        if self.candidates == 0:
-            return np.zeros(0)
-        return np.bincount(self.item, weights=values, minlength=self.candidates) / \
-            np.bincount(self.item, minlength=self.candidates)
+        return mean_per_candidate(self.item, values, self.candidates)
