@@ -1,9 +1,18 @@
-"""The learned critic of Cui et al. (CVPR 2018) (home reserved; filled by the critic work).
+"""The learned critic of Cui et al. (CVPR 2018): P(caption is human-written | image and/or reference).
 
-What goes here: the discriminator (vocabulary, GloVe-initialised embeddings, shared LSTM, image
-projection, heads), the negative samplers and pathological transforms (RC, WP, RW), training,
-scoring, the ``critic`` / ``critic_ref`` / ``critic_img`` metric classes registered in
-:mod:`capeval.registry`, and ``critic_plus`` (:mod:`.ensemble`: the critic combined with a sentence-embedding
-cosine by weights fitted on Flickr8k dev). Builds on :mod:`capeval.models` (image features, captioner samples); never
-the reverse. See ``docs/architecture.md``.
+What goes here, data flowing one way (text -> tokens -> sentence vectors -> scores):
+
+* :mod:`.vocab` (tokens, vocabulary, ``<eos>`` rule) and :mod:`.transforms` (the pathological RC / WP / RW
+  transformations, also used by ``capeval robustness``);
+* :mod:`.model` (the discriminator: GloVe-initialised embeddings, one shared LSTM, image projection, mlp / linear /
+  compact bilinear (:mod:`.bilinear`) heads, three contexts) and :mod:`.data` (negatives in the paper's proportions);
+* :mod:`.train` (``capeval critic train``, accelerate) and :mod:`.scoring` (scores averaged over every reference,
+  shipped critics); :mod:`.system_eval` (the paper's 2-fold per-system protocol, ``capeval critic evaluate-system``)
+  and :mod:`.ensemble` (``critic_plus``: the critic combined with a sentence-embedding cosine by weights fitted on
+  Flickr8k dev);
+* :mod:`.metric`: the ``critic`` / ``critic_ref`` / ``critic_img`` / ``critic_plus`` metric classes registered in
+  :mod:`capeval.registry`.
+
+Builds on :mod:`capeval.models` (image features, feature tables, word vectors, the sentence encoder); never the
+reverse, and never on :mod:`capeval.captioning` (machine captions arrive as JSONL files). See ``docs/architecture.md``.
 """
