@@ -46,3 +46,32 @@ for name in ("vocab.json", "training.json"):
     shutil.copy2(src / name, dst / name)
 PY
 done
+# 6. critic_plus: the combiner over the caption-level critic, fitted on Flickr8k dev
+capeval critic fit-plus --features "$out/pooled224.safetensors" --critic critic-flickr8k-caption \
+  --out modules/capeval/pretrained/critic-flickr8k-plus
+# 7. the BENCHMARKS.md §10 rows (2 threads)
+export OMP_NUM_THREADS=2
+B="$out/bench"; mkdir -p "$B"; C=(--critic-model critic-flickr8k-caption)
+for p in cui clipscore; do
+  capeval bench flickr8k-expert --metrics critic,critic_ref,critic_img,critic_plus --protocol $p --json "$B/f8k-$p.json"
+  capeval bench flickr8k-expert --metrics critic "${C[@]}" --protocol $p --json "$B/f8k-$p-caption.json"
+done
+capeval bench pascal50s --metrics critic,critic_ref,critic_img,cider_d --json "$B/pascal.json"
+capeval bench pascal50s --metrics critic "${C[@]}" --json "$B/pascal-caption.json"
+capeval bench composite --subset 8k --metrics critic,critic_ref,critic_img,cider_d,spice --json "$B/composite8k.json"
+capeval bench composite --subset 8k --metrics critic "${C[@]}" --json "$B/composite8k-caption.json"
+python benchmarks/critic_speed.py --critic critic-flickr8k-caption --json "$B/speed.json"
+capeval robustness --metrics critic,critic_ref,critic_img,bleu_4,cider_d,meteor,spice --json "$B/robustness.json" \
+  --plot "$B/robustness.png"
+capeval robustness --metrics critic "${C[@]}" --json "$B/robustness-caption.json"
+# 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
+capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
+for t in 0.5 1.0 1.5; do
+  capeval captioner generate --split test --features "$learned/grid224.safetensors" --samples 1 --temperature $t \
+    --seed 0 --out "$out/sys-sample$t-test.jsonl"
+done
+systems="beam3=$out/system-test.jsonl,greedy=$out/sys-greedy-test.jsonl,sample0.5=$out/sys-sample0.5-test.jsonl"
+systems="$systems,sample1.0=$out/sys-sample1.0-test.jsonl,sample1.5=$out/sys-sample1.5-test.jsonl"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" --json "$B/evaluate-system.json"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
+  --init-from critic-flickr8k-caption --json "$B/evaluate-system-caption.json"
