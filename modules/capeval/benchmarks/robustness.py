@@ -264,9 +264,7 @@ def _features_matrix(data: RobustnessData, features: Any = None) -> tuple[np.nda
         matrix = source.encode(paths, kind="pooled")
         where = str(getattr(source, "settings", type(source).__name__))
     elif hasattr(source, "rows"):  # a FeatureTable
-        matrix = source.rows(names)
-        if matrix.dim() > 2:  # grid features [n, regions, channels]: pool them
-            matrix = matrix.mean(dim=1)
+        matrix = source.pooled().rows(names)  # grid features [n, regions, channels] averaged over the regions
         where = f"feature table ({getattr(source, 'settings', '') or 'no settings'})"
     elif isinstance(source, Mapping):
         missing = [n for n in names if n not in source]

@@ -142,6 +142,21 @@ def epoch_examples(captions: Mapping[str, Sequence[str]], sampler: NegativeSampl
     return pairs
 
 
+def fixed_pairs(captions: Mapping[str, Sequence[str]], features, *, mix: str | Mapping[str, float], seed: int,
+                system: Mapping[str, Sequence[str]] | None = None, samples: Mapping[str, Sequence[str]] | None = None,
+                vocabulary: Sequence[str] = ()) -> list[tuple[CriticExample, CriticExample]]:
+    """Fixed evaluation pairs (the dev pairs of training, the combiner's fitting pairs): every caption of every image
+    of ``captions`` once as the candidate, negatives from ``mix`` drawn with ``seed``; RC neighbours by ``features``
+    (a :class:`~capeval.models.feature_table.FeatureTable` with pooled features of these images)."""
+    weights = resolve_mix(mix)
+    if "system" in weights and system is None or "sample" in weights and samples is None:
+        raise ValueError("the negative mix uses system / sampled captions: give them for these images too.")
+    names = sorted(captions)
+    sampler = NegativeSampler(captions, mix=mix, system=system, samples=samples,
+                              nearest=NearestImages(names, features.rows(names)), vocabulary=vocabulary)
+    return epoch_examples(captions, sampler, random.Random(seed), names)
+
+
 def training_vocabulary(captions: Mapping[str, Sequence[str]]) -> list[str]:
     """Lower-cased whitespace words of the training captions (RW's replacement words), sorted, unique."""
     return sorted({w for caps in captions.values() for c in caps for w in c.lower().split()})

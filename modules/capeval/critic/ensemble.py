@@ -16,7 +16,7 @@ through the critic.
 
 The three weights are a logistic regression (:func:`fit_logistic`: Newton's method, deterministic) of
 human (1) vs. negative (0) on **Flickr8k dev** pairs built as the critic training's dev pairs
-(:func:`capeval.critic.train._dev_pairs` with ``mix="caption"``, its own seed): every dev caption as a human candidate and, with
+(:func:`capeval.critic.data.fixed_pairs` with ``mix="caption"``, its own seed): every dev caption as a human candidate and, with
 the same context (a random other caption of the image), an RC negative (a human caption of another dev image, drawn
 among the nearest images by feature, :class:`~capeval.critic.transforms.NearestImages`). Nothing is fitted on a
 benchmark's judgments or images. :func:`fit_combiner` / ``capeval critic fit-plus`` write ``combiner.json``
@@ -249,7 +249,7 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
 
     ``seed`` draws the contexts and the RC negatives; ``encoder`` replaces the loaded sentence encoder (tests).
     """
-    from capeval.critic.train import _dev_pairs
+    from capeval.critic.data import fixed_pairs
 
     model, vocab = load_critic(critic, device=device)
     features = features.pooled()
@@ -261,7 +261,7 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
         clash = {k: (settings[k], v) for k, v in want.items() if k in settings and settings[k] != v}
         if clash:
             raise ValueError(f"the features were made with {clash} (features, critic): the critic reads other ones.")
-    pairs = _dev_pairs(dev, features, {"mix": "caption", "dev_seed": seed}, None, None, ())
+    pairs = fixed_pairs(dev, features, mix="caption", seed=seed)
     if not pairs:
         raise ValueError("no dev pairs: the dev images need at least 2 captions each.")
     examples = [e for pair in pairs for e in pair]
@@ -278,7 +278,7 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
     fit = {
         "data": f"{description}: {len(names)} images, every caption once as a human candidate (label 1) and an RC "
                 "negative (label 0: a human caption of another dev image, among the nearest by image feature, gamma "
-                "uniform) with the same context, a random other caption of the image (capeval.critic.train._dev_pairs, "
+                "uniform) with the same context, a random other caption of the image (capeval.critic.data.fixed_pairs, "
                 f"mix 'caption', dev_seed {seed})",
         "images": len(names), "examples": len(examples), "negative_sources": sources, "seed": seed,
         "method": "logistic regression, Newton's method (capeval.critic.ensemble.fit_logistic, l2 1e-6)",

@@ -55,7 +55,7 @@ class _CriticMetric(CaptionMetric):
         if model.config.context != self.context:
             raise ValueError(f"{self.name} expects a critic with context {self.context!r}; "
                              f"{self.config[self.model_option]} has {model.config.context!r}.")
-        images = getattr(batch, "images", None)
+        images = batch.images
         if model.config.uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
@@ -158,7 +158,7 @@ class CriticPlus(CaptionMetric):
         option = self.config["critic_plus_model"]
         folder = plus_folder(option)
         combiner, model, vocab, encoder = load_critic_plus(folder, self.config["critic_device"])
-        images = getattr(batch, "images", None)
+        images = batch.images
         if model.config.uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction).")
         preds = batch.raw_predictions

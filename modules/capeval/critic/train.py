@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from capeval.critic.data import CriticExample, NegativeSampler, epoch_examples, resolve_mix, training_vocabulary
+from capeval.critic.data import (CriticExample, NegativeSampler, epoch_examples, fixed_pairs, resolve_mix,
+                                 training_vocabulary)
 from capeval.critic.transforms import NearestImages
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
@@ -162,9 +163,11 @@ def train_critic(
                             "config": cfg.to_dict(), "feature_settings": features.settings,
                             "train_images": len(images), "vocabulary": len(vocab), "words_with_vectors": found,
                             "epochs": [], "best_epoch": None, "best_dev": None}
+    words = training_vocabulary(train)
     sampler = NegativeSampler(train, mix=opts["mix"], system=system, samples=samples,
-                              nearest=NearestImages(images, features.rows(images)), vocabulary=training_vocabulary(train))
-    dev_pairs = _dev_pairs(dev, features, opts, dev_system, dev_samples, training_vocabulary(train)) if dev else None
+                              nearest=NearestImages(images, features.rows(images)), vocabulary=words)
+    dev_pairs = fixed_pairs(dev, features, mix=opts["mix"], seed=opts["dev_seed"], system=dev_system,
+                            samples=dev_samples, vocabulary=words) if dev else None
     encode = _Encoder(vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=opts["lr_decay"])
@@ -211,16 +214,6 @@ def train_critic(
     if accelerator.is_main_process:
         finish(out_dir, log)
     return log
-
-
-def _dev_pairs(dev, features, opts, dev_system, dev_samples, vocabulary):
-    mix = resolve_mix(opts["mix"])
-    if "system" in mix and dev_system is None or "sample" in mix and dev_samples is None:
-        raise ValueError("the negative mix uses system / sampled captions: give them for the dev images too.")
-    names = sorted(dev)
-    sampler = NegativeSampler(dev, mix=opts["mix"], system=dev_system, samples=dev_samples,
-                              nearest=NearestImages(names, features.rows(names)), vocabulary=vocabulary)
-    return epoch_examples(dev, sampler, random.Random(opts["dev_seed"]), names)
 
 
 def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, batch_size: int = 500) -> dict[str, float]:
