@@ -42,6 +42,8 @@ _SPECS = (
     MetricSpec("critic_ref", "capeval.critic.metric", "CriticRef", ("critic_ref",)),
     MetricSpec("critic_img", "capeval.critic.metric", "CriticImg", ("critic_img",)),
     MetricSpec("critic_plus", "capeval.critic.metric", "CriticPlus", ("critic_plus",)),
+    MetricSpec("lceval", "capeval.lceval.metric", "LCEval", ("lceval",)),
+    MetricSpec("lceval_released", "capeval.lceval.metric", "LCEvalReleased", ("lceval_released",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

@@ -327,8 +327,8 @@ def test_cli_argument_parsers():
     assert args.interactions == "off" and args.mix == "paper" and args.candidates_per_image == 1
     args = build_parser().parse_args(["bench", "flickr8k-expert", "--metrics", "critic",
                                       "--critic-model", "critic-flickr8k-caption"])
-    from capeval.cli.output import critic_options
-    assert critic_options(args) == {"critic_model": "critic-flickr8k-caption"}
+    from capeval.cli.output import model_options
+    assert model_options(args) == {"critic_model": "critic-flickr8k-caption"}
 
 
 def test_score_cache_key_follows_the_critic_weights(tiny_critics, tmp_path):

@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from capeval.cli.output import (add_critic_arguments, add_json_argument, add_progress_argument, check_output_path,
-                                critic_options, text_stream, write_json)
+from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, check_output_path,
+                                model_options, text_stream, write_json)
 from capeval.registry import BENCHMARK_ALIASES, judged_benchmarks, metric_list
 
 
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cleanup", choices=["thumb", "none"], help="clean-up of the text that text-reading metrics see (default thumb); tokens never see it")
     p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
     p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
-    add_critic_arguments(p)
+    add_model_arguments(p)
     add_json_argument(p, "{benchmark, settings, results}", dest="json_out")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
     p.add_argument("--plot", type=Path, help="write a PNG (scatter or per-category bars) here")
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_path(out, flag)  # before hours of scoring, not after
     options = {k: v for k, v in (("cleanup", args.cleanup), ("tokenizer", args.tokenizer),
                                  ("cider_df", args.cider_df)) if v is not None}
-    options.update(critic_options(args))
+    options.update(model_options(args))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), subset=args.subset, seeds=seeds,
                            bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,

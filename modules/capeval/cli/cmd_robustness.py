@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from capeval.cli.output import (add_critic_arguments, add_json_argument, add_progress_argument, check_output_path,
-                                critic_options, text_stream, write_json)
+from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, check_output_path,
+                                model_options, text_stream, write_json)
 from capeval.registry import metric_list
 
 TRANSFORM_HELP = "RC (a human caption of a similar image), WP (words permuted), RW (random words)"
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # "vocabulary": [...] or "train_captions": {image: [...]}, optional "features": {image: [floats]},
     # optional "images": {image: path}}
     p.add_argument("--captions-json", type=Path, help=argparse.SUPPRESS)
-    add_critic_arguments(p)
+    add_model_arguments(p)
     add_progress_argument(p)
     p.set_defaults(func=run)
 
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         features = FeatureTable.load(args.features)
     result = run_robustness(args.metrics, data, transforms=args.transforms, gammas=gammas, seed=args.seed,
                             root=args.data_dir, images_limit=args.images_limit, features=features,
-                            use_cache=not args.no_cache, metric_options=critic_options(args) or None,
+                            use_cache=not args.no_cache, metric_options=model_options(args) or None,
                             show_progress=args.progress)
     print(render(result, "text"), file=text_stream(args.json_out))
     if args.json_out:

@@ -6,8 +6,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capeval.cli.output import (add_critic_arguments, add_json_argument, add_progress_argument, check_output_path,
-                                critic_options, text_stream, write_json)
+from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, check_output_path,
+                                model_options, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
     p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs for large corpora")
-    add_critic_arguments(p)
+    add_model_arguments(p)
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
                         f"(default {DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "'image_id', a JSON/JSONL/CSV image or id field): the image of id X is DIR/X, else "
                              "DIR/X.jpg, else (integer ids) DIR/COCO_val2014_<X, 12 digits>.jpg")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
+    p.add_argument("--features", action="store_true",
+                   help="with lceval / lceval_released: add each caption's 16 LCEval features to the JSON result "
+                        "(under lceval_features / lceval_released_features) and print them with --per-caption")
     p.add_argument("--processes", type=_positive, default=1, metavar="N",
                    help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
                         "accelerate (pip install accelerate); the scores are identical to one process. "
@@ -146,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
 
     options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
                    meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
-                   progress=args.progress, **critic_options(args))
+                   progress=args.progress, **model_options(args))
+    if getattr(args, "features", False):
+        learned = [name for name in selected if name in ("lceval", "lceval_released")]
+        if not learned:
+            raise ValueError("--features needs --metrics lceval or lceval_released.")
+        options.update({f"{name}_features": True for name in learned})
     results = []
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
@@ -164,6 +172,14 @@ def run(args: argparse.Namespace) -> int:
         if args.per_caption:
             rows = [[ids[i] if ids else i, *(result["per_caption"][k][i] for k in keys)] for i in range(len(preds))]
             print(text_table(["item", *keys], rows), file=out)
+            for name in ("lceval", "lceval_released"):
+                feats = result.get(f"{name}_features")
+                if feats:
+                    names = list(feats[0])
+                    print(f"{name} features:", file=out)
+                    print(text_table(["item", *names], [[ids[i] if ids else i, *(feats[i][f] for f in names)]
+                                                        for i in range(len(preds))]), file=out)
+                    break
         payload = result
     else:
         sizes = [len(p) for _, p, _ in results]

@@ -77,9 +77,10 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
     print(f"wrote {path}", file=sys.stderr)
 
 
-def add_critic_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model`` / ``--critic-plus-model``: the critic
-    (and combiner) folders or shipped names."""
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The learned metrics' model flags: ``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model`` /
+    ``--critic-plus-model`` (critic and combiner folders or shipped names) and ``--lceval-model`` /
+    ``--lceval-released-model`` (LCEval model folders or shipped names)."""
     for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
                        ("--critic-img-model", "critic_img")):
         parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
@@ -87,10 +88,16 @@ def add_critic_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--critic-plus-model", metavar="DIR|NAME",
                         help="the critic_plus metric's combiner: a `capeval critic fit-plus` folder or a shipped name "
                              "(default: critic-flickr8k-plus)")
+    parser.add_argument("--lceval-model", metavar="DIR|NAME",
+                        help="the lceval metric's network: a `capeval lceval train` folder or a shipped name "
+                             "(default: lceval-flickr8k-coco)")
+    parser.add_argument("--lceval-released-model", metavar="DIR|NAME",
+                        help="the lceval_released metric's layer: lceval-released-9990 (default) or lceval-released-8010")
 
 
-def critic_options(args: argparse.Namespace) -> dict:
-    """The metric options of :func:`add_critic_arguments` that were given."""
+def model_options(args: argparse.Namespace) -> dict:
+    """The metric options of :func:`add_model_arguments` that were given."""
     return {k: v for k, v in (("critic_model", args.critic_model), ("critic_ref_model", args.critic_ref_model),
                               ("critic_img_model", args.critic_img_model),
-                              ("critic_plus_model", args.critic_plus_model)) if v is not None}
+                              ("critic_plus_model", args.critic_plus_model), ("lceval_model", args.lceval_model),
+                              ("lceval_released_model", args.lceval_released_model)) if v is not None}

@@ -1,0 +1,72 @@
+"""Head-word chain matching (HWCM, Liu & Gildea 2005) as LCEval's syntactic features (features 11-15).
+
+A sentence's dependency tree is given as :data:`DependencyRow` s, one per token: ``(lemma, label, head)`` with
+``head`` the index of the token's head (a root points to itself, spaCy's convention). A *u-chain* is a path of u
+tokens going down the tree, each the head of the next (u = 1: every token; u = 2: every head-dependent pair).
+Chains are compared by the values of their tokens: lemmas (``field="lemma"``) or dependency labels
+(``field="dep"``).
+
+For one candidate and one reference, the overlap at length u is the number of the candidate's u-chains found in
+the reference (clipped: each reference chain matches at most as often as it occurs) divided by the number of the
+reference's u-chains (the reference code's normalisation, ``+1e-9``; the paper's text says the candidate's).
+``HWCM_n`` is the mean of the overlaps for u = 1..n, in [0, 1]. LCEval takes the maximum over the references.
+
+Deviations from the reference code (``syntactic.py``), documented: it reads only the first sentence's tree and
+joins 3- and 4-chains by the *value* of the middle token (so two tokens with the same lemma share their
+sub-chains) and averages 3 lengths with a factor 0.33; capeval walks the whole forest by token identity and takes
+the exact mean. Empty parses (an empty caption) give 0.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["DependencyRow", "FIELDS", "chains", "hwcm", "hwcm_max"]
+
+#: One token of a parse: ``(lemma, dependency label, head index as a string)``.
+DependencyRow = tuple[str, str, str]
+FIELDS = {"lemma": 0, "dep": 1}
+SMALL = 1e-9
+
+
+def _children(rows: Sequence[DependencyRow]) -> list[list[int]]:
+    kids: list[list[int]] = [[] for _ in rows]
+    for i, row in enumerate(rows):
+        head = int(row[2])
+        if head != i and 0 <= head < len(rows):
+            kids[head].append(i)
+    return kids
+
+
+def chains(rows: Sequence[DependencyRow], field: str, length: int) -> Counter:
+    """Counts of the ``length``-chains of one parse, each a tuple of ``field`` values from head to dependent."""
+    if field not in FIELDS:
+        raise ValueError(f"field must be one of {sorted(FIELDS)}, got {field!r}.")
+    col = FIELDS[field]
+    kids = _children(rows)
+    paths: list[tuple[int, ...]] = [(i,) for i in range(len(rows))]
+    for _ in range(length - 1):
+        paths = [p + (k,) for p in paths for k in kids[p[-1]]]
+    return Counter(tuple(rows[i][col] for i in p) for p in paths)
+
+
+def hwcm(candidate: Sequence[DependencyRow], reference: Sequence[DependencyRow], field: str, n: int) -> float:
+    """``HWCM_n`` of one candidate parse against one reference parse (mean overlap over chain lengths 1..n)."""
+    total = 0.0
+    for u in range(1, n + 1):
+        ref = chains(reference, field, u)
+        cand = chains(candidate, field, u)
+        matched = sum(min(count, ref[c]) for c, count in cand.items())
+        total += matched / (sum(ref.values()) + SMALL)
+    return total / n
+
+
+def hwcm_max(candidate: Sequence[DependencyRow], references: Sequence[Sequence[DependencyRow]],
+             specs: Sequence[tuple[str, int]]) -> np.ndarray:
+    """For each ``(field, n)`` of ``specs``, the maximum of :func:`hwcm` over the references (0 without any)."""
+    out = np.zeros(len(specs), dtype=np.float64)
+    for k, (field, n) in enumerate(specs):
+        out[k] = max((hwcm(candidate, ref, field, n) for ref in references), default=0.0)
+    return out

