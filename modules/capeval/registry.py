@@ -44,6 +44,7 @@ _SPECS = (
     MetricSpec("critic_plus", "capeval.critic.metric", "CriticPlus", ("critic_plus",)),
     MetricSpec("lceval", "capeval.lceval.metric", "LCEval", ("lceval",)),
     MetricSpec("lceval_released", "capeval.lceval.metric", "LCEvalReleased", ("lceval_released",)),
+    MetricSpec("lceval_plus", "capeval.lceval.metric", "LCEvalPlus", ("lceval_plus",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

@@ -107,4 +107,4 @@ def test_cli_score_with_features(java, tmp_path, capsys):
     result = json.loads(out.read_text())
     assert len(result["lceval_released_features"]) == 3 and 0 < result["lceval_released"] < 1
     assert main(["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "bleu", "--features"]) != 0
-    assert "--features needs --metrics lceval or lceval_released" in capsys.readouterr().err
+    assert "--features needs --metrics lceval, lceval_released or lceval_plus" in capsys.readouterr().err

@@ -13,6 +13,11 @@ label 1 = human-written, 0 = machine-generated. capeval builds such pairs from:
 
 THumB's system captions are not a source: THumB is a reported benchmark, and every THumB image would be left out.
 
+``rc_per_image`` (capeval's addition, default 0 = the paper): also that many *mismatched* negatives per image, a
+human caption of another image of the same source (drawn at random) scored against this image's references,
+label 0. The paper's negatives are all fluent machine captions, so its classifier learns "machine style"; the
+mismatched ones teach it relevance, which is what caption-quality judgments measure (Cui et al.'s RC negatives).
+
 **Left out**: every image of every benchmark capeval reports (:data:`REPORTED_BENCHMARKS`: COMPOSITE's COCO,
 Flickr8k and Flickr30k subsets, Flickr8k-Expert and -CrowdFlower, PASCAL-50S, THumB), compared by image file
 name; :func:`benchmark_images` lists them (benchmarks whose files are absent are skipped and named in the
@@ -120,9 +125,27 @@ def _dev_images(images: Sequence[str], fraction: float, seed: int) -> set[str]:
     return set(ordered[: round(len(ordered) * fraction)])
 
 
+def _mismatched(humans: dict[str, list[str]], k: int, rng: random.Random,
+                source: str, n_refs: int = 4) -> list[TrainingPair]:
+    """``k`` pairs per image of ``humans``: another image's human caption against this image's references (label 0)."""
+    images = sorted(humans)
+    if k < 1 or len(images) < 2:
+        return []
+    out = []
+    for image in images:
+        for _ in range(k):
+            other = image
+            while other == image:
+                other = images[rng.randrange(len(images))]
+            own = humans[image]
+            refs = own if len(own) <= n_refs else rng.sample(own, n_refs)
+            out.append(TrainingPair(rng.choice(humans[other]), tuple(refs), 0, image, source, "mismatched"))
+    return out
+
+
 def build_training_set(root: str | Path | None = None, *, machine_captions: Sequence[str | Path] = (),
                        sources: Sequence[str] = SOURCES, seed: int = 0, dev_fraction: float = 0.1,
-                       exclude: Sequence[str] = REPORTED_BENCHMARKS) -> TrainingSet:
+                       exclude: Sequence[str] = REPORTED_BENCHMARKS, rc_per_image: int = 0) -> TrainingSet:
     """The training and dev pairs (see the module docstring); ``ValueError`` when no pair is left."""
     from capeval.benchmarks.files import resolve_root
 
@@ -146,11 +169,12 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
             by_image[rec.image_id][rec.system] = rec.candidate
             refs[rec.image_id] = rec.references
         kept = [im for im in by_image if Path(im).name not in excluded]
+        coco_humans = {image: [by_image[image]["human"], *refs[image]] for image in kept}
         for image in kept:
-            humans = [by_image[image]["human"], *refs[image]]
             systems = ["model_1", "model_2", "model_3"]
-            pairs += paper_pairs(image, humans, [by_image[image][s] for s in systems], rng, source="coco-karpathy",
-                                 systems=systems)
+            pairs += paper_pairs(image, coco_humans[image], [by_image[image][s] for s in systems], rng,
+                                 source="coco-karpathy", systems=systems)
+        pairs += _mismatched(coco_humans, rc_per_image, rng, "coco-karpathy")
         counts["coco-karpathy"] = {"images": len(by_image), "kept": len(kept)}
     if "flickr8k-train" in sources:
         from capeval.captioning.data import flickr8k_split
@@ -167,6 +191,7 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
         for image in kept:
             pairs += paper_pairs(image, train[image], machines[image], rng, source="flickr8k-train",
                                  systems=[f"captioner_{j}" for j in range(len(machines[image]))])
+        pairs += _mismatched({image: train[image] for image in kept}, rc_per_image, rng, "flickr8k-train")
         counts["flickr8k-train"] = {"images": len(train), "kept": len(kept)}
     if not pairs:
         raise ValueError("no training pairs: every source image is missing or left out.")
@@ -175,7 +200,7 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     dev_pairs = [p for p in pairs if p.image_id in dev_images]
     report = {"sources": counts, "left_out_benchmarks": {k: len(v) for k, v in left_out.items()},
               "missing_benchmarks": [b for b in exclude if b not in left_out], "seed": seed,
-              "dev_fraction": dev_fraction, "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
+              "dev_fraction": dev_fraction, "rc_per_image": rc_per_image, "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "train_human": sum(p.label for p in train_pairs), "dev_images": len(dev_images)}
     return TrainingSet(train_pairs, dev_pairs, report)
 

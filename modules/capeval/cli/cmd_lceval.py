@@ -17,6 +17,11 @@ def _add_training_arguments(p: argparse.ArgumentParser) -> None:
                         "--split train`, e.g. beam captions and --samples); the first 3 distinct per image are used")
     p.add_argument("--sources", default="coco-karpathy,flickr8k-train",
                    help="training sources, comma-separated: coco-karpathy, flickr8k-train")
+    p.add_argument("--rc-per-image", type=int, default=0,
+                   help="mismatched negatives per image (another image's human caption; capeval's addition, 0 = the "
+                        "paper's human-vs-machine pairs only)")
+    p.add_argument("--plus", action="store_true",
+                   help="LCEval+: also the sentence-embedding and reference-only-critic features (needs torch)")
     p.add_argument("--hidden", type=int, default=12, help="hidden ReLU units (0 = the linear variant)")
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=75)
@@ -54,9 +59,10 @@ def _training_data(args):
     from capeval.lceval.features import FeatureExtractor
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    ts = build_training_set(args.data_dir, machine_captions=args.machine_captions, sources=sources, seed=args.seed)
+    ts = build_training_set(args.data_dir, machine_captions=args.machine_captions, sources=sources, seed=args.seed,
+                            rc_per_image=args.rc_per_image)
     print(f"LCEval training pairs: {json.dumps(ts.report)}", file=sys.stderr)
-    extractor = FeatureExtractor(args.word_vectors)
+    extractor = FeatureExtractor(args.word_vectors, extra=args.plus)
     try:
         train = pair_features(ts.train, extractor, progress=args.progress)
         dev = pair_features(ts.dev, extractor, progress=args.progress)
@@ -66,8 +72,11 @@ def _training_data(args):
 
 
 def _options(args) -> dict:
+    from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
+
     return {"hidden": args.hidden, "epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr,
-            "weight_decay": args.weight_decay, "patience": args.patience, "seed": args.seed}
+            "weight_decay": args.weight_decay, "patience": args.patience, "seed": args.seed,
+            "features": list(ALL_FEATURE_NAMES if args.plus else FEATURE_NAMES)}
 
 
 def train(args: argparse.Namespace) -> int:
@@ -76,8 +85,9 @@ def train(args: argparse.Namespace) -> int:
     ts, (xt, yt), (xd, yd), _ = _training_data(args)
     log = train_lceval(xt, yt, xd, yd, args.out, resume=not args.restart, progress_bar=args.progress,
                        word_vectors=args.word_vectors, extra_log={"training_set": ts.report},
-                       description=(f"LCEval retrained by capeval: {args.hidden or 'linear'} hidden units, pairs from "
-                                    f"{args.sources} (reported benchmarks' images left out), seed {args.seed}."),
+                       description=(f"LCEval{'+' if args.plus else ''} retrained by capeval: {args.hidden or 'linear'} "
+                                    f"hidden units, pairs from {args.sources} (reported benchmarks' images left out), "
+                                    f"{args.rc_per_image} mismatched negatives per image, seed {args.seed}."),
                        **_options(args))
     best = next(e for e in log["epochs"] if e["epoch"] == log["best_epoch"])
     print(f"best epoch {log['best_epoch']}: dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_accuracy']:.4f}; "
@@ -100,6 +110,7 @@ def ablate(args: argparse.Namespace) -> int:
     finally:
         extractor.close()
     opts = _options(args)
+    opts.pop("features")  # each variant reads its own subset of the 16
     if args.restart:
         import shutil
 

@@ -55,8 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "DIR/X.jpg, else (integer ids) DIR/COCO_val2014_<X, 12 digits>.jpg")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
     p.add_argument("--features", action="store_true",
-                   help="with lceval / lceval_released: add each caption's 16 LCEval features to the JSON result "
-                        "(under lceval_features / lceval_released_features) and print them with --per-caption")
+                   help="with lceval / lceval_released / lceval_plus: add each caption's LCEval features to the JSON "
+                        "result (under lceval_features / lceval_released_features / lceval_plus_features) and print "
+                        "them with --per-caption")
     p.add_argument("--processes", type=_positive, default=1, metavar="N",
                    help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
                         "accelerate (pip install accelerate); the scores are identical to one process. "
@@ -151,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
                    meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
                    progress=args.progress, **model_options(args))
     if getattr(args, "features", False):
-        learned = [name for name in selected if name in ("lceval", "lceval_released")]
+        learned = [name for name in selected if name in ("lceval", "lceval_released", "lceval_plus")]
         if not learned:
-            raise ValueError("--features needs --metrics lceval or lceval_released.")
+            raise ValueError("--features needs --metrics lceval, lceval_released or lceval_plus.")
         options.update({f"{name}_features": True for name in learned})
     results = []
     for s_ids, s_rows in systems:
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         if args.per_caption:
             rows = [[ids[i] if ids else i, *(result["per_caption"][k][i] for k in keys)] for i in range(len(preds))]
             print(text_table(["item", *keys], rows), file=out)
-            for name in ("lceval", "lceval_released"):
+            for name in ("lceval", "lceval_released", "lceval_plus"):
                 feats = result.get(f"{name}_features")
                 if feats:
                     names = list(feats[0])

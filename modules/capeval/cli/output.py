@@ -93,6 +93,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: lceval-flickr8k-coco)")
     parser.add_argument("--lceval-released-model", metavar="DIR|NAME",
                         help="the lceval_released metric's layer: lceval-released-9990 (default) or lceval-released-8010")
+    parser.add_argument("--lceval-plus-model", metavar="DIR|NAME",
+                        help="the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
+                             "(default: lceval-plus-flickr8k-coco)")
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -100,4 +103,5 @@ def model_options(args: argparse.Namespace) -> dict:
     return {k: v for k, v in (("critic_model", args.critic_model), ("critic_ref_model", args.critic_ref_model),
                               ("critic_img_model", args.critic_img_model),
                               ("critic_plus_model", args.critic_plus_model), ("lceval_model", args.lceval_model),
-                              ("lceval_released_model", args.lceval_released_model)) if v is not None}
+                              ("lceval_released_model", args.lceval_released_model),
+                              ("lceval_plus_model", args.lceval_plus_model)) if v is not None}

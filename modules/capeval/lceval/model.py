@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.lceval.features import FEATURE_NAMES
+from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
 
 __all__ = ["LCEvalConfig", "LCEvalModel", "model_folder"]
 
@@ -29,8 +29,8 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 class LCEvalConfig:
     """What a model reads and how it was made.
 
-    features: the feature names it reads, in :data:`~capeval.lceval.features.FEATURE_NAMES` order (a subset for
-        the ablations). hidden: hidden ReLU units (0 = linear). word_vectors / parser_model: the feature settings
+    features: the feature names it reads, in :data:`~capeval.lceval.features.ALL_FEATURE_NAMES` order (a subset of
+        the 16 for the ablations; LCEval+ adds the three of :mod:`capeval.lceval.extra`). hidden: hidden ReLU units (0 = linear). word_vectors / parser_model: the feature settings
         it was trained with (scoring uses the same). description: free text for cards and signatures.
     """
 
@@ -41,16 +41,21 @@ class LCEvalConfig:
     description: str = ""
 
     def __post_init__(self) -> None:
-        unknown = [f for f in self.features if f not in FEATURE_NAMES]
+        unknown = [f for f in self.features if f not in ALL_FEATURE_NAMES]
         if unknown or not self.features:
-            raise ValueError(f"features must be a non-empty subset of {FEATURE_NAMES}, got unknown {unknown}.")
-        self.features = [f for f in FEATURE_NAMES if f in set(self.features)]
+            raise ValueError(f"features must be a non-empty subset of {ALL_FEATURE_NAMES}, got unknown {unknown}.")
+        self.features = [f for f in ALL_FEATURE_NAMES if f in set(self.features)]
         if not isinstance(self.hidden, int) or self.hidden < 0:
             raise ValueError(f"hidden must be a non-negative integer, got {self.hidden!r}.")
 
     @property
     def columns(self) -> list[int]:
-        return [FEATURE_NAMES.index(f) for f in self.features]
+        return [ALL_FEATURE_NAMES.index(f) for f in self.features]
+
+    @property
+    def uses_extra(self) -> bool:
+        """Whether it reads LCEval+'s extra features (which need the torch stack)."""
+        return any(f not in FEATURE_NAMES for f in self.features)
 
 
 def _softmax_human(z: np.ndarray) -> np.ndarray:
@@ -75,10 +80,12 @@ class LCEvalModel:
             raise ValueError("LCEval parameters contain NaN or infinity.")
 
     def logits(self, features: np.ndarray) -> np.ndarray:
-        """``(n, 2)`` logits from the full ``(n, 16)`` feature matrix (the model picks its columns)."""
+        """``(n, 2)`` logits from the full feature matrix, ``(n, 16)`` or ``(n, 19)`` with LCEval+'s extra features
+        (the model picks its columns)."""
         x = np.asarray(features, dtype=np.float64)
-        if x.ndim != 2 or x.shape[1] != len(FEATURE_NAMES):
-            raise ValueError(f"features must be an (n, {len(FEATURE_NAMES)}) array, got shape {x.shape}.")
+        width = len(ALL_FEATURE_NAMES) if self.config.uses_extra else len(FEATURE_NAMES)
+        if x.ndim != 2 or x.shape[1] not in (width, len(ALL_FEATURE_NAMES)):
+            raise ValueError(f"features must be an (n, {width}) array, got shape {x.shape}.")
         x = x[:, self.config.columns]
         p = {k: v.astype(np.float64) for k, v in self.params.items()}
         if self.config.hidden:

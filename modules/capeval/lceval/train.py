@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.lceval.features import FEATURE_NAMES
+from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
 from capeval.lceval.model import LCEvalConfig, LCEvalModel
 from capeval.models._deps import require
 from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
@@ -58,9 +58,9 @@ def _from_model(torch, net, model: LCEvalModel) -> None:
 
 def _check_xy(x: np.ndarray, y: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x, dtype=np.float32), np.asarray(y)
-    if x.ndim != 2 or x.shape[1] != len(FEATURE_NAMES) or len(y) != len(x):
-        raise ValueError(f"{what}: features must be (n, {len(FEATURE_NAMES)}) with one label each, got {x.shape} "
-                         f"and {len(y)} labels.")
+    if x.ndim != 2 or x.shape[1] not in (len(FEATURE_NAMES), len(ALL_FEATURE_NAMES)) or len(y) != len(x):
+        raise ValueError(f"{what}: features must be (n, {len(FEATURE_NAMES)}) or (n, {len(ALL_FEATURE_NAMES)}) with one "
+                         f"label each, got {x.shape} and {len(y)} labels.")
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{what}: features contain NaN or infinity.")
     if not set(np.unique(y)) <= {0, 1}:
@@ -103,6 +103,8 @@ def train_lceval(train_x: np.ndarray, train_y: Sequence[int], dev_x: np.ndarray,
                           parser_model=parser_model, description=description)
     opts["features"] = list(config.features)
     columns = config.columns
+    if max(columns) >= train_x.shape[1]:
+        raise ValueError(f"features {config.features} need LCEval+'s extra columns: train_x has {train_x.shape[1]}.")
     out_dir = Path(out_dir)
     accelerator = accelerate.Accelerator(cpu=True)
     torch.manual_seed(opts["seed"])
