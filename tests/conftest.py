@@ -39,3 +39,21 @@ def tiny_critics(tmp_path_factory) -> dict[str, str]:
 
     needs("learned_critic")
     return make_tiny_critics(tmp_path_factory.mktemp("tiny-critics"))
+
+
+@pytest.fixture(scope="session")
+def tiny_lceval(tmp_path_factory) -> str:
+    """The folder of a small random LCEval network (16 -> 3 ReLU -> 2, seeded; the scores mean nothing), for
+    ``lceval_model=``: the lceval module and Space tests need no trained network. Skips without LCEval's extra."""
+    from support import needs
+
+    needs("lceval")
+    import numpy as np
+
+    from capeval.lceval.model import LCEvalConfig, LCEvalModel
+
+    rng = np.random.default_rng(0)
+    params = {"W1": rng.normal(size=(16, 3)), "b1": rng.normal(size=3), "W2": rng.normal(size=(3, 2)), "b2": np.zeros(2)}
+    folder = tmp_path_factory.mktemp("tiny-lceval") / "lceval-tiny"
+    LCEvalModel(LCEvalConfig(hidden=3), params).save_pretrained(folder)
+    return str(folder)

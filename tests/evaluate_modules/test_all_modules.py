@@ -23,6 +23,8 @@ MODULES = {
     "spice_u": ("SpiceU", "predictions=['A dog runs.'], references=[['A dog runs fast.']]", "spice_u"),
     "thumb": ("Thumb", "precision=[5, 3], recall=[4, 3], fluency=[-0.1, 0], bootstrap_samples=0", "total"),
     "learned_critic": ("LearnedCritic", "predictions=['A dog runs.'], references=[['A dog runs fast.']]", "critic_ref"),
+    "lceval": ("Lceval", "predictions=['A dog runs.'], references=[['A dog runs fast.']], metrics='lceval_released'",
+               "lceval_released"),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "Values from Popular Papers", "## Limitations and Bias", "## Citation")

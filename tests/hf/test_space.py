@@ -204,3 +204,90 @@ def test_critic_models_come_from_the_arguments_then_the_environment(tmp_path):
                                               "CAPEVAL_CRITIC_IMG_MODEL"}
     with pytest.raises(ValueError, match="unknown critic option"):
         critic_models({"critic": "/m"})
+
+
+# -- the LCEval Space: typed captions in, both scores and the 16 features out --------------------------------------
+
+LCEVAL_PREDICTIONS = "a dog runs across the grass\na man rides a red bike"
+LCEVAL_REFERENCES = "a brown dog running on a lawn | a dog plays in the grass\na man riding a bicycle"
+
+
+def test_lceval_tables_equal_capeval_score(tiny_lceval, java):
+    """Both networks (a tiny random one as lceval_model), the 16 features once per caption (both networks read the
+    same features), a feature group per network when they differ (other word vectors) only."""
+    from capeval.hf.space import LCEVAL_FEATURE_COLUMNS, LCEVAL_METRICS, score_lceval
+    from capeval.lceval import FEATURE_NAMES
+
+    module = evaluate.load(str(ROOT / "metrics" / "lceval"))
+    options = {"lceval_model": tiny_lceval}
+    corpus, per_caption, features, signature = score_lceval(module.compute, LCEVAL_PREDICTIONS, LCEVAL_REFERENCES,
+                                                            LCEVAL_METRICS, options)
+    preds, refs = parse_predictions(LCEVAL_PREDICTIONS), parse_references(LCEVAL_REFERENCES, 2)
+    want = capeval.score(preds, refs, metrics=list(LCEVAL_METRICS), lceval_features=True, **options)
+    assert corpus == [[k, round(want[k], DIGITS)] for k in LCEVAL_METRICS]
+    assert per_caption["headers"] == ["#", "caption", *LCEVAL_METRICS]
+    assert per_caption["data"] == [[i + 1, p, *(round(want["per_caption"][k][i], DIGITS) for k in LCEVAL_METRICS)]
+                                   for i, p in enumerate(preds)]
+    assert features["headers"] == [*LCEVAL_FEATURE_COLUMNS, *FEATURE_NAMES] and len(FEATURE_NAMES) == 16
+    assert features["data"] == [[i + 1, p, "lceval, lceval_released",
+                                 *(round(want["lceval_features"][i][f], DIGITS) for f in FEATURE_NAMES)]
+                                for i, p in enumerate(preds)]
+    assert signature == want["signature"]
+    corpus, per_caption, features, _ = score_lceval(module.compute, LCEVAL_PREDICTIONS, LCEVAL_REFERENCES,
+                                                    ["lceval_released"], options)
+    assert [row[0] for row in corpus] == ["lceval_released"] and per_caption["headers"][2:] == ["lceval_released"]
+    assert [row[2] for row in features["data"]] == ["lceval_released"] * 2
+
+
+def test_lceval_feature_rows_per_network_when_they_differ():
+    from capeval.hf.space import score_lceval
+    from capeval.lceval import FEATURE_NAMES
+
+    one = {name: 0.5 for name in FEATURE_NAMES}
+    other = {**one, "wmd": 0.25}
+
+    def compute(**kwargs):
+        assert kwargs["lceval_features"] is True and kwargs["lceval_released_features"] is True
+        return {"lceval": 0.75, "lceval_released": 0.5, "per_caption": {"lceval": [0.75], "lceval_released": [0.5]},
+                "lceval_features": [one], "lceval_released_features": [other], "signature": "s"}
+
+    corpus, _, features, _ = score_lceval(compute, "a dog", "a dog runs", ["lceval", "lceval_released"])
+    assert corpus == [["lceval", 0.75], ["lceval_released", 0.5]]
+    assert [row[:3] for row in features["data"]] == [[1, "a dog", "lceval"], [1, "a dog", "lceval_released"]]
+    assert [row[3 + FEATURE_NAMES.index("wmd")] for row in features["data"]] == [0.5, 0.25]
+
+
+@pytest.mark.parametrize("predictions, references, metrics, message", [
+    ("", "a ref", None, "type one caption per line"),
+    (LCEVAL_PREDICTIONS, "only one line", None, "2 caption(s) but 1 line(s) of references"),
+    (LCEVAL_PREDICTIONS, LCEVAL_REFERENCES, [], "Choose at least one metric"),
+])
+def test_bad_lceval_input_is_refused_before_computing(predictions, references, metrics, message):
+    from capeval.hf.space import score_lceval
+
+    with pytest.raises(SpaceInputError) as info:
+        score_lceval(_fail_compute, predictions, references, metrics)
+    assert message in str(info.value)
+
+
+def test_lceval_module_errors_come_back_as_messages(tmp_path):
+    from capeval.hf.space import score_lceval
+
+    def compute(**kwargs):
+        raise FileNotFoundError(f"{kwargs['lceval_model']!r} is neither a shipped LCEval model nor a folder.")
+
+    with pytest.raises(SpaceInputError, match="is neither a shipped LCEval model"):
+        score_lceval(compute, LCEVAL_PREDICTIONS, LCEVAL_REFERENCES, None, {"lceval_model": str(tmp_path / "x")})
+
+
+def test_lceval_models_come_from_the_arguments_then_the_environment(tmp_path):
+    from capeval.hf.space import LCEVAL_MODEL_ENV, lceval_models
+
+    assert lceval_models(environ={}) == {}
+    env = {"CAPEVAL_LCEVAL_MODEL": "/m/lceval", "CAPEVAL_CRITIC_MODEL": "/m/critic"}
+    assert lceval_models(environ=env) == {"lceval_model": "/m/lceval"}
+    assert lceval_models({"lceval_released_model": tmp_path}, environ=env) == {
+        "lceval_model": "/m/lceval", "lceval_released_model": str(tmp_path)}
+    assert set(LCEVAL_MODEL_ENV.values()) == {"CAPEVAL_LCEVAL_MODEL", "CAPEVAL_LCEVAL_RELEASED_MODEL"}
+    with pytest.raises(ValueError, match="unknown lceval option"):
+        lceval_models({"critic_model": "/m"})

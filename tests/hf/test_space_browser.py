@@ -20,7 +20,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 import capeval  # noqa: E402
 from capeval.hf.space import (CAPTION_EXAMPLE, CRITIC_EXAMPLE, CRITIC_METRICS, CRITIC_MODEL_ENV, DIGITS,  # noqa: E402
-                              THUMB_EXAMPLE, load_module, parse_predictions, parse_references)
+                              LCEVAL_EXAMPLE, LCEVAL_METRICS, THUMB_EXAMPLE, load_module, parse_predictions,
+                              parse_references)
 from capeval.io import example_images  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -236,6 +237,66 @@ def test_critic_space_in_a_browser(browser, tiny_critics, monkeypatch, tmp_path)
         page.screenshot(path=str(ARTIFACTS / "learned_critic-critic-ref.png"), full_page=True)
         want = capeval.score(two, parse_references(refs, 2), metrics="critic_ref", **tiny_critics)
         _check_critic_tables(page, want, ["critic_ref"], two, ["", ""])
+        page.close()
+    finally:
+        app["demo"].close()
+
+
+# -- the LCEval Space, scoring with a tiny random network named by the environment and the released layer --------
+
+
+def test_lceval_space_in_a_browser(browser, tiny_lceval, java, monkeypatch):
+    """Example (both scores and the 16 features of each caption), bad input, and the released layer alone."""
+    from capeval.lceval import FEATURE_NAMES
+
+    needs("lceval")
+    monkeypatch.setenv("CAPEVAL_LCEVAL_MODEL", tiny_lceval)  # the app reads the network folder from the environment
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    app, url = _launch("lceval")
+    try:
+        page = browser.new_page(viewport={"width": 1600, "height": 1100})
+        page.goto(url)
+        page.click("#example")
+        captions = parse_predictions(LCEVAL_EXAMPLE[0])
+        _wait_for_rows(page, "corpus", "lceval_released")
+        _wait_for_rows(page, "features", captions[-1])
+        page.screenshot(path=str(ARTIFACTS / "lceval-example.png"), full_page=True)
+        metrics = list(LCEVAL_METRICS)
+        want = capeval.score(captions, parse_references(LCEVAL_EXAMPLE[1], 3), metrics=metrics, lceval_features=True,
+                             lceval_model=tiny_lceval)
+        corpus = _table(page, "corpus")
+        assert [row[0] for row in corpus] == metrics
+        for key, shown in corpus:
+            assert float(shown) == round(want[key], DIGITS), key
+        per_caption = _table(page, "per_caption")
+        assert len(per_caption) == 3
+        for i, row in enumerate(per_caption):
+            assert row[:2] == [str(i + 1), captions[i]]
+            assert [float(v) for v in row[2:]] == [round(want["per_caption"][k][i], DIGITS) for k in metrics]
+        features = _table(page, "features")
+        assert len(features) == 3  # both networks read the same features: one row per caption
+        for i, row in enumerate(features):
+            assert row[:3] == [str(i + 1), captions[i], "lceval, lceval_released"]
+            assert [float(v) for v in row[3:]] == [round(want["lceval_features"][i][f], DIGITS) for f in FEATURE_NAMES]
+
+        _bad_input_message(page, ARTIFACTS / "lceval-bad-input.png", {"#references textarea": "only one line"},
+                           "3 caption(s) but 1 line(s) of references")
+
+        # the released layer alone, on two typed captions
+        two = ["a dog runs across the grass", "a man rides a red bike"]
+        refs = "a brown dog running on a lawn | a dog plays in the grass\na man riding a bicycle"
+        page.fill("#predictions textarea", "\n".join(two))
+        page.fill("#references textarea", refs)
+        box = page.get_by_label("lceval", exact=True)
+        if box.is_checked():
+            box.click()
+        page.click("#score")
+        _wait_for_first_column(page, "corpus", ["lceval_released"])
+        _wait_for_first_column(page, "features", ["1", "2"])
+        page.screenshot(path=str(ARTIFACTS / "lceval-released.png"), full_page=True)
+        want = capeval.score(two, parse_references(refs, 2), metrics="lceval_released", lceval_released_features=True)
+        assert float(_table(page, "corpus")[0][1]) == round(want["lceval_released"], DIGITS)
+        assert [row[2] for row in _table(page, "features")] == ["lceval_released"] * 2
         page.close()
     finally:
         app["demo"].close()

@@ -24,12 +24,19 @@ COMPUTE = {
     "learned_critic": dict(predictions=["a cat looking at the camera", "an astronaut in an orange suit"],
                            references=[["a cat with stripes"], ["a woman in a space suit", "an astronaut"]],
                            metrics="critic,critic_ref"),
+    # the released layer (shipped): the retrained network is tested in tests/evaluate_modules/test_lceval.py
+    "lceval": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
+                   references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats on a sofa"]],
+                   metrics="lceval_released"),
 }
 
 
 def _compute_kwargs(name: str, request) -> dict:
-    """COMPUTE[name], with the learned critic's tiny critic folders and images (nothing shipped is needed)."""
+    """COMPUTE[name], with the learned critic's tiny critic folders and images (nothing shipped is needed); LCEval's
+    METEOR feature needs Java (skip without it)."""
     kwargs = dict(COMPUTE[name])
+    if name == "lceval":
+        request.getfixturevalue("java")
     if name == "learned_critic":
         from capeval.io import example_images
 
@@ -58,7 +65,7 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     out = tmp_path / f"capeval-{name}"
     built = build_metric_folder(name, out, kind="space", hub_id=f"someone/capeval-{name}")
     expected = {f"capeval-{name}.py", "README.md", "requirements.txt", "app.py"} | (
-        {"packages.txt"} if name == "coco_caption" else set())
+        {"packages.txt"} if name in ("coco_caption", "lceval") else set())  # METEOR's Java
     assert {p.name for p in out.iterdir()} == expected == set(built.files)
     meta = _front_matter(out / "README.md")
     assert meta["license"] == "apache-2.0" and meta["homepage"].startswith("https://")

