@@ -12,7 +12,7 @@ from capeval.hf import caption_features
 from capeval.hf import select_metrics
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
-_FAMILY = ("lceval", "lceval_released")
+_FAMILY = ("lceval", "lceval_released", "lceval_plus")
 
 _CITATION = """\
 @article{sharif2019lceval,
@@ -41,7 +41,9 @@ METEOR 1.5, word mover's similarity (WMD), SPICE, CIDEr-D (COCO val2014 document
 mean-of-word-embeddings similarity (MOWE) and head-word chain matching (HWCM) on lemmas (chains of 2, 3, 4) and
 dependency labels (2, 3). Two networks: "lceval" is capeval's retrained one (one hidden layer of 12 ReLU units,
 trained on pairs built as the paper's §4.3 from COCO Karpathy test and Flickr8k train images, every image of every
-benchmark capeval reports left out), "lceval_released" the authors' released 16 -> 2 linear layer. Offline
+benchmark capeval reports left out), "lceval_released" the authors' released 16 -> 2 linear layer, and
+"lceval_plus" capeval's LCEval+, retrained like "lceval" on three more features: the all-MiniLM-L6-v2 sentence
+cosine (max and mean over the references) and capeval's reference-only critic (needs `capeval[learned]`). Offline
 substitutions: GloVe 6B 50-d instead of GoogleNews word2vec (WMD) and fastText wiki.en (MOWE), and capeval's
 Java-free SPICE instead of Java SPICE 1.0; they shift the feature distributions the released layer was trained on
 (`lceval_released_word_vectors` takes the authors' vector file).
@@ -54,8 +56,9 @@ Args:
     predictions (`list` of `str`): one caption per image.
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
-    metrics (`list` of `str` or `str`, optional): "lceval" (capeval's retrained network) and/or
-        "lceval_released" (the authors' released layer), or a comma-separated string. Default: "lceval". Names of
+    metrics (`list` of `str` or `str`, optional): "lceval" (capeval's retrained network), "lceval_released" (the
+        authors' released layer) and/or "lceval_plus" (LCEval+, needs the torch stack), or a comma-separated
+        string. Default: "lceval". Names of
         other capeval modules' metrics are accepted and left to those modules (`evaluate.combine`): this module
         returns {} (with a warning) when none of its own is named.
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java": the PTB tokens every feature reads.
@@ -65,12 +68,14 @@ Args:
         `capeval lceval train`. Default: the shipped "lceval-flickr8k-coco".
     lceval_released_model (`str`, optional): the layer of "lceval_released": "lceval-released-9990" (default,
         the authors' last checkpoint) or "lceval-released-8010".
-    lceval_word_vectors, lceval_released_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
+    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-flickr8k-coco".
+    lceval_word_vectors, lceval_released_word_vectors, lceval_plus_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
         (default: the vectors the network was trained with, GloVe 6B 50-d for the shipped ones) or the path of a
         word2vec / GloVe text file (the authors used GoogleNews word2vec).
-    lceval_features, lceval_released_features (`bool`, optional): also return the 16 features of each caption
-        (result keys "lceval_features" / "lceval_released_features"). Default False.
-    lceval_cache, lceval_released_cache (`bool`, optional): use the feature and parse caches
+    lceval_features, lceval_released_features, lceval_plus_features (`bool`, optional): also return the
+        features of each caption (result keys "lceval_features" / "lceval_released_features" /
+        "lceval_plus_features"; 16, or 19 for lceval_plus). Default False.
+    lceval_cache, lceval_released_cache, lceval_plus_cache (`bool`, optional): use the feature and parse caches
         (`$CAPEVAL_CACHE_DIR`, default `~/.cache/capeval`). Default True.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
@@ -78,11 +83,12 @@ Args:
     `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
-    lceval, lceval_released (`float`): the selected ones: mean P(human) over the captions, 0 to 1, higher = more
+    lceval, lceval_released, lceval_plus (`float`): the selected ones: mean P(human) over the captions, 0 to 1, higher = more
         human-like. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
-    lceval_features, lceval_released_features (`list` of `dict`): with the `*_features` options, per prediction
-        the 16 features by name ("p1" ... "hwcm_dep3"), each in [0, 1].
+    lceval_features, lceval_released_features, lceval_plus_features (`list` of `dict`): with the `*_features`
+        options, per prediction the features by name ("p1" ... "hwcm_dep3"; lceval_plus also "sentence_max",
+        "sentence_mean", "critic_ref"), each in [0, 1].
     signature (`str`): the network (the shipped name, or the folder name and a hash of its files), the feature
         code version, the word vectors and the parser, e.g.
         "nrefs:2|clean:none|tok:ptb-py.1|lceval_released:model=lceval-released-9990,feat=1,vec=glove-6b-50d,...".

@@ -157,3 +157,19 @@ def test_training_refuses_bad_data(tmp_path):
         train_lceval(xt, yt + 1, xt, yt, tmp_path / "x", epochs=1)
     with pytest.raises(ValueError, match="Unknown training option"):
         train_lceval(xt, yt, xt, yt, tmp_path / "x", epochs=1, momentum=0.9)
+
+
+@pytest.mark.parametrize("name", ["lceval-flickr8k-coco", "lceval-plus-flickr8k-coco"])
+def test_shipped_retrained_networks_left_out_every_reported_benchmark(name):
+    from capeval.paths import pretrained_dir
+
+    folder = pretrained_dir(name)
+    model = LCEvalModel.from_pretrained(name)
+    assert model.config.hidden == 12
+    log = json.loads((folder / "training.json").read_text())
+    report = log["training_set"]
+    assert {"composite", "flickr8k-expert", "pascal50s", "thumb"} <= set(report["left_out_benchmarks"])
+    assert report["sources"]["coco-karpathy"]["kept"] < report["sources"]["coco-karpathy"]["images"]
+    assert log["best_epoch"] is not None and log["train_pairs"] > 10_000
+    x = np.random.default_rng(0).random((3, 19 if model.config.uses_extra else 16))
+    assert np.all((model.predict(x) > 0) & (model.predict(x) < 1))

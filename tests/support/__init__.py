@@ -45,7 +45,7 @@ def needs(name: str) -> None:
 
 #: The shipped weights each metric module's examples score with (``capeval/pretrained/<name>``).
 SHIPPED_WEIGHTS = {"learned_critic": ("critic-flickr8k", "critic-flickr8k-ref", "critic-flickr8k-img"),
-                   "lceval": ("lceval-released-9990",)}
+                   "lceval": ("lceval-released-9990", "lceval-flickr8k-coco")}
 
 
 def needs_weights(name: str) -> None:

@@ -103,6 +103,7 @@ class LCEvalModel:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / CONFIG_FILE).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
         save_file({k: np.ascontiguousarray(v) for k, v in self.params.items()}, str(folder / WEIGHTS_FILE))
+        (folder / WEIGHTS_FILE).chmod(0o644)  # safetensors writes 0600; shipped and shared folders must be readable
         return folder
 
     @classmethod

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Reproduces the LCEval numbers of BENCHMARKS.md §11: the shipped lceval / lceval_plus networks (trained on COCO Karpathy
+# test + Flickr8k train pairs, every reported benchmark's images left out), the feature-group ablation (Table 5),
+# the benchmark rows of lceval, lceval_released and lceval_plus, and the speed benchmark.
+# Usage: benchmarks/lceval.sh [OUT_DIR]   (CAPEVAL_DATA_DIR, default ../shared/data; the captioner outputs for the
+# Flickr8k train images from benchmarks/critic.sh step 2 at $CRITIC/system-train.jsonl and samples-train.jsonl)
+set -euo pipefail
+out="${1:-out/lceval}"
+critic="${CRITIC:-out/critic}"
+mkdir -p "$out"
+export OMP_NUM_THREADS=1   # a shared 2-core machine: see BENCHMARKS.md §7
+machine=(--machine-captions "$critic/system-train.jsonl" "$critic/samples-train.jsonl")
+train=(--rc-per-image 3 --epochs 200 --patience 20 --seed 0 --progress)
+# 1. the networks (features are cached per caption and references: the second command reuses the first's)
+capeval lceval train "${machine[@]}" "${train[@]}" --out "$out/lceval-flickr8k-coco"
+capeval lceval train "${machine[@]}" "${train[@]}" --plus --out "$out/lceval-plus-flickr8k-coco"
+capeval lceval train "${machine[@]}" --rc-per-image 0 --epochs 200 --patience 20 --seed 0 --out "$out/lceval-paper-pairs"
+# 2. ship them (config.json + model.safetensors + training.json)
+for name in lceval-flickr8k-coco lceval-plus-flickr8k-coco; do
+  mkdir -p "modules/capeval/pretrained/$name"
+  cp "$out/$name/config.json" "$out/$name/model.safetensors" "$out/$name/training.json" "modules/capeval/pretrained/$name/"
+done
+# 3. the ablation (paper Table 5; seven networks on the same training features)
+capeval lceval ablate "${machine[@]}" "${train[@]}" --out "$out/ablation" --json "$out/ablation.json"
+# 4. benchmark rows
+m=lceval,lceval_released,lceval_plus
+capeval bench composite --metrics "$m,spice,cider_d" --json "$out/composite.json" | tee "$out/composite.txt"
+capeval bench pascal50s --refs expert --metrics "$m,cider_d,meteor" --json "$out/pascal50s.json" | tee "$out/pascal50s.txt"
+capeval bench flickr8k-expert --protocol clipscore --metrics "$m,cider_d,spice" --json "$out/f8k-clipscore.json" \
+  | tee "$out/f8k-clipscore.txt"
+capeval bench flickr8k-expert --protocol cui --metrics "$m,cider_d,spice" --json "$out/f8k-cui.json" | tee "$out/f8k-cui.txt"
+capeval bench thumb --metrics "$m,cider_d,spice" --json "$out/thumb.json" | tee "$out/thumb.txt"
+# the paper's pairs only (no mismatched negatives), for comparison
+pp=(--metrics lceval --lceval-model "$out/lceval-paper-pairs")
+capeval bench composite "${pp[@]}" | tee "$out/pp-composite.txt"
+capeval bench pascal50s --refs expert "${pp[@]}" | tee "$out/pp-pascal50s.txt"
+capeval bench flickr8k-expert --protocol clipscore "${pp[@]}" | tee "$out/pp-f8k-clipscore.txt"
+# ABSTRACT-50S: needs <data dir>/abstract50s/ (not in shared/data)
+[ -d "${CAPEVAL_DATA_DIR:-../shared/data}/abstract50s" ] && \
+  capeval bench abstract50s --metrics "$m,cider_d" --json "$out/abstract50s.json" | tee "$out/abstract50s.txt"
+# 5. speed and memory (PASCAL-50S, cold / warm-references / warm)
+PYTHONPATH=modules python benchmarks/lceval_speed.py --json "$out/speed.json"
