@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "modules"))
 def _workload():
     from capeval.benchmarks import load_benchmark
 
-    bench = load_benchmark("pascal50s", refs="expert")
+    bench = load_benchmark("pascal50s", references="expert")
     preds = [r.candidates[0] for r in bench.records] + [r.candidates[1] for r in bench.records]
     refs = [list(r.references) for r in bench.records] * 2
     return preds, refs
@@ -98,7 +98,7 @@ def main() -> int:
                 shutil.copytree(df_home, home, dirs_exist_ok=True)
                 for state in states:
                     out = subprocess.run([sys.executable, __file__, "--child", state], env={**env, "CAPEVAL_CACHE_DIR": home},
-                                         check=True, capture_output=True, text=True).stdout
+                                         check=True, stdout=subprocess.PIPE, text=True).stdout
                     runs.append(json.loads(out.strip().splitlines()[-1]))
                     print(json.dumps(runs[-1]), file=sys.stderr)
         results["runs"] = runs

@@ -192,7 +192,7 @@ class FeatureExtractor:
         from capeval.coco.cider import CiderD
         from capeval.coco.rouge import rouge_l_scores
         from capeval.lceval.embedding import mowe_similarities, wmd_similarities
-        from capeval.lceval.hwcm import hwcm_max
+        from capeval.lceval.hwcm import chain_table, hwcm_max
         from capeval.lceval.lexical import lexical_features
         from capeval.lceval.stopwords import content_words
 
@@ -211,11 +211,12 @@ class FeatureExtractor:
         x[:, col["wmd"]] = wmd_similarities(cand_words, ref_words, self.vectors, progress=batch.progress)
         x[:, col["mowe"]] = mowe_similarities(cand_words, ref_words, self.vectors)
 
-        flat = cand_text + [t for rs in ref_text for t in rs]
-        parsed = dict(zip(flat, self.dependency_parser.parse(flat, show_progress=batch.progress)))
+        flat = list(dict.fromkeys(cand_text + [t for rs in ref_text for t in rs]))
+        parses = self.dependency_parser.parse(flat, show_progress=batch.progress)
+        tables = {text: chain_table(rows, HWCM_SPECS) for text, rows in zip(flat, parses)}  # each caption walked once
         hw = [col[f"hwcm_{field}{k}"] for field, k in HWCM_SPECS]
         for i in range(n):
-            x[i, hw] = hwcm_max(parsed[cand_text[i]], [parsed[t] for t in ref_text[i]], HWCM_SPECS)
+            x[i, hw] = hwcm_max(tables[cand_text[i]], [tables[t] for t in ref_text[i]], HWCM_SPECS)
 
         x[:, col["spice"]] = self.spice.compute(batch).per_caption["spice"]
         x[:, col["meteor"]] = self.meteor.compute(batch).per_caption["meteor"]

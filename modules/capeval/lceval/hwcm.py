@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["DependencyRow", "FIELDS", "chains", "hwcm", "hwcm_max"]
+__all__ = ["DependencyRow", "FIELDS", "chain_table", "chains", "hwcm", "hwcm_max", "hwcm_tables"]
 
 #: One token of a parse: ``(lemma, dependency label, head index as a string)``.
 DependencyRow = tuple[str, str, str]
@@ -52,21 +52,51 @@ def chains(rows: Sequence[DependencyRow], field: str, length: int) -> Counter:
     return Counter(tuple(rows[i][col] for i in p) for p in paths)
 
 
-def hwcm(candidate: Sequence[DependencyRow], reference: Sequence[DependencyRow], field: str, n: int) -> float:
-    """``HWCM_n`` of one candidate parse against one reference parse (mean overlap over chain lengths 1..n)."""
+#: ``{(field, length): (chain counts, number of chains)}`` of one parse (:func:`chain_table`).
+ChainTable = dict
+
+
+def chain_table(rows: Sequence[DependencyRow], specs: Sequence[tuple[str, int]]) -> ChainTable:
+    """The chains of one parse for every field of ``specs`` and every length up to its ``n``, computed once (what
+    :func:`hwcm_tables` compares; a caption that is the reference of many candidates is walked once)."""
+    longest: dict[str, int] = {}
+    for field, n in specs:
+        longest[field] = max(n, longest.get(field, 0))
+    table: ChainTable = {}
+    for field, n in longest.items():
+        for u in range(1, n + 1):
+            counts = chains(rows, field, u)
+            table[(field, u)] = (counts, sum(counts.values()))
+    return table
+
+
+def hwcm_tables(candidate: ChainTable, reference: ChainTable, field: str, n: int) -> float:
+    """:func:`hwcm` from two :func:`chain_table` s."""
     total = 0.0
     for u in range(1, n + 1):
-        ref = chains(reference, field, u)
-        cand = chains(candidate, field, u)
-        matched = sum(min(count, ref[c]) for c, count in cand.items())
-        total += matched / (sum(ref.values()) + SMALL)
+        ref, ref_total = reference[(field, u)]
+        cand, _ = candidate[(field, u)]
+        matched = sum(min(count, ref[c]) for c, count in cand.items() if c in ref)
+        total += matched / (ref_total + SMALL)
     return total / n
 
 
-def hwcm_max(candidate: Sequence[DependencyRow], references: Sequence[Sequence[DependencyRow]],
+def hwcm(candidate: Sequence[DependencyRow], reference: Sequence[DependencyRow], field: str, n: int) -> float:
+    """``HWCM_n`` of one candidate parse against one reference parse (mean overlap over chain lengths 1..n)."""
+    spec = [(field, n)]
+    return hwcm_tables(chain_table(candidate, spec), chain_table(reference, spec), field, n)
+
+
+def hwcm_max(candidate: Sequence[DependencyRow] | ChainTable, references: Sequence[Sequence[DependencyRow] | ChainTable],
              specs: Sequence[tuple[str, int]]) -> np.ndarray:
-    """For each ``(field, n)`` of ``specs``, the maximum of :func:`hwcm` over the references (0 without any)."""
+    """For each ``(field, n)`` of ``specs``, the maximum of :func:`hwcm` over the references (0 without any).
+    Parses or their :func:`chain_table` s (built for ``specs``)."""
+    def table(x):
+        return x if isinstance(x, dict) else chain_table(x, specs)
+
+    cand = table(candidate)
+    refs = [table(r) for r in references]
     out = np.zeros(len(specs), dtype=np.float64)
     for k, (field, n) in enumerate(specs):
-        out[k] = max((hwcm(candidate, ref, field, n) for ref in references), default=0.0)
+        out[k] = max((hwcm_tables(cand, ref, field, n) for ref in refs), default=0.0)
     return out
