@@ -284,26 +284,33 @@ def _guarded(function: Callable) -> Callable:
     return run
 
 
+def _caption_controls(gr, metric_choices: Sequence[str] | None, default_metrics: Sequence[str] | None):
+    """The inputs every caption Space shares, in page order: the predictions and references boxes, the metrics
+    checkboxes (``None`` without ``metric_choices``), the Score and Example buttons and the corpus table."""
+    with gr.Row():
+        predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
+        references = gr.Textbox(label=f"References (one line per caption; several separated by "
+                                      f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
+    metrics = None
+    if metric_choices:
+        metrics = gr.CheckboxGroup(list(metric_choices), value=list(default_metrics or metric_choices),
+                                   label="Metrics", elem_id="metrics")
+    with gr.Row():
+        score = gr.Button("Score", variant="primary", elem_id="score")
+        example_button = gr.Button("Example", elem_id="example")
+    corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus", interactive=False)
+    return predictions, references, metrics, score, example_button, corpus
+
+
 def caption_app(module, *, title: str, description: str, keys: Sequence[str], example: tuple[str, str],
                 metric_choices: Sequence[str] | None = None, default_metrics: Sequence[str] | None = None):
     """gradio Blocks for a caption metric module: predictions, references, (metrics), Score, Example, tables."""
     gr = _gradio()
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\n\n{description}")
-        with gr.Row():
-            predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
-            references = gr.Textbox(label=f"References (one line per caption; several separated by "
-                                          f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
-        inputs = [predictions, references]
-        if metric_choices:
-            metrics = gr.CheckboxGroup(list(metric_choices), value=list(default_metrics or metric_choices),
-                                       label="Metrics", elem_id="metrics")
-            inputs.append(metrics)
-        with gr.Row():
-            score = gr.Button("Score", variant="primary", elem_id="score")
-            example_button = gr.Button("Example", elem_id="example")
-        corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus",
-                              interactive=False)
+        predictions, references, metrics, score, example_button, corpus = _caption_controls(
+            gr, metric_choices, default_metrics)
+        inputs = [predictions, references] + ([metrics] if metrics is not None else [])
         per_caption = gr.Dataframe(headers=["#", "caption", *keys], label="Per caption", elem_id="per_caption",
                                    interactive=False)
         signature = gr.Textbox(label="Signature", interactive=False, elem_id="signature")
@@ -371,16 +378,8 @@ def image_caption_app(module, *, title: str, description: str, keys: Sequence[st
         images = gr.Gallery(label="Images: one per caption line, in the order of the lines (or one for all)",
                             type="filepath", file_types=["image"], interactive=True, columns=4, height=260,
                             object_fit="contain", elem_id="images")
-        with gr.Row():
-            predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
-            references = gr.Textbox(label=f"References (one line per caption; several separated by "
-                                          f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
-        metrics = gr.CheckboxGroup(list(metric_choices), value=chosen_first, label="Metrics", elem_id="metrics")
-        with gr.Row():
-            score = gr.Button("Score", variant="primary", elem_id="score")
-            example_button = gr.Button("Example", elem_id="example")
-        corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus",
-                              interactive=False)
+        predictions, references, metrics, score, example_button, corpus = _caption_controls(
+            gr, metric_choices, chosen_first)
         per_caption = gr.Dataframe(headers=["#", "image", "caption", *keys], label="Per caption",
                                    elem_id="per_caption", interactive=False)
         signature = gr.Textbox(label="Signature", interactive=False, elem_id="signature")
@@ -595,16 +594,8 @@ def lceval_app(module, *, title: str, description: str, example: tuple[str, str]
     chosen_first = list(default_metrics or metric_choices)
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\n\n{description}")
-        with gr.Row():
-            predictions = gr.Textbox(label="Predictions (one caption per line)", lines=6, elem_id="predictions")
-            references = gr.Textbox(label=f"References (one line per caption; several separated by "
-                                          f"{REFERENCE_SEPARATOR})", lines=6, elem_id="references")
-        metrics = gr.CheckboxGroup(list(metric_choices), value=chosen_first, label="Metrics", elem_id="metrics")
-        with gr.Row():
-            score = gr.Button("Score", variant="primary", elem_id="score")
-            example_button = gr.Button("Example", elem_id="example")
-        corpus = gr.Dataframe(headers=["metric", "score"], label="Corpus scores", elem_id="corpus",
-                              interactive=False)
+        predictions, references, metrics, score, example_button, corpus = _caption_controls(
+            gr, metric_choices, chosen_first)
         per_caption = gr.Dataframe(headers=["#", "caption", *metric_choices], label="Per caption",
                                    elem_id="per_caption", interactive=False)
         features = gr.Dataframe(headers=[*LCEVAL_FEATURE_COLUMNS, *FEATURE_NAMES],
