@@ -207,14 +207,18 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
 
     # -- text --------------------------------------------------------------------------------------------------
     def forward(self, input_ids=None, image_features=None, image_embeds=None, attention_mask=None,
-                past_key_values=None, labels=None, use_cache=None, return_dict=True, num_items_in_batch=None,
-                **kwargs):
+                cache=None, labels=None, use_cache=None, return_dict=True, num_items_in_batch=None,
+                past_key_values=None, **kwargs):
         """Next-word logits ``[batch, tokens, vocab]``; ``loss`` (mean cross-entropy over non-pad ``labels``,
         which are the targets aligned with ``input_ids``, i.e. already shifted) when ``labels`` are given.
 
         Without ``input_ids``, they are built from ``labels`` (:func:`inputs_from_labels`), as encoder-decoder
         models build their decoder inputs. ``num_items_in_batch`` (passed by ``transformers.Trainer``): the loss
-        is the summed cross-entropy divided by it, so that gradient accumulation weighs every token alike."""
+        is the summed cross-entropy divided by it, so that gradient accumulation weighs every token alike.
+
+        ``cache`` (a ``transformers.DynamicCache``, updated in place) is what transformers >= 5.24 passes and
+        returns; ``past_key_values`` is the same for earlier releases (whichever is given is used)."""
+        past_key_values = cache if cache is not None else past_key_values
         if image_embeds is None:
             if image_features is None:
                 raise ValueError("Pass image_features (or image_embeds from encode_images).")
@@ -246,7 +250,7 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
                 loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100,
                                        reduction="sum") / num_items_in_batch
         return transformers.modeling_outputs.CausalLMOutputWithPast(
-            loss=loss, logits=logits, past_key_values=past_key_values if use_cache else None)
+            loss=loss, logits=logits, **{_CACHE_FIELD: past_key_values if use_cache else None})
 
     def generate(self, input_ids=None, image_features=None, image_embeds=None, **kwargs):
         """``transformers`` generation; the image keys/values are computed once (``image_embeds``)."""
@@ -283,6 +287,12 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return True
+
+
+#: The field of ``CausalLMOutputWithPast`` that carries the key/value cache: ``cache`` since transformers 5.24
+#: (which also renamed the keyword generate passes to ``forward``), ``past_key_values`` before.
+_CACHE_FIELD = ("cache" if "cache" in getattr(transformers.modeling_outputs.CausalLMOutputWithPast,
+                                              "__dataclass_fields__", {}) else "past_key_values")
 
 
 def sequence_log_probs(logits, targets):
