@@ -312,6 +312,24 @@ def test_evaluate_system_two_folds(trained):
         evaluate_system(table, test, dict(list(system.items())[1:]), init_from=out)
 
 
+def test_fine_tuning_keeps_the_vocabulary_and_architecture(trained, tmp_path):
+    """init_from (``capeval critic train --init-from``): a trained critic goes on with another negative mix."""
+    from capeval.critic.model import CriticModel
+
+    table, train, dev, test, _, out, log = trained
+    tuned = train_critic(table, train, tmp_path / "tuned", dev=dev, held_out={"test": test}, init_from=out,
+                         mix={"RC": 2, "WP": 1, "RW": 1}, epochs=1, pairs_per_batch=6, lr=1e-3, progress_bar=False)
+    assert tuned["options"]["init_from"] == str(out) and tuned["config"]["context"] == log["config"]["context"]
+    assert {"dev_s_RC", "dev_s_WP", "dev_s_RW"} <= set(tuned["epochs"][0])
+    assert CriticVocab.load(tmp_path / "tuned").words == CriticVocab.load(out).words
+    before, after = CriticModel.from_pretrained(out), CriticModel.from_pretrained(tmp_path / "tuned")
+    assert before.config.hidden_size == after.config.hidden_size
+    assert any(not torch.equal(a, b) for a, b in zip(before.state_dict().values(), after.state_dict().values()))
+    with pytest.raises(ValueError, match="cannot change the architecture"):
+        train_critic(table, train, tmp_path / "bad", init_from=out, config={"head": "linear"}, epochs=1,
+                     mix="caption")
+
+
 def test_cli_argument_parsers():
     from capeval.cli import build_parser
     from capeval.cli.cmd_critic import _systems, parse_mix
@@ -325,6 +343,10 @@ def test_cli_argument_parsers():
         _systems("a=x.jsonl,b")
     args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--interactions", "off"])
     assert args.interactions == "off" and args.mix == "paper" and args.candidates_per_image == 1
+    assert args.init_from is None
+    args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--init-from",
+                                      "critic-flickr8k-caption", "--mix", "RC=3,WP=1,RW=1"])
+    assert args.init_from == "critic-flickr8k-caption" and parse_mix(args.mix) == {"RC": 3.0, "WP": 1.0, "RW": 1.0}
     args = build_parser().parse_args(["bench", "flickr8k-expert", "--metrics", "critic",
                                       "--critic-model", "critic-flickr8k-caption"])
     from capeval.cli.output import model_options

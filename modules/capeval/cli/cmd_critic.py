@@ -43,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="captions of each image used as candidates per epoch (1: an epoch is one pass over the images)")
     t.add_argument("--patience", type=int, default=3, help="epochs without a better dev score before stopping")
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--init-from", default=None, metavar="DIR|NAME",
+                   help="fine-tune a trained critic (a folder or a shipped name such as critic-flickr8k-caption): its "
+                        "vocabulary and architecture are kept, so --context/--head/--hidden-size/--interactions and "
+                        "--word-vectors are not read")
     t.add_argument("--restart", action="store_true", help="ignore existing checkpoints")
     t.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
     add_progress_argument(t)
@@ -109,18 +113,21 @@ def machine_captions(path: Path | None) -> dict[str, list[str]] | None:
 
 def train(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
+    from capeval.critic.scoring import critic_folder
     from capeval.critic.train import train_critic
     from capeval.models.feature_table import FeatureTable
 
     table = FeatureTable.load(args.features)
+    init = critic_folder(args.init_from) if args.init_from else None
+    config = None if init else {"context": args.context, "head": args.head, "hidden_size": args.hidden_size,
+                                "interactions": args.interactions == "on" and args.head != "bilinear"}
     log = train_critic(
         table, flickr8k_split("train"), args.out, dev=flickr8k_split("dev"), held_out={"test": flickr8k_split("test")},
         system=machine_captions(args.system), samples=machine_captions(args.samples),
         dev_system=machine_captions(args.dev_system), dev_samples=machine_captions(args.dev_samples),
-        config={"context": args.context, "head": args.head, "hidden_size": args.hidden_size,
-                "interactions": args.interactions == "on" and args.head != "bilinear"},
-        resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress, epochs=args.epochs, lr=args.lr,
-        pairs_per_batch=args.pairs_per_batch, candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
+        config=config, init_from=init, resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress,
+        epochs=args.epochs, lr=args.lr, pairs_per_batch=args.pairs_per_batch,
+        candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
         word_vectors=args.word_vectors)
     print(f"best epoch {log['best_epoch']} (dev s {log['best_dev']:.4f}) -> {args.out}", file=sys.stderr)
     return 0
