@@ -11,7 +11,7 @@ from capeval.hf import caption_features
 from capeval.hf import select_metrics
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
-_FAMILY = ("critic", "critic_ref", "critic_img")
+_FAMILY = ("critic", "critic_ref", "critic_img", "critic_plus")
 
 _CITATION = """\
 @inproceedings{cui2018learning,
@@ -29,7 +29,9 @@ machine-generated and pathologically transformed ones (captions of other images,
 The score of a candidate caption is the critic's probability that a human wrote it, in [0, 1], higher = more
 human-like, averaged over every reference caption used as the context; the corpus score is the mean over the
 captions. Three critics: "critic" reads the image and a reference (the paper's metric), "critic_ref" only a
-reference (no image needed) and "critic_img" only the image (no reference read). The shipped critics were
+reference (no image needed) and "critic_img" only the image (no reference read). Beyond the paper, "critic_plus"
+combines the caption-level critic (image + reference) with the all-MiniLM-L6-v2 sentence cosine of candidate and
+reference, by three weights fitted on Flickr8k dev (no vision-language model). The shipped critics were
 trained on Flickr8k train only. Offline substitutions, recorded in each critic's config: the image features are
 EfficientNet-Lite0 ImageNet features (1280-d, 224 x 224) instead of the paper's ResNet-152, and the word
 embeddings start from GloVe 6B 50-d instead of 300-d; a critic trained with other features or vectors
@@ -44,18 +46,21 @@ Args:
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them (critic_img reads none, but they are still required).
     metrics (`list` of `str` or `str`, optional): any of "critic" (image + reference), "critic_ref" (reference
-        only) and "critic_img" (image only), or a comma-separated string. Default: "critic" when `images` is
-        given, "critic_ref" when it is not (the result key says which one was computed; asking for "critic"
-        or "critic_img" without `images` raises ValueError). Names of other capeval modules' metrics are
+        only), "critic_img" (image only) and "critic_plus" (the caption-level critic + the MiniLM sentence cosine,
+        image + references), or a comma-separated string. Default: "critic" when `images` is
+        given, "critic_ref" when it is not (the result key says which one was computed; asking for "critic",
+        "critic_img" or "critic_plus" without `images` raises ValueError). Names of other capeval modules' metrics are
         accepted and left to those modules (`evaluate.combine`): this module returns {} (with a warning) when
         none of its own is named.
     images (`list`, optional): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a
-        numpy array or a `datasets.Image` value. Required by critic and critic_img (ValueError naming the
-        metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
+        numpy array or a `datasets.Image` value. Required by critic, critic_img and critic_plus (ValueError
+        naming the metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
     critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`).
         Default: the shipped `critic-flickr8k`.
     critic_ref_model (`str`, optional): folder of a reference-only critic. Default: `critic-flickr8k-ref`.
     critic_img_model (`str`, optional): folder of an image-only critic. Default: `critic-flickr8k-img`.
+    critic_plus_model (`str`, optional): folder of a critic_plus combiner (`capeval critic fit-plus`), which
+        names its critic and sentence encoder. Default: the shipped `critic-flickr8k-plus`.
     critic_batch_size (`int`, optional): caption pairs per forward pass. Default 4096.
     critic_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
@@ -65,7 +70,8 @@ Args:
 
 Returns:
     critic, critic_ref, critic_img (`float`): the selected ones: mean P(human) over the captions, 0 to 1,
-        higher = more human-like. A caption with no word token (only punctuation or emoji) scores 0.
+        higher = more human-like. critic_plus (`float`): mean over the captions of the combiner's probability,
+        0 to 1, averaged over the references. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
     signature (`str`): the critic (the shipped name, or the folder name and a hash of its files), its context
         and "refs=mean", e.g. "nrefs:1|clean:none|critic:model=critic-flickr8k,ctx=image+reference,refs=mean|...".
@@ -111,12 +117,20 @@ Examples:
     ['critic', 'critic_ref', 'critic_img']
     >>> round(every["critic"], 6) == round(result["critic"], 6)
     True
+
+    critic_plus (beyond the paper): the caption-level critic and the all-MiniLM-L6-v2 sentence cosine, combined:
+
+    >>> plus = critic.compute(predictions=predictions, references=references, images=images, metrics="critic_plus")
+    >>> plus["signature"].split("|")[2]
+    'critic_plus:model=critic-flickr8k-plus,critic=critic-flickr8k-caption,encoder=all-minilm-l6-v2,refs=mean'
+    >>> [round(p, 1) for p in plus["per_caption"]["critic_plus"]]  # 0 to 1; all three captions fit
+    [1.0, 0.8, 1.0]
 """
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class LearnedCritic(CaptionModule, evaluate.Metric):
-    """The learned critic (critic / critic_ref / critic_img); see ``capeval.score(..., metrics="critic")``."""
+    """The learned critic (critic / critic_ref / critic_img / critic_plus); see ``capeval.score(..., metrics="critic")``."""
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -137,6 +151,7 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
         critic_model=None,
         critic_ref_model=None,
         critic_img_model=None,
+        critic_plus_model=None,
         critic_batch_size=4096,
         critic_device=None,
         empty="error",
@@ -155,6 +170,7 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
             critic_model=critic_model,
             critic_ref_model=critic_ref_model,
             critic_img_model=critic_img_model,
+            critic_plus_model=critic_plus_model,
             critic_batch_size=critic_batch_size,
             critic_device=critic_device,
             empty=empty,

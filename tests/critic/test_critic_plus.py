@@ -57,25 +57,10 @@ pytest.importorskip("transformers")
 
 from capeval.critic.ensemble import critic_plus_scores, fit_combiner, pair_features  # noqa: E402
 from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
+from support.tiny_critic import FakeEncoder  # noqa: E402
 
 PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
 REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog on the grass", "a dog", "grass"]]
-
-
-class FakeEncoder:
-    """Bag-of-letters unit vectors: a deterministic stand-in for the sentence encoder."""
-
-    name = "fake-letters"
-
-    def encode(self, texts, **_):
-        out = np.zeros((len(texts), 27), dtype=np.float32)
-        for i, t in enumerate(texts):
-            for ch in t.lower():
-                out[i, ord(ch) - 97 if "a" <= ch <= "z" else 26] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-
-    def similarity(self, a, b, **kwargs):
-        return np.einsum("ij,ij->i", self.encode(a).astype(float), self.encode(b).astype(float))
 
 
 def _features(n, seed=0):

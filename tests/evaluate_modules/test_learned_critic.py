@@ -135,3 +135,31 @@ def test_a_critic_of_the_wrong_context_is_refused(module, tiny_critics, paths):
     with pytest.raises(ValueError, match="critic expects a critic with context 'image\\+reference'"):
         module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths, metrics="critic",
                        critic_model=tiny_critics["critic_ref_model"])
+
+
+def test_critic_plus_equals_capeval_score_and_needs_images(module, tiny_critics, paths, tmp_path, monkeypatch):
+    """critic_plus through the module: a combiner over the tiny image + reference critic, with a stand-in sentence
+    encoder (the real MiniLM is tested in tests/critic/test_critic_plus.py)."""
+    import capeval.critic.ensemble as ensemble
+    from capeval.critic.ensemble import Combiner
+    from support.tiny_critic import FakeEncoder
+
+    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
+    folder = tmp_path / "plus"
+    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(folder)
+    got = module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths, metrics=["critic_plus"],
+                         critic_plus_model=str(folder))
+    want = capeval.score(PREDICTIONS, REFERENCES, metrics="critic_plus", images=paths, critic_plus_model=str(folder))
+    assert sorted(got) == ["critic_plus", "per_caption", "signature"]
+    assert got["critic_plus"] == want["critic_plus"] and got["per_caption"] == want["per_caption"]
+    assert got["signature"] == want["signature"] and "encoder=fake-letters" in got["signature"]
+    assert all(0.0 < p < 1.0 for p in got["per_caption"]["critic_plus"])
+    # with the three critics in one call: each key as alone
+    every = module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths,
+                           metrics="critic,critic_ref,critic_img,critic_plus", critic_plus_model=str(folder),
+                           **tiny_critics)
+    assert list(every)[:4] == ["critic", "critic_ref", "critic_img", "critic_plus"]
+    assert every["per_caption"]["critic_plus"] == got["per_caption"]["critic_plus"]
+    with pytest.raises(ValueError, match=r"critic_plus needs? one image per prediction"):
+        module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="critic_plus",
+                       critic_plus_model=str(folder))

@@ -201,7 +201,8 @@ def test_critic_models_come_from_the_arguments_then_the_environment(tmp_path):
     assert critic_models({"critic_model": tmp_path}, environ=env) == {"critic_model": str(tmp_path),
                                                                       "critic_img_model": "/m/img"}
     assert set(CRITIC_MODEL_ENV.values()) == {"CAPEVAL_CRITIC_MODEL", "CAPEVAL_CRITIC_REF_MODEL",
-                                              "CAPEVAL_CRITIC_IMG_MODEL"}
+                                              "CAPEVAL_CRITIC_IMG_MODEL", "CAPEVAL_CRITIC_PLUS_MODEL"}
+    assert critic_models(environ={"CAPEVAL_CRITIC_PLUS_MODEL": "/m/plus"}) == {"critic_plus_model": "/m/plus"}
     with pytest.raises(ValueError, match="unknown critic option"):
         critic_models({"critic": "/m"})
 

@@ -19,9 +19,9 @@ gr = pytest.importorskip("gradio")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import capeval  # noqa: E402
-from capeval.hf.space import (CAPTION_EXAMPLE, CRITIC_EXAMPLE, CRITIC_METRICS, CRITIC_MODEL_ENV, DIGITS,  # noqa: E402
-                              LCEVAL_EXAMPLE, LCEVAL_METRICS, THUMB_EXAMPLE, load_module, parse_predictions,
-                              parse_references)
+from capeval.hf.space import (CAPTION_EXAMPLE, CRITIC_DEFAULT_METRICS, CRITIC_EXAMPLE, CRITIC_METRICS,  # noqa: E402
+                              CRITIC_MODEL_ENV, DIGITS, LCEVAL_EXAMPLE, LCEVAL_METRICS, THUMB_EXAMPLE, load_module,
+                              parse_predictions, parse_references)
 from capeval.io import example_images  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -181,10 +181,19 @@ def _set_metrics(page, chosen: list[str]) -> None:
 
 def test_critic_space_in_a_browser(browser, tiny_critics, monkeypatch, tmp_path):
     """Example (the bundled photos), an upload of two images in another order, critic_ref without images, and the
-    messages for bad input: reference lines, a text file posing as a JPEG, no image for critic."""
-    metrics = list(CRITIC_METRICS)
+    messages for bad input: reference lines, a text file posing as a JPEG, no image for critic; critic_plus ticked
+    (a combiner over the tiny critic, with a stand-in sentence encoder)."""
+    import capeval.critic.ensemble as ensemble
+    from capeval.critic.ensemble import Combiner
+    from support.tiny_critic import FakeEncoder
+
+    metrics = list(CRITIC_DEFAULT_METRICS)
+    plus = tmp_path / "plus"
+    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(plus)
+    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
+    models = {**tiny_critics, "critic_plus_model": str(plus)}
     for option, variable in CRITIC_MODEL_ENV.items():  # the app reads the critic folders from the environment
-        monkeypatch.setenv(variable, tiny_critics[option])
+        monkeypatch.setenv(variable, models[option])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     photos = [str(p) for p in example_images()]
     app, url = _launch("learned_critic")
@@ -214,6 +223,15 @@ def test_critic_space_in_a_browser(browser, tiny_critics, monkeypatch, tmp_path)
                              **tiny_critics)
         page.screenshot(path=str(ARTIFACTS / "learned_critic-upload.png"), full_page=True)
         _check_critic_tables(page, want, metrics, two, ["astronaut.jpg", "chelsea.jpg"])
+
+        # critic_plus, ticked beside critic (it is not ticked at first)
+        _set_metrics(page, ["critic", "critic_plus"])
+        page.click("#score")
+        _wait_for_first_column(page, "corpus", ["critic", "critic_plus"])
+        want = capeval.score(two, parse_references(refs, 2), metrics="critic,critic_plus",
+                             images=[photos[1], photos[0]], **models)
+        _check_critic_tables(page, want, ["critic", "critic_plus"], two, ["astronaut.jpg", "chelsea.jpg"])
+        _set_metrics(page, metrics)
 
         _bad_input_message(page, ARTIFACTS / "learned_critic-bad-input.png", {"#references textarea": "only one line"},
                            "2 caption(s) but 1 line(s) of references")

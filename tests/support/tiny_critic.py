@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 #: Option of the critic metrics -> the context of the critic it names.
 CONTEXTS = {"critic_model": "image+reference", "critic_ref_model": "reference", "critic_img_model": "image"}
 SIZES = {"hidden_size": 16, "mlp_size": 8, "bilinear_dim": 64, "embed_dim": 8}
@@ -32,3 +34,19 @@ def make_tiny_critics(root: Path, seed: int = 0) -> dict[str, str]:
         vocab.save(folder)
         out[option] = str(folder)
     return out
+
+
+class FakeEncoder:
+    """Bag-of-letters unit vectors: a deterministic, instant stand-in for critic_plus's sentence encoder (numpy only)."""
+
+    name = "fake-letters"
+
+    def encode(self, texts, **_):
+        out = np.zeros((len(texts), 27), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for ch in t.lower():
+                out[i, ord(ch) - 97 if "a" <= ch <= "z" else 26] += 1
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    def similarity(self, a, b, **kwargs):
+        return np.einsum("ij,ij->i", self.encode(a).astype(float), self.encode(b).astype(float))

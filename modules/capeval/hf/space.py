@@ -13,7 +13,8 @@ gradio is imported only when an app is built.
 
 The learned_critic Space reads its critic folders from the environment when they are set (else the shipped
 critics): ``CAPEVAL_CRITIC_MODEL`` (image + reference), ``CAPEVAL_CRITIC_REF_MODEL`` (reference only) and
-``CAPEVAL_CRITIC_IMG_MODEL`` (image only) (:data:`CRITIC_MODEL_ENV`); ``critic_space(..., models={...})`` sets
+``CAPEVAL_CRITIC_IMG_MODEL`` (image only) and ``CAPEVAL_CRITIC_PLUS_MODEL`` (a critic_plus combiner)
+(:data:`CRITIC_MODEL_ENV`); ``critic_space(..., models={...})`` sets
 them in code. The lceval Space reads ``CAPEVAL_LCEVAL_MODEL`` and ``CAPEVAL_LCEVAL_RELEASED_MODEL`` the same way
 (:data:`LCEVAL_MODEL_ENV`, ``lceval_space(..., models={...})``).
 """
@@ -30,7 +31,7 @@ from typing import Any
 from capeval.api import IMAGE_FREE_ALTERNATIVE
 from capeval.registry import metric_class, resolve, result_keys
 
-__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV", "DIGITS",
+__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_DEFAULT_METRICS", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV", "DIGITS",
            "LCEVAL_EXAMPLE", "LCEVAL_METRICS", "LCEVAL_MODEL_ENV", "REFERENCE_SEPARATOR", "THUMB_EXAMPLE",
            "SpaceInputError", "caption_app", "caption_space", "critic_models", "critic_space", "image_caption_app",
            "image_paths", "lceval_app", "lceval_models", "lceval_space", "load_module", "parse_predictions",
@@ -462,10 +463,12 @@ def thumb_space(app_file: str):
 
 
 #: The critic metrics the learned_critic Space offers (all ticked at first).
-CRITIC_METRICS = ("critic", "critic_ref", "critic_img")
+CRITIC_METRICS = ("critic", "critic_ref", "critic_img", "critic_plus")
+#: The ones ticked at first (critic_plus also loads the MiniLM sentence encoder).
+CRITIC_DEFAULT_METRICS = CRITIC_METRICS[:3]
 #: Option of the learned_critic module -> the environment variable the Space reads it from (a critic folder).
 CRITIC_MODEL_ENV = {"critic_model": "CAPEVAL_CRITIC_MODEL", "critic_ref_model": "CAPEVAL_CRITIC_REF_MODEL",
-                    "critic_img_model": "CAPEVAL_CRITIC_IMG_MODEL"}
+                    "critic_img_model": "CAPEVAL_CRITIC_IMG_MODEL", "critic_plus_model": "CAPEVAL_CRITIC_PLUS_MODEL"}
 #: What the Example button fills in beside the bundled photos (:func:`capeval.io.example_images`: a cat, an
 #: astronaut, a coffee cup). The third caption's words are permuted: a pathological caption of the kind the paper's
 #: robustness tests use.
@@ -512,11 +515,13 @@ def critic_space(app_file: str, models: Mapping[str, str | os.PathLike | None] |
         description="The learned critic of Cui et al. (CVPR 2018): the probability, 0 to 1, that a caption was written "
                     "by a person rather than a captioning model, given the image and a reference (critic), only a "
                     "reference (critic_ref: no image needed) or only the image (critic_img), averaged over the "
-                    "references. Trained on Flickr8k train only, with EfficientNet-Lite0 image features. Upload one "
+                    "references; critic_plus (beyond the paper) adds the all-MiniLM-L6-v2 sentence similarity of "
+                    "caption and reference to the caption-level critic. Trained on Flickr8k only, with "
+                    "EfficientNet-Lite0 image features. Upload one "
                     "image per caption line, in order, or one image for all lines. The third Example caption has "
                     "its words permuted.",
         keys=[k for name in CRITIC_METRICS for k in result_keys(name)], example=CRITIC_EXAMPLE,
-        example_images=example_images(), metric_choices=CRITIC_METRICS, default_metrics=CRITIC_METRICS,
+        example_images=example_images(), metric_choices=CRITIC_METRICS, default_metrics=CRITIC_DEFAULT_METRICS,
         options=critic_models(models))
 
 
