@@ -98,23 +98,33 @@ def score_captions(compute: Callable[..., dict], keys: Sequence[str], prediction
     as ``metrics=`` (``None``: the module's default). Errors of the module (``ValueError``/``TypeError`` naming
     ``predictions[i]`` ...) come back as :class:`SpaceInputError` with the same message.
     """
+    _, result, corpus, per_caption = _score_tables(compute, keys, predictions_text, references_text, metrics)
+    return corpus, per_caption, result.get("signature", "")
+
+
+def _score_tables(compute: Callable[..., dict], keys: Sequence[str], predictions_text: str, references_text: str,
+                  metrics: Sequence[str] | None, options: Mapping[str, Any] | None = None,
+                  errors: tuple[type[Exception], ...] = (ValueError, TypeError)):
+    """``(predictions, result, corpus rows, per-caption table)`` of typed captions (:func:`score_captions`);
+    ``options``: more keywords for ``compute``; ``errors``: the module's exceptions shown as a
+    :class:`SpaceInputError`."""
     predictions = parse_predictions(predictions_text)
     references = parse_references(references_text, len(predictions))
-    kwargs = {}
+    kwargs = dict(options or {})
     if metrics is not None:
         if not metrics:
             raise SpaceInputError("Choose at least one metric.")
         kwargs["metrics"] = list(metrics)
     try:
         result = compute(predictions=predictions, references=references, **kwargs)
-    except (ValueError, TypeError) as err:
+    except errors as err:
         raise SpaceInputError(str(err)) from err
     shown = [k for k in keys if k in result]
     corpus = [[k, _round(result[k])] for k in shown]
     per_caption = {"headers": ["#", "caption", *shown],
                    "data": [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
                             for i, p in enumerate(predictions)]}
-    return corpus, per_caption, result.get("signature", "")
+    return predictions, result, corpus, per_caption
 
 
 THUMB_FIELDS = ("precision", "recall", "fluency", "conciseness", "inclusive")
@@ -569,22 +579,11 @@ def score_lceval(compute: Callable[..., dict], predictions_text: str, references
     network folders). The module's errors (``ValueError``, ``TypeError``, a missing network folder) come back as
     :class:`SpaceInputError` with the same message.
     """
-    predictions = parse_predictions(predictions_text)
-    references = parse_references(references_text, len(predictions))
-    kwargs = {**dict(options or {}), "lceval_features": True, "lceval_released_features": True}
-    if metrics is not None:
-        if not metrics:
-            raise SpaceInputError("Choose at least one metric.")
-        kwargs["metrics"] = list(metrics)
-    try:
-        result = compute(predictions=predictions, references=references, **kwargs)
-    except (ValueError, TypeError, OSError) as err:
-        raise SpaceInputError(str(err)) from err
-    shown = [k for k in LCEVAL_METRICS if k in result]
-    corpus = [[k, _round(result[k])] for k in shown]
-    per_caption = {"headers": ["#", "caption", *shown],
-                   "data": [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
-                            for i, p in enumerate(predictions)]}
+    predictions, result, corpus, per_caption = _score_tables(
+        compute, LCEVAL_METRICS, predictions_text, references_text, metrics,
+        options={**dict(options or {}), "lceval_features": True, "lceval_released_features": True},
+        errors=(ValueError, TypeError, OSError))
+    shown = [row[0] for row in corpus]
     return corpus, per_caption, _feature_table(result, shown, predictions), result.get("signature", "")
 
 
