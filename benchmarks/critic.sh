@@ -30,12 +30,16 @@ common=(--features "$out/pooled224.safetensors" --system "$out/system-train.json
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k" --context image+reference
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rc" --context image+reference \
   --mix caption --epochs 10 --patience 3
+# 3b. the robust caption-level critic: RC 3/5, WP 1/5, RW 1/5, every caption a candidate once per epoch (16 epochs,
+#     then resumed to 22: 2.3 min per epoch on one thread)
+capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rcwr5" --mix RC=3,WP=1,RW=1 \
+  --candidates-per-image 5 --epochs 22 --patience 3
 # 4. the reference-only and image-only critics (paper mix)
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-ref" --context reference
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context image
 # 5. ship: float16 weights (half the size; loaded back as float32), vocabulary, training log
 for pair in critic-flickr8k:critic-flickr8k critic-rc:critic-flickr8k-caption critic-flickr8k-ref:critic-flickr8k-ref \
-            critic-flickr8k-img:critic-flickr8k-img; do
+            critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust; do
   python - "$out/${pair%%:*}" "modules/capeval/pretrained/${pair##*:}" <<'PY'
 import shutil, sys
 from pathlib import Path
@@ -64,6 +68,13 @@ python benchmarks/critic_speed.py --critic critic-flickr8k-caption --json "$B/sp
 capeval robustness --metrics critic,critic_ref,critic_img,bleu_4,cider_d,meteor,spice --json "$B/robustness.json" \
   --plot "$B/robustness.png"
 capeval robustness --metrics critic "${C[@]}" --json "$B/robustness-caption.json"
+R=(--critic-model critic-flickr8k-robust)
+for p in cui clipscore; do
+  capeval bench flickr8k-expert --metrics critic "${R[@]}" --protocol $p --json "$B/f8k-$p-robust.json"
+done
+capeval bench pascal50s --metrics critic "${R[@]}" --json "$B/pascal-robust.json"
+capeval bench composite --subset 8k --metrics critic "${R[@]}" --json "$B/composite8k-robust.json"
+capeval robustness --metrics critic "${R[@]}" --json "$B/robustness-robust.json" --plot "$B/robustness-robust.png"
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do

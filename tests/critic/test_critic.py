@@ -222,6 +222,7 @@ def test_resume_equals_an_uninterrupted_run(trained, tmp_path):
     shutil.rmtree(part / "checkpoints" / "epoch-2")  # killed during epoch 2: resume from epoch 1
     resumed = train_critic(table, train, part, epochs=3, **kwargs)
     assert [e["dev_s"] for e in resumed["epochs"]] == pytest.approx([e["dev_s"] for e in log["epochs"]], abs=1e-6)
+    assert resumed["options"]["epochs"] == 3 == log["options"]["epochs"]
 
 
 def test_training_refuses_evaluated_images(trained, tmp_path):

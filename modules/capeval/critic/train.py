@@ -142,6 +142,7 @@ def train_critic(
         state = torch.load(last / STATE_FILE, weights_only=False)
         log = state["log"]
         opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}
+        log["options"]["epochs"] = opts["epochs"]  # a resumed run plans the epochs it was last asked for
     elif opts["init_from"] is not None:  # fine-tune a trained critic (its vocabulary and architecture)
         if config:
             raise ValueError("config cannot change the architecture of an init_from critic.")
