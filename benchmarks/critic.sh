@@ -86,3 +86,5 @@ systems="$systems,sample1.0=$out/sys-sample1.0-test.jsonl,sample1.5=$out/sys-sam
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" --json "$B/evaluate-system.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-caption --json "$B/evaluate-system-caption.json"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
+  --init-from critic-flickr8k-robust --json "$B/evaluate-system-robust.json"
