@@ -30,10 +30,11 @@ common=(--features "$out/pooled224.safetensors" --system "$out/system-train.json
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k" --context image+reference
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rc" --context image+reference \
   --mix caption --epochs 10 --patience 3
-# 3b. the robust caption-level critic: RC 3/5, WP 1/5, RW 1/5, every caption a candidate once per epoch (16 epochs,
-#     then resumed to 22: 2.3 min per epoch on one thread)
+# 3b. the robust caption-level critic: RC 3/5, WP 1/5, RW 1/5, every caption a candidate once per epoch (run as 16,
+#     then resumed to 22 and to 30 epochs: the same run, the learning rate decays per epoch; 2.3 min per epoch on one
+#     thread, 1.3 on two)
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rcwr5" --mix RC=3,WP=1,RW=1 \
-  --candidates-per-image 5 --epochs 22 --patience 3
+  --candidates-per-image 5 --epochs 30 --patience 3
 # 4. the reference-only and image-only critics (paper mix)
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-ref" --context reference
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context image
