@@ -41,6 +41,27 @@ def tiny_critics(tmp_path_factory) -> dict[str, str]:
     return make_tiny_critics(tmp_path_factory.mktemp("tiny-critics"))
 
 
+@pytest.fixture
+def fake_encoder(monkeypatch):
+    """critic_plus loads :class:`support.tiny_critic.FakeEncoder` instead of the MiniLM sentence encoder."""
+    import capeval.critic.ensemble as ensemble
+    from support.tiny_critic import FakeEncoder
+
+    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
+    return FakeEncoder()
+
+
+@pytest.fixture
+def tiny_plus(tiny_critics, tmp_path, fake_encoder) -> str:
+    """The folder of a critic_plus combiner (fixed weights) over the tiny image + reference critic, scoring with
+    the fake sentence encoder."""
+    from capeval.critic.ensemble import Combiner
+
+    folder = tmp_path / "plus"
+    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder=fake_encoder.name).save(folder)
+    return str(folder)
+
+
 @pytest.fixture(scope="session")
 def tiny_lceval(tmp_path_factory) -> str:
     """The folder of a small random LCEval network (16 -> 3 ReLU -> 2, seeded; the scores mean nothing), for

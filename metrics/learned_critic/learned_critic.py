@@ -130,7 +130,8 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class LearnedCritic(CaptionModule, evaluate.Metric):
-    """The learned critic (critic / critic_ref / critic_img / critic_plus); see ``capeval.score(..., metrics="critic")``."""
+    """The learned critic (critic / critic_ref / critic_img / critic_plus); see
+    ``capeval.score(..., metrics="critic")``."""
 
     def _info(self):
         return evaluate.MetricInfo(

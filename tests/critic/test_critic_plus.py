@@ -160,20 +160,11 @@ def test_missing_package_names_the_pip_command(monkeypatch):
 # -- the registered metric and fit-plus -------------------------------------------------------------------------
 
 
-@pytest.fixture
-def fake_encoder(monkeypatch):
-    import capeval.critic.ensemble as ensemble
-
-    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
-    return FakeEncoder()
-
-
-def test_registered_metric_through_capeval_score(tiny_critics, tmp_path, fake_encoder):
+def test_registered_metric_through_capeval_score(tiny_critics, tiny_plus, fake_encoder, tmp_path):
     import capeval
     from capeval.io import example_images
 
-    folder = tmp_path / "plus"
-    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(folder)
+    folder = tiny_plus
     images = [str(p) for p in example_images()[:3]]
     out = capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(folder))
     per = out["per_caption"]["critic_plus"]

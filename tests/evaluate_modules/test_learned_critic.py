@@ -137,16 +137,10 @@ def test_a_critic_of_the_wrong_context_is_refused(module, tiny_critics, paths):
                        critic_model=tiny_critics["critic_ref_model"])
 
 
-def test_critic_plus_equals_capeval_score_and_needs_images(module, tiny_critics, paths, tmp_path, monkeypatch):
+def test_critic_plus_equals_capeval_score_and_needs_images(module, tiny_critics, tiny_plus, paths):
     """critic_plus through the module: a combiner over the tiny image + reference critic, with a stand-in sentence
     encoder (the real MiniLM is tested in tests/critic/test_critic_plus.py)."""
-    import capeval.critic.ensemble as ensemble
-    from capeval.critic.ensemble import Combiner
-    from support.tiny_critic import FakeEncoder
-
-    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
-    folder = tmp_path / "plus"
-    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(folder)
+    folder = tiny_plus
     got = module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths, metrics=["critic_plus"],
                          critic_plus_model=str(folder))
     want = capeval.score(PREDICTIONS, REFERENCES, metrics="critic_plus", images=paths, critic_plus_model=str(folder))

@@ -179,19 +179,12 @@ def _set_metrics(page, chosen: list[str]) -> None:
             box.click()
 
 
-def test_critic_space_in_a_browser(browser, tiny_critics, monkeypatch, tmp_path):
+def test_critic_space_in_a_browser(browser, tiny_critics, tiny_plus, monkeypatch, tmp_path):
     """Example (the bundled photos), an upload of two images in another order, critic_ref without images, and the
     messages for bad input: reference lines, a text file posing as a JPEG, no image for critic; critic_plus ticked
     (a combiner over the tiny critic, with a stand-in sentence encoder)."""
-    import capeval.critic.ensemble as ensemble
-    from capeval.critic.ensemble import Combiner
-    from support.tiny_critic import FakeEncoder
-
     metrics = list(CRITIC_DEFAULT_METRICS)
-    plus = tmp_path / "plus"
-    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder="fake-letters").save(plus)
-    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
-    models = {**tiny_critics, "critic_plus_model": str(plus)}
+    models = {**tiny_critics, "critic_plus_model": tiny_plus}
     for option, variable in CRITIC_MODEL_ENV.items():  # the app reads the critic folders from the environment
         monkeypatch.setenv(variable, models[option])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,8 @@ def test_shipped_coco_lms_exclude_every_evaluation_image_and_load():
 
 
 CRITICS = {"critic-flickr8k": "image+reference", "critic-flickr8k-caption": "image+reference",
-           "critic-flickr8k-ref": "reference", "critic-flickr8k-img": "image", "critic-flickr8k-robust": "image+reference"}
+           "critic-flickr8k-ref": "reference", "critic-flickr8k-img": "image",
+           "critic-flickr8k-robust": "image+reference"}
 
 
 @pytest.mark.parametrize("name", sorted(CRITICS))

@@ -37,7 +37,7 @@ def make_tiny_critics(root: Path, seed: int = 0) -> dict[str, str]:
 
 
 class FakeEncoder:
-    """Bag-of-letters unit vectors: a deterministic, instant stand-in for critic_plus's sentence encoder (numpy only)."""
+    """Bag-of-letters unit vectors: a deterministic, instant stand-in for critic_plus's sentence encoder."""
 
     name = "fake-letters"
 

@@ -18,8 +18,8 @@ array([0.83])
   ``critic-flickr8k-caption`` (image + reference, RC negatives only: the paper's caption-level protocol §4.4; pass
   ``critic_model="critic-flickr8k-caption"``), ``critic-flickr8k-robust`` (image + reference, RC / WP / RW negatives
   3 : 1 : 1: caption level and robust to permuted or random words), ``critic-flickr8k-ref`` (reference only) and
-  ``critic-flickr8k-img``
-  (image only), the defaults of :data:`SHIPPED`. Weights are stored as float16 and loaded as float32.
+  ``critic-flickr8k-img`` (image only), the defaults of :data:`SHIPPED`. Weights are stored as float16 and loaded
+  as float32.
 """
 from __future__ import annotations
 

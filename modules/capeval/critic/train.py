@@ -141,8 +141,8 @@ def train_critic(
         vocab = CriticVocab.load(last)
         state = torch.load(last / STATE_FILE, weights_only=False)
         log = state["log"]
-        opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}
         log["options"]["epochs"] = opts["epochs"]  # a resumed run plans the epochs it was last asked for
+        opts = {**DEFAULTS, **log["options"]}
     elif opts["init_from"] is not None:  # fine-tune a trained critic (its vocabulary and architecture)
         if config:
             raise ValueError("config cannot change the architecture of an init_from critic.")

@@ -31,12 +31,12 @@ from typing import Any
 from capeval.api import IMAGE_FREE_ALTERNATIVE
 from capeval.registry import metric_class, resolve, result_keys
 
-__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_DEFAULT_METRICS", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV", "DIGITS",
-           "LCEVAL_EXAMPLE", "LCEVAL_METRICS", "LCEVAL_MODEL_ENV", "REFERENCE_SEPARATOR", "THUMB_EXAMPLE",
-           "SpaceInputError", "caption_app", "caption_space", "critic_models", "critic_space", "image_caption_app",
-           "image_paths", "lceval_app", "lceval_models", "lceval_space", "load_module", "parse_predictions",
-           "parse_references", "score_captions", "score_image_captions", "score_lceval", "score_thumb", "thumb_app",
-           "thumb_space"]
+__all__ = ["CAPTION_EXAMPLE", "CAPTION_SPACES", "CRITIC_DEFAULT_METRICS", "CRITIC_EXAMPLE", "CRITIC_METRICS",
+           "CRITIC_MODEL_ENV", "DIGITS", "LCEVAL_EXAMPLE", "LCEVAL_METRICS", "LCEVAL_MODEL_ENV", "REFERENCE_SEPARATOR",
+           "THUMB_EXAMPLE", "SpaceInputError", "caption_app", "caption_space", "critic_models", "critic_space",
+           "image_caption_app", "image_paths", "lceval_app", "lceval_models", "lceval_space", "load_module",
+           "parse_predictions", "parse_references", "score_captions", "score_image_captions", "score_lceval",
+           "score_thumb", "thumb_app", "thumb_space"]
 
 #: Decimals shown in the tables.
 DIGITS = 4

@@ -291,8 +291,8 @@ class CaptionerForImageCaptioning(CaptionerPreTrainedModel, transformers.Generat
 
 #: The field of ``CausalLMOutputWithPast`` that carries the key/value cache: ``cache`` since transformers 5.24
 #: (which also renamed the keyword generate passes to ``forward``), ``past_key_values`` before.
-_CACHE_FIELD = ("cache" if "cache" in getattr(transformers.modeling_outputs.CausalLMOutputWithPast,
-                                              "__dataclass_fields__", {}) else "past_key_values")
+_CACHE_FIELD = ("cache" if "cache" in transformers.modeling_outputs.CausalLMOutputWithPast.__dataclass_fields__
+                else "past_key_values")
 
 
 def sequence_log_probs(logits, targets):
