@@ -96,4 +96,8 @@ def score(predictions: Sequence[str], references: Sequence[Any], metrics: Sequen
     share = ProcessShare(state)
     if not share.is_main:
         kwargs["progress"] = False
-    return score_shared(predictions, references, metrics, share=share, **kwargs)
+    result = score_shared(predictions, references, metrics, share=share, **kwargs)
+    # the other processes wait for the main one's corpus scores: one leaving early tears its gloo threads
+    # down under the others' feet (SIGABRT "terminate called without an active exception", result lost)
+    state.wait_for_everyone()
+    return result

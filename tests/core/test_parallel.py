@@ -126,3 +126,33 @@ def test_processes_without_accelerate_names_the_fix(monkeypatch, capsys):
     rc = main(["score", "--example", "--metrics", TEXT, "--processes", "2"])
     err = capsys.readouterr().err
     assert rc == 1 and "accelerate" in err and "pip install" in err
+
+
+class _RecordingState:
+    """A 2-process ``PartialState`` stand-in for one rank that records the barriers it reaches."""
+
+    num_processes = 2
+
+    def __init__(self, rank: int) -> None:
+        self.process_index, self.is_main_process, self.events = rank, rank == 0, []
+
+    def wait_for_everyone(self):
+        self.events.append("barrier")
+
+
+def test_every_process_waits_for_the_main_ones_scores(monkeypatch):
+    """A process leaving before the main one has scored tore gloo down under it (SIGABRT, result lost)."""
+    import capeval.api
+    import capeval.parallel
+
+    for rank in (0, 1):
+        state = _RecordingState(rank)
+
+        def fake_shared(*args, share, **kwargs):
+            state.events.append(("scored", share.is_main, kwargs.get("progress", True)))
+            return {"bleu_4": 0.5} if share.is_main else None
+
+        monkeypatch.setattr(capeval.api, "score_shared", fake_shared)
+        result = capeval.parallel.score(PREDICTIONS, REFERENCES, TEXT, state=state)
+        assert state.events == [("scored", rank == 0, rank == 0), "barrier"]
+        assert result == ({"bleu_4": 0.5} if rank == 0 else None)
