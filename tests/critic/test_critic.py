@@ -331,6 +331,27 @@ def test_fine_tuning_keeps_the_vocabulary_and_architecture(trained, tmp_path):
                      mix="caption")
 
 
+def test_init_text_from_starts_a_new_critic_from_a_text_encoder(trained, tmp_path):
+    """init_text_from (``--init-text-from``): another context and head, the trained vocabulary / embeddings / LSTM."""
+    from capeval.critic.model import CriticModel
+
+    table, train, dev, test, _, out, _ = trained
+    source = CriticModel.from_pretrained(out)
+    plain = {**TINY, "context": "reference", "head": "linear", "interactions": True}
+    log = train_critic(table, train, tmp_path / "new", dev=dev, held_out={"test": test}, init_text_from=out,
+                       config=plain, mix={"RC": 1}, epochs=1, pairs_per_batch=6, lr=1e-9, progress_bar=False)
+    new = CriticModel.from_pretrained(tmp_path / "new")
+    assert new.config.context == "reference" and new.config.head == "linear" and log["options"]["init_text_from"]
+    assert CriticVocab.load(tmp_path / "new").words == CriticVocab.load(out).words
+    for name in ("embed", "lstm"):  # lr 1e-9: still (to float precision) the source's text encoder
+        for a, b in zip(getattr(source, name).parameters(), getattr(new, name).parameters()):
+            assert torch.allclose(a, b, atol=1e-6)
+    with pytest.raises(ValueError, match="keeps the text encoder's sizes"):
+        train_critic(table, train, tmp_path / "bad", init_text_from=out, config={"hidden_size": 32}, mix="caption")
+    with pytest.raises(ValueError, match="not both"):
+        train_critic(table, train, tmp_path / "bad", init_text_from=out, init_from=out, mix="caption")
+
+
 def test_cli_argument_parsers():
     from capeval.cli import build_parser
     from capeval.cli.cmd_critic import _systems, parse_mix

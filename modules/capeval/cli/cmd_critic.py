@@ -14,8 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = p.add_subparsers(dest="critic_command", metavar="ACTION")
     t = inner.add_parser("train", help="train on Flickr8k train (seeded, checkpoints, resume, accelerate); the dev "
                                        "split selects the epoch, the test split is never read")
-    t.add_argument("--features", type=Path, required=True,
-                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled)")
+    t.add_argument("--corpus", default="flickr8k", choices=["flickr8k", "coco-train2014"],
+                   help="flickr8k: Flickr8k train / dev with image features (--features); coco-train2014: COCO "
+                        "train2014's 414k human captions (offline, in pycocoevalcap's jar) for reference-context "
+                        "critics, RC neighbours by caption vectors, dev = a seeded 2%% of the images, every image of "
+                        "a reported benchmark left out by file name and Flickr photo id")
+    t.add_argument("--features", type=Path,
+                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); "
+                        "required with --corpus flickr8k")
     t.add_argument("--out", type=Path, required=True, help="output folder (checkpoints/ inside)")
     t.add_argument("--system", type=Path, help="machine captions of the train images (`capeval captioner generate "
                                                "--split train`), for the 'system' negatives")
@@ -47,6 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fine-tune a trained critic (a folder or a shipped name such as critic-flickr8k-caption): its "
                         "vocabulary and architecture are kept, so --context/--head/--hidden-size/--interactions and "
                         "--word-vectors are not read")
+    t.add_argument("--init-text-from", default=None, metavar="DIR|NAME",
+                   help="a new critic (--context/--head as given) whose vocabulary, embeddings and LSTM start from this "
+                        "trained critic's, e.g. a reference critic trained with --corpus coco-train2014; the image "
+                        "projection and the head start fresh")
     t.add_argument("--restart", action="store_true", help="ignore existing checkpoints")
     t.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
     add_progress_argument(t)
@@ -117,20 +127,51 @@ def train(args: argparse.Namespace) -> int:
     from capeval.critic.train import train_critic
     from capeval.models.feature_table import FeatureTable
 
-    table = FeatureTable.load(args.features)
     init = critic_folder(args.init_from) if args.init_from else None
     config = None if init else {"context": args.context, "head": args.head, "hidden_size": args.hidden_size,
                                 "interactions": args.interactions == "on" and args.head != "bilinear"}
+    if args.corpus == "coco-train2014":
+        table, train_captions, dev_captions, held_out = _coco_corpus(args, init)
+    else:
+        if args.features is None:
+            raise ValueError("--corpus flickr8k trains on image features: give --features FILE "
+                             "(`capeval features extract`).")
+        table, train_captions, dev_captions = FeatureTable.load(args.features), flickr8k_split("train"), \
+            flickr8k_split("dev")
+        held_out = {"test": flickr8k_split("test")}
     log = train_critic(
-        table, flickr8k_split("train"), args.out, dev=flickr8k_split("dev"), held_out={"test": flickr8k_split("test")},
+        table, train_captions, args.out, dev=dev_captions, held_out=held_out,
         system=machine_captions(args.system), samples=machine_captions(args.samples),
         dev_system=machine_captions(args.dev_system), dev_samples=machine_captions(args.dev_samples),
         config=config, init_from=init, resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress,
         epochs=args.epochs, lr=args.lr, pairs_per_batch=args.pairs_per_batch,
         candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
-        word_vectors=args.word_vectors)
+        word_vectors=args.word_vectors,
+        init_text_from=critic_folder(args.init_text_from) if args.init_text_from else None)
     print(f"best epoch {log['best_epoch']} (dev s {log['best_dev']:.4f}) -> {args.out}", file=sys.stderr)
     return 0
+
+
+def _coco_corpus(args: argparse.Namespace, init):
+    """(caption-vector table, train, dev, held-out benchmark images) of ``--corpus coco-train2014``."""
+    from capeval.benchmarks.lceval_training import benchmark_images
+    from capeval.critic.coco_corpus import caption_neighbour_table, coco_training_corpus
+
+    context = json.loads((Path(init) / "config.json").read_text())["context"] if init else args.context
+    if context != "reference":
+        raise ValueError(f"--corpus coco-train2014 has COCO's captions but not its images: it trains critics whose "
+                         f"context is the reference only (--context reference), not {context!r}.")
+    for name in ("system", "samples", "dev_system", "dev_samples", "features"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} belongs to --corpus flickr8k (COCO has no machine captions "
+                             "or image features here).")
+    benchmarks = benchmark_images()
+    corpus = coco_training_corpus(benchmarks, seed=args.seed)
+    print(f"COCO train2014: {len(corpus.train)} train / {len(corpus.dev)} dev images; left out "
+          f"{corpus.report['left_out'] or 'none'} (checked: {', '.join(corpus.report['benchmarks_checked'])})",
+          file=sys.stderr)
+    table = caption_neighbour_table({**corpus.train, **corpus.dev}, args.word_vectors)
+    return table, corpus.train, corpus.dev, {f"benchmark {b}": dict.fromkeys(names) for b, names in benchmarks.items()}
 
 
 

@@ -6,7 +6,10 @@
   (:func:`capeval.critic.data.epoch_examples`; negatives in the paper's proportions by default). Never an image of
   ``dev`` or of a ``held_out`` split (checked);
 * model: vocabulary of the ``max_words`` most frequent training tokens, embeddings initialised from word vectors
-  (GloVe 6B 50-d offline; unknown words from GloVe's ``unk``), then trained;
+  (GloVe 6B 50-d offline; unknown words from GloVe's ``unk``), then trained; or ``init_from`` a trained critic
+  (fine-tuning: its vocabulary and architecture), or ``init_text_from`` one (a new critic of the given ``config``
+  whose vocabulary, embeddings and LSTM start from that critic's, e.g. a reference-context critic trained on COCO's
+  captions, :mod:`capeval.critic.coco_corpus`; the image projection and the head start fresh);
 * optimisation as the paper: cross-entropy, Adam (lr 1e-3) decayed ×0.9 per epoch, global-norm clipping 1.0,
   batches of ``pairs_per_batch`` (50) images × (1 positive + 1 negative) = 100 examples;
 * seeded: epoch ``e``'s examples, order and dropout come from ``seed + e``, so a resumed run equals an uninterrupted
@@ -39,7 +42,8 @@ from capeval.progress import progress
 
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
                             "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
-                            "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None}
+                            "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None,
+                            "init_text_from": None}
 
 
 def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
@@ -143,6 +147,25 @@ def train_critic(
         log = state["log"]
         log["options"]["epochs"] = opts["epochs"]  # a resumed run plans the epochs it was last asked for
         opts = {**DEFAULTS, **log["options"]}
+    elif opts["init_from"] is not None and opts["init_text_from"] is not None:
+        raise ValueError("give init_from (a whole critic) or init_text_from (its text encoder), not both.")
+    elif opts["init_text_from"] is not None:  # a new critic reading text as a trained one does (e.g. COCO-trained)
+        source = CriticModel.from_pretrained(opts["init_text_from"]).float()
+        vocab = CriticVocab.load(opts["init_text_from"])
+        opts["init_text_from"] = str(opts["init_text_from"])
+        fixed = {"embed_dim": source.config.embed_dim, "hidden_size": source.config.hidden_size}
+        clash = {k: v for k, v in (config or {}).items() if k in fixed and v != fixed[k]}
+        if clash:
+            raise ValueError(f"init_text_from keeps the text encoder's sizes {fixed}; config asks {clash}.")
+        cfg = CriticConfig(vocab_size=len(vocab), image_dim=features.feature_dim, max_tokens=vocab.max_length,
+                           word_vectors=source.config.word_vectors, seed=opts["seed"], **features.encoder_settings(),
+                           **{**(config or {}), **fixed})
+        model = CriticModel(cfg)
+        model.embed.load_state_dict(source.embed.state_dict())
+        model.lstm.load_state_dict(source.lstm.state_dict())
+        state, log = None, {"options": dict(opts), "config": cfg.to_dict(), "feature_settings": features.settings,
+                            "train_images": len(images), "vocabulary": len(vocab), "epochs": [], "best_epoch": None,
+                            "best_dev": None}
     elif opts["init_from"] is not None:  # fine-tune a trained critic (its vocabulary and architecture)
         if config:
             raise ValueError("config cannot change the architecture of an init_from critic.")

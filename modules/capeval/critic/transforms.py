@@ -75,11 +75,13 @@ def random_words(caption: str, gamma: float, rng: random.Random, vocabulary: Seq
 class NearestImages:
     """Images ranked by cosine similarity of their features, nearest first (the image itself excluded).
 
-    ``features``: ``[n, d]`` (numpy or torch) in the order of ``names``. Ranking costs ``n²`` floats in blocks;
-    Flickr8k's 6,000 training images take about a second.
+    ``features``: ``[n, d]`` (numpy or torch) in the order of ``names``. Up to ``precompute_limit`` images the whole
+    ranking is computed once (``n²`` floats in blocks; Flickr8k's 6,000 training images take about a second); above
+    it (COCO's 80,000: the ranking alone would take 27 GB) each draw ranks one image's similarities on demand
+    (``argpartition``, about a millisecond). Both give a uniformly drawn image among the ``gamma`` fraction nearest.
     """
 
-    def __init__(self, names: Sequence[str], features):
+    def __init__(self, names: Sequence[str], features, precompute_limit: int = 20_000):
         feats = np.asarray(features.float().numpy() if hasattr(features, "numpy") else features, dtype=np.float32)
         if feats.ndim != 2 or feats.shape[0] != len(names):
             raise ValueError(f"features must be [n, d] with n = {len(names)} images, got {feats.shape}.")
@@ -87,22 +89,32 @@ class NearestImages:
             raise ValueError("random captions (RC) need at least 2 images.")
         self.names = list(names)
         self.position = {n: i for i, n in enumerate(self.names)}
-        unit = feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-12)
-        order = np.empty((len(names), len(names) - 1), dtype=np.int32)
-        for start in range(0, len(names), 1024):
+        self.unit = feats / np.maximum(np.linalg.norm(feats, axis=1, keepdims=True), 1e-12)
+        self.order = None if len(names) > precompute_limit else self._ranking(self.unit)
+
+    @staticmethod
+    def _ranking(unit: np.ndarray) -> np.ndarray:
+        n = unit.shape[0]
+        order = np.empty((n, n - 1), dtype=np.int32)
+        for start in range(0, n, 1024):
             sims = unit[start:start + 1024] @ unit.T
             for r in range(sims.shape[0]):
                 sims[r, start + r] = -np.inf
             # stable sort on (-similarity, index): ties keep index order, so the ranking is deterministic
-            order[start:start + sims.shape[0]] = np.argsort(-sims, axis=1, kind="stable")[:, : len(names) - 1]
-        self.order = order
+            order[start:start + sims.shape[0]] = np.argsort(-sims, axis=1, kind="stable")[:, : n - 1]
+        return order
 
     def neighbour(self, name: str, gamma: float, rng: random.Random) -> str:
         """A random image among the ``gamma`` fraction nearest to ``name`` (at least the nearest one)."""
         gamma = _check_gamma(gamma)
-        ranked = self.order[self.position[name]]
-        k = max(1, int(round(gamma * len(ranked))))
-        return self.names[int(ranked[rng.randrange(k)])]
+        position = self.position[name]
+        k = max(1, int(round(gamma * (len(self.names) - 1))))
+        rank = rng.randrange(k)
+        if self.order is not None:
+            return self.names[int(self.order[position][rank])]
+        sims = self.unit @ self.unit[position]
+        sims[position] = -np.inf
+        return self.names[int(np.argpartition(-sims, rank)[rank])]
 
 
 def random_caption(image: str, gamma: float, rng: random.Random, captions: Mapping[str, Sequence[str]],
