@@ -35,12 +35,19 @@ capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-
 #     thread, 1.3 on two)
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rcwr5" --mix RC=3,WP=1,RW=1 \
   --candidates-per-image 5 --epochs 30 --patience 3
+# 3c. the reference-only critic on COCO train2014's captions (no images, no machine captions; run with --epochs 10,
+#     stopped after epoch 6 for time and closed with --epochs 6), and the Flickr8k critic started from its text
+#     encoder (an experiment, not shipped; stopped after epoch 6)
+capeval critic train --corpus coco-train2014 --context reference --mix RC=3,WP=1,RW=1 --out "$out/critic-coco-ref" \
+  --epochs 6 --patience 3
+capeval critic train --features "$out/pooled224.safetensors" --init-text-from "$out/critic-coco-ref/checkpoints/epoch-4" \
+  --mix RC=3,WP=1,RW=1 --candidates-per-image 5 --epochs 6 --out "$out/critic-coco-robust"
 # 4. the reference-only and image-only critics (paper mix)
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-ref" --context reference
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context image
 # 5. ship: float16 weights (half the size; loaded back as float32), vocabulary, training log
 for pair in critic-flickr8k:critic-flickr8k critic-rc:critic-flickr8k-caption critic-flickr8k-ref:critic-flickr8k-ref \
-            critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust; do
+            critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust critic-coco-ref:critic-coco-ref; do
   python - "$out/${pair%%:*}" "modules/capeval/pretrained/${pair##*:}" <<'PY'
 import shutil, sys
 from pathlib import Path
@@ -76,6 +83,13 @@ done
 capeval bench pascal50s --metrics critic "${R[@]}" --json "$B/pascal-robust.json"
 capeval bench composite --subset 8k --metrics critic "${R[@]}" --json "$B/composite8k-robust.json"
 capeval robustness --metrics critic "${R[@]}" --json "$B/robustness-robust.json" --plot "$B/robustness-robust.png"
+O=(--critic-ref-model critic-coco-ref)
+for p in cui clipscore; do
+  capeval bench flickr8k-expert --metrics critic_ref "${O[@]}" --protocol $p --json "$B/f8k-$p-coco-ref.json"
+done
+capeval bench pascal50s --metrics critic_ref "${O[@]}" --json "$B/pascal-coco-ref.json"
+capeval bench composite --subset 8k --metrics critic_ref "${O[@]}" --json "$B/composite8k-coco-ref.json"
+capeval robustness --metrics critic_ref "${O[@]}" --json "$B/robustness-coco-ref.json" --plot "$B/robustness-coco-ref.png"
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do

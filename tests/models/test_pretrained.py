@@ -124,6 +124,37 @@ def test_shipped_critics_were_trained_on_flickr8k_train_only(name):
     assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
 
 
+def test_shipped_coco_critic_never_read_a_benchmark_image():
+    """``critic-coco-ref`` (COCO train2014 captions): its corpus, rebuilt from the log's seed, has the logged size and
+    gives exactly the shipped vocabulary; no training or dev image is a reported benchmark's image by file name or by
+    Flickr photo id (COCO's flickr_url), and the dev images were never trained on."""
+    pytest.importorskip("transformers")
+    require_data("composite", "composite_8k.jsonl")
+    from capeval.benchmarks.lceval_training import benchmark_images
+    from capeval.coco.captions import load_coco_annotations
+    from capeval.critic.coco_corpus import _coco_flickr_ids, coco_training_corpus, flickr_photo_id
+    from capeval.critic.scoring import load_critic
+    from capeval.critic.vocab import CriticVocab
+
+    folder = pretrained_dir("critic-coco-ref")
+    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    benchmarks = benchmark_images()
+    assert {"composite", "flickr8k-expert", "pascal50s"} <= set(benchmarks)
+    corpus = coco_training_corpus(benchmarks, seed=log["options"]["seed"])
+    assert log["train_images"] == len(corpus.train) > 80_000 and not set(corpus.train) & set(corpus.dev)
+    model, vocab = load_critic(folder)
+    assert model.config.context == "reference"
+    rebuilt = CriticVocab.build([c for caps in corpus.train.values() for c in caps], log["options"]["max_words"])
+    assert rebuilt.words == vocab.words
+    flickr = _coco_flickr_ids(load_coco_annotations("train2014"))
+    used = set(corpus.train) | set(corpus.dev)
+    for bench, names in benchmarks.items():
+        ids = {flickr_photo_id(n) for n in names} - {None}
+        assert not used & set(names), bench
+        assert not {flickr.get(n) for n in used} & ids, bench
+    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+
+
 def test_shipped_critic_scores_and_round_trips(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
