@@ -130,7 +130,7 @@ def test_shipped_coco_critic_never_read_a_benchmark_image():
     Flickr photo id (COCO's flickr_url), and the dev images were never trained on."""
     pytest.importorskip("transformers")
     require_data("composite", "composite_8k.jsonl")
-    from capeval.benchmarks.lceval_training import benchmark_images
+    from capeval.benchmarks.held_out import benchmark_images
     from capeval.coco.captions import load_coco_annotations
     from capeval.critic.coco_corpus import _coco_flickr_ids, coco_training_corpus, flickr_photo_id
     from capeval.critic.scoring import load_critic

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.benchmarks.held_out import REPORTED_BENCHMARKS, benchmark_images
+
 __all__ = ["REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images", "build_training_set",
            "paper_pairs", "read_machine_captions"]
 
-REPORTED_BENCHMARKS = ("composite", "flickr8k-expert", "flickr8k-crowdflower", "pascal50s", "thumb", "abstract50s")
 SOURCES = ("coco-karpathy", "flickr8k-train")
 
 
@@ -59,20 +60,6 @@ class TrainingSet:
     train: list[TrainingPair]
     dev: list[TrainingPair]
     report: dict[str, Any] = field(default_factory=dict)
-
-
-def benchmark_images(root: str | Path | None = None, names: Sequence[str] = REPORTED_BENCHMARKS) -> dict[str, set[str]]:
-    """``{benchmark: image file names}`` of the reported benchmarks whose files exist under ``root``."""
-    from capeval.benchmarks import load_benchmark
-
-    found: dict[str, set[str]] = {}
-    for name in names:
-        try:
-            bench = load_benchmark(name, root)
-        except (FileNotFoundError, OSError):
-            continue
-        found[name] = {Path(r.image_id).name for r in bench.records}
-    return found
 
 
 def paper_pairs(image_id: str, humans: Sequence[str], machines: Sequence[str], rng: random.Random, *, source: str,

@@ -154,7 +154,7 @@ def train(args: argparse.Namespace) -> int:
 
 def _coco_corpus(args: argparse.Namespace, init):
     """(caption-vector table, train, dev, held-out benchmark images) of ``--corpus coco-train2014``."""
-    from capeval.benchmarks.lceval_training import benchmark_images
+    from capeval.benchmarks.held_out import benchmark_images
     from capeval.critic.coco_corpus import caption_neighbour_table, coco_training_corpus
 
     context = json.loads((Path(init) / "config.json").read_text())["context"] if init else args.context
