@@ -91,7 +91,7 @@ def coco_training_corpus(benchmarks: Mapping[str, set[str]], *, dev_fraction: fl
             left_out[bench] = hits
     dropped = set().union(*left_out.values()) if left_out else set()
     short = sorted(n for n, caps in captions.items() if n not in dropped and len(caps) < 2)
-    kept = sorted(n for n in captions if n not in dropped and n not in set(short))
+    kept = sorted(set(captions) - dropped - set(short))
     dev_names = set(random.Random(seed).sample(kept, max(1, int(round(dev_fraction * len(kept))))))
     report = {"source": f"COCO {split} captions (pycocoevalcap's spice-1.0.jar)", "images": len(captions),
               "captions": sum(len(c) for c in captions.values()), "kept_images": len(kept),
@@ -120,10 +120,11 @@ def caption_vector(captions: Sequence[str], vectors) -> np.ndarray:
 def caption_neighbour_table(captions: Mapping[str, Sequence[str]], word_vectors: str = "glove-6b-50d"):
     """A :class:`~capeval.models.feature_table.FeatureTable` of every image's :func:`caption_vector` (RC's
     neighbourhoods for a corpus without image features); its settings say so."""
-    import torch
-
+    from capeval.models._deps import require
     from capeval.models.feature_table import FeatureTable
     from capeval.models.word_vectors import load_word_vectors
+
+    torch = require("torch", what="the critic's training corpus")
 
     vectors = load_word_vectors(word_vectors)
     names = sorted(captions)
