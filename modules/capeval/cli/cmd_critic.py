@@ -1,4 +1,5 @@
-"""``capeval critic train|evaluate-system|fit-plus``: the learned critic of Cui et al. (2018) and ``critic_plus``."""
+"""``capeval critic train|evaluate-system|fit-plus|fit-ensemble``: the learned critic of Cui et al. (2018),
+``critic_plus`` and critic ensembles."""
 from __future__ import annotations
 
 import argparse
@@ -95,6 +96,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
     add_progress_argument(f)
     f.set_defaults(func=fit_plus)
+
+    g = inner.add_parser("fit-ensemble", help="combine trained critics into one (per-pair log-odds, logistic "
+                                              "regression fitted on Flickr8k dev pairs: human caption vs negatives)")
+    g.add_argument("--features", type=Path, required=True,
+                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); only "
+                        "the dev images are read")
+    g.add_argument("--critics", required=True, metavar="NAME|DIR,...",
+                   help="comma-separated critics: shipped names (e.g. critic-flickr8k-robust,critic-coco-ref) or "
+                        "folders; recorded in ensemble.json as given")
+    g.add_argument("--out", type=Path, required=True,
+                   help="folder to write ensemble.json into; it is then a critic folder (--critic-model DIR)")
+    g.add_argument("--mix", default="RC=3,WP=1,RW=1",
+                   help="negatives of the dev pairs (RC, WP, RW; default RC=3,WP=1,RW=1, the shipped caption-level "
+                        "critics' training mix); RW draws words of the Flickr8k train captions")
+    g.add_argument("--seed", type=int, default=0, help="draws the contexts and the negatives of the dev pairs")
+    g.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
+    add_progress_argument(g)
+    g.set_defaults(func=fit_ensemble)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
@@ -190,6 +209,30 @@ def fit_plus(args: argparse.Namespace) -> int:
           f"{fit['dev']['accuracy']:.4f}, log-loss {fit['dev']['log_loss']:.4f}, pair accuracy "
           f"{fit['dev']['pair_accuracy']:.4f} (critic alone {fit['dev_critic_alone']['pair_accuracy']:.4f}, cosine "
           f"alone {fit['dev_cosine_alone']['pair_accuracy']:.4f}) -> {path}", file=sys.stderr)
+    return 0
+
+
+def fit_ensemble(args: argparse.Namespace) -> int:
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.critic_ensemble import fit_ensemble as fit
+    from capeval.critic.data import training_vocabulary
+    from capeval.models.feature_table import FeatureTable, check_disjoint
+
+    critics = [c.strip() for c in args.critics.split(",") if c.strip()]
+    if not critics:
+        raise ValueError("--critics: name at least one critic (NAME|DIR,...).")
+    dev = flickr8k_split("dev")
+    check_disjoint(dev, test=flickr8k_split("test"))
+    ensemble = fit(FeatureTable.load(args.features), dev, critics, mix=parse_mix(args.mix),
+                   vocabulary=training_vocabulary(flickr8k_split("train")), seed=args.seed,
+                   device=None if args.gpu else "cpu", progress_bar=args.progress)
+    path = ensemble.save(args.out)
+    fit_info = ensemble.fit
+    weights = " ".join(f"{c}={w:.4f}" for c, w in zip(ensemble.critics, ensemble.weights))
+    alone = ", ".join(f"{c} {r['pair_accuracy']:.4f}" for c, r in fit_info["dev_members_alone"].items())
+    print(f"weights {weights} intercept={ensemble.intercept:.4f}; dev accuracy {fit_info['dev']['accuracy']:.4f}, "
+          f"log-loss {fit_info['dev']['log_loss']:.4f}, pair accuracy {fit_info['dev']['pair_accuracy']:.4f} "
+          f"(alone: {alone}) -> {path}", file=sys.stderr)
     return 0
 
 

@@ -234,9 +234,21 @@ def _pair_accuracy(z: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean((pos > neg) + 0.5 * (pos == neg)))
 
 
-def _report(z: np.ndarray, y: np.ndarray) -> dict[str, float]:
+def fit_report(z: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Accuracy (``z > 0`` = human), mean log-loss and pair accuracy of log-odds ``z`` on labels ``y``, stored as
+    (human, negative) pairs one after the other."""
     return {"accuracy": float(((z > 0) == (y == 1)).mean()), "log_loss": log_loss(z, y),
             "pair_accuracy": _pair_accuracy(z, y)}
+
+
+def check_feature_settings(model: Any, features) -> None:
+    """``ValueError`` when ``features`` (a feature table) were made with another image encoder or resolution than
+    the one the critic ``model`` reads."""
+    settings = features.encoder_settings()
+    want = {"encoder": model.config.encoder, "encoder_resolution": model.config.encoder_resolution}
+    clash = {k: (settings[k], v) for k, v in want.items() if k in settings and settings[k] != v}
+    if clash:
+        raise ValueError(f"the features were made with {clash} (features, critic): the critic reads other ones.")
 
 
 def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.PathLike, *,
@@ -256,11 +268,7 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
     names = sorted(dev)
     features.check(names)
     if model.config.uses_image:
-        settings = features.encoder_settings()
-        want = {"encoder": model.config.encoder, "encoder_resolution": model.config.encoder_resolution}
-        clash = {k: (settings[k], v) for k, v in want.items() if k in settings and settings[k] != v}
-        if clash:
-            raise ValueError(f"the features were made with {clash} (features, critic): the critic reads other ones.")
+        check_feature_settings(model, features)
     pairs = fixed_pairs(dev, features, mix="caption", seed=seed)
     if not pairs:
         raise ValueError("no dev pairs: the dev images need at least 2 captions each.")
@@ -284,14 +292,14 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
         "method": "logistic regression, Newton's method (capeval.critic.ensemble.fit_logistic, l2 1e-6)",
         "features": "critic log-odds (logit of P(human) from its two logits), cosine of the sentence embeddings",
         "critic_context": model.config.context,
-        "dev": _report(x @ np.array([a, b]) + c, y),
-        "dev_critic_alone": _report(feats.critic_log_odds, y),
-        "dev_cosine_alone": {**_report(cos_w[0] * feats.cosine + cos_w[1], y),
+        "dev": fit_report(x @ np.array([a, b]) + c, y),
+        "dev_critic_alone": fit_report(feats.critic_log_odds, y),
+        "dev_cosine_alone": {**fit_report(cos_w[0] * feats.cosine + cos_w[1], y),
                              "weights": [float(cos_w[0]), float(cos_w[1])]},
         "note": "the dev numbers are in-sample (3 weights fitted on these examples)",
     }
     return Combiner(a, b, c, critic=str(critic), sentence_encoder=getattr(encoder, "name", sentence_encoder), fit=fit)
 
 
-__all__ = ["COMBINER_FILE", "Combiner", "PairFeatures", "SHIPPED_PLUS", "critic_plus_scores", "fit_combiner",
-           "fit_logistic", "load_critic_plus", "pair_features", "plus_folder"]
+__all__ = ["COMBINER_FILE", "Combiner", "PairFeatures", "SHIPPED_PLUS", "check_feature_settings", "critic_plus_scores",
+           "fit_combiner", "fit_logistic", "fit_report", "load_critic_plus", "pair_features", "plus_folder"]

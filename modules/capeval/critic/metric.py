@@ -5,7 +5,8 @@ with the sentence-embedding cosine of candidate and reference (:mod:`capeval.cri
 over the references the same way.
 
 Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
-(a ``capeval critic train`` folder; default the shipped Flickr8k critic of that context), ``critic_batch_size``
+(a ``capeval critic train`` folder, a ``capeval critic fit-ensemble`` folder of several critics combined, or a
+shipped name such as ``critic-flickr8k-ensemble``; default the shipped Flickr8k critic of that context), ``critic_batch_size``
 (pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available); ``critic_plus_model`` (a
 ``capeval critic fit-plus`` folder or a shipped name, default ``critic-flickr8k-plus``) with the same
 ``critic_batch_size`` / ``critic_device``.
@@ -46,24 +47,39 @@ class _CriticMetric(CaptionMetric):
     def cache_token(cls, options: dict[str, Any]) -> str:
         from capeval.critic.scoring import critic_folder
 
-        return _files_digest(critic_folder(options.get(cls.model_option), cls.context))
+        return _files_digest(*_weight_folders(critic_folder(options.get(cls.model_option), cls.context)))
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
+        from capeval.critic.critic_ensemble import context_of, ensemble_scores, is_ensemble, load_ensemble
         from capeval.critic.scoring import critic_folder, critic_scores, load_critic
 
-        model, vocab = load_critic(self.config[self.model_option], self.context, self.config["critic_device"])
-        if model.config.context != self.context:
-            raise ValueError(f"{self.name} expects a critic with context {self.context!r}; "
-                             f"{self.config[self.model_option]} has {model.config.context!r}.")
+        option, device = self.config[self.model_option], self.config["critic_device"]
+        folder = critic_folder(option, self.context)
+        if is_ensemble(folder):  # several critics combined into one (capeval critic fit-ensemble)
+            ensemble, members = load_ensemble(folder, device)
+            models = [m for m, _ in members]
+        else:
+            ensemble, members = None, [load_critic(option, self.context, device)]
+            models = [members[0][0]]
+        context = context_of(models) if ensemble is not None else models[0].config.context
+        if context != self.context:
+            raise ValueError(f"{self.name} expects a critic with context {self.context!r}; {option} has {context!r}.")
+        uses_image, uses_reference = any(m.config.uses_image for m in models), any(m.config.uses_reference
+                                                                                    for m in models)
         images = batch.images
-        if model.config.uses_image and images is None:
+        if uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
-        scores = critic_scores(preds, batch.raw_references if model.config.uses_reference else None,
-                               images=images, model=model, vocab=vocab, batch_size=int(self.config["critic_batch_size"]),
-                               progress_bar=batch.progress)
+        refs = batch.raw_references if uses_reference else None
+        size = int(self.config["critic_batch_size"])
+        if ensemble is not None:
+            scores = ensemble_scores(preds, refs, images=images, ensemble=ensemble, members=members,
+                                     batch_size=size, progress_bar=batch.progress)
+        else:
+            model, vocab = members[0]
+            scores = critic_scores(preds, refs, images=images, model=model, vocab=vocab, batch_size=size,
+                                   progress_bar=batch.progress)
         per = _zero_wordless(scores, preds)
-        folder = critic_folder(self.config[self.model_option], self.context)
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
                             signature=f"model={_model_label(folder)},ctx={self.context},refs=mean")
 
@@ -78,18 +94,26 @@ def _zero_wordless(scores, preds) -> list[float]:
 
 
 def _files_digest(*folders) -> str:
-    """sha256 (first 16 hex digits) of the weight, vocabulary and combiner files of ``folders``."""
+    """sha256 (first 16 hex digits) of the weight, vocabulary, combiner and ensemble files of ``folders``."""
     digest = hashlib.sha256()
     for folder in folders:
-        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json"):
+        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json"):
             path = folder / name
             if path.is_file():
                 digest.update(name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def _weight_folders(folder) -> list:
+    """``folder`` and, for a critic ensemble, its member critics' folders: every file that changes its scores."""
+    from capeval.critic.critic_ensemble import CriticEnsemble, is_ensemble
+
+    return [folder, *CriticEnsemble.load(folder).critic_paths(folder)] if is_ensemble(folder) else [folder]
+
+
 def _model_label(folder) -> str:
-    """``critic-flickr8k`` for a shipped critic (or combiner), else ``<folder name>@<hash of its files>``."""
+    """``critic-flickr8k`` for a shipped critic (or combiner, or ensemble), else ``<folder name>@<hash of its files>``
+    (an ensemble's hash covers its member critics' files)."""
     from capeval.paths import PRETRAINED, pretrained_dir
 
     if folder.name in PRETRAINED:
@@ -98,7 +122,7 @@ def _model_label(folder) -> str:
                 return folder.name
         except FileNotFoundError:
             pass
-    return f"{folder.name}@{_files_digest(folder)[:10]}"
+    return f"{folder.name}@{_files_digest(*_weight_folders(folder))[:10]}"
 
 
 class Critic(_CriticMetric):

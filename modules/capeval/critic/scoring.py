@@ -64,6 +64,9 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
     from capeval.models._deps import default_device
 
     folder = critic_folder(path, context)
+    if (folder / "ensemble.json").is_file():
+        raise FileNotFoundError(f"{folder} is a critic ensemble (ensemble.json), not one critic: score it with the "
+                                "critic metrics (critic_model=FOLDER) or capeval.critic.critic_ensemble.ensemble_scores.")
     if not (folder / "config.json").is_file() or not (folder / "vocab.json").is_file():
         raise FileNotFoundError(f"{folder} holds no critic (config.json and vocab.json); train one with "
                                 "`capeval critic train` or omit the path for the shipped critic.")
