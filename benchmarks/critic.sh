@@ -61,6 +61,10 @@ done
 # 6. critic_plus: the combiner over the caption-level critic, fitted on Flickr8k dev
 capeval critic fit-plus --features "$out/pooled224.safetensors" --critic critic-flickr8k-caption \
   --out modules/capeval/pretrained/critic-flickr8k-plus
+# 6b. critic-flickr8k-ensemble: critic-flickr8k-robust + critic-coco-ref, per-pair log-odds weighted by a logistic fit on
+#     Flickr8k dev pairs (RC 3 : WP 1 : RW 1, seed 0; only the dev images' features are read)
+capeval critic fit-ensemble --features "$out/pooled224.safetensors" --critics critic-flickr8k-robust,critic-coco-ref \
+  --out modules/capeval/pretrained/critic-flickr8k-ensemble
 # 7. the BENCHMARKS.md §10 rows (2 threads)
 export OMP_NUM_THREADS=2
 B="$out/bench"; mkdir -p "$B"; C=(--critic-model critic-flickr8k-caption)
@@ -90,6 +94,13 @@ done
 capeval bench pascal50s --metrics critic_ref "${O[@]}" --json "$B/pascal-coco-ref.json"
 capeval bench composite --subset 8k --metrics critic_ref "${O[@]}" --json "$B/composite8k-coco-ref.json"
 capeval robustness --metrics critic_ref "${O[@]}" --json "$B/robustness-coco-ref.json" --plot "$B/robustness-coco-ref.png"
+E=(--critic-model critic-flickr8k-ensemble)
+for p in cui clipscore; do
+  capeval bench flickr8k-expert --metrics critic "${E[@]}" --protocol $p --json "$B/f8k-$p-ensemble.json"
+done
+capeval bench pascal50s --metrics critic "${E[@]}" --json "$B/pascal-ensemble.json"
+capeval bench composite --subset 8k --metrics critic "${E[@]}" --json "$B/composite8k-ensemble.json"
+capeval robustness --metrics critic "${E[@]}" --json "$B/robustness-ensemble.json" --plot "$B/robustness-ensemble.png"
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do
