@@ -163,7 +163,7 @@ def _dev_data(n=8):
 
 
 def test_fit_ensemble_on_tiny_dev_pairs(tiny_critics, tmp_path):
-    from capeval.critic.ensemble import fit_logistic
+    from capeval.critic.combine import fit_logistic
 
     table, dev, _, words = _dev_data()
     critics = [tiny_critics["critic_model"], tiny_critics["critic_ref_model"]]

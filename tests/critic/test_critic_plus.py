@@ -10,7 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from capeval.critic.ensemble import COMBINER_FILE, Combiner, fit_logistic, log_loss
+from capeval.critic.combine import fit_logistic, log_loss
+from capeval.critic.ensemble import COMBINER_FILE, Combiner
 
 # -- the logistic fit (numpy only) ------------------------------------------------------------------------------
 

