@@ -309,8 +309,33 @@ def test_evaluate_system_two_folds(trained):
     assert set(result["per_image"]) == set(test) and 0 <= result["score"] <= 1
     assert result["score"] == pytest.approx(np.mean(list(result["per_image"].values())))
     assert [f["scored_images"] for f in result["folds"]] == [2, 2]
+    assert [f["epochs_scored"] for f in result["folds"]] == [[1], [1]]
     with pytest.raises(ValueError, match="no caption for 1 image"):
         evaluate_system(table, test, dict(list(system.items())[1:]), init_from=out)
+    with pytest.raises(ValueError, match="average_last must be between 1 and epochs"):
+        evaluate_system(table, test, system, init_from=out, epochs=2, average_last=3)
+
+
+def test_evaluate_system_averages_the_last_epochs(trained, monkeypatch):
+    """average_last=K: each fold is scored by the critics of its last K epochs (checkpoints), their scores averaged."""
+    import capeval.critic.scoring as scoring
+    from capeval.critic.system_eval import evaluate_system
+
+    table, _, _, test, machine, out, _ = trained
+    system = {i: machine[i][0] for i in test}
+    seen, real = [], scoring.critic_scores
+
+    def recording(*args, model, **kwargs):
+        scores = real(*args, model=model, **kwargs)
+        seen.append(scores)
+        return scores
+
+    monkeypatch.setattr(scoring, "critic_scores", recording)
+    result = evaluate_system(table, test, system, init_from=out, epochs=3, average_last=2, pairs_per_batch=2,
+                             progress_bar=False)
+    assert [f["epochs_scored"] for f in result["folds"]] == [[2, 3], [2, 3]] and len(seen) == 4
+    assert [f["score"] for f in result["folds"]] == pytest.approx([np.mean(seen[0:2]), np.mean(seen[2:4])])
+    assert not np.allclose(seen[0], seen[1])  # two different epochs' critics
 
 
 def test_fine_tuning_keeps_the_vocabulary_and_architecture(trained, tmp_path):

@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "critic-flickr8k; see --from-scratch)")
     e.add_argument("--from-scratch", action="store_true", help="train each fold's critic from scratch (as the paper)")
     e.add_argument("--epochs", type=int, default=3)
+    e.add_argument("--average-last", type=int, default=1, metavar="K",
+                   help="score each fold with the critics of the last K epochs and average (the reference code: the "
+                        "last 10 of 30; default 1: the final epoch)")
     e.add_argument("--lr", type=float, default=2e-4)
     e.add_argument("--metrics", default="bleu_4,cider_d,spice", help="metrics to rank the systems with as well")
     e.add_argument("--seed", type=int, default=0)
@@ -262,8 +265,8 @@ def evaluate_system(args: argparse.Namespace) -> int:
     rows = {}
     for name, path in systems.items():
         caps = {i: c[0] for i, c in machine_captions(path).items()}
-        result = run(table, refs, caps, init_from=init, epochs=args.epochs, seed=args.seed, lr=args.lr,
-                     progress_bar=args.progress)
+        result = run(table, refs, caps, init_from=init, epochs=args.epochs, average_last=args.average_last,
+                     seed=args.seed, lr=args.lr, progress_bar=args.progress)
         images = sorted(refs)
         scores = score([caps[i] for i in images], [refs[i] for i in images], metrics=metrics, progress=args.progress)
         rows[name] = {"critic": result["score"], "folds": result["folds"], **{k: scores[k] for k in scores
@@ -279,7 +282,8 @@ def evaluate_system(args: argparse.Namespace) -> int:
             agreement[key] = {"kendall_b": correlation(critic, other, "kendall_b"),
                               "spearman": correlation(critic, other, "spearman")}
     out = {"settings": {"protocol": "2-fold (Cui et al. 2018 §3.5)", "split": f"flickr8k-{args.split}",
-                        "init_from": str(init) if init else None, "epochs": args.epochs, "lr": args.lr,
+                        "init_from": str(init) if init else None, "epochs": args.epochs,
+                        "average_last": args.average_last, "lr": args.lr,
                         "seed": args.seed, "systems": {n: str(p) for n, p in systems.items()}},
            "systems": rows, "rank_agreement": agreement}
     write_json(args.json, out, indent=1)

@@ -8,7 +8,9 @@ A critic never scores an image it was trained on.
 
 By default each fold's critic starts from a trained general critic (``init_from``, e.g. the shipped Flickr8k critic,
 trained on other images) and is fine-tuned for ``epochs``; ``init_from=None`` trains from scratch as the paper did
-on COCO's much larger folds.
+on COCO's much larger folds. ``average_last=K`` scores the fold with the critic of each of the last ``K`` epochs and
+averages the K scores per caption (the reference code's README reports the mean of the last 10 of 30 epochs);
+``K = 1`` (default) scores with the final epoch's critic.
 """
 from __future__ import annotations
 
@@ -36,12 +38,13 @@ def two_folds(images: Sequence[str], seed: int = 0) -> tuple[list[str], list[str
 
 def evaluate_system(features: FeatureTable, references: Mapping[str, Sequence[str]], system: Mapping[str, str], *,
                     samples: Mapping[str, Sequence[str]] | None = None, init_from: str | Path | None = None,
-                    epochs: int = 3, seed: int = 0, work_dir: str | Path | None = None,
+                    epochs: int = 3, average_last: int = 1, seed: int = 0, work_dir: str | Path | None = None,
                     progress_bar: bool | None = None, **options: Any) -> dict[str, Any]:
     """Score ``system`` (``{image: caption}``) on the images of ``references`` with the 2-fold protocol.
 
-    Returns ``{"score": mean P(human) of the system's captions, "folds": [{"train", "scored", "score"}, ...],
-    "per_image": {image: score}}``. ``options`` go to :func:`capeval.critic.train.train_critic`.
+    Returns ``{"score": mean P(human) of the system's captions, "folds": [{"train", "scored", "score",
+    "epochs_scored"}, ...], "per_image": {image: score}}``; ``average_last``: how many final epochs' critics score each
+    fold (their scores averaged, 1 to ``epochs``). ``options`` go to :func:`capeval.critic.train.train_critic`.
     """
     from capeval.critic.model import CriticModel
     from capeval.critic.scoring import critic_scores
@@ -54,6 +57,8 @@ def evaluate_system(features: FeatureTable, references: Mapping[str, Sequence[st
         raise ValueError(f"the system has no caption for {len(missing)} image(s), e.g. {missing[0]!r}.")
     if len(images) < 4:
         raise ValueError("the 2-fold protocol needs at least 4 images.")
+    if not 1 <= average_last <= epochs:
+        raise ValueError(f"average_last must be between 1 and epochs ({epochs}), got {average_last}.")
     fold_a, fold_b = two_folds(images, seed)
     mix = {**SYSTEM_MIX, "sample": 3} if samples else SYSTEM_MIX
     per_image: dict[str, float] = {}
@@ -66,11 +71,16 @@ def evaluate_system(features: FeatureTable, references: Mapping[str, Sequence[st
                          system={i: [system[i]] for i in train_images},
                          samples={i: list(samples[i]) for i in train_images} if samples else None,
                          init_from=init_from, epochs=epochs, seed=seed + k, mix=mix, progress_bar=progress_bar,
-                         **options)
-            model, vocab = CriticModel.from_pretrained(out).eval(), CriticVocab.load(out)
-            feats = features.pooled().rows(scored) if model.config.uses_image else None
-            scores = critic_scores([system[i] for i in scored], [list(references[i]) for i in scored],
-                                   image_features=feats, model=model, vocab=vocab)
+                         **options)  # no dev split: every epoch runs, each leaves a checkpoint
+            last = [out / "checkpoints" / f"epoch-{e}" for e in range(epochs - average_last + 1, epochs + 1)]
+            runs = []
+            for folder in last:
+                model, vocab = CriticModel.from_pretrained(folder).eval(), CriticVocab.load(folder)
+                feats = features.pooled().rows(scored) if model.config.uses_image else None
+                runs.append(critic_scores([system[i] for i in scored], [list(references[i]) for i in scored],
+                                          image_features=feats, model=model, vocab=vocab))
+            scores = np.mean(runs, axis=0)
             per_image.update(zip(scored, map(float, scores)))
-            folds.append({"train_images": len(train_images), "scored_images": len(scored), "score": float(scores.mean())})
+            folds.append({"train_images": len(train_images), "scored_images": len(scored), "score": float(scores.mean()),
+                          "epochs_scored": [int(f.name.removeprefix("epoch-")) for f in last]})
     return {"score": float(np.mean([per_image[i] for i in images])), "folds": folds, "per_image": per_image}
