@@ -1,10 +1,11 @@
 """LCEval feature extraction + scoring speed and peak memory on PASCAL-50S (the paper's §5.7 workload).
 
 Usage (from the repository root; needs ``capeval[lceval]``, Java and the data dir):
-    PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/lceval_speed.py [--json OUT]
+    PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/lceval_speed.py [--candidates both|first] [--json OUT]
 
 Workload: the 4,000 PASCAL-50S pairs with the EXPERT file's 5 references: 8,000 candidate captions (both of every
-pair), features + ``lceval`` score for each. The paper timed 4,000 captions with one reference each (228.8 s for
+pair; ``--candidates first``: the first candidate of every pair, 4,000 captions), features + ``lceval`` score for
+each. The paper timed 4,000 captions with one reference each (228.8 s for
 LCEval, Core i7 3.5 GHz). Three states, each in its own process with its own cache directory:
 
 * ``cold``: empty feature and parse caches (the COCO val2014 document-frequency table, a one-time 20-40 s build
@@ -34,16 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "modules"))
 
 
-def _workload():
+def _workload(candidates: str = "both"):
+    """PASCAL-50S captions and their EXPERT references: both candidates of every pair, or the ``first`` of each."""
     from capeval.benchmarks import load_benchmark
 
     bench = load_benchmark("pascal50s", references="expert")
-    preds = [r.candidates[0] for r in bench.records] + [r.candidates[1] for r in bench.records]
-    refs = [list(r.references) for r in bench.records] * 2
+    preds = [r.candidates[0] for r in bench.records]
+    refs = [list(r.references) for r in bench.records]
+    if candidates == "both":
+        preds, refs = preds + [r.candidates[1] for r in bench.records], refs * 2
     return preds, refs
 
 
-def child(state: str) -> dict:
+def child(state: str, candidates: str = "both") -> dict:
     """Run in a fresh process with CAPEVAL_CACHE_DIR set up by the parent."""
     t_start = time.perf_counter()
     import numpy as np
@@ -52,7 +56,7 @@ def child(state: str) -> dict:
     from capeval.lceval.features import FeatureExtractor
     from capeval.lceval.model import LCEvalModel
 
-    preds, refs = _workload()
+    preds, refs = _workload(candidates)
     model = LCEvalModel.from_pretrained("lceval-flickr8k-coco")
     extractor = FeatureExtractor(model.config.word_vectors)
     extractor.extract(CaptionBatch(["a warm up caption"], [["another caption for warming up"]], cleanup=None))
@@ -78,14 +82,17 @@ def child(state: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--candidates", choices=["both", "first"], default="both",
+                        help="both candidates of every pair (8,000 captions, default) or the first (4,000)")
     parser.add_argument("--child", choices=["cold", "warm-references", "warm"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child)))
+        print(json.dumps(child(args.child, args.candidates)))
         return 0
     from capeval.coco.document_frequency import coco_document_frequency
 
-    results = {"load_average": os.getloadavg(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+    results = {"load_average": os.getloadavg(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+               "candidates": args.candidates}
     with tempfile.TemporaryDirectory() as df_home:
         env = {**os.environ, "CAPEVAL_CACHE_DIR": df_home, "PYTHONPATH": str(ROOT / "modules")}
         t0 = time.perf_counter()
@@ -97,7 +104,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory() as home:
                 shutil.copytree(df_home, home, dirs_exist_ok=True)
                 for state in states:
-                    out = subprocess.run([sys.executable, __file__, "--child", state], env={**env, "CAPEVAL_CACHE_DIR": home},
+                    out = subprocess.run([sys.executable, __file__, "--child", state, "--candidates", args.candidates],
+                                         env={**env, "CAPEVAL_CACHE_DIR": home},
                                          check=True, stdout=subprocess.PIPE, text=True).stdout
                     runs.append(json.loads(out.strip().splitlines()[-1]))
                     print(json.dumps(runs[-1]), file=sys.stderr)
