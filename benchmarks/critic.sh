@@ -35,11 +35,11 @@ capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-
 #     thread, 1.3 on two)
 capeval critic train --features "$out/pooled224.safetensors" --out "$out/critic-rcwr5" --mix RC=3,WP=1,RW=1 \
   --candidates-per-image 5 --epochs 30 --patience 3
-# 3c. the reference-only critic on COCO train2014's captions (no images, no machine captions; run with --epochs 10,
-#     stopped after epoch 6 for time and closed with --epochs 6), and the Flickr8k critic started from its text
-#     encoder (an experiment, not shipped; stopped after epoch 6)
+# 3c. the reference-only critic on COCO train2014's captions (no images, no machine captions; 10 epochs, dev selects
+#     epoch 10: 50 min on two threads; a first run stopped after epoch 6 reproduces epochs 1-6), and the Flickr8k
+#     critic started from its text encoder's epoch 4 (an experiment, not shipped; stopped after epoch 6)
 capeval critic train --corpus coco-train2014 --context reference --mix RC=3,WP=1,RW=1 --out "$out/critic-coco-ref" \
-  --epochs 6 --patience 3
+  --epochs 10 --patience 3
 capeval critic train --features "$out/pooled224.safetensors" --init-text-from "$out/critic-coco-ref/checkpoints/epoch-4" \
   --mix RC=3,WP=1,RW=1 --candidates-per-image 5 --epochs 6 --out "$out/critic-coco-robust"
 # 4. the reference-only and image-only critics (paper mix)

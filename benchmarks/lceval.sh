@@ -40,3 +40,4 @@ capeval bench flickr8k-expert --protocol clipscore "${pp[@]}" | tee "$out/pp-f8k
   capeval bench abstract50s --metrics "$m,cider_d" --json "$out/abstract50s.json" | tee "$out/abstract50s.txt"
 # 5. speed and memory (PASCAL-50S, cold / warm-references / warm)
 PYTHONPATH=modules python benchmarks/lceval_speed.py --json "$out/speed.json"
+PYTHONPATH=modules python benchmarks/lceval_speed.py --candidates first --json "$out/speed-first.json"   # the 4,000 first candidates
