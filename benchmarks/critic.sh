@@ -80,27 +80,20 @@ python benchmarks/critic_speed.py --critic critic-flickr8k-caption --json "$B/sp
 capeval robustness --metrics critic,critic_ref,critic_img,bleu_4,cider_d,meteor,spice --json "$B/robustness.json" \
   --plot "$B/robustness.png"
 capeval robustness --metrics critic "${C[@]}" --json "$B/robustness-caption.json"
-R=(--critic-model critic-flickr8k-robust)
-for p in cui clipscore; do
-  capeval bench flickr8k-expert --metrics critic "${R[@]}" --protocol $p --json "$B/f8k-$p-robust.json"
-done
-capeval bench pascal50s --metrics critic "${R[@]}" --json "$B/pascal-robust.json"
-capeval bench composite --subset 8k --metrics critic "${R[@]}" --json "$B/composite8k-robust.json"
-capeval robustness --metrics critic "${R[@]}" --json "$B/robustness-robust.json" --plot "$B/robustness-robust.png"
-O=(--critic-ref-model critic-coco-ref)
-for p in cui clipscore; do
-  capeval bench flickr8k-expert --metrics critic_ref "${O[@]}" --protocol $p --json "$B/f8k-$p-coco-ref.json"
-done
-capeval bench pascal50s --metrics critic_ref "${O[@]}" --json "$B/pascal-coco-ref.json"
-capeval bench composite --subset 8k --metrics critic_ref "${O[@]}" --json "$B/composite8k-coco-ref.json"
-capeval robustness --metrics critic_ref "${O[@]}" --json "$B/robustness-coco-ref.json" --plot "$B/robustness-coco-ref.png"
-E=(--critic-model critic-flickr8k-ensemble)
-for p in cui clipscore; do
-  capeval bench flickr8k-expert --metrics critic "${E[@]}" --protocol $p --json "$B/f8k-$p-ensemble.json"
-done
-capeval bench pascal50s --metrics critic "${E[@]}" --json "$B/pascal-ensemble.json"
-capeval bench composite --subset 8k --metrics critic "${E[@]}" --json "$B/composite8k-ensemble.json"
-capeval robustness --metrics critic "${E[@]}" --json "$B/robustness-ensemble.json" --plot "$B/robustness-ensemble.png"
+# the rows of one caption-level critic: METRIC OPTION MODEL TAG
+bench_rows() {
+  local metric=$1 option=$2 model=$3 tag=$4
+  for p in cui clipscore; do
+    capeval bench flickr8k-expert --metrics "$metric" "$option" "$model" --protocol $p --json "$B/f8k-$p-$tag.json"
+  done
+  capeval bench pascal50s --metrics "$metric" "$option" "$model" --json "$B/pascal-$tag.json"
+  capeval bench composite --subset 8k --metrics "$metric" "$option" "$model" --json "$B/composite8k-$tag.json"
+  capeval robustness --metrics "$metric" "$option" "$model" --json "$B/robustness-$tag.json" \
+    --plot "$B/robustness-$tag.png"
+}
+bench_rows critic --critic-model critic-flickr8k-robust robust
+bench_rows critic_ref --critic-ref-model critic-coco-ref coco-ref
+bench_rows critic --critic-model critic-flickr8k-ensemble ensemble
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do

@@ -4,7 +4,6 @@ cache), the fit on tiny dev pairs and ``capeval critic fit-ensemble``. Seconds e
 from __future__ import annotations
 
 import json
-import random
 
 import numpy as np
 import pytest
@@ -47,13 +46,10 @@ pytest.importorskip("transformers")
 from capeval.critic.critic_ensemble import (ensemble_scores, fit_ensemble, load_ensemble,  # noqa: E402
                                             member_log_odds)
 from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
+from support.tiny_critic import DEV_WORDS, random_features, tiny_dev_data  # noqa: E402
 
 PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
 REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog on the grass", "a dog", "grass"]]
-
-
-def _features(n, seed=0):
-    return torch.randn(n, 1280, generator=torch.Generator().manual_seed(seed))
 
 
 def _ensemble_folder(tiny_critics, tmp_path, options=("critic_model", "critic_ref_model"), weights=(0.7, 1.3),
@@ -67,7 +63,7 @@ def test_score_is_the_formula_on_tiny_critics(tiny_critics, tmp_path):
     folder = _ensemble_folder(tiny_critics, tmp_path, options=("critic_model", "critic_ref_model", "critic_img_model"),
                               weights=(0.7, 1.3, -0.5))
     ens, members = load_ensemble(folder, device="cpu")
-    feats = _features(3)
+    feats = random_features(3)
     got = ensemble_scores(PREDS, REFS, image_features=feats, ensemble=ens, members=members)
     # by hand: per pair the weighted sum of each critic's logit(P) on (candidate, that reference), mean per candidate
     want = []
@@ -150,22 +146,11 @@ def test_score_cache_key_follows_the_ensemble_and_its_members(tiny_critics, tmp_
     assert Critic.cache_token({"critic_model": str(folder)}) != second
 
 
-def _dev_data(n=8):
-    from capeval.models.feature_table import FeatureTable
-
-    rng = random.Random(0)
-    words = "a cat dog man woman runs sits red blue ball grass water".split()
-    names = [f"img{i}.jpg" for i in range(n + 2)]
-    caps = {m: [" ".join(rng.choice(words) for _ in range(rng.randint(3, 7))) for _ in range(5)] for m in names}
-    table = FeatureTable(names, _features(len(names), seed=2), settings="image_encoder:efficientnet-lite0,res:224",
-                         kind="pooled")
-    return table, {m: caps[m] for m in names[:n]}, {m: caps[m] for m in names[n:]}, words
-
-
 def test_fit_ensemble_on_tiny_dev_pairs(tiny_critics, tmp_path):
     from capeval.critic.combine import fit_logistic
 
-    table, dev, _, words = _dev_data()
+    table, dev, _ = tiny_dev_data()
+    words = DEV_WORDS
     critics = [tiny_critics["critic_model"], tiny_critics["critic_ref_model"]]
     ens = fit_ensemble(table, dev, critics, vocabulary=words, seed=3)
     fit = ens.fit
@@ -200,7 +185,8 @@ def test_cli_fit_ensemble(tiny_critics, tmp_path, monkeypatch, capsys):
     import capeval.captioning.data as data
     from capeval.cli import main
 
-    table, dev, test, words = _dev_data()
+    table, dev, test = tiny_dev_data()
+    words = DEV_WORDS
     train = {"train.jpg": [" ".join(words)]}
     table.save(tmp_path / "feats.safetensors")
     monkeypatch.setattr(data, "flickr8k_split", lambda split: {"dev": dev, "test": test, "train": train}[split])

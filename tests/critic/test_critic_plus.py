@@ -4,7 +4,6 @@ formula on a tiny random critic (a fake encoder and the real MiniLM), the regist
 from __future__ import annotations
 
 import json
-import random
 import sys
 
 import numpy as np
@@ -58,14 +57,10 @@ pytest.importorskip("transformers")
 
 from capeval.critic.ensemble import critic_plus_scores, fit_combiner, pair_features  # noqa: E402
 from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
-from support.tiny_critic import FakeEncoder  # noqa: E402
+from support.tiny_critic import FakeEncoder, random_features, tiny_dev_data  # noqa: E402
 
 PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
 REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog on the grass", "a dog", "grass"]]
-
-
-def _features(n, seed=0):
-    return torch.randn(n, 1280, generator=torch.Generator().manual_seed(seed))
 
 
 def _formula(combiner, model, vocab, encoder, feats):
@@ -83,7 +78,7 @@ def _formula(combiner, model, vocab, encoder, feats):
 def test_score_is_the_formula_with_a_fake_encoder(tiny_critics):
     model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
     combiner = Combiner(0.8, 2.5, -1.0, critic=tiny_critics["critic_model"])
-    feats = _features(3)
+    feats = random_features(3)
     got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
                              encoder=FakeEncoder())
     assert np.allclose(got, _formula(combiner, model, vocab, FakeEncoder(), feats), atol=1e-6)
@@ -104,7 +99,7 @@ def test_score_is_the_formula_with_a_fake_encoder(tiny_critics):
 
 def test_a_critic_without_references_shares_its_log_odds_over_the_pairs(tiny_critics):
     model, vocab = load_critic(tiny_critics["critic_img_model"], device="cpu")
-    feats = pair_features(PREDS, REFS, model=model, vocab=vocab, encoder=FakeEncoder(), image_features=_features(3))
+    feats = pair_features(PREDS, REFS, model=model, vocab=vocab, encoder=FakeEncoder(), image_features=random_features(3))
     assert feats.item.tolist() == [0, 0, 1, 2, 2, 2] and len(feats.cosine) == 6
     assert feats.critic_log_odds[0] == feats.critic_log_odds[1] and feats.critic_log_odds[3] == feats.critic_log_odds[5]
 
@@ -144,7 +139,7 @@ def test_minilm_vectors_are_unit_deduplicated_deterministic_and_kept_loaded(mini
 def test_score_is_the_formula_with_minilm(tiny_critics, minilm):
     model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
     combiner = Combiner(1.1, 3.0, -2.0, critic=tiny_critics["critic_model"])
-    feats = _features(3, seed=1)
+    feats = random_features(3, seed=1)
     got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
                              encoder=minilm)
     assert np.allclose(got, _formula(combiner, model, vocab, minilm, feats), atol=1e-5)
@@ -186,20 +181,8 @@ def test_registered_metric_through_capeval_score(tiny_critics, tiny_plus, fake_e
         capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(tmp_path))
 
 
-def _dev_data(n=8):
-    from capeval.models.feature_table import FeatureTable
-
-    rng = random.Random(0)
-    words = "a cat dog man woman runs sits red blue ball grass water".split()
-    names = [f"img{i}.jpg" for i in range(n + 2)]
-    caps = {m: [" ".join(rng.choice(words) for _ in range(rng.randint(3, 7))) for _ in range(5)] for m in names}
-    table = FeatureTable(names, _features(len(names), seed=2), settings="image_encoder:efficientnet-lite0,res:224",
-                         kind="pooled")
-    return table, {m: caps[m] for m in names[:n]}, {m: caps[m] for m in names[n:]}
-
-
 def test_fit_combiner_on_tiny_dev_pairs(tiny_critics, tmp_path, fake_encoder):
-    table, dev, _ = _dev_data()
+    table, dev, _ = tiny_dev_data()
     combiner = fit_combiner(table, dev, tiny_critics["critic_model"], seed=3)
     fit = combiner.fit
     assert fit["examples"] == 2 * 5 * len(dev) and fit["negative_sources"] == ["RC"] and fit["seed"] == 3
@@ -218,7 +201,7 @@ def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys)
     import capeval.captioning.data as data
     from capeval.cli import main
 
-    table, dev, test = _dev_data()
+    table, dev, test = tiny_dev_data()
     table.save(tmp_path / "feats.safetensors")
     monkeypatch.setattr(data, "flickr8k_split", lambda split: {"dev": dev, "test": test}[split])
     rc = main(["critic", "fit-plus", "--features", str(tmp_path / "feats.safetensors"), "--critic",

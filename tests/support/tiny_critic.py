@@ -50,3 +50,29 @@ class FakeEncoder:
 
     def similarity(self, a, b, **kwargs):
         return np.einsum("ij,ij->i", self.encode(a).astype(float), self.encode(b).astype(float))
+
+
+#: Words of :func:`tiny_dev_data`'s captions (also RW's replacement words in the fits' tests).
+DEV_WORDS = "a cat dog man woman runs sits red blue ball grass water".split()
+
+
+def random_features(n: int, seed: int = 0):
+    """``[n, 1280]`` standard-normal torch features (seeded): stand-ins for EfficientNet-Lite0 pooled features."""
+    import torch
+
+    return torch.randn(n, 1280, generator=torch.Generator().manual_seed(seed))
+
+
+def tiny_dev_data(n: int = 8):
+    """``(table, dev, test)``: a pooled feature table of ``n + 2`` images, 5 random captions (of :data:`DEV_WORDS`)
+    for each of the first ``n`` (``dev``) and of the last 2 (``test``); for the combiners' fits on dev pairs."""
+    import random
+
+    from capeval.models.feature_table import FeatureTable
+
+    rng = random.Random(0)
+    names = [f"img{i}.jpg" for i in range(n + 2)]
+    caps = {m: [" ".join(rng.choice(DEV_WORDS) for _ in range(rng.randint(3, 7))) for _ in range(5)] for m in names}
+    table = FeatureTable(names, random_features(len(names), seed=2),
+                         settings="image_encoder:efficientnet-lite0,res:224", kind="pooled")
+    return table, {m: caps[m] for m in names[:n]}, {m: caps[m] for m in names[n:]}
