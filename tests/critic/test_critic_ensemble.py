@@ -117,6 +117,9 @@ def test_registered_metrics_read_an_ensemble_folder(tiny_critics, tmp_path):
         capeval.score(PREDS, REFS, metrics=["critic_ref"], critic_ref_model=str(folder))
     with pytest.raises(ValueError, match="needs one image per prediction"):
         capeval.score(PREDS, REFS, metrics=["critic"], critic_model=str(folder))
+    with pytest.raises(FileNotFoundError, match=r"images\[1\] \(.*missing.jpg\): no such image file"):
+        capeval.score(PREDS, REFS, metrics=["critic"], images=[images[0], str(tmp_path / "missing.jpg"), images[2]],
+                      critic_model=str(folder))
     # an ensemble of reference-only critics is a critic_ref (no image read)
     refs_only = _ensemble_folder(tiny_critics, tmp_path / "r", options=("critic_ref_model", "critic_ref_model"),
                                  weights=(0.5, 0.5), intercept=0.0)
