@@ -124,6 +124,26 @@ def test_shipped_critics_were_trained_on_flickr8k_train_only(name):
     assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
 
 
+def test_shipped_coco_initialised_critic_was_trained_on_flickr8k_train_only():
+    """``critic-flickr8k-coco``: an image + reference critic trained on Flickr8k train (6,000 images, the test split
+    held out) whose vocabulary, embeddings and LSTM started from ``critic-coco-ref`` (COCO train2014 captions, checked
+    below): its vocabulary is exactly that critic's, and dev selected the epoch."""
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.scoring import load_critic
+
+    folder = pretrained_dir("critic-flickr8k-coco")
+    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    assert log["options"]["init_text_from"] == "critic-coco-ref" and log["options"]["init_from"] is None
+    model, vocab = load_critic(folder)
+    _, coco_vocab = load_critic(pretrained_dir("critic-coco-ref"))
+    assert model.config.context == "image+reference" and vocab.words == coco_vocab.words
+    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+
+
 def test_shipped_coco_critic_never_read_a_benchmark_image():
     """``critic-coco-ref`` (COCO train2014 captions): its corpus, rebuilt from the log's seed, has the logged size and
     gives exactly the shipped vocabulary; no training or dev image is a reported benchmark's image by file name or by
