@@ -42,12 +42,16 @@ capeval critic train --corpus coco-train2014 --context reference --mix RC=3,WP=1
   --epochs 10 --patience 3
 capeval critic train --features "$out/pooled224.safetensors" --init-text-from "$out/critic-coco-ref/checkpoints/epoch-4" \
   --mix RC=3,WP=1,RW=1 --candidates-per-image 5 --epochs 6 --out "$out/critic-coco-robust"
+# 3d. critic-flickr8k-coco (shipped): the same from the shipped epoch-10 COCO critic, 12 epochs
+capeval critic train --features "$out/pooled224.safetensors" --init-text-from critic-coco-ref \
+  --mix RC=3,WP=1,RW=1 --candidates-per-image 5 --epochs 12 --patience 3 --out "$out/critic-flickr8k-coco"
 # 4. the reference-only and image-only critics (paper mix)
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-ref" --context reference
 capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context image
 # 5. ship: float16 weights (half the size; loaded back as float32), vocabulary, training log
 for pair in critic-flickr8k:critic-flickr8k critic-rc:critic-flickr8k-caption critic-flickr8k-ref:critic-flickr8k-ref \
-            critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust critic-coco-ref:critic-coco-ref; do
+            critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust critic-coco-ref:critic-coco-ref \
+            critic-flickr8k-coco:critic-flickr8k-coco; do
   python - "$out/${pair%%:*}" "modules/capeval/pretrained/${pair##*:}" <<'PY'
 import shutil, sys
 from pathlib import Path
@@ -94,6 +98,7 @@ bench_rows() {
 bench_rows critic --critic-model critic-flickr8k-robust robust
 bench_rows critic_ref --critic-ref-model critic-coco-ref coco-ref
 bench_rows critic --critic-model critic-flickr8k-ensemble ensemble
+bench_rows critic --critic-model critic-flickr8k-coco flickr8k-coco
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do

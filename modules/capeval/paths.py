@@ -93,6 +93,19 @@ def pretrained_dir(name: str) -> Path:
     return path
 
 
+def shipped_name(folder: str | os.PathLike) -> str | None:
+    """The name of the shipped model installed at ``folder`` (``critic-coco-ref`` for its folder under
+    ``capeval/pretrained``), or ``None`` for any other folder: how logs and signatures name a shipped model without a
+    path of this machine."""
+    folder = Path(folder)
+    if folder.name not in PRETRAINED:
+        return None
+    try:
+        return folder.name if folder.resolve() == pretrained_dir(folder.name).resolve() else None
+    except FileNotFoundError:
+        return None
+
+
 def pycocoevalcap_dir() -> Path:
     """Directory of the installed ``pycocoevalcap`` package (a namespace package in 1.2)."""
     spec = importlib.util.find_spec("pycocoevalcap")

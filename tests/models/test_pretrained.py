@@ -26,6 +26,17 @@ def test_shipped_folder_is_small_and_has_a_model_card(name):
     assert "## Training" in text and "## Evaluation" in text and "capeval" in text
 
 
+def test_shipped_name_names_only_the_installed_folders(tmp_path):
+    """Logs and signatures name a shipped model by its name, never by this machine's path; a copy elsewhere (even
+    under the same folder name) is not the shipped model."""
+    from capeval.paths import shipped_name
+
+    assert shipped_name(pretrained_dir("critic-coco-ref")) == "critic-coco-ref"
+    assert shipped_name(str(pretrained_dir("critic-flickr8k"))) == "critic-flickr8k"
+    (tmp_path / "critic-coco-ref").mkdir()
+    assert shipped_name(tmp_path / "critic-coco-ref") is None and shipped_name(tmp_path) is None
+
+
 def test_unknown_pretrained_name():
     with pytest.raises(ValueError, match="Unknown pretrained model"):
         pretrained_dir("resnet-critic")

@@ -114,15 +114,9 @@ def _weight_folders(folder) -> list:
 def _model_label(folder) -> str:
     """``critic-flickr8k`` for a shipped critic (or combiner, or ensemble), else ``<folder name>@<hash of its files>``
     (an ensemble's hash covers its member critics' files)."""
-    from capeval.paths import PRETRAINED, pretrained_dir
+    from capeval.paths import shipped_name
 
-    if folder.name in PRETRAINED:
-        try:
-            if folder.resolve() == pretrained_dir(folder.name).resolve():
-                return folder.name
-        except FileNotFoundError:
-            pass
-    return f"{folder.name}@{_files_digest(*_weight_folders(folder))[:10]}"
+    return shipped_name(folder) or f"{folder.name}@{_files_digest(*_weight_folders(folder))[:10]}"
 
 
 class Critic(_CriticMetric):
