@@ -94,6 +94,23 @@ def test_score_is_the_formula_on_tiny_critics(tiny_critics, tmp_path):
         ensemble_scores(PREDS, REFS, image_features=feats, ensemble=ens, members=members[:2])
 
 
+def test_members_reading_the_same_features_encode_the_images_once(tiny_critics, tmp_path, monkeypatch):
+    import capeval.critic.critic_ensemble as module
+    from capeval.io import example_images
+
+    folder = _ensemble_folder(tiny_critics, tmp_path, options=("critic_model", "critic_img_model"), weights=(0.8, 0.6))
+    ens, members = load_ensemble(folder, device="cpu")
+    images = [str(p) for p in example_images()[:3]]
+    calls, real = [], module.encode_images
+    monkeypatch.setattr(module, "encode_images", lambda *a, **k: calls.append(1) or real(*a, **k))
+    got = ensemble_scores(PREDS, REFS, images=images, ensemble=ens, members=members)
+    assert len(calls) == 1
+    feats = real(members[0][0], images)
+    assert np.allclose(got, ensemble_scores(PREDS, REFS, image_features=feats, ensemble=ens, members=members), atol=1e-9)
+    with pytest.raises(ValueError, match="give one per candidate"):
+        ensemble_scores(PREDS, REFS, images=images[:2], ensemble=ens, members=members)
+
+
 def test_an_ensemble_of_an_ensemble_is_refused(tiny_critics, tmp_path):
     inner = _ensemble_folder(tiny_critics, tmp_path)
     CriticEnsemble([str(inner)], [1.0], 0.0).save(tmp_path / "outer")

@@ -34,7 +34,8 @@ import numpy as np
 
 from capeval.critic.combine import (check_feature_settings, fit_logistic, fit_report, read_tagged_json, sigmoid,
                                     write_tagged_json)
-from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate
+from capeval.critic.scoring import (critic_folder, critic_pairs, encode_images, load_critic, mean_per_candidate,
+                                    member_folder)
 
 ENSEMBLE_FILE = "ensemble.json"
 FORMAT = "capeval-critic-ensemble"
@@ -108,11 +109,7 @@ class CriticEnsemble:
     def critic_paths(self, folder: str | os.PathLike | None = None) -> list[Path]:
         """The members' folders: each name relative to ``folder`` when it names a folder there, else a shipped
         critic's name or a path as given."""
-        out = []
-        for name in self.critics:
-            local = Path(folder) / name if folder is not None and not Path(name).is_absolute() else None
-            out.append(local if local is not None and local.is_dir() else critic_folder(name))
-        return out
+        return [member_folder(name, folder) for name in self.critics]
 
 
 def ensemble_folder(path: str | os.PathLike | None = None) -> Path:
@@ -166,6 +163,12 @@ def member_log_odds(candidates: Sequence[str], references: Sequence[Sequence[str
             np.zeros(0, dtype=np.int64)
     else:
         item = np.arange(n)
+    readers = [m for m in models if m.config.uses_image]
+    encoders = {(m.config.encoder, str(m.config.encoder_resolution), m.config.image_dim) for m in readers}
+    if image_features is None and images is not None and len(readers) > 1 and len(encoders) == 1:
+        if len(images) != n:
+            raise ValueError(f"this critic ensemble reads images: give one per candidate ({n}); got {len(images)}.")
+        image_features = encode_images(readers[0], images, progress_bar=progress_bar)  # once for every reader
     columns = []
     for model, vocab in members:
         reads_image = model.config.uses_image

@@ -35,7 +35,7 @@ import numpy as np
 
 from capeval.critic.combine import (check_feature_settings, fit_logistic, fit_report, read_tagged_json, sigmoid,
                                     write_tagged_json)
-from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate
+from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate, member_folder
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, load_sentence_encoder
 
 COMBINER_FILE = "combiner.json"
@@ -90,9 +90,7 @@ class Combiner:
     def critic_path(self, folder: str | os.PathLike | None = None) -> Path:
         """The base critic's folder: ``critic`` relative to ``folder`` when it names a folder there, else a shipped
         critic's name or a path as given."""
-        if folder is not None and not Path(self.critic).is_absolute() and (Path(folder) / self.critic).is_dir():
-            return Path(folder) / self.critic
-        return critic_folder(self.critic)
+        return member_folder(self.critic, folder)
 
 
 def plus_folder(path: str | os.PathLike | None = None) -> Path:

@@ -61,7 +61,7 @@ class _CriticMetric(CaptionMetric):
         else:
             ensemble, members = None, [load_critic(option, self.context, device)]
             models = [members[0][0]]
-        context = context_of(models) if ensemble is not None else models[0].config.context
+        context = context_of(models)
         if context != self.context:
             raise ValueError(f"{self.name} expects a critic with context {self.context!r}; {option} has {context!r}.")
         uses_image, uses_reference = any(m.config.uses_image for m in models), any(m.config.uses_reference

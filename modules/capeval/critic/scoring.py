@@ -57,6 +57,14 @@ def critic_folder(path: str | os.PathLike | None = None, context: str = "image+r
     return pretrained_dir(SHIPPED[context])
 
 
+def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:
+    """The folder of a critic that a combiner or ensemble file at ``base`` names: ``name`` relative to ``base`` when
+    it names a folder there, else a shipped critic's name or a path as given (:func:`critic_folder`)."""
+    if base is not None and not Path(name).is_absolute() and (Path(base) / name).is_dir():
+        return Path(base) / name
+    return critic_folder(name)
+
+
 def load_critic(path: str | os.PathLike | None = None, context: str = "image+reference", device: Any = None):
     """``(model, vocab)`` from a ``capeval critic train`` folder (default: the shipped critic of ``context``).
 

@@ -60,6 +60,7 @@ def evaluate_system(features: FeatureTable, references: Mapping[str, Sequence[st
     if not 1 <= average_last <= epochs:
         raise ValueError(f"average_last must be between 1 and epochs ({epochs}), got {average_last}.")
     fold_a, fold_b = two_folds(images, seed)
+    pooled = features.pooled()
     mix = {**SYSTEM_MIX, "sample": 3} if samples else SYSTEM_MIX
     per_image: dict[str, float] = {}
     folds = []
@@ -74,11 +75,12 @@ def evaluate_system(features: FeatureTable, references: Mapping[str, Sequence[st
                          **options)  # no dev split: every epoch runs, each leaves a checkpoint
             last = [out / "checkpoints" / f"epoch-{e}" for e in range(epochs - average_last + 1, epochs + 1)]
             runs = []
+            feats = pooled.rows(scored)  # every epoch's critic has the same architecture
             for folder in last:
                 model, vocab = CriticModel.from_pretrained(folder).eval(), CriticVocab.load(folder)
-                feats = features.pooled().rows(scored) if model.config.uses_image else None
                 runs.append(critic_scores([system[i] for i in scored], [list(references[i]) for i in scored],
-                                          image_features=feats, model=model, vocab=vocab))
+                                          image_features=feats if model.config.uses_image else None,
+                                          model=model, vocab=vocab))
             scores = np.mean(runs, axis=0)
             per_image.update(zip(scored, map(float, scores)))
             folds.append({"train_images": len(train_images), "scored_images": len(scored), "score": float(scores.mean()),
