@@ -22,6 +22,10 @@ def _add_training_arguments(p: argparse.ArgumentParser) -> None:
                         "paper's human-vs-machine pairs only)")
     p.add_argument("--plus", action="store_true",
                    help="LCEval+: also the sentence-embedding and reference-only-critic features (needs torch)")
+    p.add_argument("--extra-critic", default=None, metavar="NAME|DIR",
+                   help="with --plus: the reference-only critic of the critic feature (a shipped name such as "
+                        "critic-coco-ref, or a `capeval critic train --context reference` folder; default "
+                        "critic-flickr8k-ref)")
     p.add_argument("--hidden", type=int, default=12, help="hidden ReLU units (0 = the linear variant)")
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=75)
@@ -58,11 +62,13 @@ def _training_data(args):
     from capeval.benchmarks.lceval_training import build_training_set, pair_features
     from capeval.lceval.features import FeatureExtractor
 
+    if args.extra_critic and not args.plus:
+        raise ValueError("--extra-critic is LCEval+'s critic feature: give it with --plus.")
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     ts = build_training_set(args.data_dir, machine_captions=args.machine_captions, sources=sources, seed=args.seed,
                             rc_per_image=args.rc_per_image)
     print(f"LCEval training pairs: {json.dumps(ts.report)}", file=sys.stderr)
-    extractor = FeatureExtractor(args.word_vectors, extra=args.plus)
+    extractor = FeatureExtractor(args.word_vectors, extra=args.plus, extra_critic=args.extra_critic)
     try:
         train = pair_features(ts.train, extractor, progress=args.progress)
         dev = pair_features(ts.dev, extractor, progress=args.progress)
@@ -85,6 +91,7 @@ def train(args: argparse.Namespace) -> int:
     ts, (xt, yt), (xd, yd), _ = _training_data(args)
     log = train_lceval(xt, yt, xd, yd, args.out, resume=not args.restart, progress_bar=args.progress,
                        word_vectors=args.word_vectors, extra_log={"training_set": ts.report},
+                       extra_critic=extractor.extra_critic,
                        description=(f"LCEval{'+' if args.plus else ''} retrained by capeval: {args.hidden or 'linear'} "
                                     f"hidden units, pairs from {args.sources} (reported benchmarks' images left out), "
                                     f"{args.rc_per_image} mismatched negatives per image, seed {args.seed}."),

@@ -18,12 +18,12 @@ misspellings) are ``<unk>`` and still get a probability.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Any, ClassVar
 
 import numpy as np
 
 from capeval.batch import CaptionBatch
+from capeval.critic.scoring import weights_digest
 from capeval.metric import CaptionMetric, MetricOutput
 
 
@@ -47,7 +47,7 @@ class _CriticMetric(CaptionMetric):
     def cache_token(cls, options: dict[str, Any]) -> str:
         from capeval.critic.scoring import critic_folder
 
-        return _files_digest(*_weight_folders(critic_folder(options.get(cls.model_option), cls.context)))
+        return weights_digest(*_weight_folders(critic_folder(options.get(cls.model_option), cls.context)))
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.critic_ensemble import context_of, ensemble_scores, is_ensemble, load_ensemble
@@ -93,17 +93,6 @@ def _zero_wordless(scores, preds) -> list[float]:
     return [float(s) for s in scores]
 
 
-def _files_digest(*folders) -> str:
-    """sha256 (first 16 hex digits) of the weight, vocabulary, combiner and ensemble files of ``folders``."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json"):
-            path = folder / name
-            if path.is_file():
-                digest.update(name.encode() + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def _weight_folders(folder) -> list:
     """``folder`` and, for a critic ensemble, its member critics' folders: every file that changes its scores."""
     from capeval.critic.critic_ensemble import CriticEnsemble, is_ensemble
@@ -116,7 +105,7 @@ def _model_label(folder) -> str:
     (an ensemble's hash covers its member critics' files)."""
     from capeval.paths import shipped_name
 
-    return shipped_name(folder) or f"{folder.name}@{_files_digest(*_weight_folders(folder))[:10]}"
+    return shipped_name(folder) or f"{folder.name}@{weights_digest(*_weight_folders(folder))[:10]}"
 
 
 class Critic(_CriticMetric):
@@ -168,7 +157,7 @@ class CriticPlus(CaptionMetric):
         from capeval.critic.ensemble import Combiner, plus_folder
 
         folder = plus_folder(options.get("critic_plus_model", cls.options["critic_plus_model"]))
-        return _files_digest(folder, Combiner.load(folder).critic_path(folder))
+        return weights_digest(folder, Combiner.load(folder).critic_path(folder))
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         from capeval.critic.ensemble import critic_plus_scores, load_critic_plus, plus_folder

@@ -25,6 +25,7 @@ array([0.83])
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +64,18 @@ def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:
     if base is not None and not Path(name).is_absolute() and (Path(base) / name).is_dir():
         return Path(base) / name
     return critic_folder(name)
+
+
+def weights_digest(*folders: str | os.PathLike) -> str:
+    """sha256 (first 16 hex digits) of the weight, vocabulary, combiner and ensemble files of ``folders``: what
+    changes a critic's scores (cache keys and signatures)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json"):
+            path = Path(folder) / name
+            if path.is_file():
+                digest.update(name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def load_critic(path: str | os.PathLike | None = None, context: str = "image+reference", device: Any = None):

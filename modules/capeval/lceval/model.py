@@ -31,13 +31,17 @@ class LCEvalConfig:
 
     features: the feature names it reads, in :data:`~capeval.lceval.features.ALL_FEATURE_NAMES` order (a subset of
         the 16 for the ablations; LCEval+ adds the three of :mod:`capeval.lceval.extra`). hidden: hidden ReLU units (0 = linear). word_vectors / parser_model: the feature settings
-        it was trained with (scoring uses the same). description: free text for cards and signatures.
+        it was trained with (scoring uses the same). extra_critic: the reference-only critic behind LCEval+'s
+        ``critic_ref`` feature (a shipped name or a folder; only read when the model reads that feature; a config
+        written before this field existed means ``critic-flickr8k-ref``). description: free text for cards and
+        signatures.
     """
 
     features: list[str] = field(default_factory=lambda: list(FEATURE_NAMES))
     hidden: int = 12
     word_vectors: str = "glove-6b-50d"
     parser_model: str | None = None
+    extra_critic: str = "critic-flickr8k-ref"
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -47,6 +51,8 @@ class LCEvalConfig:
         self.features = [f for f in ALL_FEATURE_NAMES if f in set(self.features)]
         if not isinstance(self.hidden, int) or self.hidden < 0:
             raise ValueError(f"hidden must be a non-negative integer, got {self.hidden!r}.")
+        if not isinstance(self.extra_critic, str) or not self.extra_critic.strip():
+            raise ValueError(f"extra_critic must name a reference-only critic, got {self.extra_critic!r}.")
 
     @property
     def columns(self) -> list[int]:

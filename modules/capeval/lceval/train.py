@@ -80,13 +80,15 @@ def _dev_metrics(torch, net, x, y, columns) -> dict[str, float]:
 def train_lceval(train_x: np.ndarray, train_y: Sequence[int], dev_x: np.ndarray, dev_y: Sequence[int],
                  out_dir: str | Path, *, resume: bool = True, progress_bar: bool | None = None,
                  word_vectors: str = "glove-6b-50d", parser_model: str | None = None, description: str = "",
-                 extra_log: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+                 extra_critic: str | None = None, extra_log: dict[str, Any] | None = None,
+                 **options: Any) -> dict[str, Any]:
     """Train on ``(train_x, train_y)``, select on ``(dev_x, dev_y)``, save the best epoch to ``out_dir``.
 
     ``train_x`` / ``dev_x``: ``(n, 16)`` features (:func:`capeval.lceval.features.lceval_features`); labels 1 human,
     0 machine. ``options`` override :data:`DEFAULTS` (``hidden``, ``epochs``, ``batch_size``, ``lr``,
     ``weight_decay``, ``patience``, ``seed``, ``features``: the feature names used, for ablations).
-    ``word_vectors`` / ``parser_model``: the feature settings, recorded in the config. Returns the log.
+    ``word_vectors`` / ``parser_model`` / ``extra_critic`` (LCEval+'s critic feature; default ``critic-flickr8k-ref``):
+    the feature settings, recorded in the config. Returns the log.
     """
     torch, accelerate = require("torch", "accelerate", what="LCEval training")
     unknown = set(options) - set(DEFAULTS)
@@ -99,8 +101,10 @@ def train_lceval(train_x: np.ndarray, train_y: Sequence[int], dev_x: np.ndarray,
     dev_x, dev_y = _check_xy(dev_x, np.asarray(dev_y), "dev")
     if len(dev_y) == 0 or len(set(train_y.tolist())) < 2:
         raise ValueError("training needs both classes in train and a non-empty dev split.")
+    from capeval.lceval.extra import CRITIC
+
     config = LCEvalConfig(features=list(opts["features"]), hidden=int(opts["hidden"]), word_vectors=str(word_vectors),
-                          parser_model=parser_model, description=description)
+                          parser_model=parser_model, extra_critic=str(extra_critic or CRITIC), description=description)
     opts["features"] = list(config.features)
     columns = config.columns
     if max(columns) >= train_x.shape[1]:
