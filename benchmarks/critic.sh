@@ -112,6 +112,8 @@ capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems
   --init-from critic-flickr8k-caption --json "$B/evaluate-system-caption.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --json "$B/evaluate-system-robust.json"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
+  --init-from critic-flickr8k-coco --json "$B/evaluate-system-coco.json"
 # the reference code's averaging: 30 epochs per fold, each fold scored by the mean of its last 10 epochs' critics
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --epochs 30 --average-last 10 --json "$B/evaluate-system-robust-30-10.json"
