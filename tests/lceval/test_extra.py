@@ -131,3 +131,30 @@ def test_lceval_plus_scores_with_its_critic(tiny_critics, letters, java, tmp_pat
                        axis=1)
     np.testing.assert_allclose(out["per_caption"]["lceval_plus"], LCEvalModel.from_pretrained(folder).predict(x),
                                rtol=1e-6)
+
+
+def test_cli_train_plus_records_the_extra_critic(tmp_path, monkeypatch):
+    """`capeval lceval train --plus --extra-critic NAME` writes the critic into the model config (training data
+    replaced by random features: what is tested is the command's wiring, not the pairs)."""
+    from types import SimpleNamespace
+
+    import capeval.cli.cmd_lceval as cmd
+    from capeval.cli import main
+    from capeval.lceval.features import FeatureExtractor
+    from capeval.lceval.model import LCEvalModel
+
+    rng = np.random.default_rng(0)
+
+    def fake_training_data(args):
+        assert args.plus and args.extra_critic == "critic-coco-ref"
+        x, y = rng.random((40, 19)), np.arange(40) % 2
+        extractor = FeatureExtractor(extra=True, extra_critic=args.extra_critic)
+        return SimpleNamespace(report={"train_pairs": 40}), (x, y), (x[:10], y[:10]), extractor
+
+    monkeypatch.setattr(cmd, "_training_data", fake_training_data)
+    assert main(["lceval", "train", "--machine-captions", "unused.jsonl", "--plus", "--extra-critic", "critic-coco-ref",
+                 "--epochs", "2", "--out", str(tmp_path / "m")]) == 0
+    config = LCEvalModel.from_pretrained(tmp_path / "m").config
+    assert config.extra_critic == "critic-coco-ref" and config.features == list(ALL_FEATURE_NAMES)
+    assert main(["lceval", "train", "--machine-captions", "unused.jsonl", "--extra-critic", "critic-coco-ref",
+                 "--out", str(tmp_path / "n")]) != 0

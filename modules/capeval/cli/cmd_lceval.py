@@ -58,12 +58,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
+def _check_extra_critic(args) -> None:
+    if args.extra_critic and not args.plus:
+        raise ValueError("--extra-critic is LCEval+'s critic feature: give it with --plus.")
+
+
 def _training_data(args):
     from capeval.benchmarks.lceval_training import build_training_set, pair_features
     from capeval.lceval.features import FeatureExtractor
 
-    if args.extra_critic and not args.plus:
-        raise ValueError("--extra-critic is LCEval+'s critic feature: give it with --plus.")
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     ts = build_training_set(args.data_dir, machine_captions=args.machine_captions, sources=sources, seed=args.seed,
                             rc_per_image=args.rc_per_image)
@@ -88,7 +91,8 @@ def _options(args) -> dict:
 def train(args: argparse.Namespace) -> int:
     from capeval.lceval.train import train_lceval
 
-    ts, (xt, yt), (xd, yd), _ = _training_data(args)
+    _check_extra_critic(args)
+    ts, (xt, yt), (xd, yd), extractor = _training_data(args)
     log = train_lceval(xt, yt, xd, yd, args.out, resume=not args.restart, progress_bar=args.progress,
                        word_vectors=args.word_vectors, extra_log={"training_set": ts.report},
                        extra_critic=extractor.extra_critic,
@@ -108,6 +112,7 @@ def ablate(args: argparse.Namespace) -> int:
     from capeval.lceval.features import FeatureExtractor
 
     check_output_path(args.json)
+    _check_extra_critic(args)
     names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     ts, train_xy, dev_xy, _ = _training_data(args)
     extractor = FeatureExtractor(args.word_vectors)
