@@ -41,3 +41,10 @@ capeval bench flickr8k-expert --protocol clipscore "${pp[@]}" | tee "$out/pp-f8k
 # 5. speed and memory (PASCAL-50S, cold / warm-references / warm)
 PYTHONPATH=modules python benchmarks/lceval_speed.py --json "$out/speed.json"
 PYTHONPATH=modules python benchmarks/lceval_speed.py --candidates first --json "$out/speed-first.json"   # the 4,000 first candidates
+# 6. LCEval+ with critic-coco-ref as its critic feature (BENCHMARKS.md §11; not shipped: dev loss .345 > .312)
+capeval lceval train "${machine[@]}" "${train[@]}" --plus --extra-critic critic-coco-ref --out "$out/lceval-plus-coco"
+pc=(--metrics lceval_plus --lceval-plus-model "$out/lceval-plus-coco")
+capeval bench pascal50s --refs expert "${pc[@]}" | tee "$out/plus-coco-pascal50s.txt"
+capeval bench composite "${pc[@]}" --json "$out/plus-coco-composite.json" | tee "$out/plus-coco-composite.txt"
+for p in clipscore cui; do capeval bench flickr8k-expert --protocol $p "${pc[@]}" | tee "$out/plus-coco-f8k-$p.txt"; done
+capeval bench thumb "${pc[@]}" | tee "$out/plus-coco-thumb.txt"
