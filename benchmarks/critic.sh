@@ -110,13 +110,29 @@ for t in 0.5 1.0 1.5; do
 done
 systems="beam3=$out/system-test.jsonl,greedy=$out/sys-greedy-test.jsonl,sample0.5=$out/sys-sample0.5-test.jsonl"
 systems="$systems,sample1.0=$out/sys-sample1.0-test.jsonl,sample1.5=$out/sys-sample1.5-test.jsonl"
-capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" --json "$B/evaluate-system.json"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" --init-from critic-flickr8k \
+  --json "$B/evaluate-system.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-caption --json "$B/evaluate-system-caption.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --json "$B/evaluate-system-robust.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-coco --json "$B/evaluate-system-coco.json"
+# checkpoints of different quality (BENCHMARKS.md §10): cross-entropy epochs 1-3 of benchmarks/learned_foundation.sh
+# step 2 (its 12-epoch schedule; here a fresh run of that command, stopped after epoch 3) and the shipped captioner,
+# all beam 3; then the eight systems together
+epochs="shipped-beam3=$out/system-test.jsonl"
+for e in 1 2 3; do
+  capeval captioner generate --split test --model "$learned/captioner-xe/checkpoints/epoch-$e" \
+    --features "$learned/grid224.safetensors" --num-beams 3 --out "$out/sys-xe-epoch$e-test.jsonl"
+  epochs="$epochs,xe-epoch$e=$out/sys-xe-epoch$e-test.jsonl"
+done
+for init in critic-flickr8k-coco critic-flickr8k-robust critic-flickr8k; do
+  capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs" --init-from $init \
+    --json "$B/evaluate-system-epochs-$init.json"
+done
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
+  --init-from critic-flickr8k-coco --json "$B/evaluate-system-all-coco.json"
 # the reference code's averaging: 30 epochs per fold, each fold scored by the mean of its last 10 epochs' critics
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --epochs 30 --average-last 10 --json "$B/evaluate-system-robust-30-10.json"

@@ -153,6 +153,17 @@ def test_shipped_coco_initialised_critic_was_trained_on_flickr8k_train_only():
     _, coco_vocab = load_critic(pretrained_dir("critic-coco-ref"))
     assert model.config.context == "image+reference" and vocab.words == coco_vocab.words
     assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+    # resumed from 12 to up to 24 epochs: patience 3 stopped it three epochs after the kept one
+    assert log["best_epoch"] == 20 and len(log["epochs"]) == 23 and log["options"]["patience"] == 3
+
+
+def test_evaluate_system_fine_tunes_a_shipped_image_and_reference_critic_by_default():
+    pytest.importorskip("transformers")
+    from capeval.critic.scoring import critic_folder, load_critic
+    from capeval.critic.system_eval import DEFAULT_INIT
+
+    model, _ = load_critic(critic_folder(DEFAULT_INIT))
+    assert model.config.context == "image+reference"
 
 
 def test_shipped_coco_critic_never_read_a_benchmark_image():

@@ -71,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--split", default="test", choices=["dev", "test"], help="Flickr8k split the systems captioned")
     e.add_argument("--init-from", default=None, metavar="DIR|NAME",
                    help="critic to fine-tune on each fold: a folder or a shipped critic's name (default: the shipped "
-                        "critic-flickr8k; see --from-scratch)")
+                        "critic-flickr8k-coco; the paper's general critic is critic-flickr8k; see --from-scratch)")
     e.add_argument("--from-scratch", action="store_true", help="train each fold's critic from scratch (as the paper)")
     e.add_argument("--epochs", type=int, default=3)
     e.add_argument("--average-last", type=int, default=1, metavar="K",
@@ -252,15 +252,16 @@ def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.benchmarks.stats import correlation
     from capeval.captioning.data import flickr8k_split
+    from capeval.critic.scoring import critic_folder
+    from capeval.critic.system_eval import DEFAULT_INIT
     from capeval.critic.system_eval import evaluate_system as run
     from capeval.models.feature_table import FeatureTable
-    from capeval.critic.scoring import critic_folder
 
     check_output_path(args.json)
     systems = _systems(args.systems)
     refs = flickr8k_split(args.split)
     table = FeatureTable.load(args.features).pooled()
-    init = None if args.from_scratch else critic_folder(args.init_from or "critic-flickr8k")
+    init = None if args.from_scratch else critic_folder(args.init_from or DEFAULT_INIT)
     metrics = [m for m in args.metrics.split(",") if m]
     rows = {}
     for name, path in systems.items():

@@ -6,8 +6,8 @@ For one captioning system with a caption for every image of an evaluation split:
 swap; the system's score is the mean over all its captions of P(human), each averaged over the image's references.
 A critic never scores an image it was trained on.
 
-By default each fold's critic starts from a trained general critic (``init_from``, e.g. the shipped Flickr8k critic,
-trained on other images) and is fine-tuned for ``epochs``; ``init_from=None`` trains from scratch as the paper did
+Each fold's critic starts from a trained critic (``init_from``; the CLI's default :data:`DEFAULT_INIT`, the shipped
+``critic-flickr8k-coco``, trained on other images) and is fine-tuned for ``epochs``; ``init_from=None`` trains from scratch as the paper did
 on COCO's much larger folds. ``average_last=K`` scores the fold with the critic of each of the last ``K`` epochs and
 averages the K scores per caption (the reference code's README reports the mean of the last 10 of 30 epochs);
 ``K = 1`` (default) scores with the final epoch's critic.
@@ -23,6 +23,12 @@ from typing import Any
 import numpy as np
 
 from capeval.models.feature_table import FeatureTable
+
+#: The critic ``capeval critic evaluate-system`` fine-tunes by default: the caption-level ``critic-flickr8k-coco``.
+#: Started from it (or from ``critic-flickr8k-robust``), the per-system critics rank captioner checkpoints of
+#: different quality as CIDEr-D, BLEU-4 and SPICE do; started from the general ``critic-flickr8k`` (the default until
+#: 2026-11-25) they did not (BENCHMARKS.md §10).
+DEFAULT_INIT = "critic-flickr8k-coco"
 
 #: Negatives of the per-system critics without samples: the system's captions 3/6, RC / WP / RW 1/6 each.
 SYSTEM_MIX = {"system": 3, "RC": 1, "WP": 1, "RW": 1}
