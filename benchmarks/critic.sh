@@ -133,6 +133,9 @@ for init in critic-flickr8k-coco critic-flickr8k-robust critic-flickr8k; do
 done
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
   --init-from critic-flickr8k-coco --json "$B/evaluate-system-all-coco.json"
+# the shipped critics as plain system-level metrics (no fine-tuning) on the same eight systems
+PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
+  --critic-models critic-flickr8k-coco,critic-flickr8k-ensemble,critic-flickr8k --json "$B/system-ranking.json"
 # the reference code's averaging: 30 epochs per fold, each fold scored by the mean of its last 10 epochs' critics
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --epochs 30 --average-last 10 --json "$B/evaluate-system-robust-30-10.json"
