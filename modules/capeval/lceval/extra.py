@@ -50,6 +50,11 @@ def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]
     for i, refs in enumerate(references):
         if not refs:
             raise ValueError(f"references[{i}] is empty: LCEval+ needs at least one reference per candidate.")
+    folder = critic_folder(critic, "reference")
+    model, vocab = load_critic(folder, "reference")
+    if model.config.context != "reference":
+        raise ValueError(f"LCEval+'s critic feature needs a reference-only critic; {critic!r} reads "
+                         f"{model.config.context!r}.")
     item = np.concatenate([np.full(len(refs), i) for i, refs in enumerate(references)])
     flat = [r for refs in references for r in refs]
     encoder = load_sentence_encoder()
@@ -59,11 +64,6 @@ def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]
     np.maximum.at(out[:, 0], item, mapped)
     counts = np.bincount(item, minlength=n)
     out[:, 1] = np.bincount(item, weights=mapped, minlength=n) / counts
-    folder = critic_folder(critic, "reference")
-    model, vocab = load_critic(folder, "reference")
-    if model.config.context != "reference":
-        raise ValueError(f"LCEval+'s critic feature needs a reference-only critic; {critic!r} reads "
-                         f"{model.config.context!r}.")
     out[:, 2] = critic_scores(list(candidates), [list(r) for r in references], model=model, vocab=vocab,
                               progress_bar=progress)
     return out
