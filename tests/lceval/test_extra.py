@@ -78,22 +78,6 @@ def test_the_cache_settings_name_the_critic_and_its_weights(tiny_critics, other_
     assert extra_settings(str(copy)) != a
 
 
-def test_config_records_the_critic_and_old_configs_read_the_first_one(tmp_path):
-    from capeval.lceval.model import LCEvalConfig, LCEvalModel
-
-    rng = np.random.default_rng(0)
-    params = {"W1": rng.normal(size=(19, 3)), "b1": np.zeros(3), "W2": rng.normal(size=(3, 2)), "b2": np.zeros(2)}
-    LCEvalModel(LCEvalConfig(features=list(ALL_FEATURE_NAMES), hidden=3, extra_critic="critic-coco-ref"),
-                params).save_pretrained(tmp_path / "m")
-    assert LCEvalModel.from_pretrained(tmp_path / "m").config.extra_critic == "critic-coco-ref"
-    config = json.loads((tmp_path / "m" / "config.json").read_text())
-    del config["extra_critic"]
-    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
-    assert LCEvalModel.from_pretrained(tmp_path / "m").config.extra_critic == "critic-flickr8k-ref"
-    with pytest.raises(ValueError, match="extra_critic"):
-        LCEvalConfig(extra_critic="  ")
-
-
 def _plus_model(folder, critic: str) -> str:
     from capeval.lceval.model import LCEvalConfig, LCEvalModel
 
@@ -102,6 +86,19 @@ def _plus_model(folder, critic: str) -> str:
     LCEvalModel(LCEvalConfig(features=list(ALL_FEATURE_NAMES), hidden=3, extra_critic=critic),
                 params).save_pretrained(folder)
     return str(folder)
+
+
+def test_config_records_the_critic_and_old_configs_read_the_first_one(tmp_path):
+    from capeval.lceval.model import LCEvalConfig, LCEvalModel
+
+    _plus_model(tmp_path / "m", "critic-coco-ref")
+    assert LCEvalModel.from_pretrained(tmp_path / "m").config.extra_critic == "critic-coco-ref"
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    del config["extra_critic"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    assert LCEvalModel.from_pretrained(tmp_path / "m").config.extra_critic == "critic-flickr8k-ref"
+    with pytest.raises(ValueError, match="extra_critic"):
+        LCEvalConfig(extra_critic="  ")
 
 
 def test_the_metric_signature_and_cache_token_name_the_critic(tiny_critics, other_ref_critic, tmp_path):

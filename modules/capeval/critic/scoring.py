@@ -66,16 +66,23 @@ def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:
     return critic_folder(name)
 
 
+_WEIGHT_FILES = ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json")
+_DIGESTS: dict[tuple, str] = {}
+
+
 def weights_digest(*folders: str | os.PathLike) -> str:
     """sha256 (first 16 hex digits) of the weight, vocabulary, combiner and ensemble files of ``folders``: what
-    changes a critic's scores (cache keys and signatures)."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for name in ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json"):
-            path = Path(folder) / name
-            if path.is_file():
-                digest.update(name.encode() + path.read_bytes())
-    return digest.hexdigest()[:16]
+    changes a critic's scores (cache keys and signatures). Kept per (file, size, modification time): cache keys and
+    signatures ask for the same megabytes of weights again and again."""
+    files = [(name, Path(folder) / name) for folder in folders for name in _WEIGHT_FILES]
+    files = [(name, path) for name, path in files if path.is_file()]
+    key = tuple((name, str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for name, path in files)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        for name, path in files:
+            digest.update(name.encode() + path.read_bytes())
+        _DIGESTS[key] = digest.hexdigest()[:16]
+    return _DIGESTS[key]
 
 
 def load_critic(path: str | os.PathLike | None = None, context: str = "image+reference", device: Any = None):

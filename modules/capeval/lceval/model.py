@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from capeval.lceval.extra import CRITIC
 from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
 
 __all__ = ["LCEvalConfig", "LCEvalModel", "model_folder"]
@@ -41,7 +42,7 @@ class LCEvalConfig:
     hidden: int = 12
     word_vectors: str = "glove-6b-50d"
     parser_model: str | None = None
-    extra_critic: str = "critic-flickr8k-ref"
+    extra_critic: str = CRITIC
     description: str = ""
 
     def __post_init__(self) -> None:

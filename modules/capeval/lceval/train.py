@@ -101,10 +101,9 @@ def train_lceval(train_x: np.ndarray, train_y: Sequence[int], dev_x: np.ndarray,
     dev_x, dev_y = _check_xy(dev_x, np.asarray(dev_y), "dev")
     if len(dev_y) == 0 or len(set(train_y.tolist())) < 2:
         raise ValueError("training needs both classes in train and a non-empty dev split.")
-    from capeval.lceval.extra import CRITIC
-
     config = LCEvalConfig(features=list(opts["features"]), hidden=int(opts["hidden"]), word_vectors=str(word_vectors),
-                          parser_model=parser_model, extra_critic=str(extra_critic or CRITIC), description=description)
+                          parser_model=parser_model, description=description,
+                          **({"extra_critic": str(extra_critic)} if extra_critic else {}))
     opts["features"] = list(config.features)
     columns = config.columns
     if max(columns) >= train_x.shape[1]:
