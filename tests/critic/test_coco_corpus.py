@@ -121,3 +121,6 @@ def test_cli_refuses_image_contexts_and_flickr_inputs_on_coco(tmp_path, capsys):
     assert rc == 1 and "--features belongs to --corpus flickr8k" in capsys.readouterr().err
     rc = main(["critic", "train", "--out", str(tmp_path / "x")])
     assert rc == 1 and "give --features FILE" in capsys.readouterr().err
+    rc = main(["critic", "train", "--corpus", "coco-train2014", "--context", "reference", "--text-corpus",
+               "coco-train2014", "--out", str(tmp_path / "x")])
+    assert rc == 1 and "already trains on them" in capsys.readouterr().err

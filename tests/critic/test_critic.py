@@ -415,3 +415,69 @@ def test_score_cache_key_follows_the_critic_weights(tiny_critics, tmp_path):
     model.save_pretrained(folder)
     assert CriticRef.cache_token({"critic_ref_model": str(folder)}) != before
     assert Critic.cache_token({"critic_model": tiny_critics["critic_model"]}) != before
+
+
+def test_image_optional_critic_uses_a_learned_vector_only_where_the_image_is_missing(tmp_path):
+    model = CriticModel(CriticConfig(vocab_size=20, image_dim=8, dropout=0.0, interactions=True, **TINY)).eval()
+    ids, lengths = _ids()
+    feats = torch.randn(3, 8)
+    before = model.human_probability(ids, lengths, ids.flip(0), lengths.flip(0), feats)
+    with pytest.raises(ValueError, match="image_optional is off"):
+        model(ids, lengths, ids.flip(0), lengths.flip(0), feats, image_mask=torch.tensor([True, False, True]))
+    model.allow_missing_images()
+    with torch.no_grad():
+        model.no_image.copy_(torch.randn(model.config.hidden_size))
+    assert torch.equal(before, model.human_probability(ids, lengths, ids.flip(0), lengths.flip(0), feats))
+    mask = torch.tensor([True, False, True])
+    logits = model(ids, lengths, ids.flip(0), lengths.flip(0), feats, image_mask=mask).logits
+    other = model(ids, lengths, ids.flip(0), lengths.flip(0), torch.randn(3, 8) * (~mask)[:, None] + feats
+                  * mask[:, None], image_mask=mask).logits
+    assert torch.equal(logits, other)  # a masked row's features are never read
+    full = model(ids, lengths, ids.flip(0), lengths.flip(0), feats).logits
+    assert torch.equal(logits[mask], full[mask]) and not torch.allclose(logits[1], full[1])
+    model.save_pretrained(tmp_path)
+    again = CriticModel.from_pretrained(tmp_path).eval()
+    assert again.config.image_optional and torch.equal(again.no_image, model.no_image)
+    assert torch.equal(logits, again(ids, lengths, ids.flip(0), lengths.flip(0), feats, image_mask=mask).logits)
+    with pytest.raises(ValueError, match="needs an image context"):
+        CriticConfig(context="reference", image_optional=True)
+
+
+def test_training_on_images_and_a_corpus_without_images(trained, tmp_path):
+    """``text`` (``--text-corpus``): captions without image features train in the same epochs through the "no
+    image" vector; the epoch is selected on the image corpus's dev; overlaps and captioner negatives are refused."""
+    table, train, dev, test, _, out, log = trained
+    rng = random.Random(5)
+    text = {f"COCO_{i}.jpg": _captions(rng, 5) for i in range(20)}
+    text_dev = {f"COCO_d{i}.jpg": _captions(rng, 5) for i in range(5)}
+    names = sorted({**text, **text_dev})
+    neighbours = FeatureTable(names, torch.randn(len(names), 4, generator=torch.Generator().manual_seed(2)),
+                              settings="caption_vectors:tiny", kind="pooled")
+    kwargs = dict(dev=dev, held_out={"test": test}, text=text, text_dev=text_dev, text_neighbours=neighbours,
+                  mix={"RC": 3, "WP": 1, "RW": 1}, epochs=2, pairs_per_batch=6, progress_bar=False)
+    joint = train_critic(table, train, tmp_path / "joint", init_from=out, **kwargs)
+    first = joint["epochs"][0]
+    assert {"dev_s", "text_dev_s", "text_dev_s_RC", "text_dev_s_WP"} <= set(first)
+    assert joint["best_dev"] == max(e["dev_s"] for e in joint["epochs"])  # selected on the image corpus
+    assert joint["text_corpus"]["train_images"] == 20 and joint["config"]["image_optional"]
+    model = CriticModel.from_pretrained(tmp_path / "joint").eval()
+    assert model.config.image_optional and model.no_image.abs().sum() > 0  # the vector was trained
+    vocab = CriticVocab.load(tmp_path / "joint")
+    cands, refs = ["dog runs on grass", "red ball"], [["a dog runs", "dog on grass"], ["a blue ball"]]
+    without = critic_scores(cands, refs, model=model, vocab=vocab)  # no image: the "no image" vector
+    ids, lengths = vocab.encode([cands[0], refs[0][0]])
+    ids, lengths = torch.as_tensor(ids), torch.as_tensor(lengths)
+    direct = model.human_probability(ids[:1], lengths[:1], ids[1:], lengths[1:], torch.zeros(1, 8),
+                                     image_mask=torch.tensor([False]))
+    assert without.shape == (2,) and np.isfinite(without).all()
+    assert abs(critic_scores(cands[:1], [refs[0][:1]], model=model, vocab=vocab)[0] - float(direct)) < 1e-6
+    with_images = critic_scores(cands, refs, model=model, vocab=vocab, image_features=table.rows(sorted(test)[:2]))
+    assert not np.allclose(without, with_images)
+    resumed = train_critic(table, train, tmp_path / "joint", init_from=out, **{**kwargs, "epochs": 3})
+    assert [e["epoch"] for e in resumed["epochs"]] == [1, 2, 3]
+    with pytest.raises(ValueError, match="text corpus: .*also in the test split"):
+        train_critic(table, train, tmp_path / "bad", init_from=out, **{**kwargs, "text": {**text, **test}})
+    with pytest.raises(ValueError, match="RC, WP and RW only"):
+        train_critic(table, train, tmp_path / "bad", init_from=out, text_mix="paper", **kwargs)
+    with pytest.raises(ValueError, match="needs text_neighbours"):
+        train_critic(table, train, tmp_path / "bad", init_from=out, **{**kwargs, "text_neighbours": None})

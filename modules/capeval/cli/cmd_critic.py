@@ -20,6 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "train2014's 414k human captions (offline, in pycocoevalcap's jar) for reference-context "
                         "critics, RC neighbours by caption vectors, dev = a seeded 2%% of the images, every image of "
                         "a reported benchmark left out by file name and Flickr photo id")
+    t.add_argument("--text-corpus", choices=["coco-train2014"], default=None,
+                   help="with --corpus flickr8k and an image + reference critic: also train, in the same epochs, on "
+                        "COCO train2014's human captions without their images (a learned 'no image' context vector; "
+                        "1 candidate per image, --text-mix negatives, RC by caption vectors; left-out benchmark "
+                        "images as --corpus coco-train2014). The epoch is still selected on Flickr8k dev")
+    t.add_argument("--text-mix", default="RC=3,WP=1,RW=1", help="negatives of the --text-corpus (RC, WP, RW)")
     t.add_argument("--features", type=Path,
                    help="image features of the Flickr8k images (`capeval features extract`, grid or pooled); "
                         "required with --corpus flickr8k")
@@ -151,7 +157,11 @@ def train(args: argparse.Namespace) -> int:
     init = critic_folder(args.init_from) if args.init_from else None
     config = None if init else {"context": args.context, "head": args.head, "hidden_size": args.hidden_size,
                                 "interactions": args.interactions == "on" and args.head != "bilinear"}
+    text = {}
     if args.corpus == "coco-train2014":
+        if args.text_corpus:
+            raise ValueError("--text-corpus adds COCO's captions to --corpus flickr8k; --corpus coco-train2014 "
+                             "already trains on them.")
         table, train_captions, dev_captions, held_out = _coco_corpus(args, init)
     else:
         if args.features is None:
@@ -160,6 +170,10 @@ def train(args: argparse.Namespace) -> int:
         table, train_captions, dev_captions = FeatureTable.load(args.features), flickr8k_split("train"), \
             flickr8k_split("dev")
         held_out = {"test": flickr8k_split("test")}
+        if args.text_corpus:
+            neighbours, text_train, text_dev, text_held_out = _coco_captions(args)
+            text = {"text": text_train, "text_dev": text_dev, "text_neighbours": neighbours}
+            held_out.update(text_held_out)
     log = train_critic(
         table, train_captions, args.out, dev=dev_captions, held_out=held_out,
         system=machine_captions(args.system), samples=machine_captions(args.samples),
@@ -167,7 +181,7 @@ def train(args: argparse.Namespace) -> int:
         config=config, init_from=init, resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress,
         epochs=args.epochs, lr=args.lr, pairs_per_batch=args.pairs_per_batch,
         candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
-        word_vectors=args.word_vectors,
+        word_vectors=args.word_vectors, text_mix=parse_mix(args.text_mix), **text,
         init_text_from=critic_folder(args.init_text_from) if args.init_text_from else None)
     print(f"best epoch {log['best_epoch']} (dev s {log['best_dev']:.4f}) -> {args.out}", file=sys.stderr)
     return 0
@@ -175,9 +189,6 @@ def train(args: argparse.Namespace) -> int:
 
 def _coco_corpus(args: argparse.Namespace, init):
     """(caption-vector table, train, dev, held-out benchmark images) of ``--corpus coco-train2014``."""
-    from capeval.benchmarks.held_out import benchmark_images
-    from capeval.critic.coco_corpus import caption_neighbour_table, coco_training_corpus
-
     context = json.loads((Path(init) / "config.json").read_text())["context"] if init else args.context
     if context != "reference":
         raise ValueError(f"--corpus coco-train2014 has COCO's captions but not its images: it trains critics whose "
@@ -186,6 +197,15 @@ def _coco_corpus(args: argparse.Namespace, init):
         if getattr(args, name) is not None:
             raise ValueError(f"--{name.replace('_', '-')} belongs to --corpus flickr8k (COCO has no machine captions "
                              "or image features here).")
+    return _coco_captions(args)
+
+
+def _coco_captions(args: argparse.Namespace):
+    """(caption-vector table, train, dev, held-out benchmark images) of COCO train2014's captions, every image of a
+    reported benchmark left out."""
+    from capeval.benchmarks.held_out import benchmark_images
+    from capeval.critic.coco_corpus import caption_neighbour_table, coco_training_corpus
+
     benchmarks = benchmark_images()
     corpus = coco_training_corpus(benchmarks, seed=args.seed)
     print(f"COCO train2014: {len(corpus.train)} train / {len(corpus.dev)} dev images; left out "

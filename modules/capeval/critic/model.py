@@ -20,6 +20,10 @@ Architecture (sizes in :class:`CriticConfig`; the spec §1 and the paper §3):
   element-wise products image ⊙ candidate and reference ⊙ candidate. On Flickr8k's 6,000 training images the
   paper's plain concatenation (and the bilinear head) stayed at chance on caption-image relevance (RC negatives:
   dev loss ln 2 after 3 epochs), the products let it learn; ``interactions=False`` is the paper's architecture.
+* ``image_optional=True`` (capeval's addition): an image-reading critic with a learned "no image" context vector,
+  used in place of the projected image for examples without one (``image_mask`` False). It lets one critic train on
+  Flickr8k's images *and* on COCO's captions, whose images capeval does not have (``capeval critic train
+  --text-corpus coco-train2014``); a critic scores with the image whenever it is given.
 """
 from __future__ import annotations
 
@@ -41,7 +45,8 @@ class CriticConfig(transformers.PretrainedConfig):
     ``hidden_size`` (512), ``image_dim`` (1280 for EfficientNet-Lite0), ``context``, ``head`` (see the module
     docstring), ``mlp_size`` (512), ``bilinear_dim`` (8,192), ``dropout`` (0.5), ``max_tokens`` (15 tokens per caption),
     ``word_vectors`` (where the embeddings started from), ``encoder`` / ``encoder_resolution`` (the capeval image
-    encoder whose pooled features the critic reads), ``seed`` (count-sketch hashes).
+    encoder whose pooled features the critic reads), ``seed`` (count-sketch hashes), ``image_optional`` (a learned
+    "no image" vector stands in for missing images; image contexts only).
     """
 
     model_type = MODEL_TYPE
@@ -50,7 +55,7 @@ class CriticConfig(transformers.PretrainedConfig):
                  context: str = "image+reference", head: str = "mlp", mlp_size: int = 512, bilinear_dim: int = 8192,
                  dropout: float = 0.5, max_tokens: int = 15, word_vectors: str = "glove-6b-50d",
                  encoder: str = "efficientnet-lite0", encoder_resolution: int | str = 224, seed: int = 0,
-                 interactions: bool = False, pad_token_id: int = 0, **kwargs):
+                 interactions: bool = False, image_optional: bool = False, pad_token_id: int = 0, **kwargs):
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}.")
         if head not in HEADS:
@@ -64,6 +69,9 @@ class CriticConfig(transformers.PretrainedConfig):
         self.interactions = bool(interactions)
         if self.interactions and head == "bilinear":
             raise ValueError("interactions apply to the mlp and linear heads (bilinear pooling has its own).")
+        self.image_optional = bool(image_optional)
+        if self.image_optional and "image" not in context:
+            raise ValueError(f"image_optional needs an image context, not {context!r}.")
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
     @property
@@ -89,6 +97,7 @@ class CriticModel(transformers.PreTrainedModel):
         self.lstm = nn.LSTM(config.embed_dim, h, batch_first=True)
         self.drop = nn.Dropout(config.dropout)
         self.image_proj = nn.Linear(config.image_dim, h) if config.uses_image else None
+        self.no_image = nn.Parameter(torch.zeros(h)) if config.image_optional else None
         n_context = int(config.uses_image) + int(config.uses_reference)
         n_inputs = (2 * n_context + 1) if config.interactions else (n_context + 1)
         if config.head == "bilinear":
@@ -136,12 +145,33 @@ class CriticModel(transformers.PreTrainedModel):
         last = out[torch.arange(ids.shape[0], device=ids.device), lengths - 1]
         return self.drop(last)
 
-    def project_images(self, image_features):
+    def allow_missing_images(self) -> None:
+        """Turn an image-reading critic into an ``image_optional`` one (a new, zero "no image" vector; the trained
+        weights unchanged), e.g. before fine-tuning it on a corpus without images. No-op when it already is."""
+        if self.no_image is not None:
+            return
+        if self.image_proj is None:
+            raise ValueError(f"this critic's context is {self.config.context!r}: it reads no image.")
+        p = self.image_proj.weight
+        self.no_image = nn.Parameter(torch.zeros(self.config.hidden_size, dtype=p.dtype, device=p.device))
+        self.config.image_optional = True
+
+    def project_images(self, image_features, image_mask=None):
+        """``[n, hidden_size]`` image context vectors; rows where ``image_mask`` ([n] bool) is False take the
+        learned "no image" vector (``image_optional`` critics only; their features there are ignored)."""
         if self.image_proj is None:
             raise ValueError(f"this critic's context is {self.config.context!r}: it reads no image.")
         if image_features.dim() != 2 or image_features.shape[1] != self.config.image_dim:
             raise ValueError(f"image features must be [n, {self.config.image_dim}], got {tuple(image_features.shape)}.")
-        return self.image_proj(image_features)
+        projected = self.image_proj(image_features)
+        if image_mask is None:
+            return projected
+        if self.no_image is None:
+            raise ValueError("this critic needs every image (image_optional is off): image_mask must be None.")
+        image_mask = torch.as_tensor(image_mask, dtype=torch.bool, device=projected.device)
+        if tuple(image_mask.shape) != (projected.shape[0],):
+            raise ValueError(f"image_mask must be [{projected.shape[0]}], got {tuple(image_mask.shape)}.")
+        return torch.where(image_mask[:, None], projected, self.no_image.to(projected.dtype).expand_as(projected))
 
     def classify(self, candidate, reference=None, image=None):
         """Logits ``[n, 2]`` from sentence vectors (``candidate``, ``reference``) and projected ``image`` vectors."""
@@ -160,10 +190,12 @@ class CriticModel(transformers.PreTrainedModel):
         return self.classifier(torch.cat([*context, candidate, *products], dim=1))
 
     def forward(self, candidate_ids, candidate_lengths, reference_ids=None, reference_lengths=None,
-                image_features=None, labels=None, candidate_index=None, reference_index=None, **kwargs):
+                image_features=None, labels=None, candidate_index=None, reference_index=None, image_mask=None,
+                **kwargs):
         """Logits (and the loss with ``labels``). With ``candidate_index`` / ``reference_index`` ([n] longs),
         ``candidate_ids`` holds each distinct caption once and the two indexes pick the candidate's and the
-        reference's rows (training encodes a context shared by a positive and a negative once)."""
+        reference's rows (training encodes a context shared by a positive and a negative once). ``image_mask``
+        ([n] bool, ``image_optional`` critics): False where an example has no image."""
         if candidate_index is not None:
             vectors = self.encode_captions(candidate_ids, candidate_lengths)
             cand = vectors[candidate_index]
@@ -171,15 +203,16 @@ class CriticModel(transformers.PreTrainedModel):
         else:
             cand = self.encode_captions(candidate_ids, candidate_lengths)
             ref = self.encode_captions(reference_ids, reference_lengths) if self.config.uses_reference else None
-        img = self.project_images(image_features) if self.config.uses_image else None
+        img = self.project_images(image_features, image_mask) if self.config.uses_image else None
         logits = self.classify(cand, ref, img)
         loss = nn.functional.cross_entropy(logits, labels) if labels is not None else None
         return transformers.modeling_outputs.SequenceClassifierOutput(loss=loss, logits=logits)
 
     def human_probability(self, candidate_ids, candidate_lengths, reference_ids=None, reference_lengths=None,
-                          image_features=None):
-        """``[n]``: P(human | context), in [0, 1]."""
-        logits = self.forward(candidate_ids, candidate_lengths, reference_ids, reference_lengths, image_features).logits
+                          image_features=None, image_mask=None):
+        """``[n]``: P(human | context), in [0, 1] (``image_mask``: see :meth:`forward`)."""
+        logits = self.forward(candidate_ids, candidate_lengths, reference_ids, reference_lengths, image_features,
+                              image_mask=image_mask).logits
         return torch.softmax(logits.float(), dim=-1)[:, 1]
 
 

@@ -10,7 +10,8 @@ array([0.83])
 * ``images``: one per candidate — paths, PIL images, numpy arrays or ``datasets.Image`` values (``{"path",
   "bytes"}``); their pooled features come from the encoder recorded in the critic's config (EfficientNet-Lite0 at
   224² for the shipped critics) through :mod:`capeval.models.image_encoder`, cached on disk per image content.
-  ``image_features`` (``[n, image_dim]``) may be given instead.
+  ``image_features`` (``[n, image_dim]``) may be given instead. A critic trained with ``image_optional`` (``capeval
+  critic train --text-corpus``) also scores without images: its learned "no image" vector is then the image context.
 * Every distinct caption goes through the LSTM once and every distinct image through the projection once, so
   the cost is dominated by the distinct captions; pairs are classified in batches of ``batch_size``.
 * Shipped critics, all but one trained on Flickr8k train only (dev selects the epoch): ``critic-flickr8k`` (image +
@@ -168,8 +169,10 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
         for i, refs in enumerate(references):
             if not refs:
                 raise ValueError(f"references[{i}] is empty: the critic needs at least one reference as context.")
-    feats = None
-    if cfg.uses_image:
+    feats, imageless = None, False
+    if cfg.uses_image and images is None and image_features is None and getattr(cfg, "image_optional", False):
+        imageless = True  # an image_optional critic: its learned "no image" vector is the image context
+    elif cfg.uses_image:
         if image_features is None:
             if images is None or len(images) != n:
                 raise ValueError(f"this critic ({cfg.context}) needs one image per candidate ({n}); "
@@ -192,6 +195,8 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
     with torch.no_grad():
         vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
         projected = model.project_images(feats.to(model.device)) if feats is not None else None
+        if imageless:
+            projected = model.no_image.float()[None].expand(n, -1)
         probs, odds = [], []
         for start in range(0, len(item), batch_size):
             it = torch.as_tensor(item[start:start + batch_size], device=model.device)

@@ -19,6 +19,11 @@
   loss and accuracy per negative source; a checkpoint ``DIR/checkpoints/epoch-N``; ``resume=True`` continues from
   the last one; training stops after ``patience`` epochs without a better dev s. ``DIR`` ends with the best
   epoch's model (``save_pretrained``) and vocabulary, and ``training.json`` (the log).
+* ``text`` / ``text_dev`` (optional, image + reference critics): a second corpus of human captions *without* image
+  features (COCO train2014's captions, :mod:`capeval.critic.coco_corpus`), trained in the same epochs with negatives
+  from ``text_mix`` (RC by ``text_neighbours``, caption vectors; WP; RW) and the learned "no image" context vector
+  (the critic becomes ``image_optional``, :meth:`~capeval.critic.model.CriticModel.allow_missing_images`). Its dev
+  pairs are logged as ``text_dev_*``; the epoch is still selected on ``dev`` (the image corpus) alone;
 * several processes (``accelerate launch``): each takes every ``num_processes``-th batch; accelerate averages the
   gradients (DDP).
 """
@@ -44,7 +49,7 @@ from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
                             "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
                             "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None,
-                            "init_text_from": None}
+                            "init_text_from": None, "text_mix": {"RC": 3, "WP": 1, "RW": 1}, "text_candidates_per_image": 1}
 
 
 def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
@@ -85,17 +90,28 @@ class _Encoder:
         return (torch.as_tensor(np.stack([r[0] for r in rows])), torch.as_tensor(np.array([r[1] for r in rows])))
 
 
-def _batch_tensors(examples: Sequence[CriticExample], encode: _Encoder, features: FeatureTable, device):
-    """Model inputs of ``examples``: each distinct caption (context or candidate) is encoded once."""
+def _batch_tensors(examples: Sequence[CriticExample], encode: _Encoder, features: FeatureTable, device,
+                   text_images: frozenset[str] = frozenset()):
+    """Model inputs of ``examples``: each distinct caption (context or candidate) is encoded once; examples whose
+    image is in ``text_images`` (a corpus without image features) get zero features and ``image_mask`` False."""
     torch = require("torch")
     texts = list(dict.fromkeys(t for e in examples for t in (e.reference, e.candidate)))
     where = {t: i for i, t in enumerate(texts)}
     ids, lengths = encode(texts)
-    return {"candidate_ids": ids.to(device), "candidate_lengths": lengths.to(device),
-            "candidate_index": torch.as_tensor([where[e.candidate] for e in examples], device=device),
-            "reference_index": torch.as_tensor([where[e.reference] for e in examples], device=device),
-            "image_features": features.rows([e.image for e in examples]).to(device),
-            "labels": torch.as_tensor([e.label for e in examples], device=device)}
+    out = {"candidate_ids": ids.to(device), "candidate_lengths": lengths.to(device),
+           "candidate_index": torch.as_tensor([where[e.candidate] for e in examples], device=device),
+           "reference_index": torch.as_tensor([where[e.reference] for e in examples], device=device),
+           "labels": torch.as_tensor([e.label for e in examples], device=device)}
+    mask = [e.image not in text_images for e in examples]
+    if all(mask):
+        out["image_features"] = features.rows([e.image for e in examples]).to(device)
+        return out
+    rows = torch.zeros((len(examples), features.feature_dim))
+    present = [i for i, m in enumerate(mask) if m]
+    if present:
+        rows[present] = features.rows([examples[i].image for i in present])
+    out["image_features"], out["image_mask"] = rows.to(device), torch.as_tensor(mask, device=device)
+    return out
 
 
 def train_critic(
@@ -109,6 +125,9 @@ def train_critic(
     dev_system: Mapping[str, Sequence[str]] | None = None,
     dev_samples: Mapping[str, Sequence[str]] | None = None,
     held_out: Mapping[str, Mapping[str, object]] | None = None,
+    text: Mapping[str, Sequence[str]] | None = None,
+    text_dev: Mapping[str, Sequence[str]] | None = None,
+    text_neighbours: FeatureTable | None = None,
     config: dict[str, Any] | None = None,
     resume: bool = True,
     cpu: bool | None = None,
@@ -119,7 +138,9 @@ def train_critic(
 
     ``system`` / ``samples`` (and ``dev_system`` / ``dev_samples``): machine captions per image for the ``system`` and
     ``sample`` negatives; ``config`` overrides :class:`~capeval.critic.model.CriticConfig` fields (``context``,
-    ``head``, ``hidden_size`` ...); ``options`` override :data:`DEFAULTS`. Returns the log (``out_dir/training.json``).
+    ``head``, ``hidden_size`` ...); ``text`` / ``text_dev`` / ``text_neighbours``: a corpus without images (captions
+    per image name; RC neighbour vectors of all its images); ``options`` override :data:`DEFAULTS`. Returns the log
+    (``out_dir/training.json``).
     """
     torch, accelerate = require("torch", "accelerate", what="critic training")
     from capeval.critic.model import CriticConfig, CriticModel
@@ -132,6 +153,10 @@ def train_critic(
         raise ValueError("epochs and pairs_per_batch must be >= 1, lr > 0 and lr_decay in (0, 1].")
     resolve_mix(opts["mix"])
     check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
+    if text_dev and not text:
+        raise ValueError("text_dev without a text corpus.")
+    if text:
+        _check_text_corpus(text, text_dev, text_neighbours, train, dev, held_out, opts["text_mix"])
     images = sorted(train)
     if len(images) < 2:
         raise ValueError("the critic needs at least 2 training images.")
@@ -193,6 +218,21 @@ def train_critic(
                               nearest=NearestImages(images, features.rows(images)), vocabulary=words)
     dev_pairs = fixed_pairs(dev, features, mix=opts["mix"], seed=opts["dev_seed"], system=dev_system,
                             samples=dev_samples, vocabulary=words) if dev else None
+    text_images, text_names, text_sampler, text_dev_pairs = frozenset(), [], None, None
+    if text:
+        if not model.config.uses_image or not model.config.uses_reference:
+            raise ValueError(f"a text corpus trains image + reference critics, not context {model.config.context!r}.")
+        model.allow_missing_images()
+        log["config"]["image_optional"] = True
+        text_names = sorted(text)
+        text_images = frozenset(text_names) | frozenset(text_dev or ())
+        text_words = training_vocabulary(text)
+        text_sampler = NegativeSampler(text, mix=opts["text_mix"], vocabulary=text_words,
+                                       nearest=NearestImages(text_names, text_neighbours.rows(text_names)))
+        text_dev_pairs = fixed_pairs(text_dev, text_neighbours, mix=opts["text_mix"], seed=opts["dev_seed"],
+                                     vocabulary=text_words) if text_dev else None
+        log.setdefault("text_corpus", {"train_images": len(text_names), "dev_images": len(text_dev or {}),
+                                       "neighbours": text_neighbours.settings})
     encode = _Encoder(vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=opts["lr"])
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=opts["lr_decay"])
@@ -207,6 +247,8 @@ def train_critic(
         rng = random.Random(opts["seed"] + epoch)
         torch.manual_seed(opts["seed"] + epoch)
         pairs = epoch_examples(train, sampler, rng, images, opts["candidates_per_image"])
+        if text_sampler is not None:
+            pairs += epoch_examples(text, text_sampler, rng, text_names, opts["text_candidates_per_image"])
         rng.shuffle(pairs)
         n = opts["pairs_per_batch"]
         batches = [pairs[i:i + n] for i in range(0, len(pairs), n)]
@@ -218,7 +260,7 @@ def train_critic(
                        ) if accelerator.is_main_process else batches
         for batch in bar:
             examples = [e for pair in batch for e in pair]
-            loss = model(**_batch_tensors(examples, encode, features, accelerator.device)).loss
+            loss = model(**_batch_tensors(examples, encode, features, accelerator.device, text_images)).loss
             optimizer.zero_grad()
             accelerator.backward(loss)
             if opts["clip_norm"]:
@@ -231,6 +273,9 @@ def train_critic(
         scheduler.step()
         if dev_pairs:
             entry.update(evaluate_pairs(core, vocab, features, dev_pairs))
+        if text_dev_pairs:
+            entry.update({f"text_{k}": v for k, v in evaluate_pairs(core, vocab, features, text_dev_pairs,
+                                                                    text_images=text_images).items()})
         record_epoch(log, entry, "dev_s")
         if accelerator.is_main_process:
             save_checkpoint(out_dir, epoch, core, vocab.save, {"optimizer": optimizer.state_dict(),
@@ -241,9 +286,11 @@ def train_critic(
     return log
 
 
-def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, batch_size: int = 500) -> dict[str, float]:
+def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, batch_size: int = 500,
+                   text_images: frozenset[str] = frozenset()) -> dict[str, float]:
     """Dev metrics of ``(positive, negative)`` pairs: ``dev_s`` (the paper's s(Θ, D)), ``dev_loss``, ``dev_accuracy``
-    and ``dev_s_<source>`` per negative source (mean 1 − P(human) of that source's negatives)."""
+    and ``dev_s_<source>`` per negative source (mean 1 − P(human) of that source's negatives); examples of
+    ``text_images`` are scored without their image (see :func:`_batch_tensors`)."""
     torch = require("torch")
     examples = [e for pair in pairs for e in pair]
     encode = _Encoder(vocab)
@@ -252,7 +299,7 @@ def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, bat
     with torch.no_grad():
         for start in range(0, len(examples), batch_size):
             chunk = examples[start:start + batch_size]
-            out = model(**_batch_tensors(chunk, encode, features, model.device))
+            out = model(**_batch_tensors(chunk, encode, features, model.device, text_images))
             probs.append(torch.softmax(out.logits.float(), -1)[:, 1].cpu())
             losses.append(float(out.loss) * len(chunk))
     p = torch.cat(probs).numpy()
@@ -264,3 +311,23 @@ def evaluate_pairs(model, vocab: CriticVocab, features: FeatureTable, pairs, bat
     for source in sorted(set(sources) - {"human"}):
         out[f"dev_s_{source}"] = float(s[sources == source].mean())
     return out
+
+
+def _check_text_corpus(text, text_dev, text_neighbours, train, dev, held_out, text_mix) -> None:
+    """Refuse a text corpus that overlaps the image corpus, its dev split or a held-out split, lacks RC neighbour
+    vectors, or asks for negatives it cannot have (system captions and samples need a captioner's output)."""
+    unusable = {"system", "sample"} & set(resolve_mix(text_mix))
+    if unusable:
+        raise ValueError(f"text_mix uses {sorted(unusable)}: a corpus without a captioner's output can use RC, WP "
+                         "and RW only.")
+    for name, split in (("text", text), ("text_dev", text_dev or {})):
+        others = {"image_train": train, **({"dev": dev} if dev else {}), **(held_out or {})}
+        if name == "text" and text_dev:
+            others["text_dev"] = text_dev
+        try:
+            check_disjoint(split, **others)
+        except ValueError as err:
+            raise ValueError(f"{name} corpus: {err}") from None
+    if text_neighbours is None:
+        raise ValueError("a text corpus needs text_neighbours (caption vectors of its images, for RC negatives).")
+    text_neighbours.check(sorted(text) + sorted(text_dev or {}))
