@@ -60,7 +60,7 @@ capeval critic train "${common[@]}" --out "$out/critic-flickr8k-img" --context i
 # 5. ship: float16 weights (half the size; loaded back as float32), vocabulary, training log
 for pair in critic-flickr8k:critic-flickr8k critic-rc:critic-flickr8k-caption critic-flickr8k-ref:critic-flickr8k-ref \
             critic-flickr8k-img:critic-flickr8k-img critic-rcwr5:critic-flickr8k-robust critic-coco-ref:critic-coco-ref \
-            critic-flickr8k-coco:critic-flickr8k-coco; do
+            critic-flickr8k-coco:critic-flickr8k-coco critic-flickr8k-joint:critic-flickr8k-joint; do
   python - "$out/${pair%%:*}" "modules/capeval/pretrained/${pair##*:}" <<'PY'
 import shutil, sys
 from pathlib import Path
@@ -108,6 +108,7 @@ bench_rows critic --critic-model critic-flickr8k-robust robust
 bench_rows critic_ref --critic-ref-model critic-coco-ref coco-ref
 bench_rows critic --critic-model critic-flickr8k-ensemble ensemble
 bench_rows critic --critic-model critic-flickr8k-coco flickr8k-coco
+bench_rows critic --critic-model critic-flickr8k-joint joint
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do
@@ -141,7 +142,8 @@ capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems
   --init-from critic-flickr8k-coco --json "$B/evaluate-system-all-coco.json"
 # the shipped critics as plain system-level metrics (no fine-tuning) on the same eight systems
 PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
-  --critic-models critic-flickr8k-coco,critic-flickr8k-ensemble,critic-flickr8k --json "$B/system-ranking.json"
+  --critic-models critic-flickr8k-coco,critic-flickr8k-ensemble,critic-flickr8k,critic-flickr8k-joint \
+  --json "$B/system-ranking.json"
 # the reference code's averaging: 30 epochs per fold, each fold scored by the mean of its last 10 epochs' critics
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --epochs 30 --average-last 10 --json "$B/evaluate-system-robust-30-10.json"

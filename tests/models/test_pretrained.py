@@ -157,6 +157,37 @@ def test_shipped_coco_initialised_critic_was_trained_on_flickr8k_train_only():
     assert log["best_epoch"] == 20 and len(log["epochs"]) == 23 and log["options"]["patience"] == 3
 
 
+def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only():
+    """``critic-flickr8k-joint``: ``critic-flickr8k-coco`` fine-tuned on Flickr8k train (6,000 images, the test split
+    held out) and COCO train2014's captions without images (the corpus of ``critic-coco-ref``, every benchmark image
+    left out: the rebuilt corpus has the logged size); Flickr8k dev selected the epoch; it scores without images."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    require_data("composite", "composite_8k.jsonl")
+    from capeval.benchmarks.held_out import benchmark_images
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.coco_corpus import coco_training_corpus
+    from capeval.critic.scoring import critic_scores, load_critic
+
+    folder = pretrained_dir("critic-flickr8k-joint")
+    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    assert log["options"]["init_from"] == "critic-flickr8k-coco"
+    corpus = coco_training_corpus(benchmark_images(), seed=log["options"]["seed"])
+    assert log["text_corpus"]["train_images"] == len(corpus.train) and log["text_corpus"]["dev_images"] == len(corpus.dev)
+    model, vocab = load_critic(folder)
+    _, base_vocab = load_critic(pretrained_dir("critic-flickr8k-coco"))
+    assert model.config.context == "image+reference" and model.config.image_optional and vocab.words == base_vocab.words
+    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+    cands, refs = ["a dog runs through the grass", "grass the through runs dog a"], [["a brown dog runs"]] * 2
+    without = critic_scores(cands, refs, model=model, vocab=vocab)
+    feats = torch.randn(2, 1280, generator=torch.Generator().manual_seed(0)).abs()
+    assert without[0] > without[1] and critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab)[0] \
+        != without[0]
+
+
 def test_evaluate_system_fine_tunes_a_shipped_image_and_reference_critic_by_default():
     pytest.importorskip("transformers")
     from capeval.critic.scoring import critic_folder, load_critic
