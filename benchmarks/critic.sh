@@ -109,6 +109,7 @@ bench_rows critic_ref --critic-ref-model critic-coco-ref coco-ref
 bench_rows critic --critic-model critic-flickr8k-ensemble ensemble
 bench_rows critic --critic-model critic-flickr8k-coco flickr8k-coco
 bench_rows critic --critic-model critic-flickr8k-joint joint
+bench_rows critic_ref --critic-ref-model critic-flickr8k-joint joint-noimage   # its "no image" vector
 # 8. the per-system 2-fold protocol on five decodings of the captioner (Flickr8k test)
 capeval captioner generate --split test --features "$learned/grid224.safetensors" --num-beams 1 --out "$out/sys-greedy-test.jsonl"
 for t in 0.5 1.0 1.5; do
@@ -140,6 +141,8 @@ for init in critic-flickr8k-coco critic-flickr8k-robust critic-flickr8k; do
 done
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
   --init-from critic-flickr8k-coco --json "$B/evaluate-system-all-coco.json"
+capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
+  --init-from critic-flickr8k-joint --json "$B/evaluate-system-all-joint.json"
 # the shipped critics as plain system-level metrics (no fine-tuning) on the same eight systems
 PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
   --critic-models critic-flickr8k-coco,critic-flickr8k-ensemble,critic-flickr8k,critic-flickr8k-joint \

@@ -481,3 +481,27 @@ def test_training_on_images_and_a_corpus_without_images(trained, tmp_path):
         train_critic(table, train, tmp_path / "bad", init_from=out, text_mix="paper", **kwargs)
     with pytest.raises(ValueError, match="needs text_neighbours"):
         train_critic(table, train, tmp_path / "bad", init_from=out, **{**kwargs, "text_neighbours": None})
+
+
+def test_critic_ref_scores_an_image_optional_critic_without_images(tiny_critics, tmp_path):
+    """``critic_ref_model`` may name an image + reference critic trained with ``image_optional``: it scores with its
+    "no image" vector (``image=none`` in the signature), as ``critic_scores`` without images does."""
+    import shutil
+
+    import capeval
+    from capeval.critic.scoring import load_critic
+
+    folder = tmp_path / "joint"
+    shutil.copytree(tiny_critics["critic_model"], folder)
+    model, vocab = load_critic(folder)
+    model.allow_missing_images()
+    with torch.no_grad():
+        model.no_image.copy_(torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(3)))
+    model.save_pretrained(folder)
+    preds, refs = ["a cat looking at the camera", "an astronaut in a suit"], [["a striped cat"], ["an astronaut"]]
+    out = capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=str(folder))
+    expected = critic_scores(preds, refs, model=model.eval(), vocab=vocab)
+    assert out["per_caption"]["critic_ref"] == pytest.approx(list(expected), abs=1e-9)
+    assert "ctx=reference,image=none" in out["signature"]
+    with pytest.raises(ValueError, match="image_optional"):  # a plain image + reference critic is still refused
+        capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=tiny_critics["critic_model"])

@@ -276,6 +276,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.critic.system_eval import DEFAULT_INIT
     from capeval.critic.system_eval import evaluate_system as run
     from capeval.models.feature_table import FeatureTable
+    from capeval.paths import shipped_name
 
     check_output_path(args.json)
     systems = _systems(args.systems)
@@ -303,7 +304,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
             agreement[key] = {"kendall_b": correlation(critic, other, "kendall_b"),
                               "spearman": correlation(critic, other, "spearman")}
     out = {"settings": {"protocol": "2-fold (Cui et al. 2018 §3.5)", "split": f"flickr8k-{args.split}",
-                        "init_from": str(init) if init else None, "epochs": args.epochs,
+                        "init_from": (shipped_name(init) or str(init)) if init else None, "epochs": args.epochs,
                         "average_last": args.average_last, "lr": args.lr,
                         "seed": args.seed, "systems": {n: str(p) for n, p in systems.items()}},
            "systems": rows, "rank_agreement": agreement}

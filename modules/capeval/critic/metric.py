@@ -6,7 +6,9 @@ over the references the same way.
 
 Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
 (a ``capeval critic train`` folder, a ``capeval critic fit-ensemble`` folder of several critics combined, or a
-shipped name such as ``critic-flickr8k-ensemble``; default the shipped Flickr8k critic of that context), ``critic_batch_size``
+shipped name such as ``critic-flickr8k-ensemble``; default the shipped Flickr8k critic of that context; ``critic_ref_model``
+may also name an image + reference critic trained with ``image_optional``, e.g. ``critic-flickr8k-joint``, which then
+scores with its learned "no image" vector, ``image=none`` in the signature), ``critic_batch_size``
 (pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available); ``critic_plus_model`` (a
 ``capeval critic fit-plus`` folder or a shipped name, default ``critic-flickr8k-plus``) with the same
 ``critic_batch_size`` / ``critic_device``.
@@ -62,11 +64,16 @@ class _CriticMetric(CaptionMetric):
             ensemble, members = None, [load_critic(option, self.context, device)]
             models = [members[0][0]]
         context = context_of(models)
-        if context != self.context:
-            raise ValueError(f"{self.name} expects a critic with context {self.context!r}; {option} has {context!r}.")
-        uses_image, uses_reference = any(m.config.uses_image for m in models), any(m.config.uses_reference
-                                                                                    for m in models)
-        images = batch.images
+        # critic_ref may use an image_optional critic (critic-flickr8k-joint): its "no image" vector is the image
+        no_image = self.context == "reference" and ensemble is None and context == "image+reference" and \
+            bool(getattr(models[0].config, "image_optional", False))
+        if context != self.context and not no_image:
+            hint = "" if self.context != "reference" else " (or an image + reference critic trained with image_optional)"
+            raise ValueError(f"{self.name} expects a critic with context {self.context!r}{hint}; {option} has "
+                             f"{context!r}.")
+        uses_image, uses_reference = any(m.config.uses_image for m in models) and not no_image, \
+            any(m.config.uses_reference for m in models)
+        images = batch.images if uses_image else None
         if uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
@@ -81,7 +88,8 @@ class _CriticMetric(CaptionMetric):
                                    progress_bar=batch.progress)
         per = _zero_wordless(scores, preds)
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={_model_label(folder)},ctx={self.context},refs=mean")
+                            signature=f"model={_model_label(folder)},ctx={self.context}{',image=none' if no_image else ''}"
+                                      f",refs=mean")
 
 
 def _zero_wordless(scores, preds) -> list[float]:
