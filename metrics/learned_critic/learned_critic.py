@@ -57,9 +57,11 @@ Args:
         naming the metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
     critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`), of a
         critic ensemble (`capeval critic fit-ensemble`), or a shipped critic's name: "critic-flickr8k-caption",
-        "critic-flickr8k-robust", "critic-flickr8k-coco" or "critic-flickr8k-ensemble" (caption quality). Default: the shipped
-        `critic-flickr8k`.
-    critic_ref_model (`str`, optional): folder of a reference-only critic. Default: `critic-flickr8k-ref`.
+        "critic-flickr8k-robust", "critic-flickr8k-coco", "critic-flickr8k-joint" or "critic-flickr8k-ensemble"
+        (caption quality). Default: the shipped `critic-flickr8k`.
+    critic_ref_model (`str`, optional): folder of a reference-only critic, "critic-coco-ref", or an image + reference
+        critic trained with image_optional, "critic-flickr8k-joint" (scored with its "no image" vector). Default:
+        `critic-flickr8k-ref`.
     critic_img_model (`str`, optional): folder of an image-only critic. Default: `critic-flickr8k-img`.
     critic_plus_model (`str`, optional): folder of a critic_plus combiner (`capeval critic fit-plus`), which
         names its critic and sentence encoder. Default: the shipped `critic-flickr8k-plus`.
