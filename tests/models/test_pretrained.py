@@ -181,6 +181,8 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
     _, base_vocab = load_critic(pretrained_dir("critic-flickr8k-coco"))
     assert model.config.context == "image+reference" and model.config.image_optional and vocab.words == base_vocab.words
     assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+    # 6 epochs, then resumed to up to 12: patience 2 stopped it two epochs after the kept one
+    assert log["best_epoch"] == 8 and len(log["epochs"]) == 10 and log["options"]["patience"] == 2
     cands, refs = ["a dog runs through the grass", "grass the through runs dog a"], [["a brown dog runs"]] * 2
     without = critic_scores(cands, refs, model=model, vocab=vocab)
     feats = torch.randn(2, 1280, generator=torch.Generator().manual_seed(0)).abs()
