@@ -66,9 +66,10 @@ class _CriticMetric(CaptionMetric):
         context = context_of(models)
         # critic_ref may use an image_optional critic (critic-flickr8k-joint): its "no image" vector is the image
         no_image = self.context == "reference" and ensemble is None and context == "image+reference" and \
-            bool(getattr(models[0].config, "image_optional", False))
+            models[0].config.image_optional
         if context != self.context and not no_image:
-            hint = "" if self.context != "reference" else " (or an image + reference critic trained with image_optional)"
+            hint = " (or an image + reference critic trained with image_optional)" if self.context == "reference" \
+                else ""
             raise ValueError(f"{self.name} expects a critic with context {self.context!r}{hint}; {option} has "
                              f"{context!r}.")
         uses_image, uses_reference = any(m.config.uses_image for m in models) and not no_image, \
@@ -87,9 +88,9 @@ class _CriticMetric(CaptionMetric):
             scores = critic_scores(preds, refs, images=images, model=model, vocab=vocab, batch_size=size,
                                    progress_bar=batch.progress)
         per = _zero_wordless(scores, preds)
+        context_label = f"{self.context},image=none" if no_image else self.context
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={_model_label(folder)},ctx={self.context}{',image=none' if no_image else ''}"
-                                      f",refs=mean")
+                            signature=f"model={_model_label(folder)},ctx={context_label},refs=mean")
 
 
 def _zero_wordless(scores, preds) -> list[float]:

@@ -156,6 +156,12 @@ class CriticModel(transformers.PreTrainedModel):
         self.no_image = nn.Parameter(torch.zeros(self.config.hidden_size, dtype=p.dtype, device=p.device))
         self.config.image_optional = True
 
+    def missing_image_vectors(self, n: int):
+        """``[n, hidden_size]``: the learned "no image" context vector, once per example (``image_optional`` only)."""
+        if self.no_image is None:
+            raise ValueError("this critic needs every image (image_optional is off): image_mask must be None.")
+        return self.no_image[None].expand(n, -1)
+
     def project_images(self, image_features, image_mask=None):
         """``[n, hidden_size]`` image context vectors; rows where ``image_mask`` ([n] bool) is False take the
         learned "no image" vector (``image_optional`` critics only; their features there are ignored)."""
@@ -166,12 +172,11 @@ class CriticModel(transformers.PreTrainedModel):
         projected = self.image_proj(image_features)
         if image_mask is None:
             return projected
-        if self.no_image is None:
-            raise ValueError("this critic needs every image (image_optional is off): image_mask must be None.")
+        missing = self.missing_image_vectors(projected.shape[0]).to(projected.dtype)
         image_mask = torch.as_tensor(image_mask, dtype=torch.bool, device=projected.device)
         if tuple(image_mask.shape) != (projected.shape[0],):
             raise ValueError(f"image_mask must be [{projected.shape[0]}], got {tuple(image_mask.shape)}.")
-        return torch.where(image_mask[:, None], projected, self.no_image.to(projected.dtype).expand_as(projected))
+        return torch.where(image_mask[:, None], projected, missing)
 
     def classify(self, candidate, reference=None, image=None):
         """Logits ``[n, 2]`` from sentence vectors (``candidate``, ``reference``) and projected ``image`` vectors."""

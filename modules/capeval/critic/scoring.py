@@ -77,7 +77,8 @@ def weights_digest(*folders: str | os.PathLike) -> str:
     signatures ask for the same megabytes of weights again and again."""
     files = [(name, Path(folder) / name) for folder in folders for name in _WEIGHT_FILES]
     files = [(name, path) for name, path in files if path.is_file()]
-    key = tuple((name, str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns) for name, path in files)
+    stats = [path.stat() for _, path in files]
+    key = tuple((name, str(path.resolve()), st.st_size, st.st_mtime_ns) for (name, path), st in zip(files, stats))
     if key not in _DIGESTS:
         digest = hashlib.sha256()
         for name, path in files:
@@ -170,7 +171,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
             if not refs:
                 raise ValueError(f"references[{i}] is empty: the critic needs at least one reference as context.")
     feats, imageless = None, False
-    if cfg.uses_image and images is None and image_features is None and getattr(cfg, "image_optional", False):
+    if cfg.uses_image and images is None and image_features is None and cfg.image_optional:
         imageless = True  # an image_optional critic: its learned "no image" vector is the image context
     elif cfg.uses_image:
         if image_features is None:
@@ -196,7 +197,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
         vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
         projected = model.project_images(feats.to(model.device)) if feats is not None else None
         if imageless:
-            projected = model.no_image.float()[None].expand(n, -1)
+            projected = model.missing_image_vectors(n).float()
         probs, odds = [], []
         for start in range(0, len(item), batch_size):
             it = torch.as_tensor(item[start:start + batch_size], device=model.device)

@@ -320,12 +320,12 @@ def _check_text_corpus(text, text_dev, text_neighbours, train, dev, held_out, te
     if unusable:
         raise ValueError(f"text_mix uses {sorted(unusable)}: a corpus without a captioner's output can use RC, WP "
                          "and RW only.")
-    for name, split in (("text", text), ("text_dev", text_dev or {})):
-        others = {"image_train": train, **({"dev": dev} if dev else {}), **(held_out or {})}
-        if name == "text" and text_dev:
-            others["text_dev"] = text_dev
+    others = {"image_train": train, **({"dev": dev} if dev else {}), **(held_out or {})}
+    checks = [("text", text, {**others, **({"text_dev": text_dev} if text_dev else {})}),
+              ("text_dev", text_dev or {}, others)]
+    for name, split, evaluated in checks:
         try:
-            check_disjoint(split, **others)
+            check_disjoint(split, **evaluated)
         except ValueError as err:
             raise ValueError(f"{name} corpus: {err}") from None
     if text_neighbours is None:
