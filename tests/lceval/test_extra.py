@@ -155,3 +155,31 @@ def test_cli_train_plus_records_the_extra_critic(tmp_path, monkeypatch):
     assert config.extra_critic == "critic-coco-ref" and config.features == list(ALL_FEATURE_NAMES)
     assert main(["lceval", "train", "--machine-captions", "unused.jsonl", "--extra-critic", "critic-coco-ref",
                  "--out", str(tmp_path / "n")]) != 0
+
+
+def test_cli_train_mismatched_negatives_wiring(tmp_path, monkeypatch):
+    """`--negatives mismatched` reaches the training set, names the objective in the model description, and is
+    refused together with machine captions (which that objective would silently ignore)."""
+    from types import SimpleNamespace
+
+    import capeval.cli.cmd_lceval as cmd
+    from capeval.cli import main
+    from capeval.lceval.features import FeatureExtractor
+    from capeval.lceval.model import LCEvalModel
+
+    rng = np.random.default_rng(0)
+    seen = {}
+
+    def fake_training_data(args):
+        seen["negatives"], seen["machine"] = args.negatives, args.machine_captions
+        x, y = rng.random((40, 16)), np.arange(40) % 2
+        return SimpleNamespace(report={"train_pairs": 40}), (x, y), (x[:10], y[:10]), FeatureExtractor()
+
+    monkeypatch.setattr(cmd, "_training_data", fake_training_data)
+    assert main(["lceval", "train", "--negatives", "mismatched", "--rc-per-image", "3", "--epochs", "2",
+                 "--out", str(tmp_path / "m")]) == 0
+    assert seen == {"negatives": "mismatched", "machine": []}
+    assert "mismatched human captions per image only" in LCEvalModel.from_pretrained(tmp_path / "m").config.description
+    assert main(["lceval", "train", "--negatives", "mismatched", "--rc-per-image", "3", "--machine-captions", "m.jsonl",
+                 "--out", str(tmp_path / "n")]) != 0
+    assert not (tmp_path / "n").exists()

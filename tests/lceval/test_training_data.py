@@ -79,3 +79,30 @@ def test_training_set_refuses_bad_sources(shared_data, tmp_path):
     f.write_text(json.dumps({"id": "COCO_val2014_000000391895.jpg", "candidates": ["x"]}) + "\n")
     with pytest.raises(ValueError, match="not Flickr8k train images"):
         build_training_set(shared_data, sources=["flickr8k-train"], machine_captions=[f])
+
+
+def test_mismatched_negatives_build_no_machine_pair_and_need_no_machine_captions(shared_data):
+    ts = build_training_set(shared_data, seed=0, rc_per_image=3, negatives="mismatched")
+    pairs = ts.train + ts.dev
+    assert {p.system for p in pairs} == {"human", "mismatched"}
+    by_image: dict[str, list] = {}
+    for p in pairs:
+        by_image.setdefault(p.image_id, []).append(p)
+    # 3 human candidates and 3 mismatched ones per image: balanced classes, every Flickr8k train image kept
+    assert all(sorted(q.label for q in v) == [0, 0, 0, 1, 1, 1] for v in by_image.values())
+    assert ts.report["negatives"] == "mismatched"
+    assert ts.report["sources"]["flickr8k-train"]["kept"] == 6000
+    # a mismatched candidate is not one of its image's own captions
+    own = {p.image_id: set(p.references) | ({p.candidate} if p.label else set()) for p in pairs if p.label}
+    assert all(p.candidate not in own[p.image_id] for p in pairs if not p.label)
+    # the same images are left out as with the paper's objective
+    used = {Path(p.image_id).name for p in pairs}
+    for name, images in benchmark_images(shared_data).items():
+        assert not used & images, name
+
+
+def test_mismatched_negatives_refuse_no_negatives(shared_data):
+    with pytest.raises(ValueError, match="rc_per_image >= 1"):
+        build_training_set(shared_data, negatives="mismatched", rc_per_image=0)
+    with pytest.raises(ValueError, match="negatives must be one of"):
+        build_training_set(shared_data, negatives="random", rc_per_image=3)

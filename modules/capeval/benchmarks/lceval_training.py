@@ -18,6 +18,12 @@ human caption of another image of the same source (drawn at random) scored again
 label 0. The paper's negatives are all fluent machine captions, so its classifier learns "machine style"; the
 mismatched ones teach it relevance, which is what caption-quality judgments measure (Cui et al.'s RC negatives).
 
+``negatives`` chooses what label 0 means: ``"machine"`` (default, the paper: machine captions, plus ``rc_per_image``
+mismatched ones) or ``"mismatched"`` (the caption-level objective of Cui et al. 2018 §4.4, whose critic for
+caption-level correlation sees only human captions of other images as negatives: no machine pair is built, so no
+machine captions are needed, and ``rc_per_image`` must be at least 1). With ``"mismatched"`` the network judges
+whether a caption fits the references, not whether a person wrote it.
+
 **Left out**: every image of every benchmark capeval reports (:data:`REPORTED_BENCHMARKS`: COMPOSITE's COCO,
 Flickr8k and Flickr30k subsets, Flickr8k-Expert and -CrowdFlower, PASCAL-50S, THumB), compared by image file
 name; :func:`benchmark_images` lists them (benchmarks whose files are absent are skipped and named in the
@@ -35,10 +41,11 @@ from typing import Any
 
 from capeval.benchmarks.held_out import REPORTED_BENCHMARKS, benchmark_images
 
-__all__ = ["REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images", "build_training_set",
+__all__ = ["NEGATIVES", "REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images", "build_training_set",
            "paper_pairs", "read_machine_captions"]
 
 SOURCES = ("coco-karpathy", "flickr8k-train")
+NEGATIVES = ("machine", "mismatched")
 
 
 @dataclass(frozen=True)
@@ -132,13 +139,19 @@ def _mismatched(humans: dict[str, list[str]], k: int, rng: random.Random,
 
 def build_training_set(root: str | Path | None = None, *, machine_captions: Sequence[str | Path] = (),
                        sources: Sequence[str] = SOURCES, seed: int = 0, dev_fraction: float = 0.1,
-                       exclude: Sequence[str] = REPORTED_BENCHMARKS, rc_per_image: int = 0) -> TrainingSet:
+                       exclude: Sequence[str] = REPORTED_BENCHMARKS, rc_per_image: int = 0,
+                       negatives: str = "machine") -> TrainingSet:
     """The training and dev pairs (see the module docstring); ``ValueError`` when no pair is left."""
     from capeval.benchmarks.files import resolve_root
 
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
         raise ValueError(f"unknown source(s) {unknown}; choose from {SOURCES}.")
+    if negatives not in NEGATIVES:
+        raise ValueError(f"negatives must be one of {NEGATIVES}, got {negatives!r}.")
+    with_machine = negatives == "machine"
+    if not with_machine and rc_per_image < 1:
+        raise ValueError(f"negatives='mismatched' needs rc_per_image >= 1 (the only negatives), got {rc_per_image}.")
     if not 0 <= dev_fraction < 1:
         raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction!r}.")
     root = resolve_root(root)
@@ -159,25 +172,26 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
         coco_humans = {image: [by_image[image]["human"], *refs[image]] for image in kept}
         for image in kept:
             systems = ["model_1", "model_2", "model_3"]
-            pairs += paper_pairs(image, coco_humans[image], [by_image[image][s] for s in systems], rng,
-                                 source="coco-karpathy", systems=systems)
+            machines = [by_image[image][s] for s in systems] if with_machine else []
+            pairs += paper_pairs(image, coco_humans[image], machines, rng, source="coco-karpathy", systems=systems)
         pairs += _mismatched(coco_humans, rc_per_image, rng, "coco-karpathy")
         counts["coco-karpathy"] = {"images": len(by_image), "kept": len(kept)}
     if "flickr8k-train" in sources:
         from capeval.captioning.data import flickr8k_split
 
         train = flickr8k_split("train", root)
-        machines = read_machine_captions(machine_captions)
-        if not machines:
+        machines = read_machine_captions(machine_captions) if with_machine else {}
+        if with_machine and not machines:
             raise ValueError("flickr8k-train needs machine_captions= (captioner JSON-lines outputs for the train images).")
         foreign = sorted(set(machines) - set(train))
         if foreign:
             raise ValueError(f"machine captions for {len(foreign)} images that are not Flickr8k train images "
                              f"(e.g. {foreign[0]!r}); give captions of train images only.")
-        kept = [im for im in train if im not in excluded and im in machines]
+        kept = [im for im in train if im not in excluded and (im in machines or not with_machine)]
         for image in kept:
-            pairs += paper_pairs(image, train[image], machines[image], rng, source="flickr8k-train",
-                                 systems=[f"captioner_{j}" for j in range(len(machines[image]))])
+            own = machines.get(image, [])
+            pairs += paper_pairs(image, train[image], own, rng, source="flickr8k-train",
+                                 systems=[f"captioner_{j}" for j in range(len(own))])
         pairs += _mismatched({image: train[image] for image in kept}, rc_per_image, rng, "flickr8k-train")
         counts["flickr8k-train"] = {"images": len(train), "kept": len(kept)}
     if not pairs:
@@ -187,7 +201,7 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     dev_pairs = [p for p in pairs if p.image_id in dev_images]
     report = {"sources": counts, "left_out_benchmarks": {k: len(v) for k, v in left_out.items()},
               "missing_benchmarks": [b for b in exclude if b not in left_out], "seed": seed,
-              "dev_fraction": dev_fraction, "rc_per_image": rc_per_image, "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
+              "dev_fraction": dev_fraction, "negatives": negatives, "rc_per_image": rc_per_image, "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "train_human": sum(p.label for p in train_pairs), "dev_images": len(dev_images)}
     return TrainingSet(train_pairs, dev_pairs, report)
 

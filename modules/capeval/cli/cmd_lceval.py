@@ -12,14 +12,20 @@ from capeval.cli.output import add_json_argument, add_progress_argument, check_o
 def _add_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", type=Path, default=None, help="capeval data directory (default: $CAPEVAL_DATA or "
                                                                "../shared/data)")
-    p.add_argument("--machine-captions", type=Path, nargs="+", required=True, metavar="FILE",
+    p.add_argument("--machine-captions", type=Path, nargs="+", default=[], metavar="FILE",
                    help="captioner JSON-lines outputs for the Flickr8k train images (`capeval captioner generate "
-                        "--split train`, e.g. beam captions and --samples); the first 3 distinct per image are used")
+                        "--split train`, e.g. beam captions and --samples); the first 3 distinct per image are used; "
+                        "needed with --negatives machine and the flickr8k-train source, refused with --negatives "
+                        "mismatched")
     p.add_argument("--sources", default="coco-karpathy,flickr8k-train",
                    help="training sources, comma-separated: coco-karpathy, flickr8k-train")
     p.add_argument("--rc-per-image", type=int, default=0,
                    help="mismatched negatives per image (another image's human caption; capeval's addition, 0 = the "
                         "paper's human-vs-machine pairs only)")
+    p.add_argument("--negatives", choices=("machine", "mismatched"), default="machine",
+                   help="what label 0 is: 'machine' (the paper: machine captions, plus --rc-per-image mismatched "
+                        "ones) or 'mismatched' (only another image's human captions, Cui et al. 2018 §4.4's "
+                        "caption-level objective; needs --rc-per-image >= 1, no machine captions)")
     p.add_argument("--plus", action="store_true",
                    help="LCEval+: also the sentence-embedding and reference-only-critic features (needs torch)")
     p.add_argument("--extra-critic", default=None, metavar="NAME|DIR",
@@ -58,9 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _check_extra_critic(args) -> None:
+def _check_arguments(args) -> None:
     if args.extra_critic and not args.plus:
         raise ValueError("--extra-critic is LCEval+'s critic feature: give it with --plus.")
+    if args.negatives == "mismatched" and args.machine_captions:
+        raise ValueError("--machine-captions with --negatives mismatched: that objective has no machine negatives; "
+                         "drop one of them.")
 
 
 def _training_data(args):
@@ -69,7 +78,7 @@ def _training_data(args):
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     ts = build_training_set(args.data_dir, machine_captions=args.machine_captions, sources=sources, seed=args.seed,
-                            rc_per_image=args.rc_per_image)
+                            rc_per_image=args.rc_per_image, negatives=args.negatives)
     print(f"LCEval training pairs: {json.dumps(ts.report)}", file=sys.stderr)
     extractor = FeatureExtractor(args.word_vectors, extra=args.plus, extra_critic=args.extra_critic)
     try:
@@ -78,6 +87,13 @@ def _training_data(args):
     finally:
         extractor.close()
     return ts, train, dev, extractor
+
+
+def _negatives_text(args) -> str:
+    if args.negatives == "mismatched":
+        return (f"label 0 = {args.rc_per_image} mismatched human captions per image only (Cui et al. 2018 §4.4's "
+                f"caption-level objective, no machine captions)")
+    return f"machine negatives and {args.rc_per_image} mismatched negatives per image"
 
 
 def _options(args) -> dict:
@@ -91,14 +107,14 @@ def _options(args) -> dict:
 def train(args: argparse.Namespace) -> int:
     from capeval.lceval.train import train_lceval
 
-    _check_extra_critic(args)
+    _check_arguments(args)
     ts, (xt, yt), (xd, yd), extractor = _training_data(args)
     log = train_lceval(xt, yt, xd, yd, args.out, resume=not args.restart, progress_bar=args.progress,
                        word_vectors=args.word_vectors, extra_log={"training_set": ts.report},
                        extra_critic=extractor.extra_critic,
                        description=(f"LCEval{'+' if args.plus else ''} retrained by capeval: {args.hidden or 'linear'} "
                                     f"hidden units, pairs from {args.sources} (reported benchmarks' images left out), "
-                                    f"{args.rc_per_image} mismatched negatives per image, seed {args.seed}."),
+                                    f"{_negatives_text(args)}, seed {args.seed}."),
                        **_options(args))
     best = next(e for e in log["epochs"] if e["epoch"] == log["best_epoch"])
     print(f"best epoch {log['best_epoch']}: dev loss {best['dev_loss']:.4f}, dev accuracy {best['dev_accuracy']:.4f}; "
@@ -112,7 +128,7 @@ def ablate(args: argparse.Namespace) -> int:
     from capeval.lceval.features import FeatureExtractor
 
     check_output_path(args.json)
-    _check_extra_critic(args)
+    _check_arguments(args)
     names = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     ts, train_xy, dev_xy, _ = _training_data(args)
     extractor = FeatureExtractor(args.word_vectors)
