@@ -316,6 +316,47 @@ def test_evaluate_system_two_folds(trained):
         evaluate_system(table, test, system, init_from=out, epochs=2, average_last=3)
 
 
+def test_evaluate_system_with_samples_uses_the_papers_mix_and_only_the_training_folds_samples(trained, monkeypatch):
+    """With Monte-Carlo samples (``capeval critic evaluate-system --samples``) each fold's critic sees the paper's
+    negatives, system 1/3, samples 1/3, RC / WP / RW 1/9 each, and only the samples of its own training images."""
+    import capeval.critic.train as train_module
+    from capeval.critic.system_eval import evaluate_system, two_folds
+
+    table, _, _, test, machine, out, _ = trained
+    system = {i: machine[i][0] for i in test}
+    samples = {i: [f"a sampled caption of {i}", f"another sample of {i}"] for i in test}
+    calls, real = [], train_module.train_critic
+
+    def recording(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_critic", recording)
+    result = evaluate_system(table, test, system, samples=samples, init_from=out, epochs=1, pairs_per_batch=2,
+                             progress_bar=False)
+    assert 0 <= result["score"] <= 1 and len(calls) == 2
+    folds = two_folds(sorted(test), seed=0)
+    for call, train_images in zip(calls, folds):
+        assert call["mix"] == {"system": 3, "sample": 3, "RC": 1, "WP": 1, "RW": 1}
+        assert set(call["samples"]) == set(train_images) and set(call["system"]) == set(train_images)
+
+
+def test_cli_evaluate_system_checks_the_samples_file(tmp_path):
+    import json
+
+    from capeval.cli.cmd_critic import _split_samples
+
+    refs = {"a.jpg": ["x"], "b.jpg": ["y"]}
+    f = tmp_path / "s.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "candidates": [{"caption": f"s {i}", "logp": -3.0}]}) + "\n" for i in refs))
+    assert _split_samples(f, refs, "test") == {"a.jpg": ["s a.jpg"], "b.jpg": ["s b.jpg"]}
+    assert _split_samples(None, refs, "test") is None
+    with pytest.raises(ValueError, match="no sample for 1 image"):
+        _split_samples(f, {**refs, "c.jpg": ["z"]}, "test")
+    with pytest.raises(ValueError, match="not in Flickr8k test"):
+        _split_samples(f, {"a.jpg": ["x"]}, "test")
+
+
 def test_evaluate_system_averages_the_last_epochs(trained, monkeypatch):
     """average_last=K: each fold is scored by the critics of its last K epochs (checkpoints), their scores averaged."""
     import capeval.critic.scoring as scoring

@@ -159,7 +159,8 @@ def test_training_refuses_bad_data(tmp_path):
         train_lceval(xt, yt, xt, yt, tmp_path / "x", epochs=1, momentum=0.9)
 
 
-@pytest.mark.parametrize("name", ["lceval-flickr8k-coco", "lceval-plus-flickr8k-coco"])
+@pytest.mark.parametrize("name", ["lceval-flickr8k-coco", "lceval-plus-flickr8k-coco", "lceval-caption-flickr8k-coco",
+                                  "lceval-plus-caption-flickr8k-coco"])
 def test_shipped_retrained_networks_left_out_every_reported_benchmark(name):
     from capeval.paths import pretrained_dir
 
@@ -173,3 +174,19 @@ def test_shipped_retrained_networks_left_out_every_reported_benchmark(name):
     assert log["best_epoch"] is not None and log["train_pairs"] > 10_000
     x = np.random.default_rng(0).random((3, 19 if model.config.uses_extra else 16))
     assert np.all((model.predict(x) > 0) & (model.predict(x) < 1))
+
+
+@pytest.mark.parametrize("name", ["lceval-caption-flickr8k-coco", "lceval-plus-caption-flickr8k-coco"])
+def test_shipped_caption_level_networks_saw_no_machine_caption(name):
+    """The caption-level networks (``--negatives mismatched``): balanced human vs mismatched pairs, no machine
+    negative, and LCEval+'s critic feature read from the COCO critic (not trained on these Flickr8k train images)."""
+    from capeval.paths import pretrained_dir
+
+    model = LCEvalModel.from_pretrained(name)
+    report = json.loads((pretrained_dir(name) / "training.json").read_text())["training_set"]
+    assert report["negatives"] == "mismatched" and report["rc_per_image"] == 3
+    assert report["train_human"] * 2 == report["train_pairs"]
+    assert report["sources"]["flickr8k-train"]["kept"] == 6000
+    assert "mismatched human captions per image only" in model.config.description
+    if model.config.uses_extra:
+        assert model.config.extra_critic == "critic-coco-ref"

@@ -75,6 +75,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="each system's captions of the split (`capeval captioner generate` JSONL; first candidate)")
     e.add_argument("--features", type=Path, required=True, help="image features of the split's images")
     e.add_argument("--split", default="test", choices=["dev", "test"], help="Flickr8k split the systems captioned")
+    e.add_argument("--samples", type=Path, default=None, metavar="FILE",
+                   help="Monte-Carlo samples of the split's images from a caption generator (`capeval captioner "
+                        "generate --split test --samples 5`): the paper's 'sample' negatives, making each fold's mix "
+                        "system 1/3, samples 1/3, RC / WP / RW 1/9 each (without it: system 1/2, RC / WP / RW 1/6 "
+                        "each); only the training fold's samples are read")
     e.add_argument("--init-from", default=None, metavar="DIR|NAME",
                    help="critic to fine-tune on each fold: a folder or a shipped critic's name (default: the shipped "
                         "critic-flickr8k-coco; the paper's general critic is critic-flickr8k; see --from-scratch)")
@@ -268,6 +273,21 @@ def _systems(text: str) -> dict[str, Path]:
     return out
 
 
+def _split_samples(path: Path | None, refs: dict[str, list[str]], split: str) -> dict[str, list[str]] | None:
+    """``--samples``: every image of the split with at least one sample, and no image outside it."""
+    if path is None:
+        return None
+    samples = {i: [c for c in caps if c.strip()] for i, caps in machine_captions(path).items()}
+    foreign = sorted(set(samples) - set(refs))
+    if foreign:
+        raise ValueError(f"--samples {path}: {len(foreign)} image(s) not in Flickr8k {split}, e.g. {foreign[0]!r}.")
+    missing = sorted(i for i in refs if not samples.get(i))
+    if missing:
+        raise ValueError(f"--samples {path}: no sample for {len(missing)} image(s) of Flickr8k {split}, e.g. "
+                         f"{missing[0]!r}.")
+    return samples
+
+
 def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.benchmarks.stats import correlation
@@ -284,11 +304,12 @@ def evaluate_system(args: argparse.Namespace) -> int:
     table = FeatureTable.load(args.features).pooled()
     init = None if args.from_scratch else critic_folder(args.init_from or DEFAULT_INIT)
     metrics = [m for m in args.metrics.split(",") if m]
+    samples = _split_samples(args.samples, refs, args.split)
     rows = {}
     for name, path in systems.items():
         caps = {i: c[0] for i, c in machine_captions(path).items()}
-        result = run(table, refs, caps, init_from=init, epochs=args.epochs, average_last=args.average_last,
-                     seed=args.seed, lr=args.lr, progress_bar=args.progress)
+        result = run(table, refs, caps, samples=samples, init_from=init, epochs=args.epochs,
+                     average_last=args.average_last, seed=args.seed, lr=args.lr, progress_bar=args.progress)
         images = sorted(refs)
         scores = score([caps[i] for i in images], [refs[i] for i in images], metrics=metrics, progress=args.progress)
         rows[name] = {"critic": result["score"], "folds": result["folds"], **{k: scores[k] for k in scores
@@ -306,6 +327,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
     out = {"settings": {"protocol": "2-fold (Cui et al. 2018 §3.5)", "split": f"flickr8k-{args.split}",
                         "init_from": (shipped_name(init) or str(init)) if init else None, "epochs": args.epochs,
                         "average_last": args.average_last, "lr": args.lr,
+                        "samples": str(args.samples) if args.samples else None,
                         "seed": args.seed, "systems": {n: str(p) for n, p in systems.items()}},
            "systems": rows, "rank_agreement": agreement}
     write_json(args.json, out, indent=1)
