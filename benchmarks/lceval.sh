@@ -48,3 +48,24 @@ capeval bench pascal50s --refs expert "${pc[@]}" | tee "$out/plus-coco-pascal50s
 capeval bench composite "${pc[@]}" --json "$out/plus-coco-composite.json" | tee "$out/plus-coco-composite.txt"
 for p in clipscore cui; do capeval bench flickr8k-expert --protocol $p "${pc[@]}" | tee "$out/plus-coco-f8k-$p.txt"; done
 capeval bench thumb "${pc[@]}" | tee "$out/plus-coco-thumb.txt"
+# 7. the caption-level networks (BENCHMARKS.md §11, shipped): human vs mismatched captions only (Cui et al. 2018 §4.4),
+#    no machine captions; LCEval+ reads critic-coco-ref (trained on none of these images)
+cap=(--negatives mismatched --rc-per-image 3 --epochs 200 --patience 20 --seed 0 --progress)
+capeval lceval train "${cap[@]}" --out "$out/lceval-caption-flickr8k-coco"
+capeval lceval train "${cap[@]}" --plus --extra-critic critic-coco-ref --out "$out/lceval-plus-caption-flickr8k-coco"
+for name in lceval-caption-flickr8k-coco lceval-plus-caption-flickr8k-coco; do
+  mkdir -p "modules/capeval/pretrained/$name"
+  cp "$out/$name/config.json" "$out/$name/model.safetensors" "$out/$name/training.json" "modules/capeval/pretrained/$name/"
+done
+for pair in "lceval --lceval-model lceval-caption-flickr8k-coco" \
+            "lceval_plus --lceval-plus-model lceval-plus-caption-flickr8k-coco"; do
+  set -- $pair
+  tag="${3%-flickr8k-coco}"
+  capeval bench pascal50s --refs expert --metrics $pair | tee "$out/$tag-pascal50s.txt"
+  capeval bench composite --metrics $pair | tee "$out/$tag-composite.txt"
+  for p in clipscore cui; do capeval bench flickr8k-expert --protocol $p --metrics $pair | tee "$out/$tag-f8k-$p.txt"; done
+  capeval bench thumb --metrics $pair | tee "$out/$tag-thumb.txt"
+  if [ -d "${CAPEVAL_DATA_DIR:-../shared/data}/abstract50s" ]; then
+    capeval bench abstract50s --metrics $pair | tee "$out/$tag-abstract50s.txt"
+  fi
+done
