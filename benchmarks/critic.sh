@@ -153,3 +153,13 @@ PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs
 # the reference code's averaging: 30 epochs per fold, each fold scored by the mean of its last 10 epochs' critics
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-robust --epochs 30 --average-last 10 --json "$B/evaluate-system-robust-30-10.json"
+# 8b. the same with the paper's Monte-Carlo negatives (system 1/3, samples 1/3, RC/WP/RW 1/9 each): 5 samples per test
+#     image from the shipped captioner (T = 1, seed 1; each fold's critic reads only its own training images' samples)
+[ -f "$out/samples-test.jsonl" ] || capeval captioner generate --split test --features "$learned/grid224.safetensors" \
+  --samples 5 --seed 1 --out "$out/samples-test.jsonl"
+for init in critic-flickr8k-coco critic-flickr8k-joint critic-flickr8k-robust; do
+  capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" --init-from $init \
+    --samples "$out/samples-test.jsonl" --json "$B/es5-$init-samples.json"
+  capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
+    --init-from $init --samples "$out/samples-test.jsonl" --json "$B/es8-$init-samples.json"
+done
