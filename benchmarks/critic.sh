@@ -163,3 +163,15 @@ for init in critic-flickr8k-coco critic-flickr8k-joint critic-flickr8k-robust; d
   capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
     --init-from $init --samples "$out/samples-test.jsonl" --json "$B/es8-$init-samples.json"
 done
+# 9. Flickr8k-CrowdFlower (its judgments are held out of shared/data: runs where the official file is present), the
+#    paper's protocol (candidate removed from its references, Kendall tau-b) and the CLIPScore one
+if [ -f "${CAPEVAL_DATA_DIR:-../shared/data}/flickr8k/CrowdFlowerAnnotations.txt" ]; then
+  for model in critic-flickr8k-joint critic-flickr8k-ensemble critic-flickr8k-coco critic-flickr8k-robust \
+               critic-flickr8k-caption critic-flickr8k; do
+    capeval bench flickr8k-crowdflower --protocol cui --metrics critic --critic-model $model | tee "$B/cf-cui-$model.txt"
+  done
+  capeval bench flickr8k-crowdflower --protocol cui --metrics critic_ref,critic_plus,spice,cider_d,bleu_4 \
+    --critic-ref-model critic-flickr8k-joint | tee "$B/cf-cui-other.txt"
+  capeval bench flickr8k-crowdflower --protocol clipscore --metrics critic,spice --critic-model critic-flickr8k-joint \
+    | tee "$B/cf-clipscore.txt"
+fi
