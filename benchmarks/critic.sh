@@ -175,3 +175,12 @@ if [ -f "${CAPEVAL_DATA_DIR:-../shared/data}/flickr8k/CrowdFlowerAnnotations.txt
   capeval bench flickr8k-crowdflower --protocol clipscore --metrics critic,spice --critic-model critic-flickr8k-joint \
     | tee "$B/cf-clipscore.txt"
 fi
+# 10. RW robustness with the paper's rule (at least 2 words; BENCHMARKS.md §10 "RW re-measured"): every shipped critic
+F=(--transforms RW --features "$out/pooled224.safetensors")
+capeval robustness --metrics critic,critic_ref,critic_img "${F[@]}" --json "$B/rw-general.json"
+for m in critic-flickr8k-caption critic-flickr8k-robust critic-flickr8k-coco critic-flickr8k-joint critic-flickr8k-ensemble; do
+  capeval robustness --metrics critic --critic-model $m "${F[@]}" --json "$B/rw-$m.json"
+done
+for m in critic-coco-ref critic-flickr8k-joint; do
+  capeval robustness --metrics critic_ref --critic-ref-model $m "${F[@]}" --json "$B/rw-ref-$m.json"
+done

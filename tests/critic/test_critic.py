@@ -60,9 +60,11 @@ def test_word_permutation_strength_and_determinism():
 
 def test_random_words_replaces_the_asked_share():
     vocab = ["cat", "sky", "red", "blue"]
-    for gamma, expected in ((0, 0), (0.25, 2), (1.0, 8)):
+    # at least 2 words at any strength above 0 (the paper's "from 2 to all words"): 0.1 of 8 words is 2, not 1
+    for gamma, expected in ((0, 0), (0.05, 2), (0.1, 2), (0.25, 2), (0.5, 4), (1.0, 8)):
         out = random_words(CAPTION, gamma, random.Random(0), vocab).split()
         assert sum(a != b for a, b in zip(out, CAPTION.split())) == expected
+    assert random_words("dog", 0.1, random.Random(0), vocab) in vocab  # a 1-word caption: its one word
     with pytest.raises(ValueError, match="at least 2 words"):
         random_words(CAPTION, 0.5, random.Random(0), ["x"])
 

@@ -27,7 +27,8 @@ Transformations (their strength rules are in :mod:`capeval.critic.transforms`):
   by default EfficientNet-Lite0 at 224² from :func:`capeval.models.image_encoder.load_image_encoder`,
   disk-cached; or given features);
 * **WP**: ``round(γ n)`` (≥ 2) of the candidate's whitespace words permuted;
-* **RW**: ``round(γ n)`` (≥ 1) words replaced by words drawn uniformly from a vocabulary: the distinct
+* **RW**: ``round(γ n)`` (≥ 2, the paper's "from 2 to all words"; ≥ 1 before 2026-11-25) words replaced by
+  words drawn uniformly from a vocabulary: the distinct
   lower-cased whitespace tokens of the Flickr8k *train* captions that hold a letter or digit (punctuation
   tokens such as ``.`` are not words), never the test captions.
 
@@ -58,7 +59,8 @@ import numpy as np
 
 from capeval.benchmarks.files import FLICKR8K_IMAGE_DIRS, image_finder, require_file, resolve_root
 from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint, file_fingerprint, make_key
-from capeval.critic.transforms import TRANSFORMS, NearestImages, random_caption, random_words, word_permutation
+from capeval.critic.transforms import (RW_MIN_WORDS, TRANSFORMS, WP_MIN_WORDS, NearestImages, random_caption,
+                                      random_words, word_permutation)
 from capeval.progress import progress
 from capeval.registry import ALIASES, available_metrics, metric_class, resolve
 
@@ -465,6 +467,7 @@ def run_robustness(
         "seeding": "random.Random(seed + 10000 * index of T in (RC, WP, RW) + round(1000 * gamma)) per (T, gamma)",
         "feature_encoder": feature_source,
         "rw_vocabulary": f"{len(data.vocabulary)} words",
+        "min_words": {"WP": WP_MIN_WORDS, "RW": RW_MIN_WORDS},
         "score": SCORE_DEFINITION,
         "metric_options": options,
         "cache": store is not None,

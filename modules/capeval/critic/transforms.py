@@ -5,8 +5,9 @@ transformation) and a ``random.Random`` (so results are reproducible from a seed
 
 * :func:`word_permutation` (WP): permute ``round(gamma * n)`` of the caption's ``n`` words (at least 2 when
   ``gamma > 0``), so that the result differs from the caption whenever two of those words differ;
-* :func:`random_words` (RW): replace ``round(gamma * n)`` words (at least 1 when ``gamma > 0``) by words drawn
-  from ``vocabulary`` other than the word replaced;
+* :func:`random_words` (RW): replace ``round(gamma * n)`` words (at least 2 when ``gamma > 0``: the paper's "from 2
+  to all words"; capeval replaced at least 1 until 2026-11-25) by words drawn from ``vocabulary`` other than the
+  word replaced;
 * :func:`random_caption` (RC): a human caption of another image, drawn from the ``gamma`` fraction of images
   nearest to this one by image feature (:class:`NearestImages`; at least the single nearest one).
 
@@ -21,6 +22,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 TRANSFORMS = ("RC", "WP", "RW")
+#: The fewest words WP permutes and RW replaces at any strength above 0 (Cui et al. 2018 §3.3: "at least 2 words",
+#: "from 2 to all words").
+WP_MIN_WORDS = RW_MIN_WORDS = 2
 
 
 def _check_gamma(gamma: float) -> float:
@@ -39,7 +43,7 @@ def word_permutation(caption: str, gamma: float, rng: random.Random) -> str:
     """WP: ``caption`` with ``round(gamma * n)`` (≥ 2) of its words permuted among their positions (a derangement
     of the chosen positions when their words allow one)."""
     words = caption.split()
-    k = _count(_check_gamma(gamma), len(words), 2)
+    k = _count(_check_gamma(gamma), len(words), WP_MIN_WORDS)
     if k < 2:
         return caption
     positions = sorted(rng.sample(range(len(words)), k))
@@ -58,11 +62,12 @@ def word_permutation(caption: str, gamma: float, rng: random.Random) -> str:
 
 
 def random_words(caption: str, gamma: float, rng: random.Random, vocabulary: Sequence[str]) -> str:
-    """RW: ``caption`` with ``round(gamma * n)`` (≥ 1) of its words replaced by random ``vocabulary`` words."""
+    """RW: ``caption`` with ``round(gamma * n)`` (≥ 2, or all of a 1-word caption) of its words replaced by random
+    ``vocabulary`` words."""
     if len(vocabulary) < 2:
         raise ValueError("random_words needs a vocabulary of at least 2 words.")
     words = caption.split()
-    k = _count(_check_gamma(gamma), len(words), 1)
+    k = _count(_check_gamma(gamma), len(words), RW_MIN_WORDS)
     out = words[:]
     for p in rng.sample(range(len(words)), k):
         w = vocabulary[rng.randrange(len(vocabulary))]
