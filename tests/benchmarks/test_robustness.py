@@ -298,3 +298,18 @@ def test_flickr8k_twenty_images(tmp_path, capsys):
         assert curve[0] == 1.0 and curve[-1] < 0.5
         assert 0 < payload["auc"]["bleu_4"][t] < 0.6
     assert "AUC RC" in capsys.readouterr().out
+
+
+def test_flickr8k_dev_split_reads_no_test_image(tmp_path):
+    """``--split dev``: the same protocol on Flickr8k dev (for choosing between models without reading test)."""
+    root = require_data("flickr8k", "Flickr_8k.devImages.txt").parents[1]
+    dev = rb.flickr8k_split_data("dev", root, images_limit=12)
+    test_images = set((root / "flickr8k" / "Flickr_8k.testImages.txt").read_text().split())
+    assert len(dev.captions) == 12 and not set(dev.captions) & test_images and "Flickr8k dev" in dev.source
+    out = tmp_path / "r.json"
+    assert main(["robustness", "--metrics", "bleu_4", "--split", "dev", "--images-limit", "12", "--transforms", "WP",
+                 "--json", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    assert payload["settings"]["data"].startswith("Flickr8k dev") and payload["settings"]["n_candidates"] == 60
+    with pytest.raises(ValueError, match="split must be one of"):
+        rb.flickr8k_split_data("train", root)

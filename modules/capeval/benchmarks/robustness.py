@@ -127,18 +127,26 @@ def train_vocabulary(captions: Mapping[str, Sequence[str]] | Sequence[str]) -> l
     return sorted(w for w in words if any(ch.isalnum() for ch in w))
 
 
-def flickr8k_test_data(root: str | Path | None = None, images_limit: int | None = None) -> RobustnessData:
-    """Flickr8k test (images in ``Flickr_8k.testImages.txt`` order, the first ``images_limit``), its 5 captions per
-    image, image paths (``flickr8k/images-224`` or an original-resolution folder), RW vocabulary from train."""
+#: Flickr8k splits the robustness test reads: ``test`` (the reported numbers) and ``dev`` (for choosing a model
+#: without looking at test).
+SPLITS = {"test": "Flickr_8k.testImages.txt", "dev": "Flickr_8k.devImages.txt"}
+
+
+def flickr8k_split_data(split: str = "test", root: str | Path | None = None,
+                        images_limit: int | None = None) -> RobustnessData:
+    """A Flickr8k split (images in its listing's order, the first ``images_limit``), its 5 captions per image,
+    image paths (``flickr8k/images-224`` or an original-resolution folder), RW vocabulary from train."""
     from capeval.rerank.corpora import flickr8k_captions
 
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}.")
     base = resolve_root(root)
-    listing = require_file(base / "flickr8k" / "Flickr_8k.testImages.txt", "one test image file name per line")
+    listing = require_file(base / "flickr8k" / SPLITS[split], f"one {split} image file name per line")
     order = [ln.strip() for ln in listing.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    test = flickr8k_captions("test", base)
-    missing = [name for name in order if name not in test]
+    captions = flickr8k_captions(split, base)
+    missing = [name for name in order if name not in captions]
     if missing:
-        raise ValueError(f"{len(missing)} Flickr8k test images have no captions in Flickr8k.token.txt "
+        raise ValueError(f"{len(missing)} Flickr8k {split} images have no captions in Flickr8k.token.txt "
                          f"(e.g. {missing[0]}).")
     if images_limit is not None:
         order = order[:_check_limit(images_limit)]
@@ -149,12 +157,17 @@ def flickr8k_test_data(root: str | Path | None = None, images_limit: int | None 
     if len(found) < len(paths):
         notes.append(f"{len(paths) - len(found)} of {len(paths)} images not found under {base / 'flickr8k'}")
     return RobustnessData(
-        captions={name: test[name] for name in order},
+        captions={name: captions[name] for name in order},
         vocabulary=train_vocabulary(flickr8k_captions("train", base)),
         image_paths=paths if found else None,
-        source=f"Flickr8k test ({base})",
+        source=f"Flickr8k {split} ({base})",
         notes=notes,
     )
+
+
+def flickr8k_test_data(root: str | Path | None = None, images_limit: int | None = None) -> RobustnessData:
+    """Flickr8k test: :func:`flickr8k_split_data` with ``split="test"``."""
+    return flickr8k_split_data("test", root, images_limit)
 
 
 def _check_limit(limit: Any) -> int:
@@ -360,6 +373,7 @@ def run_robustness(
     seed: int = 0,
     root: str | Path | None = None,
     images_limit: int | None = None,
+    split: str = "test",
     features: Any = None,
     use_cache: bool = True,
     cache: ScoreCache | None = None,
@@ -368,7 +382,8 @@ def run_robustness(
 ) -> RobustnessResult:
     """Robustness curves and AUCs of ``metrics`` (result keys) under ``transforms`` at ``gammas``.
 
-    ``data``: default :func:`flickr8k_test_data` (``root``, ``images_limit``); given data is cut to its first
+    ``data``: default the Flickr8k ``split`` (:func:`flickr8k_split_data`: ``test``, or ``dev`` to choose between
+    models without reading test; ``root``, ``images_limit``); given data is cut to its first
     ``images_limit`` images too. ``features``: RC's pooled image features (see :class:`RobustnessData`);
     default: the data's, else EfficientNet-Lite0 on the image files. ``use_cache=False`` (or ``cache=``)
     controls the score cache. ``metric_options`` go to ``capeval.score`` (``cleanup``, ``tokenizer`` ...).
@@ -386,7 +401,7 @@ def run_robustness(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}.")
     if data is None:
-        data = flickr8k_test_data(root, images_limit)
+        data = flickr8k_split_data(split, root, images_limit)
     elif images_limit is not None:
         kept = list(data.captions)[:_check_limit(images_limit)]
         data = RobustnessData({k: data.captions[k] for k in kept}, data.vocabulary,

@@ -26,7 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--transforms", default="RC,WP,RW", help=f"comma-separated, default RC,WP,RW: {TRANSFORM_HELP}")
     p.add_argument("--gammas", default="0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
                    help="strengths in [0, 1], increasing, starting at 0 (default 0,0.1,...,1; also start:stop:step)")
-    p.add_argument("--images-limit", type=int, metavar="N", help="only the first N test images (quick runs)")
+    p.add_argument("--images-limit", type=int, metavar="N", help="only the first N images of the split (quick runs)")
+    p.add_argument("--split", choices=("test", "dev"), default="test",
+                   help="Flickr8k split (default test, the reported numbers; dev: to choose between models without "
+                        "reading test)")
     p.add_argument("--seed", type=int, default=0, help="seed of the transformations (default 0)")
     p.add_argument("--data-dir", type=Path, help="data directory (default $CAPEVAL_DATA_DIR or ../shared/data)")
     p.add_argument("--features", type=Path,
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
         features = FeatureTable.load(args.features)
     result = run_robustness(args.metrics, data, transforms=args.transforms, gammas=gammas, seed=args.seed,
-                            root=args.data_dir, images_limit=args.images_limit, features=features,
+                            root=args.data_dir, images_limit=args.images_limit, split=args.split, features=features,
                             use_cache=not args.no_cache, metric_options=model_options(args) or None,
                             show_progress=args.progress)
     print(render(result, "text"), file=text_stream(args.json_out))
