@@ -184,3 +184,15 @@ done
 for m in critic-coco-ref critic-flickr8k-joint; do
   capeval robustness --metrics critic_ref --critic-ref-model $m "${F[@]}" --json "$B/rw-ref-$m.json"
 done
+# 11. more word-level negatives (BENCHMARKS.md §10; not shipped by its dev-only rule): critic-flickr8k-coco fine-tuned with
+#     RC : WP : RW = 1 : 1 : 1, judged on Flickr8k dev robustness, its test rows reported
+capeval critic train --features "$out/pooled224.safetensors" --init-from critic-flickr8k-coco --mix RC=1,WP=1,RW=1 \
+  --candidates-per-image 5 --lr 2e-4 --epochs 6 --patience 2 --out "$out/critic-flickr8k-coco-balanced"
+D=(--split dev --features "$out/pooled224.safetensors")
+capeval robustness --metrics critic,bleu_4 --critic-model critic-flickr8k-coco "${D[@]}" --json "$B/dev-coco.json"
+capeval robustness --metrics critic --critic-model "$out/critic-flickr8k-coco-balanced" "${D[@]}" --json "$B/dev-balanced.json"
+capeval robustness --metrics critic --critic-model "$out/critic-flickr8k-coco-balanced" \
+  --features "$out/pooled224.safetensors" --json "$B/test-balanced.json"
+for b in "flickr8k-expert --protocol cui" "flickr8k-expert --protocol clipscore" "pascal50s --refs expert" "composite --subset 8k"; do
+  capeval bench $b --metrics critic --critic-model "$out/critic-flickr8k-coco-balanced" | tee -a "$B/balanced.txt"
+done
