@@ -305,6 +305,10 @@ def evaluate_system(args: argparse.Namespace) -> int:
     init = None if args.from_scratch else critic_folder(args.init_from or DEFAULT_INIT)
     metrics = [m for m in args.metrics.split(",") if m]
     samples = _split_samples(args.samples, refs, args.split)
+    if samples is None:
+        print("note: no --samples: each fold's negatives are the system's captions and RC / WP / RW only; the paper "
+              "also uses Monte-Carlo samples of a captioner (`capeval captioner generate --samples 5`), without which "
+              "diverse sampled captions tend to pass for human (BENCHMARKS.md §10)", file=sys.stderr)
     rows = {}
     for name, path in systems.items():
         caps = {i: c[0] for i, c in machine_captions(path).items()}
