@@ -106,3 +106,5 @@ def test_mismatched_negatives_refuse_no_negatives(shared_data):
         build_training_set(shared_data, negatives="mismatched", rc_per_image=0)
     with pytest.raises(ValueError, match="negatives must be one of"):
         build_training_set(shared_data, negatives="random", rc_per_image=3)
+    with pytest.raises(ValueError, match="drop machine_captions"):
+        build_training_set(shared_data, negatives="mismatched", rc_per_image=3, machine_captions=["m.jsonl"])

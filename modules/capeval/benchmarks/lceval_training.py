@@ -152,6 +152,8 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     with_machine = negatives == "machine"
     if not with_machine and rc_per_image < 1:
         raise ValueError(f"negatives='mismatched' needs rc_per_image >= 1 (the only negatives), got {rc_per_image}.")
+    if not with_machine and machine_captions:
+        raise ValueError("negatives='mismatched' builds no machine pair: drop machine_captions (they would be ignored).")
     if not 0 <= dev_fraction < 1:
         raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction!r}.")
     root = resolve_root(root)
