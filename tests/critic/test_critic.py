@@ -350,7 +350,8 @@ def test_cli_evaluate_system_checks_the_samples_file(tmp_path):
 
     refs = {"a.jpg": ["x"], "b.jpg": ["y"]}
     f = tmp_path / "s.jsonl"
-    f.write_text("".join(json.dumps({"id": i, "candidates": [{"caption": f"s {i}", "logp": -3.0}]}) + "\n" for i in refs))
+    rows = [{"id": i, "candidates": [{"caption": f"s {i}", "logp": -3.0}]} for i in refs]
+    f.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert _split_samples(f, refs, "test") == {"a.jpg": ["s a.jpg"], "b.jpg": ["s b.jpg"]}
     assert _split_samples(None, refs, "test") is None
     with pytest.raises(ValueError, match="no sample for 1 image"):

@@ -41,8 +41,8 @@ from typing import Any
 
 from capeval.benchmarks.held_out import REPORTED_BENCHMARKS, benchmark_images
 
-__all__ = ["NEGATIVES", "REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images", "build_training_set",
-           "paper_pairs", "read_machine_captions"]
+__all__ = ["NEGATIVES", "REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images",
+           "build_training_set", "paper_pairs", "read_machine_captions"]
 
 SOURCES = ("coco-karpathy", "flickr8k-train")
 NEGATIVES = ("machine", "mismatched")
@@ -153,7 +153,8 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     if not with_machine and rc_per_image < 1:
         raise ValueError(f"negatives='mismatched' needs rc_per_image >= 1 (the only negatives), got {rc_per_image}.")
     if not with_machine and machine_captions:
-        raise ValueError("negatives='mismatched' builds no machine pair: drop machine_captions (they would be ignored).")
+        raise ValueError("negatives='mismatched' builds no machine pair: drop machine_captions "
+                         "(they would be ignored).")
     if not 0 <= dev_fraction < 1:
         raise ValueError(f"dev_fraction must be in [0, 1), got {dev_fraction!r}.")
     root = resolve_root(root)
@@ -203,7 +204,8 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     dev_pairs = [p for p in pairs if p.image_id in dev_images]
     report = {"sources": counts, "left_out_benchmarks": {k: len(v) for k, v in left_out.items()},
               "missing_benchmarks": [b for b in exclude if b not in left_out], "seed": seed,
-              "dev_fraction": dev_fraction, "negatives": negatives, "rc_per_image": rc_per_image, "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
+              "dev_fraction": dev_fraction, "negatives": negatives, "rc_per_image": rc_per_image,
+              "train_pairs": len(train_pairs), "dev_pairs": len(dev_pairs),
               "train_human": sum(p.label for p in train_pairs), "dev_images": len(dev_images)}
     return TrainingSet(train_pairs, dev_pairs, report)
 
