@@ -65,10 +65,12 @@ Args:
     max_caption_chars (`int` or `None`, optional): captions longer than this are refused (ValueError naming the
         item) before METEOR and the parser run; default 5000, None for no limit.
     lceval_model (`str`, optional): the network of "lceval": a shipped name or the folder written by
-        `capeval lceval train`. Default: the shipped "lceval-flickr8k-coco".
+        `capeval lceval train`. Default: the shipped "lceval-flickr8k-coco" (the paper's human-vs-machine objective);
+        "lceval-caption-flickr8k-coco" is the caption-level network (human vs mismatched captions).
     lceval_released_model (`str`, optional): the layer of "lceval_released": "lceval-released-9990" (default,
         the authors' last checkpoint) or "lceval-released-8010".
-    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-flickr8k-coco".
+    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-flickr8k-coco";
+        "lceval-plus-caption-flickr8k-coco" is the caption-level one.
     lceval_word_vectors, lceval_released_word_vectors, lceval_plus_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
         (default: the vectors the network was trained with, GloVe 6B 50-d for the shipped ones) or the path of a
         word2vec / GloVe text file (the authors used GoogleNews word2vec).

@@ -90,12 +90,12 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: critic-flickr8k-plus)")
     parser.add_argument("--lceval-model", metavar="DIR|NAME",
                         help="the lceval metric's network: a `capeval lceval train` folder or a shipped name "
-                             "(default: lceval-flickr8k-coco)")
+                             "(default: lceval-flickr8k-coco; caption-level: lceval-caption-flickr8k-coco)")
     parser.add_argument("--lceval-released-model", metavar="DIR|NAME",
                         help="the lceval_released metric's layer: lceval-released-9990 (default) or lceval-released-8010")
     parser.add_argument("--lceval-plus-model", metavar="DIR|NAME",
                         help="the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
-                             "(default: lceval-plus-flickr8k-coco)")
+                             "(default: lceval-plus-flickr8k-coco; caption-level: lceval-plus-caption-flickr8k-coco)")
 
 
 def model_options(args: argparse.Namespace) -> dict:
