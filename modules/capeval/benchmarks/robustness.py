@@ -127,9 +127,9 @@ def train_vocabulary(captions: Mapping[str, Sequence[str]] | Sequence[str]) -> l
     return sorted(w for w in words if any(ch.isalnum() for ch in w))
 
 
-#: Flickr8k splits the robustness test reads: ``test`` (the reported numbers) and ``dev`` (for choosing a model
-#: without looking at test).
-SPLITS = {"test": "Flickr_8k.testImages.txt", "dev": "Flickr_8k.devImages.txt"}
+#: Flickr8k splits the robustness test reads (listed in ``Flickr_8k.<split>Images.txt``): ``test`` (the reported
+#: numbers) and ``dev`` (for choosing a model without looking at test).
+SPLITS = ("test", "dev")
 
 
 def flickr8k_split_data(split: str = "test", root: str | Path | None = None,
@@ -141,7 +141,7 @@ def flickr8k_split_data(split: str = "test", root: str | Path | None = None,
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}.")
     base = resolve_root(root)
-    listing = require_file(base / "flickr8k" / SPLITS[split], f"one {split} image file name per line")
+    listing = require_file(base / "flickr8k" / f"Flickr_8k.{split}Images.txt", f"one {split} image file name per line")
     order = [ln.strip() for ln in listing.read_text(encoding="utf-8").splitlines() if ln.strip()]
     captions = flickr8k_captions(split, base)
     missing = [name for name in order if name not in captions]
@@ -548,7 +548,7 @@ def plot_robustness(result: RobustnessResult, path: str | Path) -> Path:
 
 
 __all__ = [
-    "GAMMAS", "TRANSFORMS", "RobustnessData", "RobustnessResult", "auc_table", "check_gammas", "check_transforms",
-    "flickr8k_test_data", "metric_key", "parse_gammas", "plot_robustness", "point_seed", "render", "run_robustness",
-    "train_vocabulary", "transform_captions", "trapezoid_auc",
+    "GAMMAS", "SPLITS", "TRANSFORMS", "RobustnessData", "RobustnessResult", "auc_table", "check_gammas",
+    "check_transforms", "flickr8k_split_data", "flickr8k_test_data", "metric_key", "parse_gammas", "plot_robustness",
+    "point_seed", "render", "run_robustness", "train_vocabulary", "transform_captions", "trapezoid_auc",
 ]
