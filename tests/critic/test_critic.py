@@ -174,6 +174,31 @@ def test_negative_sampler_follows_the_mix():
     assert len(once) == len(train) and len(epoch_examples(train, sampler, random.Random(0))) == 5 * len(train)
 
 
+def test_word_gamma_weights_word_negatives_toward_two_changed_words():
+    """``word_gamma="loguniform"`` draws WP / RW strengths log-uniformly in [0.1, 1]: far more negatives with exactly
+    2 words changed (the robustness test's γ = .1) than the default uniform [0.2, 1]."""
+    words = [f"w{i}" for i in range(12)]
+    captions = {f"img{i}": [" ".join(words), " ".join(reversed(words))] for i in range(2)}
+    vocab = [f"v{i}" for i in range(50)]
+
+    def changed_counts(word_gamma):
+        sampler = NegativeSampler(captions, mix={"RW": 1}, vocabulary=vocab, word_gamma=word_gamma)
+        rng = random.Random(0)
+        out = []
+        for _ in range(2000):
+            neg, source = sampler.draw("img0", captions["img0"][0], rng)
+            assert source == "RW"
+            out.append(sum(a != b for a, b in zip(neg.split(), words)))
+        return np.array(out)
+
+    uniform, logu = changed_counts("uniform"), changed_counts("loguniform")
+    assert uniform.min() >= 2 and logu.min() >= 2 and uniform.max() == logu.max() == 12
+    assert (logu == 2).mean() > 0.25 > 0.12 > (uniform == 2).mean()
+    assert np.median(logu) < np.median(uniform)
+    with pytest.raises(ValueError, match="unknown word_gamma 'steep'"):
+        NegativeSampler(captions, mix={"RW": 1}, vocabulary=vocab, word_gamma="steep")
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     table, train, dev, test, machine = _data()
@@ -395,6 +420,12 @@ def test_fine_tuning_keeps_the_vocabulary_and_architecture(trained, tmp_path):
     before, after = CriticModel.from_pretrained(out), CriticModel.from_pretrained(tmp_path / "tuned")
     assert before.config.hidden_size == after.config.hidden_size
     assert any(not torch.equal(a, b) for a, b in zip(before.state_dict().values(), after.state_dict().values()))
+    hard = train_critic(table, train, tmp_path / "hard", dev=dev, held_out={"test": test}, init_from=out,
+                        mix={"RC": 1, "WP": 1, "RW": 1}, word_gamma="loguniform", epochs=1, pairs_per_batch=6,
+                        progress_bar=False)
+    assert hard["options"]["word_gamma"] == "loguniform" and tuned["options"]["word_gamma"] == "uniform"
+    with pytest.raises(ValueError, match="unknown word_gamma"):
+        train_critic(table, train, tmp_path / "bad", init_from=out, word_gamma="steep", epochs=1, mix="caption")
     with pytest.raises(ValueError, match="cannot change the architecture"):
         train_critic(table, train, tmp_path / "bad", init_from=out, config={"head": "linear"}, epochs=1,
                      mix="caption")
@@ -435,6 +466,9 @@ def test_cli_argument_parsers():
     args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--interactions", "off"])
     assert args.interactions == "off" and args.mix == "paper" and args.candidates_per_image == 1
     assert args.init_from is None
+    assert args.word_gamma == "uniform"
+    assert build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--word-gamma",
+                                      "loguniform"]).word_gamma == "loguniform"
     args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--init-from",
                                       "critic-flickr8k-caption", "--mix", "RC=3,WP=1,RW=1"])
     assert args.init_from == "critic-flickr8k-caption" and parse_mix(args.mix) == {"RC": 3.0, "WP": 1.0, "RW": 1.0}

@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--mix", default="paper",
                    help="negative sources: 'paper' (system 1/3, sample 1/3, RC/WP/RW 1/9 each), 'caption' (RC only, "
                         "the caption-level protocol), 'no-system', or weights like 'RC=2,WP=1,RW=1,sample=3'")
+    t.add_argument("--word-gamma", default="uniform", choices=["uniform", "loguniform"],
+                   help="strength γ of the WP / RW negatives (training and dev pairs): uniform in [0.2, 1] (default) or "
+                        "log-uniform in [0.1, 1], weighted toward the hardest (2 words permuted or replaced)")
     t.add_argument("--context", default="image+reference", choices=["image+reference", "reference", "image"])
     t.add_argument("--head", default="mlp", choices=["mlp", "linear", "bilinear"])
     t.add_argument("--hidden-size", type=int, default=512)
@@ -186,7 +189,7 @@ def train(args: argparse.Namespace) -> int:
         config=config, init_from=init, resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress,
         epochs=args.epochs, lr=args.lr, pairs_per_batch=args.pairs_per_batch,
         candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
-        word_vectors=args.word_vectors, text_mix=parse_mix(args.text_mix), **text,
+        word_vectors=args.word_vectors, text_mix=parse_mix(args.text_mix), word_gamma=args.word_gamma, **text,
         init_text_from=critic_folder(args.init_text_from) if args.init_text_from else None)
     print(f"best epoch {log['best_epoch']} (dev s {log['best_dev']:.4f}) -> {args.out}", file=sys.stderr)
     return 0

@@ -10,7 +10,9 @@ Per image and per human caption ``c_j`` used as candidate (Cui et al. 2018 §3.2
   of a neighbour image, the neighbourhood γ drawn uniformly between the nearest image and all of them (mostly easy
   negatives, some hard: with γ drawn log-uniformly, i.e. mostly from the nearest 1 %, the critic did not learn at
   all on Flickr8k — dev loss stayed at ln 2 for 4 epochs); WP and RW transform a caption of this image with γ
-  uniform in [0.2, 1].
+  drawn by ``word_gamma`` (:data:`WORD_GAMMAS`): ``"uniform"`` (default) uniform in [0.2, 1]; ``"loguniform"``
+  log-uniform in [0.1, 1], i.e. weighted toward the hardest negatives (about 40 % of them at γ < .25, where a
+  caption of up to 12 words has exactly 2 words permuted or replaced).
 
 ``mix="paper"``: system 1/3, sample 1/3, RC/WP/RW 1/9 each. ``mix="caption"``: RC only (the paper's caption-level
 protocol, §4.4). Or a dict of non-negative weights. Sources without data (no system captions given) are refused.
@@ -30,6 +32,15 @@ MIXES: dict[str, dict[str, float]] = {
     "caption": {"RC": 1},
     "no-system": {"sample": 3, "RC": 1, "WP": 1, "RW": 1},
 }
+#: How WP / RW negatives draw their strength γ: ``{name: (low, high, log-uniform?)}``.
+WORD_GAMMAS: dict[str, tuple[float, float, bool]] = {"uniform": (0.2, 1.0, False), "loguniform": (0.1, 1.0, True)}
+
+
+def check_word_gamma(name: str) -> str:
+    """``name`` if it is one of :data:`WORD_GAMMAS`, else a ValueError naming the choices."""
+    if name not in WORD_GAMMAS:
+        raise ValueError(f"unknown word_gamma {name!r}; choose from {sorted(WORD_GAMMAS)}.")
+    return name
 
 
 @dataclass(frozen=True)
@@ -65,13 +76,15 @@ class NegativeSampler:
 
     ``captions``: ``{image: [human captions]}``; ``system`` / ``samples``: ``{image: [machine captions]}`` (needed
     when their source has weight); ``nearest``: :class:`~capeval.critic.transforms.NearestImages` over the images
-    of ``captions`` (needed for RC); ``vocabulary``: words for RW.
+    of ``captions`` (needed for RC); ``vocabulary``: words for RW; ``word_gamma``: how WP / RW draw γ
+    (:data:`WORD_GAMMAS`).
     """
 
     def __init__(self, captions: Mapping[str, Sequence[str]], *, mix: str | Mapping[str, float] = "paper",
                  system: Mapping[str, Sequence[str]] | None = None, samples: Mapping[str, Sequence[str]] | None = None,
-                 nearest: NearestImages | None = None, vocabulary: Sequence[str] = ()):
+                 nearest: NearestImages | None = None, vocabulary: Sequence[str] = (), word_gamma: str = "uniform"):
         self.weights = resolve_mix(mix)
+        self.word_gamma = WORD_GAMMAS[check_word_gamma(word_gamma)]
         self.captions, self.system, self.samples, self.nearest = captions, system, samples, nearest
         self.vocabulary = list(vocabulary)
         need = {"system": system, "sample": samples, "RC": nearest}
@@ -102,7 +115,8 @@ class NegativeSampler:
         if source == "RC":
             gamma = rng.uniform(1 / (len(self.nearest.names) - 1), 1.0)
             return random_caption(image, gamma, rng, self.captions, self.nearest), source
-        gamma = rng.uniform(0.2, 1.0)
+        low, high, log = self.word_gamma
+        gamma = math.exp(rng.uniform(math.log(low), math.log(high))) if log else rng.uniform(low, high)
         if source == "WP":
             out = word_permutation(candidate, gamma, rng)
             if out == candidate:  # too short or all-equal words to permute: replace words instead
@@ -144,16 +158,18 @@ def epoch_examples(captions: Mapping[str, Sequence[str]], sampler: NegativeSampl
 
 def fixed_pairs(captions: Mapping[str, Sequence[str]], features, *, mix: str | Mapping[str, float], seed: int,
                 system: Mapping[str, Sequence[str]] | None = None, samples: Mapping[str, Sequence[str]] | None = None,
-                vocabulary: Sequence[str] = ()) -> list[tuple[CriticExample, CriticExample]]:
+                vocabulary: Sequence[str] = (), word_gamma: str = "uniform") -> list[tuple[CriticExample, CriticExample]]:
     """Fixed evaluation pairs (the dev pairs of training, the combiner's fitting pairs): every caption of every image
-    of ``captions`` once as the candidate, negatives from ``mix`` drawn with ``seed``; RC neighbours by ``features``
-    (a :class:`~capeval.models.feature_table.FeatureTable` with pooled features of these images)."""
+    of ``captions`` once as the candidate, negatives from ``mix`` drawn with ``seed`` (WP / RW strength by
+    ``word_gamma``); RC neighbours by ``features`` (a :class:`~capeval.models.feature_table.FeatureTable` with pooled
+    features of these images)."""
     weights = resolve_mix(mix)
     if "system" in weights and system is None or "sample" in weights and samples is None:
         raise ValueError("the negative mix uses system / sampled captions: give them for these images too.")
     names = sorted(captions)
     sampler = NegativeSampler(captions, mix=mix, system=system, samples=samples,
-                              nearest=NearestImages(names, features.rows(names)), vocabulary=vocabulary)
+                              nearest=NearestImages(names, features.rows(names)), vocabulary=vocabulary,
+                              word_gamma=word_gamma)
     return epoch_examples(captions, sampler, random.Random(seed), names)
 
 

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from capeval.critic.data import (CriticExample, NegativeSampler, epoch_examples, fixed_pairs, resolve_mix,
-                                 training_vocabulary)
+from capeval.critic.data import (CriticExample, NegativeSampler, check_word_gamma, epoch_examples, fixed_pairs,
+                                 resolve_mix, training_vocabulary)
 from capeval.critic.transforms import NearestImages
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
@@ -49,7 +49,8 @@ from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
                             "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
                             "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None,
-                            "init_text_from": None, "text_mix": {"RC": 3, "WP": 1, "RW": 1}, "text_candidates_per_image": 1}
+                            "init_text_from": None, "text_mix": {"RC": 3, "WP": 1, "RW": 1}, "text_candidates_per_image": 1,
+                            "word_gamma": "uniform"}
 
 
 def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
@@ -152,6 +153,7 @@ def train_critic(
     if opts["epochs"] < 1 or opts["pairs_per_batch"] < 1 or not opts["lr"] > 0 or not 0 < opts["lr_decay"] <= 1:
         raise ValueError("epochs and pairs_per_batch must be >= 1, lr > 0 and lr_decay in (0, 1].")
     resolve_mix(opts["mix"])
+    check_word_gamma(opts["word_gamma"])
     check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
     if text_dev and not text:
         raise ValueError("text_dev without a text corpus.")
@@ -215,9 +217,10 @@ def train_critic(
                             "epochs": [], "best_epoch": None, "best_dev": None}
     words = training_vocabulary(train)
     sampler = NegativeSampler(train, mix=opts["mix"], system=system, samples=samples,
-                              nearest=NearestImages(images, features.rows(images)), vocabulary=words)
+                              nearest=NearestImages(images, features.rows(images)), vocabulary=words,
+                              word_gamma=opts["word_gamma"])
     dev_pairs = fixed_pairs(dev, features, mix=opts["mix"], seed=opts["dev_seed"], system=dev_system,
-                            samples=dev_samples, vocabulary=words) if dev else None
+                            samples=dev_samples, vocabulary=words, word_gamma=opts["word_gamma"]) if dev else None
     text_images, text_names, text_sampler, text_dev_pairs = frozenset(), [], None, None
     if text:
         if not model.config.uses_image or not model.config.uses_reference:
@@ -228,9 +231,10 @@ def train_critic(
         text_images = frozenset(text_names) | frozenset(text_dev or ())
         text_words = training_vocabulary(text)
         text_sampler = NegativeSampler(text, mix=opts["text_mix"], vocabulary=text_words,
-                                       nearest=NearestImages(text_names, text_neighbours.rows(text_names)))
+                                       nearest=NearestImages(text_names, text_neighbours.rows(text_names)),
+                                       word_gamma=opts["word_gamma"])
         text_dev_pairs = fixed_pairs(text_dev, text_neighbours, mix=opts["text_mix"], seed=opts["dev_seed"],
-                                     vocabulary=text_words) if text_dev else None
+                                     vocabulary=text_words, word_gamma=opts["word_gamma"]) if text_dev else None
         log.setdefault("text_corpus", {"train_images": len(text_names), "dev_images": len(text_dev or {}),
                                        "neighbours": text_neighbours.settings})
     encode = _Encoder(vocab)
