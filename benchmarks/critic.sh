@@ -196,3 +196,27 @@ capeval robustness --metrics critic --critic-model "$out/critic-flickr8k-coco-ba
 for b in "flickr8k-expert --protocol cui" "flickr8k-expert --protocol clipscore" "pascal50s --refs expert" "composite --subset 8k"; do
   capeval bench $b --metrics critic --critic-model "$out/critic-flickr8k-coco-balanced" | tee -a "$B/balanced.txt"
 done
+# 12. hard word-level negatives (BENCHMARKS.md §10; plan committed before training): WP / RW strength log-uniform in
+#     [0.1, 1]; run A keeps the parent's mix, run B (run because A failed the dev rule on WP and RW) is 1 : 1 : 1 and
+#     passed it: shipped as critic-flickr8k-hard (float16, as in step 5)
+for run in "A RC=3,WP=1,RW=1 critic-flickr8k-hard-A" "B RC=1,WP=1,RW=1 critic-flickr8k-hard-balanced"; do
+  set -- $run
+  capeval critic train --features "$out/pooled224.safetensors" --init-from critic-flickr8k-coco --mix "$2" \
+    --word-gamma loguniform --candidates-per-image 5 --lr 2e-4 --epochs 6 --patience 2 --out "$out/$3"
+  capeval robustness --metrics critic,bleu_4 --critic-model "$out/$3" "${D[@]}" --json "$B/dev-$3.json"
+  capeval robustness --metrics critic --critic-model "$out/$3" --features "$out/pooled224.safetensors" \
+    --json "$B/test-$3.json" --plot "$B/test-$3.png"
+  for b in "flickr8k-expert --protocol cui" "flickr8k-expert --protocol clipscore" "pascal50s --refs expert" \
+           "composite --subset 8k"; do
+    capeval bench $b --metrics critic --critic-model "$out/$3" | tee -a "$B/$3.txt"
+  done
+done
+python - "$out/critic-flickr8k-hard-balanced" modules/capeval/pretrained/critic-flickr8k-hard <<'PY'
+import shutil, sys
+from pathlib import Path
+from capeval.critic.model import CriticModel
+src, dst = Path(sys.argv[1]), Path(sys.argv[2])
+CriticModel.from_pretrained(src).half().save_pretrained(dst)
+for name in ("vocab.json", "training.json"):
+    shutil.copy2(src / name, dst / name)
+PY

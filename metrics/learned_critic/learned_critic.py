@@ -57,8 +57,9 @@ Args:
         naming the metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
     critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`), of a
         critic ensemble (`capeval critic fit-ensemble`), or a shipped critic's name: "critic-flickr8k-caption",
-        "critic-flickr8k-robust", "critic-flickr8k-coco", "critic-flickr8k-joint" or "critic-flickr8k-ensemble"
-        (caption quality). Default: the shipped `critic-flickr8k`.
+        "critic-flickr8k-robust", "critic-flickr8k-coco", "critic-flickr8k-joint", "critic-flickr8k-hard" (most
+        robust to permuted and random words) or "critic-flickr8k-ensemble" (caption quality). Default: the shipped
+        `critic-flickr8k`.
     critic_ref_model (`str`, optional): folder of a reference-only critic, "critic-coco-ref", or an image + reference
         critic trained with image_optional, "critic-flickr8k-joint" (scored with its "no image" vector). Default:
         `critic-flickr8k-ref`.

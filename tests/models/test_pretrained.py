@@ -190,6 +190,36 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
         != without[0]
 
 
+def test_shipped_hard_critic_is_the_coco_critic_fine_tuned_on_flickr8k_train_with_hard_word_negatives():
+    """``critic-flickr8k-hard``: ``critic-flickr8k-coco`` fine-tuned on Flickr8k train only (6,000 images, the test
+    split held out) with RC : WP : RW = 1 : 1 : 1 and WP / RW strengths drawn log-uniformly (``word_gamma``), as its
+    plan in BENCHMARKS.md §10 says; Flickr8k dev selected the epoch; it rejects a permutation and random words."""
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.captioning.data import flickr8k_split
+    from capeval.critic.scoring import critic_scores, load_critic
+
+    folder = pretrained_dir("critic-flickr8k-hard")
+    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    opts = log["options"]
+    assert opts["init_from"] == "critic-flickr8k-coco" and opts["word_gamma"] == "loguniform"
+    assert opts["mix"] == {"RC": 1.0, "WP": 1.0, "RW": 1.0} and opts["candidates_per_image"] == 5
+    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
+    model, vocab = load_critic(folder)
+    _, base_vocab = load_critic(pretrained_dir("critic-flickr8k-coco"))
+    assert model.config.context == "image+reference" and vocab.words == base_vocab.words
+    torch = __import__("torch")
+    feats = torch.randn(1, 1280, generator=torch.Generator().manual_seed(0)).abs().repeat(3, 1)
+    refs = ["a blond woman is on the street hailing a taxi",
+            "the woman in the blue dress is holding out her arm at oncoming traffic"]
+    cands = ["a blond woman in a blue shirt waits for a ride", "a blond in woman a blue shirt waits for a ride",
+             "a brown dog runs through the green grass"]
+    scores = critic_scores(cands, [refs] * 3, image_features=feats, model=model, vocab=vocab)
+    assert scores[0] > 0.5 > max(scores[1], scores[2])
+
+
 def test_evaluate_system_fine_tunes_a_shipped_image_and_reference_critic_by_default():
     pytest.importorskip("transformers")
     from capeval.critic.scoring import critic_folder, load_critic
