@@ -220,3 +220,11 @@ CriticModel.from_pretrained(src).half().save_pretrained(dst)
 for name in ("vocab.json", "training.json"):
     shutil.copy2(src / name, dst / name)
 PY
+# 13. critic-flickr8k-hard on the eight systems (BENCHMARKS.md §10; plan committed before the runs): the per-system
+#     protocol with samples (and critic-flickr8k-coco again on the same inputs), and as a plain metric
+for init in critic-flickr8k-hard critic-flickr8k-coco; do
+  capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
+    --init-from $init --samples "$out/samples-test.jsonl" --json "$B/es8-$init-samples.json"
+done
+PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
+  --critic-models critic-flickr8k-hard,critic-flickr8k-coco --json "$B/system-ranking-hard.json"
