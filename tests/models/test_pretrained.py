@@ -135,19 +135,27 @@ def test_shipped_critics_were_trained_on_flickr8k_train_only(name):
     assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
 
 
+def _flickr8k_train_log(name: str) -> dict:
+    """The shipped critic ``name``'s training log, after checking that it read Flickr8k train's 6,000 images and
+    that the test split is disjoint from them (skips without transformers or the Flickr8k files)."""
+    pytest.importorskip("transformers")
+    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    from capeval.captioning.data import flickr8k_split
+
+    log = json.loads((pretrained_dir(name) / "training.json").read_text(encoding="utf-8"))
+    train, test = flickr8k_split("train"), flickr8k_split("test")
+    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
+    return log
+
+
 def test_shipped_coco_initialised_critic_was_trained_on_flickr8k_train_only():
     """``critic-flickr8k-coco``: an image + reference critic trained on Flickr8k train (6,000 images, the test split
     held out) whose vocabulary, embeddings and LSTM started from ``critic-coco-ref`` (COCO train2014 captions, checked
     below): its vocabulary is exactly that critic's, and dev selected the epoch."""
-    pytest.importorskip("transformers")
-    require_data("flickr8k", "Flickr_8k.trainImages.txt")
-    from capeval.captioning.data import flickr8k_split
     from capeval.critic.scoring import load_critic
 
+    log = _flickr8k_train_log("critic-flickr8k-coco")
     folder = pretrained_dir("critic-flickr8k-coco")
-    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
-    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     assert log["options"]["init_text_from"] == "critic-coco-ref" and log["options"]["init_from"] is None
     model, vocab = load_critic(folder)
     _, coco_vocab = load_critic(pretrained_dir("critic-coco-ref"))
@@ -162,18 +170,13 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
     held out) and COCO train2014's captions without images (the corpus of ``critic-coco-ref``, every benchmark image
     left out: the rebuilt corpus has the logged size); Flickr8k dev selected the epoch; it scores without images."""
     torch = pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    require_data("flickr8k", "Flickr_8k.trainImages.txt")
+    log = _flickr8k_train_log("critic-flickr8k-joint")
     require_data("composite", "composite_8k.jsonl")
     from capeval.benchmarks.held_out import benchmark_images
-    from capeval.captioning.data import flickr8k_split
     from capeval.critic.coco_corpus import coco_training_corpus
     from capeval.critic.scoring import critic_scores, load_critic
 
     folder = pretrained_dir("critic-flickr8k-joint")
-    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
-    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     assert log["options"]["init_from"] == "critic-flickr8k-coco"
     corpus = coco_training_corpus(benchmark_images(), seed=log["options"]["seed"])
     assert log["text_corpus"]["train_images"] == len(corpus.train) and log["text_corpus"]["dev_images"] == len(corpus.dev)
@@ -194,15 +197,10 @@ def test_shipped_hard_critic_is_the_coco_critic_fine_tuned_on_flickr8k_train_wit
     """``critic-flickr8k-hard``: ``critic-flickr8k-coco`` fine-tuned on Flickr8k train only (6,000 images, the test
     split held out) with RC : WP : RW = 1 : 1 : 1 and WP / RW strengths drawn log-uniformly (``word_gamma``), as its
     plan in BENCHMARKS.md §10 says; Flickr8k dev selected the epoch; it rejects a permutation and random words."""
-    pytest.importorskip("transformers")
-    require_data("flickr8k", "Flickr_8k.trainImages.txt")
-    from capeval.captioning.data import flickr8k_split
     from capeval.critic.scoring import critic_scores, load_critic
 
+    log = _flickr8k_train_log("critic-flickr8k-hard")
     folder = pretrained_dir("critic-flickr8k-hard")
-    log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
-    assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     opts = log["options"]
     assert opts["init_from"] == "critic-flickr8k-coco" and opts["word_gamma"] == "loguniform"
     assert opts["mix"] == {"RC": 1.0, "WP": 1.0, "RW": 1.0} and opts["candidates_per_image"] == 5
