@@ -64,6 +64,27 @@ def test_correlation_layout_composite_subsets():
     assert "sharif2019 tau" in text  # the LCEval paper's numbers are printed beside
 
 
+def test_correlation_tables_put_the_protocols_statistic_first():
+    """The variant of Kendall's τ a protocol reports leads its table, labelled, so it is not read off the wrong
+    column (CLIPScore's Flickr8k-Expert protocol: τ-c; Cui et al.'s: τ-b)."""
+    from capeval.benchmarks.harness import BenchResult
+
+    def result(primary):
+        entry = {"tau_b": 0.41, "tau_c": 0.43, "pearson": 0.5, "spearman": 0.6, "primary": primary,
+                 "subsets": {"8k": {"tau_b": 0.31, "tau_c": 0.33, "pearson": 0.4, "spearman": 0.45}}}
+        return BenchResult(benchmark="composite", settings={}, results={"m": entry})
+
+    (_, headers, rows), (_, sub_headers, sub_rows) = tables(result("tau_c"))
+    assert headers[:5] == ["metric", "tau_c (protocol)", "tau_b", "pearson", "spearman"]
+    assert rows[0][:5] == ["m", 0.43, 0.41, 0.5, 0.6]
+    assert sub_headers == ["metric", "subset", "tau_c (protocol)", "tau_b", "pearson", "spearman"]
+    assert sub_rows[0] == ["m", "8k", 0.33, 0.31, 0.4, 0.45]
+    headers, rows = tables(result("tau_b"))[0][1:]
+    assert headers[:3] == ["metric", "tau_b (protocol)", "tau_c"] and rows[0][1:3] == [0.41, 0.43]
+    headers = tables(result(None))[0][1]
+    assert headers[:5] == ["metric", "tau_b", "tau_c", "pearson", "spearman"]
+
+
 def test_cli_json_and_errors(tmp_path, capsys):
     require_data("thumb", "mscoco_THumB-1.0.jsonl")
     out = tmp_path / "r.json"

@@ -48,21 +48,35 @@ def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
                     rows.append(["", f"{e['source']} {e['where']} ({e['protocol']})", *(v.get(c) for c in cats)])
         return [(f"{result.benchmark}: pairwise accuracy (%)", ["metric", "source", *cats], rows)]
     corr = [e for e in entries if e["statistic"] in STAT_TO_KEY]
-    headers = ["metric", "tau_b", "tau_c", "pearson", "spearman"] + [
-        f"{e['source']} {e['statistic']}" for e in corr
-    ]
+    keys, labels = _correlation_columns(result)
+    headers = ["metric", *labels] + [f"{e['source']} {e['statistic']}" for e in corr]
     rows = []
     for metric, r in result.results.items():
         pubs = [e["values"].get(_pub_key(metric)) for e in corr]
         pubs = [None if v is None else v / e["scale"] for v, e in zip(pubs, corr)]
-        rows.append([metric, r["tau_b"], r["tau_c"], r["pearson"], r["spearman"], *pubs])
+        rows.append([metric, *(r[k] for k in keys), *pubs])
     out = [(f"{result.benchmark}: correlation with human judgments", headers, rows)]
     if any("subsets" in r for r in result.results.values()):
-        sub_rows = [[m, s, v["tau_b"], v["tau_c"], v["pearson"], v["spearman"]]
+        sub_rows = [[m, s, *(v[k] for k in keys)]
                     for m, r in result.results.items() for s, v in r.get("subsets", {}).items()]
-        out.append((f"{result.benchmark}: per subset (each scored on its own)",
-                    ["metric", "subset", "tau_b", "tau_c", "pearson", "spearman"], sub_rows))
+        out.append((f"{result.benchmark}: per subset (each scored on its own)", ["metric", "subset", *labels],
+                    sub_rows))
     return out
+
+
+CORRELATIONS = ("tau_b", "tau_c", "pearson", "spearman")
+
+
+def _correlation_columns(result: BenchResult) -> tuple[list[str], list[str]]:
+    """``(result keys, header labels)`` of the correlation columns: the protocol's own statistic first, labelled
+    ``"<key> (protocol)"`` (e.g. τ-c for Flickr8k-Expert's CLIPScore protocol), then the others in their usual order,
+    so that a table is not read for the wrong variant of Kendall's τ."""
+    primaries = {r.get("primary") for r in result.results.values()}
+    primary = primaries.pop() if len(primaries) == 1 else None
+    if primary not in CORRELATIONS:
+        return list(CORRELATIONS), list(CORRELATIONS)
+    keys = [primary, *(k for k in CORRELATIONS if k != primary)]
+    return keys, [f"{primary} (protocol)", *keys[1:]]
 
 
 def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
