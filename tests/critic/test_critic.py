@@ -341,6 +341,28 @@ def test_evaluate_system_two_folds(trained):
         evaluate_system(table, test, dict(list(system.items())[1:]), init_from=out)
     with pytest.raises(ValueError, match="average_last must be between 1 and epochs"):
         evaluate_system(table, test, system, init_from=out, epochs=2, average_last=3)
+    assert result["score_std"] == 0 and result["repeats"] == [{"seed": 0, "score": result["score"]}]
+
+
+def test_evaluate_system_repeats_average_runs_with_their_own_seeds(trained):
+    """``repeats=R``: R runs of the protocol (seeds 0, 1000, ...), each system score the mean of the runs', their
+    spread returned; the first run is the single-run result."""
+    from capeval.critic.system_eval import REPEAT_SEED_STEP, evaluate_system
+
+    table, _, _, test, machine, out, _ = trained
+    system = {i: machine[i][0] for i in test}
+    kwargs = dict(init_from=out, epochs=1, pairs_per_batch=2, progress_bar=False)
+    one = evaluate_system(table, test, system, **kwargs)
+    two = evaluate_system(table, test, system, repeats=2, **kwargs)
+    assert [f["seed"] for f in two["folds"]] == [0, 0, REPEAT_SEED_STEP, REPEAT_SEED_STEP]
+    assert two["repeats"][0]["score"] == pytest.approx(one["score"])
+    runs = [r["score"] for r in two["repeats"]]
+    assert runs[0] != runs[1]  # another run: other seeds, another fine-tuned critic
+    assert two["score"] == pytest.approx(np.mean(runs)) and two["score_std"] == pytest.approx(np.std(runs))
+    assert two["score"] == pytest.approx(np.mean(list(two["per_image"].values())))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
+            evaluate_system(table, test, system, repeats=bad, **kwargs)
 
 
 def test_evaluate_system_with_samples_uses_the_papers_mix_and_only_the_training_folds_samples(trained, monkeypatch):
@@ -467,6 +489,9 @@ def test_cli_argument_parsers():
     assert args.interactions == "off" and args.mix == "paper" and args.candidates_per_image == 1
     assert args.init_from is None
     assert args.word_gamma == "uniform"
+    args = build_parser().parse_args(["critic", "evaluate-system", "--systems", "a=x.jsonl", "--features", "f",
+                                      "--json", "o.json"])
+    assert args.repeats == 1
     assert build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--word-gamma",
                                       "loguniform"]).word_gamma == "loguniform"
     args = build_parser().parse_args(["critic", "train", "--features", "f", "--out", "o", "--init-from",

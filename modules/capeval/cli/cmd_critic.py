@@ -94,6 +94,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--lr", type=float, default=2e-4)
     e.add_argument("--metrics", default="bleu_4,cider_d,spice", help="metrics to rank the systems with as well")
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--repeats", type=int, default=1, metavar="R",
+                   help="run the protocol R times (other folds and seeds: seed + 1000 r) and average each system's "
+                        "score; the JSON keeps every run's score and their spread (critic_std). Single runs move by up "
+                        "to .01 per system (BENCHMARKS.md §10)")
     add_json_argument(e, "{settings, systems, rank_agreement}", required=True)
     add_progress_argument(e)
     e.set_defaults(func=evaluate_system)
@@ -291,6 +295,10 @@ def _split_samples(path: Path | None, refs: dict[str, list[str]], split: str) ->
     return samples
 
 
+#: Keys of an evaluate-system row that are not metric scores to rank the systems with.
+NOT_METRICS = ("critic", "critic_std", "repeats", "folds")
+
+
 def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.benchmarks.stats import correlation
@@ -316,18 +324,19 @@ def evaluate_system(args: argparse.Namespace) -> int:
     for name, path in systems.items():
         caps = {i: c[0] for i, c in machine_captions(path).items()}
         result = run(table, refs, caps, samples=samples, init_from=init, epochs=args.epochs,
-                     average_last=args.average_last, seed=args.seed, lr=args.lr, progress_bar=args.progress)
+                     average_last=args.average_last, seed=args.seed, repeats=args.repeats, lr=args.lr,
+                     progress_bar=args.progress)
         images = sorted(refs)
         scores = score([caps[i] for i in images], [refs[i] for i in images], metrics=metrics, progress=args.progress)
-        rows[name] = {"critic": result["score"], "folds": result["folds"], **{k: scores[k] for k in scores
-                                                                              if isinstance(scores[k], float)}}
+        rows[name] = {"critic": result["score"], "critic_std": result["score_std"], "repeats": result["repeats"],
+                      "folds": result["folds"], **{k: scores[k] for k in scores if isinstance(scores[k], float)}}
         print(f"{name}: critic {result['score']:.4f} " + " ".join(f"{k} {v:.4f}" for k, v in rows[name].items()
-                                                                   if k not in ("critic", "folds")), file=sys.stderr)
+                                                                   if k not in NOT_METRICS), file=sys.stderr)
     names = list(rows)
     agreement = {}
     if len(names) >= 3:
         critic = [rows[n]["critic"] for n in names]
-        for key in (k for k in rows[names[0]] if k not in ("critic", "folds")):
+        for key in (k for k in rows[names[0]] if k not in NOT_METRICS):
             other = [rows[n][key] for n in names]
             agreement[key] = {"kendall_b": correlation(critic, other, "kendall_b"),
                               "spearman": correlation(critic, other, "spearman")}
@@ -335,7 +344,8 @@ def evaluate_system(args: argparse.Namespace) -> int:
                         "init_from": (shipped_name(init) or str(init)) if init else None, "epochs": args.epochs,
                         "average_last": args.average_last, "lr": args.lr,
                         "samples": str(args.samples) if args.samples else None,
-                        "seed": args.seed, "systems": {n: str(p) for n, p in systems.items()}},
+                        "seed": args.seed, "repeats": args.repeats,
+                        "systems": {n: str(p) for n, p in systems.items()}},
            "systems": rows, "rank_agreement": agreement}
     write_json(args.json, out, indent=1)
     if args.json != STDOUT:
