@@ -233,3 +233,8 @@ for init in critic-flickr8k-hard critic-flickr8k-coco; do
 done
 PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
   --critic-models critic-flickr8k-hard,critic-flickr8k-coco --json "$B/system-ranking-hard.json"
+# 14. evaluate-system --repeats 3 (BENCHMARKS.md §10; plan committed before the runs) on both pooled feature files
+for f in pooled224 pooled224-direct; do
+  capeval critic evaluate-system --features "$out/$f.safetensors" --systems "$epochs,${systems#beam3=*,}" \
+    --init-from critic-flickr8k-coco --samples "$out/samples-test.jsonl" --repeats 3 --json "$B/es8-coco-r3-$f.json"
+done
