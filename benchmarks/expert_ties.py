@@ -7,7 +7,7 @@ tuple matches) is favoured by τ-b.
 
 Usage: PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/expert_ties.py [--protocol cui|clipscore]
        [--critic-models critic-flickr8k-joint,...] [--json OUT]
-(CAPEVAL_DATA_DIR as for `capeval bench`; metric scores come from capeval's score cache when present.)
+(CAPEVAL_DATA_DIR as for `capeval bench`; every metric is scored afresh with `capeval.score`.)
 """
 from __future__ import annotations
 
@@ -15,10 +15,9 @@ import argparse
 import json
 
 import numpy as np
-from scipy.stats import kendalltau
-
 import capeval
 from capeval.benchmarks.flickr8k import load_expert
+from capeval.benchmarks.stats import correlation
 
 
 def tied_share(human: np.ndarray, metric: np.ndarray) -> float:
@@ -52,7 +51,8 @@ def main() -> int:
     for name in args.metrics.split(","):
         columns[name] = text["per_caption"][name]
     for model in filter(None, args.critic_models.split(",")):
-        result = capeval.score(predictions=cands, references=refs, images=images, metrics=["critic"], critic_model=model)
+        result = capeval.score(predictions=cands, references=refs, images=images, metrics=["critic"],
+                               critic_model=model)
         columns[model] = result["per_caption"]["critic"]
     rows = {}
     print(f"Flickr8k-Expert, {args.protocol} protocol: {len(cands)} candidates")
@@ -60,12 +60,10 @@ def main() -> int:
     for name, scores in columns.items():
         human, metric, _ = bench.judgment_rows(scores)
         human, metric = np.asarray(human, float), np.asarray(metric, float)
-        tau_b = kendalltau(human, metric, variant="b").statistic
-        tau_c = kendalltau(human, metric, variant="c").statistic
-        share = tied_share(human, metric)
-        rows[name] = {"tau_b": tau_b, "tau_c": tau_c, "tied_pair_share": share,
-                      "distinct_scores": int(len(np.unique(scores)))}
-        print(f"{name:<24} {tau_b:6.3f} {tau_c:6.3f} {share:10.3f} {len(np.unique(scores)):15d}")
+        tau_b, tau_c = correlation(human, metric, "kendall_b"), correlation(human, metric, "kendall_c")
+        share, distinct = tied_share(human, metric), int(len(np.unique(scores)))
+        rows[name] = {"tau_b": tau_b, "tau_c": tau_c, "tied_pair_share": share, "distinct_scores": distinct}
+        print(f"{name:<24} {tau_b:6.3f} {tau_c:6.3f} {share:10.3f} {distinct:15d}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"protocol": args.protocol, "metrics": rows}, f, indent=2)

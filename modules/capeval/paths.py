@@ -75,8 +75,8 @@ def hub_cards_dir(*parts: str) -> Path:
 PRETRAINED = ("flickr8k-captioner", "lm-flickr8k", "lm-coco", "critic-flickr8k", "critic-flickr8k-caption",
               "critic-flickr8k-ref", "critic-flickr8k-img", "critic-flickr8k-robust", "critic-flickr8k-plus",
               "critic-coco-ref", "critic-flickr8k-ensemble", "critic-flickr8k-coco", "critic-flickr8k-joint",
-              "critic-flickr8k-hard", "lceval-released-9990", "lceval-released-8010", "lceval-flickr8k-coco", "lceval-plus-flickr8k-coco",
-              "lceval-caption-flickr8k-coco", "lceval-plus-caption-flickr8k-coco")
+              "critic-flickr8k-hard", "lceval-released-9990", "lceval-released-8010", "lceval-flickr8k-coco",
+              "lceval-plus-flickr8k-coco", "lceval-caption-flickr8k-coco", "lceval-plus-caption-flickr8k-coco")
 
 
 def pretrained_dir(name: str) -> Path:

@@ -1,4 +1,5 @@
-"""benchmarks/expert_ties.py: the share of human-ordered row pairs a metric ties, and the τ-b / τ-c gap it explains."""
+"""benchmarks/expert_ties.py: the share of human-ordered row pairs a metric ties, and the τ-b / τ-c gap it
+explains."""
 import importlib.util
 from pathlib import Path
 

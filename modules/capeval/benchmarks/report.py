@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capeval.benchmarks.harness import BenchResult
+from capeval.benchmarks.harness import CORRELATIONS, BenchResult
 from capeval.render import markdown_table, text_table
 from capeval.published import published
 
@@ -64,18 +64,16 @@ def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
     return out
 
 
-CORRELATIONS = ("tau_b", "tau_c", "pearson", "spearman")
-
-
 def _correlation_columns(result: BenchResult) -> tuple[list[str], list[str]]:
     """``(result keys, header labels)`` of the correlation columns: the protocol's own statistic first, labelled
     ``"<key> (protocol)"`` (e.g. τ-c for Flickr8k-Expert's CLIPScore protocol), then the others in their usual order,
     so that a table is not read for the wrong variant of Kendall's τ."""
+    usual = list(CORRELATIONS)  # tau_b, tau_c, pearson, spearman
     primaries = {r.get("primary") for r in result.results.values()}
     primary = primaries.pop() if len(primaries) == 1 else None
-    if primary not in CORRELATIONS:
-        return list(CORRELATIONS), list(CORRELATIONS)
-    keys = [primary, *(k for k in CORRELATIONS if k != primary)]
+    if primary not in usual:
+        return usual, usual
+    keys = [primary, *(k for k in usual if k != primary)]
     return keys, [f"{primary} (protocol)", *keys[1:]]
 
 

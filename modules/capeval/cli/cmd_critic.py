@@ -40,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="negative sources: 'paper' (system 1/3, sample 1/3, RC/WP/RW 1/9 each), 'caption' (RC only, "
                         "the caption-level protocol), 'no-system', or weights like 'RC=2,WP=1,RW=1,sample=3'")
     t.add_argument("--word-gamma", default="uniform", choices=["uniform", "loguniform"],
-                   help="strength γ of the WP / RW negatives (training and dev pairs): uniform in [0.2, 1] (default) or "
-                        "log-uniform in [0.1, 1], weighted toward the hardest (2 words permuted or replaced)")
+                   help="strength γ of the WP / RW negatives (training and dev pairs): uniform in [0.2, 1] "
+                        "(default) or log-uniform in [0.1, 1], weighted toward the hardest (2 words permuted or "
+                        "replaced)")
     t.add_argument("--context", default="image+reference", choices=["image+reference", "reference", "image"])
     t.add_argument("--head", default="mlp", choices=["mlp", "linear", "bilinear"])
     t.add_argument("--hidden-size", type=int, default=512)

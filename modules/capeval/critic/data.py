@@ -158,7 +158,8 @@ def epoch_examples(captions: Mapping[str, Sequence[str]], sampler: NegativeSampl
 
 def fixed_pairs(captions: Mapping[str, Sequence[str]], features, *, mix: str | Mapping[str, float], seed: int,
                 system: Mapping[str, Sequence[str]] | None = None, samples: Mapping[str, Sequence[str]] | None = None,
-                vocabulary: Sequence[str] = (), word_gamma: str = "uniform") -> list[tuple[CriticExample, CriticExample]]:
+                vocabulary: Sequence[str] = (),
+                word_gamma: str = "uniform") -> list[tuple[CriticExample, CriticExample]]:
     """Fixed evaluation pairs (the dev pairs of training, the combiner's fitting pairs): every caption of every image
     of ``captions`` once as the candidate, negatives from ``mix`` drawn with ``seed`` (WP / RW strength by
     ``word_gamma``); RC neighbours by ``features`` (a :class:`~capeval.models.feature_table.FeatureTable` with pooled

@@ -49,8 +49,8 @@ from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
                             "patience": 3, "candidates_per_image": 1, "seed": 0, "dev_seed": 1234, "max_words": 10_000,
                             "mix": "paper", "word_vectors": "glove-6b-50d", "init_from": None,
-                            "init_text_from": None, "text_mix": {"RC": 3, "WP": 1, "RW": 1}, "text_candidates_per_image": 1,
-                            "word_gamma": "uniform"}
+                            "init_text_from": None, "text_mix": {"RC": 3, "WP": 1, "RW": 1},
+                            "text_candidates_per_image": 1, "word_gamma": "uniform"}
 
 
 def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndarray, int]:
