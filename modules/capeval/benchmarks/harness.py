@@ -27,6 +27,7 @@ from capeval.benchmarks.score_cache import ScoreCache
 from capeval.benchmarks.scorers import ItemScores, needs_images, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
+from capeval.benchmarks.contamination import mark_contamination
 from capeval.registry import judged_benchmarks
 
 #: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
@@ -275,4 +276,5 @@ def run_benchmark(
     finally:
         if cache:
             cache.close()
+    mark_contamination(result, subset, metric_options)
     return result

@@ -103,13 +103,50 @@ def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[A
             ("thumb: system-level corpus scores ×100 (Table 2 layout)", h2, rows2)]
 
 
+CONTAMINATION_MARK = "†"
+
+
+def _mark_contaminated(result: BenchResult, headers: list[str], rows: list[list[Any]]) -> list[list[Any]]:
+    """``rows`` with :data:`CONTAMINATION_MARK` after each metric whose training data overlaps the benchmark (the
+    subset's own verdict on per-subset rows); published rows (empty metric cell) are left alone."""
+    by_subset = len(headers) > 1 and headers[1] == "subset"
+    out = []
+    for row in rows:
+        entry = result.results.get(row[0]) if row and isinstance(row[0], str) else None
+        if isinstance(entry, dict):
+            if by_subset:
+                entry = entry.get("subsets", {}).get(row[1], {})
+            if entry.get("contamination"):
+                row = [f"{row[0]} {CONTAMINATION_MARK}", *row[1:]]
+        out.append(row)
+    return out
+
+
+def contamination_notes(result: BenchResult) -> list[str]:
+    """Lines explaining every :data:`CONTAMINATION_MARK` of ``result`` (one per metric and reason; subsets named)."""
+    lines = []
+    for key, entry in result.results.items():
+        if not isinstance(entry, dict):
+            continue
+        scopes = [("", entry)] + [(f" (subset {name})", sub) for name, sub in entry.get("subsets", {}).items()]
+        reasons = {}
+        for scope, item in scopes:
+            for reason in item.get("contamination") or ():
+                reasons.setdefault(reason, []).append(scope)
+        for reason, where in reasons.items():
+            scope = "" if "" in where else "".join(where)
+            lines.append(f"{CONTAMINATION_MARK} {key}{scope}: not clean on this benchmark: {reason}")
+    return lines + ([""] if lines else [])
+
+
 def render(result: BenchResult, fmt: str = "text") -> str:
     table = text_table if fmt == "text" else markdown_table
     parts = []
     for title, headers, rows in tables(result):
         parts.append(f"## {title}" if fmt == "markdown" else title)
-        parts.append(table(headers, rows, digits=3))
+        parts.append(table(headers, _mark_contaminated(result, headers, rows), digits=3))
         parts.append("")
+    parts += contamination_notes(result)
     settings = ", ".join(f"{k}={v}" for k, v in result.settings.items())
     parts.append(f"settings: {settings}")
     sigs = sorted({r.get("signature", "") for r in result.results.values() if isinstance(r, dict)})

