@@ -120,7 +120,7 @@ DEFAULTS: dict[str, str] = {
 MODEL_OPTIONS: dict[str, str] = {
     "critic": "critic_model", "critic_ref": "critic_ref_model", "critic_img": "critic_img_model",
     "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
-    "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_encoder",
+    "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).

@@ -101,7 +101,7 @@ def test_model_options_change_the_verdict(tmp_path):
     assert contamination("critic", "pascal50s", options={"critic_model": "critic-flickr8k-joint"}) == []
     unknown = contamination("critic", "pascal50s", options={"critic_model": str(tmp_path)})
     assert len(unknown) == 1 and unknown[0].startswith("unknown:") and "critic_model" in unknown[0]
-    assert metric_models("sentence_cosine", {"sentence_encoder": "sentence-transformers/all-MiniLM-L6-v2"}) == [
+    assert metric_models("sentence_cosine", {"sentence_cosine_encoder": "sentence-transformers/all-MiniLM-L6-v2"}) == [
         "all-minilm-l6-v2"]
     assert contamination(MODULE, "pascal50s")[0].startswith("unknown:")
     assert contamination("evaluate:sacrebleu", "pascal50s") == []

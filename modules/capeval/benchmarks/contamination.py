@@ -93,12 +93,17 @@ def is_learned(key: str) -> bool:
     return next(iter(resolve([key]))) not in RULE_BASED and next(iter(resolve([key]))) in REGISTRY
 
 
-__all__ = ["RULE_BASED", "contamination", "is_learned", "mark_contamination", "metric_models"]
 
 
 def mark_contamination(result, subset: str | None = None, options: dict[str, Any] | None = None) -> None:
-    """Write ``results[<key>]["contamination"]`` (and each COMPOSITE subset entry's) into a ``BenchResult``."""
+    """Write ``results[<key>]["contamination"]`` (and each COMPOSITE subset entry's) into a ``BenchResult``, and
+    ``results[<key>]["models"]``: the catalog names of the models the metric read (``[]`` rule-based, ``None``
+    unknown), so that a result names its model even after a default changes."""
     for key, entry in result.results.items():
+        entry["models"] = metric_models(key, options)
         entry["contamination"] = contamination(key, result.benchmark, subset, options)
         for name, sub in entry.get("subsets", {}).items():
             sub["contamination"] = contamination(key, result.benchmark, name, options)
+
+
+__all__ = ["RULE_BASED", "contamination", "is_learned", "mark_contamination", "metric_models"]
