@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from capeval.catalog import DEFAULTS
 from capeval.critic.combine import (check_feature_settings, fit_logistic, fit_report, read_tagged_json, sigmoid,
                                     write_tagged_json)
 from capeval.critic.scoring import critic_folder, critic_pairs, load_critic, mean_per_candidate, member_folder
@@ -41,7 +42,7 @@ from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, load_sente
 COMBINER_FILE = "combiner.json"
 FORMAT = "capeval-critic-plus"
 #: The shipped combiner (``capeval/pretrained/critic-flickr8k-plus``).
-SHIPPED_PLUS = "critic-flickr8k-plus"
+SHIPPED_PLUS = DEFAULTS["critic_plus"]
 FORMULA = "sigmoid(a * logit(P_critic) + b * cos_sentence + c), averaged over the references"
 
 

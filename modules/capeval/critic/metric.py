@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from capeval.batch import CaptionBatch
+from capeval.catalog import DEFAULTS
 from capeval.critic.scoring import weights_digest
 from capeval.metric import CaptionMetric, MetricOutput
 
@@ -152,7 +153,7 @@ class CriticPlus(CaptionMetric):
     name = "critic_plus"
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_plus_model": "critic-flickr8k-plus", "critic_batch_size": 4096,
+    options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
                                          "critic_device": None}
 
     @classmethod

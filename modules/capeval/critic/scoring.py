@@ -35,12 +35,14 @@ from typing import Any
 
 import numpy as np
 
+from capeval.catalog import DEFAULTS
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
 from capeval.progress import progress
 
-#: The shipped critic of each context (folders under ``capeval/pretrained``).
-SHIPPED = {"image+reference": "critic-flickr8k", "reference": "critic-flickr8k-ref", "image": "critic-flickr8k-img"}
+#: The default critic of each context: the ``critic``, ``critic_ref`` and ``critic_img`` metrics' defaults in the catalog.
+SHIPPED = {"image+reference": DEFAULTS["critic"], "reference": DEFAULTS["critic_ref"],
+           "image": DEFAULTS["critic_img"]}
 _LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
 _ENCODERS: dict[tuple[str, str, bool], Any] = {}
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from capeval.batch import CaptionBatch
+from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
 
 __all__ = ["LCEval", "LCEvalPlus", "LCEvalReleased"]
@@ -138,8 +139,8 @@ class LCEval(_LCEvalMetric):
     """LCEval retrained by capeval (``capeval lceval train``; default the shipped ``lceval-flickr8k-coco``)."""
 
     name: ClassVar[str] = "lceval"
-    default_model: ClassVar[str] = "lceval-flickr8k-coco"
-    options: ClassVar[dict[str, Any]] = {"lceval_model": "lceval-flickr8k-coco", "lceval_word_vectors": None,
+    default_model: ClassVar[str] = DEFAULTS["lceval"]
+    options: ClassVar[dict[str, Any]] = {"lceval_model": DEFAULTS["lceval"], "lceval_word_vectors": None,
                                          "lceval_features": False, "lceval_cache": True}
 
 
@@ -147,8 +148,8 @@ class LCEvalReleased(_LCEvalMetric):
     """The authors' released layer (:mod:`capeval.lceval.released`) on capeval's features."""
 
     name: ClassVar[str] = "lceval_released"
-    default_model: ClassVar[str] = "lceval-released-9990"
-    options: ClassVar[dict[str, Any]] = {"lceval_released_model": "lceval-released-9990",
+    default_model: ClassVar[str] = DEFAULTS["lceval_released"]
+    options: ClassVar[dict[str, Any]] = {"lceval_released_model": DEFAULTS["lceval_released"],
                                          "lceval_released_word_vectors": None, "lceval_released_features": False,
                                          "lceval_released_cache": True}
 
@@ -158,8 +159,8 @@ class LCEvalPlus(_LCEvalMetric):
     (:mod:`capeval.lceval.extra`; needs the torch stack), retrained like ``lceval``."""
 
     name: ClassVar[str] = "lceval_plus"
-    default_model: ClassVar[str] = "lceval-plus-flickr8k-coco"
-    options: ClassVar[dict[str, Any]] = {"lceval_plus_model": "lceval-plus-flickr8k-coco", "lceval_plus_word_vectors": None,
+    default_model: ClassVar[str] = DEFAULTS["lceval_plus"]
+    options: ClassVar[dict[str, Any]] = {"lceval_plus_model": DEFAULTS["lceval_plus"], "lceval_plus_word_vectors": None,
                                          "lceval_plus_features": False, "lceval_plus_cache": True}
 
     @classmethod
