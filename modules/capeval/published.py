@@ -3,7 +3,10 @@
 Each entry: ``benchmark``, ``source`` (a key of :func:`citations`), ``where`` (table), ``protocol``,
 ``statistic`` (``tau``, ``tau_b``, ``tau_c``, ``pearson``, ``spearman``, ``accuracy``, ...), ``scale``
 (1 or 100, as printed in the source), ``values`` (metric -> number or nested dict) and an optional
-``note``. Values are transcribed from the papers in ../shared/papers and the spec digest.
+``note``. Values are transcribed from the papers in ../shared/papers and the spec digest, or from the public copies
+each ``where`` names. An entry whose ``source`` transcribes other papers' tables (``capevalkit``) names, per value,
+the table it copies: ``original`` (metric -> ``{"source": citation key, "where": table}``). ``settings`` (optional)
+records the benchmark settings the numbers correspond to.
 """
 from __future__ import annotations
 
