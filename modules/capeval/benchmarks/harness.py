@@ -14,10 +14,16 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
 * **Units.** Correlations (``tau_b``, ``tau_c``, ``pearson``, ``spearman``) in [-1, 1]; pairwise
   accuracies (``HC`` ... ``avg``) in percent; THumB system scores as the metric's corpus score
   (CIDEr-D on its 0-10 scale).
+* **Headline.** Every metric's entry (and every COMPOSITE subset's) holds ``headline``: the benchmark's own
+  statistic with a 95 % percentile-bootstrap interval when ``bootstrap`` > 0 (:func:`headline_statistic`). Resampled
+  units: Flickr8k / COMPOSITE candidate items (all rows of an item together), PASCAL-50S / ABSTRACT-50S pairs
+  within their category, THumB captions. Seeded by the first of ``seeds``.
+* **Comparisons.** ``compare=[(A, B), ...]``: a paired bootstrap of headline(A) − headline(B) on the same resamples
+  (:func:`capeval.benchmarks.stats.paired_bootstrap_difference`), in :attr:`BenchResult.comparisons`.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,12 +34,21 @@ from capeval.benchmarks.scorers import ItemScores, needs_images, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.benchmarks.contamination import mark_contamination
-from capeval.registry import judged_benchmarks
+from capeval.registry import judged_benchmarks, resolve
 
 #: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
 BENCH_NAMES = judged_benchmarks()
 CORRELATIONS = {"tau_b": "kendall_b", "tau_c": "kendall_c", "pearson": "pearson", "spearman": "spearman"}
 COMPOSITE_SUBSETS = ("8k", "30k", "coco")
+#: Confidence of the ``headline`` and ``comparisons`` intervals (THumB's ``total_ci`` keeps the paper's 0.90).
+HEADLINE_CONFIDENCE = 0.95
+#: Bootstrap resamples when comparisons are asked for and ``bootstrap`` is not given.
+COMPARE_RESAMPLES = 1000
+#: Headline statistic (a :data:`CORRELATIONS` key) where it is not the protocol's own (``Benchmark.statistic``):
+#: COMPOSITE is compared on Kendall τ-b, the τ the LCEval paper reports, though its table leads with τ-c (CLIPScore).
+HEADLINE_KEYS = {"composite": "tau_b"}
+#: ``Benchmark.statistic`` -> result key
+_KEY_OF = {stat: key for key, stat in CORRELATIONS.items()}
 
 
 @dataclass
@@ -46,9 +61,12 @@ class BenchResult:
     notes: list[str] = field(default_factory=list)
     #: per metric key, what the plots need (human and metric arrays, categories, systems)
     plot_data: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    #: paired bootstrap comparisons of two metrics' headline statistics (:func:`run_benchmark` ``compare=``)
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"benchmark": self.benchmark, "settings": self.settings, "results": self.results, "notes": self.notes}
+        return {"benchmark": self.benchmark, "settings": self.settings, "results": self.results, "notes": self.notes,
+                "comparisons": self.comparisons}
 
 
 class _Scorer:
@@ -97,26 +115,71 @@ class _Scorer:
                            **extra)[spec_key])
 
 
-def _correlations(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int) -> dict[str, Any]:
+def headline_statistic(statistic: str, value: float, ci: dict[str, Any] | None, seed: int) -> dict[str, Any]:
+    """The ``headline`` record: ``{"statistic", "value", "ci": [low, high] | None, "confidence", "n_resamples",
+    "seed"}``, ``value`` and ``ci`` in the statistic's units (correlations in [-1, 1], accuracy ``avg`` in percent),
+    ``ci`` from :func:`stats.bootstrap_ci`'s result (``None``: no bootstrap, ``n_resamples`` 0)."""
+    return {"statistic": statistic, "value": float(value),
+            "ci": None if ci is None else [float(ci["low"]), float(ci["high"])],
+            "confidence": HEADLINE_CONFIDENCE, "n_resamples": 0 if ci is None else int(ci["n_resamples"]), "seed": seed}
+
+
+def _comparison(a: str, b: str, statistic: str, subset: str | None, paired: dict[str, Any]) -> dict[str, Any]:
+    """One ``comparisons`` entry from :func:`stats.paired_bootstrap_difference`'s result."""
+    return {"a": a, "b": b, "statistic": statistic, "subset": subset, **paired}
+
+
+def _correlations(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int, headline: str | None = None,
+                  primary_ci: bool = True) -> dict[str, Any]:
+    """The correlations of ``bench``'s judgment rows with ``values``; with ``bootstrap`` the protocol statistic's
+    95 % interval (``ci``, unless ``primary_ci`` is false) and the ``headline`` (key ``headline``, default the
+    protocol's statistic) with its interval."""
     human, metric, item = bench.judgment_rows(values)
     out: dict[str, Any] = {name: stats.correlation(human, metric, stat) for name, stat in CORRELATIONS.items()}
     out["rows"] = int(len(human))
-    if bootstrap:
-        primary = bench.statistic
+    primary = bench.statistic
+    if bootstrap and primary_ci:
         out["ci"] = stats.bootstrap_ci(lambda idx: stats.correlation(human[idx], metric[idx], primary),
                                        groups=item, n_resamples=bootstrap, confidence=0.95, seed=seed)
         out["ci"]["statistic"] = primary
+    key = headline or _KEY_OF[primary]
+    ci = None
+    if bootstrap:
+        if "ci" in out and CORRELATIONS[key] == primary and out["ci"]["confidence"] == HEADLINE_CONFIDENCE:
+            ci = out["ci"]
+        else:
+            ci = stats.bootstrap_ci(lambda idx: stats.correlation(human[idx], metric[idx], CORRELATIONS[key]),
+                                    groups=item, n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE, seed=seed)
+    out["headline"] = headline_statistic(key, out[key], ci, seed)
     return out
 
 
-def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: BenchResult) -> None:
+def _compare_correlations(bench: Benchmark, scores: dict[str, ItemScores], compare, key: str, bootstrap: int,
+                          seed: int, subset: str | None) -> list[dict[str, Any]]:
+    """Paired bootstraps of correlation ``key`` on ``bench`` (candidate items resampled, their rows together)."""
+    out = []
+    for a, b in compare:
+        human, va, item = bench.judgment_rows(scores[a].values)
+        _, vb, _ = bench.judgment_rows(scores[b].values)
+        stat = CORRELATIONS[key]
+        paired = stats.paired_bootstrap_difference(lambda v, idx: stats.correlation(human[idx], v[idx], stat), va, vb,
+                                                   groups=item, n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE,
+                                                   seed=seed)
+        out.append(_comparison(a, b, key, subset, paired))
+    return out
+
+
+def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: BenchResult, compare=()) -> None:
     loader_settings = {k: v for k, v in settings.items() if k in ("protocol", "subset")}
     bench = load_benchmark(name, **loader_settings)
     result.settings.update(bench.settings)
     result.notes += bench.notes
     scores = scorer.bench(bench)
+    headline = HEADLINE_KEYS.get(name, _KEY_OF[bench.statistic])
+    result.comparisons += _compare_correlations(bench, scores, compare, headline, bootstrap, seed,
+                                                settings.get("subset"))
     for key, item_scores in scores.items():
-        entry = _correlations(bench, item_scores.values, bootstrap, seed)
+        entry = _correlations(bench, item_scores.values, bootstrap, seed, headline)
         entry["primary"] = {"kendall_b": "tau_b", "kendall_c": "tau_c"}.get(bench.statistic, bench.statistic)
         entry["signature"] = item_scores.signature
         result.results[key] = entry
@@ -127,12 +190,39 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
             sub = load_benchmark(name, subset=subset)
             sub_scores = scorer.bench(sub)
             for key, item_scores in sub_scores.items():
-                result.results[key].setdefault("subsets", {})[subset] = _correlations(sub, item_scores.values, 0, seed)
+                result.results[key].setdefault("subsets", {})[subset] = _correlations(
+                    sub, item_scores.values, bootstrap, seed, headline, primary_ci=False)
+            result.comparisons += _compare_correlations(sub, sub_scores, compare, headline, bootstrap, seed, subset)
 
 
-def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: BenchResult) -> None:
+def _category_average(categories: np.ndarray) -> Callable[[np.ndarray, np.ndarray], float]:
+    """``stat(credit, rows)``: the unweighted mean over categories of the per-category mean credit of ``rows``, in
+    percent (the ``avg`` of a pairwise benchmark); ``categories`` holds each pair's category code (0, 1, ...)."""
+    n_cats = int(categories.max()) + 1
+
+    def stat(credit: np.ndarray, rows: np.ndarray) -> float:
+        codes = categories[rows]
+        counts = np.bincount(codes, minlength=n_cats)
+        if not counts.all():
+            raise ValueError("a category has no pair in this resample")
+        return 100.0 * float(np.mean(np.bincount(codes, weights=credit[rows], minlength=n_cats) / counts))
+
+    return stat
+
+
+def _pair_credit(bench: Benchmark, a: np.ndarray, b: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(credit, category codes)`` of the pairs that count, with :meth:`Benchmark.evaluate`'s default tie policies
+    (metric ties ½, human ties excluded)."""
+    credit, mask = stats.pairwise_credit(a, b, [r.preferred for r in bench.records], seed=seed)
+    _, codes = np.unique(np.array([r.category or "all" for r in bench.records]), return_inverse=True)
+    return credit[mask], codes[mask]
+
+
+def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: BenchResult, compare=()) -> None:
     refs = settings.get("refs")
     per_seed: dict[str, list[dict[str, float]]] = {}
+    credit_sum: dict[str, np.ndarray] = {}  # per-pair credit summed over the seeds: headline intervals, comparisons
+    categories = None
     for seed in seeds:
         kwargs = {"seed": seed}
         if refs is not None:
@@ -145,6 +235,8 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
         for key, item_scores in scores.items():
             a, b = item_scores.values[0::2], item_scores.values[1::2]
             ev = bench.evaluate(a, b, bootstrap=bootstrap, seed=seed)
+            credit, categories = _pair_credit(bench, a, b, seed)  # the same pairs and categories for every seed
+            credit_sum[key] = credit_sum[key] + credit if key in credit_sum else credit
             row = {cat: 100 * e["value"] for cat, e in ev["categories"].items()}
             row["avg"] = 100 * ev["value"]
             if bootstrap:
@@ -162,6 +254,24 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
             entry["per_seed"] = rows
         elif "ci" in rows[0]:
             entry["ci"] = rows[0]["ci"]
+    if not per_seed:
+        result.settings["seeds"] = list(seeds)
+        return
+    # avg is linear in the credit, so the mean over seeds of avg is avg of the per-pair credit averaged over seeds:
+    # the intervals resample pairs (within their category) of that seed-averaged credit, around the reported value.
+    mean_credit = {key: total / len(seeds) for key, total in credit_sum.items()}
+    average = _category_average(categories)
+    for key, credit in mean_credit.items():
+        ci = None
+        if bootstrap:  # pairs resampled within their category
+            ci = stats.bootstrap_ci(lambda idx, credit=credit: average(credit, idx), n_items=len(credit),
+                                    strata=categories, n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE,
+                                    seed=seeds[0])
+        result.results[key]["headline"] = headline_statistic("avg", result.results[key]["avg"], ci, seeds[0])
+    for a, b in compare:
+        paired = stats.paired_bootstrap_difference(average, mean_credit[a], mean_credit[b], strata=categories,
+                                                   n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE, seed=seeds[0])
+        result.comparisons.append(_comparison(a, b, "avg", None, paired))
     result.settings["seeds"] = list(seeds)
 
 
@@ -182,7 +292,7 @@ def _pick(items: list[str] | None, indices: list[int]) -> list[str] | None:
     return None if items is None else [items[i] for i in indices]
 
 
-def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult) -> None:
+def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult, compare=()) -> None:
     with_h = load_benchmark("thumb", include_human=True)
     without_h = load_benchmark("thumb", include_human=False)
     result.notes += with_h.notes
@@ -213,10 +323,82 @@ def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult) -> None:
                     [list(with_h.records[i].references) for i in clean], _pick(images, clean),
                 )
         entry["signature"] = s_with[key].signature
+        entry["headline"] = _thumb_headline(with_h, s_with[key].values, bootstrap, seed)
         result.results[key] = entry
         result.plot_data[key] = {"kind": "scatter", "human": np.array([r.extra["total"] for r in with_h.records]),
                                  "metric": s_with[key].values}
     result.settings.update({"leaked_human_captions": int(leaked.sum()), "system_scores": "per-system corpus call"})
+    for a, b in compare:  # captions resampled; with Human (the headline) first
+        for block, bench, scores in (("with_human", with_h, s_with), ("without_human", without_h, s_without)):
+            human = np.array([r.extra["total"] for r in bench.records])
+            paired = stats.paired_bootstrap_difference(lambda v, idx: stats.pearson(human[idx], v[idx]),
+                                                       scores[a].values, scores[b].values, n_resamples=bootstrap,
+                                                       confidence=HEADLINE_CONFIDENCE, seed=seed)
+            result.comparisons.append(_comparison(a, b, "pearson", block, paired))
+
+
+def _thumb_headline(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int) -> dict[str, Any]:
+    """Pearson of ``values`` with THumB's human ``total`` (with Human: the primary number) and its 95 % interval,
+    captions resampled."""
+    human = np.array([r.extra["total"] for r in bench.records])
+    ci = None
+    if bootstrap:
+        ci = stats.bootstrap_ci(lambda idx: stats.pearson(human[idx], values[idx]), n_items=len(values),
+                                n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE, seed=seed)
+    return headline_statistic("pearson", stats.pearson(human, values), ci, seed)
+
+
+def _result_keys(spec: str) -> list[str]:
+    """The result keys metric spec ``spec`` yields (``ValueError`` for an unknown metric)."""
+    if spec.startswith("evaluate:"):
+        return [spec]
+    return [key for keys in resolve([spec]).values() for key in keys]
+
+
+def plan_comparisons(compare: Sequence[str | Sequence[str]], metrics: Sequence[str]
+                     ) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(pairs, metrics)``: the ``compare`` pairs as result keys, and ``metrics`` plus every compared key that no
+    spec of ``metrics`` yields (it is scored too, and reported like the others).
+
+    ``compare`` items are ``"A,B"`` strings (the CLI's ``--compare``) or ``(A, B)`` tuples; A and B are result keys
+    (``cider_d``, ``bleu_4``, ``spice``), capeval metric aliases (``cider``) or ``evaluate:`` specs. ``ValueError``
+    for an item that is not two names, a name capeval does not know, a metric family with several result keys
+    (``bleu``) and a metric compared with itself; repeated pairs are kept once.
+    """
+    metrics = list(metrics)
+    if not compare:
+        return [], metrics
+    known = [key for spec in metrics for key in _result_keys(spec)]
+    pairs: list[tuple[str, str]] = []
+    for item in compare:
+        parts = item.split(",") if isinstance(item, str) else list(item)
+        names = [str(p).strip() for p in parts]
+        if len(names) != 2 or not all(names):
+            raise ValueError(f"--compare needs two result keys separated by a comma (e.g. --compare lceval,cider_d), "
+                             f"got {','.join(map(str, parts)) if not isinstance(item, str) else item!r}.")
+        keys = []
+        for name in names:
+            if name in known:
+                keys.append(name)
+                continue
+            try:
+                produced = _result_keys(name)
+            except ValueError:
+                raise ValueError(f"--compare {','.join(names)}: {name!r} is neither a result key of --metrics "
+                                 f"({', '.join(known)}) nor a metric capeval knows.") from None
+            if name not in produced and len(produced) != 1:
+                raise ValueError(f"--compare {','.join(names)}: {name!r} is a metric family with the result keys "
+                                 f"{', '.join(produced)}; compare one of them.")
+            key = name if name in produced else produced[0]
+            if key not in known:
+                metrics.append(key)
+                known += _result_keys(key)
+            keys.append(key)
+        if keys[0] == keys[1]:
+            raise ValueError(f"--compare {','.join(names)}: compares {keys[0]} with itself.")
+        if (keys[0], keys[1]) not in pairs:
+            pairs.append((keys[0], keys[1]))
+    return pairs, metrics
 
 
 def run_benchmark(
@@ -227,10 +409,11 @@ def run_benchmark(
     refs: str | int | None = None,
     subset: str | None = None,
     seeds: Sequence[int] = (0,),
-    bootstrap: int = 0,
+    bootstrap: int | None = None,
     use_cache: bool = True,
     metric_options: dict[str, Any] | None = None,
     show_progress: bool | None = None,
+    compare: Sequence[str | Sequence[str]] = (),
 ) -> BenchResult:
     """Score ``benchmark`` with ``metrics`` and compare with its human judgments.
 
@@ -241,9 +424,16 @@ def run_benchmark(
         refs: PASCAL-50S ``expert`` (default), ``all`` or k; ABSTRACT-50S ``all`` (default) or k.
         subset: COMPOSITE only: score one subset (``8k``, ``30k``, ``coco``) instead of all three and each of them
             (e.g. ``8k``, whose images are all Flickr8k test images, for metrics that read images).
-        seeds: reference-sampling seeds (several: mean and standard deviation are reported).
-        bootstrap: resamples for confidence intervals (0: none).
+        seeds: reference-sampling seeds (several: mean and standard deviation are reported). The first one seeds
+            the bootstraps; with several, the pairwise benchmarks' headline (the mean over seeds of ``avg``) and
+            comparisons resample pairs of the per-pair credit averaged over the seeds (pairs do not depend on the
+            seed, only their references do).
+        bootstrap: resamples for confidence intervals (0: none; ``None``: 0, or :data:`COMPARE_RESAMPLES` with
+            ``compare``). Fills ``ci`` of each ``headline`` (95 %), besides the older ``ci`` fields.
         metric_options: passed to ``capeval.score`` (``cleanup``, ``tokenizer``, ``cider_df``...).
+        compare: pairs ``(A, B)`` or ``"A,B"`` of result keys: a paired bootstrap of the headline statistic's
+            difference A − B (:func:`plan_comparisons`; keys not among ``metrics`` are scored too), in
+            :attr:`BenchResult.comparisons`; needs ``bootstrap`` > 0 (``ValueError`` for 0).
     """
     name = canonical_name(benchmark, BENCH_NAMES)
     if name not in BENCH_NAMES:
@@ -257,22 +447,32 @@ def run_benchmark(
                          f"for {name}.")
     if refs is not None and name not in ("pascal50s", "abstract50s"):
         raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
+    pairs, metrics = plan_comparisons(compare, metrics)
+    if bootstrap is None:
+        bootstrap = COMPARE_RESAMPLES if pairs else 0
+    if int(bootstrap) != bootstrap or bootstrap < 0:
+        raise ValueError(f"--bootstrap must be a whole number of resamples >= 0, got {bootstrap!r}.")
+    if pairs and not bootstrap:
+        raise ValueError("--compare needs bootstrap resamples, but --bootstrap is 0; leave --bootstrap out "
+                         f"(--compare then uses {COMPARE_RESAMPLES}) or give --bootstrap N with N > 0.")
     seeds = list(seeds) or [0]
     cache = ScoreCache() if use_cache else None
     scorer = _Scorer(metrics, cache, dict(metric_options or {}), show_progress)
     result = BenchResult(benchmark=name, settings={}, results={})
     if metric_options:
         result.settings["metric_options"] = dict(metric_options)
+    if bootstrap:
+        result.settings["bootstrap"] = int(bootstrap)
     try:
         if name == "thumb":
-            _run_thumb(metrics, scorer, bootstrap, seeds[0], result)
+            _run_thumb(metrics, scorer, bootstrap, seeds[0], result, pairs)
         elif name in ("pascal50s", "abstract50s"):
-            _run_pairwise(name, metrics, scorer, {"refs": refs}, seeds, bootstrap, result)
+            _run_pairwise(name, metrics, scorer, {"refs": refs}, seeds, bootstrap, result, pairs)
         else:
             settings = {"protocol": protocol} if protocol else {}
             if subset is not None:
                 settings["subset"] = subset
-            _run_correlation(name, metrics, scorer, settings, bootstrap, seeds[0], result)
+            _run_correlation(name, metrics, scorer, settings, bootstrap, seeds[0], result, pairs)
     finally:
         if cache:
             cache.close()

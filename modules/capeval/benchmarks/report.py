@@ -33,7 +33,16 @@ def _matching_entries(result: BenchResult) -> list[dict]:
 
 
 def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """``[(title, headers, rows), ...]`` for the result, each with the matching published numbers."""
+    """``[(title, headers, rows), ...]`` for the result, each with the matching published numbers, then the paired
+    bootstrap comparisons (:func:`comparison_table`) when there are any. With bootstrap intervals the agreement
+    tables end with a headline column, ``value [low, high]`` (:func:`format_headline`)."""
+    out = _agreement_tables(result)
+    if result.comparisons:
+        out.append(comparison_table(result))
+    return out
+
+
+def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
     if result.benchmark == "thumb":
         return _thumb_tables(result)
     entries = _matching_entries(result)
@@ -41,27 +50,101 @@ def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
         cats = PAIR_CATEGORIES[result.benchmark]
         rows = []
         for metric, r in result.results.items():
-            rows.append([metric, "capeval", *(r.get(c) for c in cats)])
+            rows.append([metric, "capeval", *(r.get(c) for c in cats), *_headline_cells(result, r)])
             for e in entries:
                 v = e["values"].get(_pub_key(metric))
                 if isinstance(v, dict):
-                    rows.append(["", f"{e['source']} {e['where']} ({e['protocol']})", *(v.get(c) for c in cats)])
-        return [(f"{result.benchmark}: pairwise accuracy (%)", ["metric", "source", *cats], rows)]
+                    rows.append(["", f"{e['source']} {e['where']} ({e['protocol']})", *(v.get(c) for c in cats),
+                                 *_headline_cells(result, None)])
+        return [(f"{result.benchmark}: pairwise accuracy (%)", ["metric", "source", *cats, *_headline_header(result)],
+                 rows)]
     corr = [e for e in entries if e["statistic"] in STAT_TO_KEY]
     keys, labels = _correlation_columns(result)
-    headers = ["metric", *labels] + [f"{e['source']} {e['statistic']}" for e in corr]
+    headers = ["metric", *labels] + [f"{e['source']} {e['statistic']}" for e in corr] + _headline_header(result)
     rows = []
     for metric, r in result.results.items():
         pubs = [e["values"].get(_pub_key(metric)) for e in corr]
         pubs = [None if v is None else v / e["scale"] for v, e in zip(pubs, corr)]
-        rows.append([metric, *(r[k] for k in keys), *pubs])
+        rows.append([metric, *(r[k] for k in keys), *pubs, *_headline_cells(result, r)])
     out = [(f"{result.benchmark}: correlation with human judgments", headers, rows)]
     if any("subsets" in r for r in result.results.values()):
-        sub_rows = [[m, s, *(v[k] for k in keys)]
+        sub_rows = [[m, s, *(v[k] for k in keys), *_headline_cells(result, v)]
                     for m, r in result.results.items() for s, v in r.get("subsets", {}).items()]
-        out.append((f"{result.benchmark}: per subset (each scored on its own)", ["metric", "subset", *labels],
-                    sub_rows))
+        out.append((f"{result.benchmark}: per subset (each scored on its own)",
+                    ["metric", "subset", *labels, *_headline_header(result)], sub_rows))
     return out
+
+
+def _has_intervals(result: BenchResult) -> bool:
+    return any(isinstance(r, dict) and (r.get("headline") or {}).get("ci") for r in result.results.values())
+
+
+def _headline_header(result: BenchResult) -> list[str]:
+    """``["<statistic> [95% CI]"]`` when the result has headline intervals (``--bootstrap``), else ``[]``."""
+    if not _has_intervals(result):
+        return []
+    h = next(r["headline"] for r in result.results.values() if isinstance(r, dict) and r.get("headline"))
+    what = "w/ Human total pearson" if result.benchmark == "thumb" else h["statistic"]
+    return [f"{what} [{100 * h['confidence']:.0f}% CI]"]
+
+
+def _headline_cells(result: BenchResult, entry: dict | None) -> list[str | None]:
+    """The headline cell of ``entry`` (``[]`` when the table has no headline column; ``[None]`` for rows without)."""
+    if not _has_intervals(result):
+        return []
+    return [format_headline(entry["headline"]) if entry and entry.get("headline") else None]
+
+
+def _number(value: float, statistic: str, sign: bool = False) -> str:
+    """Accuracy (``avg``, percent) with 1 decimal; correlations with 3 and no leading zero (``.472``, ``-.012``)."""
+    if statistic == "avg":
+        return f"{value:+.1f}" if sign else f"{value:.1f}"
+    text = f"{value:+.3f}" if sign else f"{value:.3f}"
+    return text.replace("0.", ".", 1) if text.lstrip("+-").startswith("0.") else text
+
+
+def format_headline(headline: dict[str, Any], sign: bool = False) -> str:
+    """``".472 [.455, .489]"`` (``"78.3 [76.1, 80.4]"`` for accuracy in percent); the value alone without ``ci``."""
+    stat = headline["statistic"]
+    text = _number(headline["value"], stat, sign)
+    ci = headline.get("ci")
+    if ci:
+        text += f" [{_number(ci[0], stat, sign)}, {_number(ci[1], stat, sign)}]"
+    return text
+
+
+def verdict(comparison: dict[str, Any]) -> str:
+    """``"A beats B"``, ``"B beats A"`` (with the metric names) or ``"no significant difference"``."""
+    if comparison["a_beats_b"]:
+        return f"{comparison['a']} beats {comparison['b']}"
+    if comparison["b_beats_a"]:
+        return f"{comparison['b']} beats {comparison['a']}"
+    return "no significant difference"
+
+
+def _p_value(comparison: dict[str, Any]) -> str:
+    p = comparison["p_value"]
+    return f"<{1 / comparison['n_resamples']:.2g}" if p == 0 else f"{p:.3f}"
+
+
+def comparison_table(result: BenchResult) -> tuple[str, list[str], list[list[Any]]]:
+    """The table of ``result.comparisons``: per pair (and subset), A's and B's statistic, the difference A − B with
+    its interval (correlations in [-2, 2]; accuracy in percentage points), the two-sided p and the verdict."""
+    comps = result.comparisons
+    with_subset = any(c.get("subset") for c in comps)
+    headers = ["A − B", *(["subset"] if with_subset else []), "statistic", "A", "B", "difference [95% CI]", "p",
+               "verdict"]
+    rows = []
+    for c in comps:
+        diff = format_headline({"statistic": c["statistic"], "value": c["difference"], "ci": c["ci"]}, sign=True)
+        rows.append([f"{c['a']} − {c['b']}", *([c.get("subset") or "all"] if with_subset else []), c["statistic"],
+                     _number(c["value_a"], c["statistic"]), _number(c["value_b"], c["statistic"]), diff,
+                     _p_value(c), verdict(c)])
+    n = sorted({c["n_resamples"] for c in comps})
+    level = sorted({f"{100 * c['confidence']:.0f} %" for c in comps})
+    title = (f"{result.benchmark}: paired bootstrap: A − B ({', '.join(map(str, n))} resamples, {', '.join(level)} "
+             "intervals, same resamples for A and B)")
+    return title, headers, rows
 
 
 def _correlation_columns(result: BenchResult) -> tuple[list[str], list[str]]:
@@ -83,12 +166,13 @@ def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[A
     for metric, r in result.results.items():
         rows4.append([metric, "capeval", *(r["without_human"][k] for k in ("P", "R", "total")),
                       *(r["with_human"][k] for k in ("P", "R", "total")),
-                      r["with_human_no_leaked"]["total"]])
+                      r["with_human_no_leaked"]["total"], *_headline_cells(result, r)])
         pw, pwo = t4["with_human"]["values"].get(metric), t4["without_human"]["values"].get(metric)
         if pw or pwo:
             rows4.append(["", "Kasai et al. 2022, Table 4", *((pwo or {}).get(k) for k in ("P", "R", "total")),
-                          *((pw or {}).get(k) for k in ("P", "R", "total")), None])
-    h4 = ["metric", "source", "w/o Human P", "R", "total", "w/ Human P", "R", "total", "w/ Human, 39 leaked removed"]
+                          *((pw or {}).get(k) for k in ("P", "R", "total")), None, *_headline_cells(result, None)])
+    h4 = ["metric", "source", "w/o Human P", "R", "total", "w/ Human P", "R", "total", "w/ Human, 39 leaked removed",
+          *_headline_header(result)]
     t2 = next(e for e in published("thumb", statistic="corpus_score") if e["source"] == "kasai2022")
     rows2 = []
     for metric, r in result.results.items():

@@ -5,7 +5,9 @@
   :func:`pearson`, :func:`spearman`, and :func:`correlation` dispatching on a statistic name.
 * :func:`pairwise_accuracy` (in [0, 1]) with explicit policies for metric ties and human ties.
 * :func:`bootstrap_ci`: seeded percentile intervals, resampling items (a group of rows, e.g. the 3
-  expert rows of one Flickr8k pair, is resampled together).
+  expert rows of one Flickr8k pair, is resampled together), optionally within strata (:class:`Resampler`).
+* :func:`paired_bootstrap_difference`: paired bootstrap of the difference of one statistic between two
+  metrics on the same items (interval, two-sided p, verdict).
 * :func:`system_means` and :func:`system_level_correlation` for system-level agreement.
 
 Undefined statistics (constant input, fewer than 2 rows, NaN/inf input) raise ``ValueError``
@@ -170,11 +172,93 @@ def pairwise_accuracy(
 
 
 # -- bootstrap -----------------------------------------------------------------------------------
+class Resampler:
+    """Seeded bootstrap resamples of row indices.
+
+    An *item* is one row (``n_rows`` rows, no ``groups``) or, with ``groups`` (the item id of every row), all
+    the rows sharing an id; a resample draws items with replacement and returns the rows of the drawn items
+    (all rows of an item enter together, in the order they appear in the data). With ``strata`` (a label per
+    row, constant within an item) each stratum keeps its item count: ``n_s`` items are drawn with replacement
+    from stratum ``s``'s items, strata in sorted label order. Without strata a resample draws
+    ``rng.integers(0, n_items, n_items)``, so :func:`bootstrap_ci` keeps the intervals it always gave.
+    """
+
+    def __init__(self, n_rows: int | None = None, *, groups: Sequence | None = None, strata: Sequence | None = None):
+        if groups is not None:
+            g = np.asarray(groups)
+            if g.ndim != 1:
+                raise ValueError(f"bootstrap: groups must be 1-D, got shape {g.shape}.")
+            n_rows = len(g) if n_rows is None else int(n_rows)
+            if len(g) != n_rows:
+                raise ValueError(f"bootstrap: {len(g)} group ids for {n_rows} rows.")
+            uniq, inverse = np.unique(g, return_inverse=True)
+            self._order = np.argsort(inverse, kind="stable")
+            self._starts = np.searchsorted(inverse[self._order], np.arange(len(uniq)))
+            self._sizes = np.bincount(inverse, minlength=len(uniq))
+            self.n_items = len(uniq)
+            first_row = self._order[self._starts]
+        elif n_rows is not None:
+            self._order = None
+            self.n_items = int(n_rows)
+            first_row = np.arange(self.n_items)
+        elif strata is not None:
+            n_rows = len(strata)
+            self._order = None
+            self.n_items = int(n_rows)
+            first_row = np.arange(self.n_items)
+        else:
+            raise ValueError("bootstrap: give the number of rows (n_items) or groups.")
+        self.n_rows = int(n_rows)
+        if self.n_items < 2:
+            raise ValueError(f"bootstrap: needs at least 2 items, got {self.n_items}.")
+        self._strata: list[np.ndarray] | None = None
+        if strata is not None:
+            labels = np.asarray(strata)
+            if labels.shape != (self.n_rows,):
+                raise ValueError(f"bootstrap: {labels.shape} strata labels for {self.n_rows} rows.")
+            item_label = labels[first_row]
+            if self._order is not None:
+                per_row = np.repeat(item_label, self._sizes)
+                bad = np.flatnonzero(labels[self._order] != per_row)
+                if bad.size:
+                    row = int(self._order[bad[0]])
+                    raise ValueError(f"bootstrap: row {row} has stratum {labels[row]!r} but other rows of its item "
+                                     f"have {per_row[bad[0]]!r}; an item must lie in one stratum.")
+            _, codes = np.unique(item_label, return_inverse=True)
+            self._strata = [np.flatnonzero(codes == c) for c in range(int(codes.max()) + 1)]
+
+    def rows_of(self, items: np.ndarray) -> np.ndarray:
+        """The row indices of ``items`` (item numbers in [0, n_items)), item after item."""
+        if self._order is None:
+            return items
+        sizes = self._sizes[items]
+        ends = np.cumsum(sizes)
+        offsets = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - sizes, sizes)
+        return self._order[np.repeat(self._starts[items], sizes) + offsets]
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """One resample: row indices (with repeats) of items drawn with replacement (within strata)."""
+        if self._strata is None:
+            items = rng.integers(0, self.n_items, size=self.n_items)
+        else:
+            items = np.concatenate([members[rng.integers(0, len(members), size=len(members))]
+                                    for members in self._strata])
+        return self.rows_of(items)
+
+
+def _check_bootstrap(n_resamples: int, confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}.")
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples}.")
+
+
 def bootstrap_ci(
     statistic: Callable[[np.ndarray], float],
     *,
     n_items: int | None = None,
     groups: Sequence[int] | None = None,
+    strata: Sequence | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -183,34 +267,22 @@ def bootstrap_ci(
 
     Items are resampled with replacement. Without ``groups`` an item is one row
     (``n_items`` rows); with ``groups`` (the item id of every row) all rows of a drawn item enter
-    together, so repeated judgments of one item stay together. Resamples on which the statistic is
+    together, so repeated judgments of one item stay together. With ``strata`` (a label per row) every
+    stratum keeps its number of items (e.g. the pairs of each PASCAL-50S category); see :class:`Resampler`.
+    Resamples on which the statistic is
     undefined (``ValueError``, e.g. a constant resample) are skipped and counted; more than half
-    skipped raises. Returns ``{"low", "high", "confidence", "n_resamples", "skipped", "seed"}``.
+    skipped raises. Returns ``{"low", "high", "confidence", "n_resamples", "skipped", "seed"}``
+    (``low``/``high`` in the statistic's units; ``confidence`` in (0, 1)).
     Koehn (2004) / THumB use 90% intervals: pass ``confidence=0.9``.
     """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}.")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive, got {n_resamples}.")
-    if groups is not None:
-        g = np.asarray(groups)
-        uniq, inverse = np.unique(g, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        starts = np.searchsorted(inverse[order], np.arange(len(uniq)))
-        sizes = np.bincount(inverse, minlength=len(uniq))
-        rows_of = [order[s:s + k] for s, k in zip(starts, sizes)]
-        n = len(uniq)
-    elif n_items is not None:
-        rows_of, n = None, int(n_items)
-    else:
+    _check_bootstrap(n_resamples, confidence)
+    if groups is None and n_items is None and strata is None:
         raise ValueError("bootstrap_ci: give n_items or groups.")
-    if n < 2:
-        raise ValueError(f"bootstrap_ci: needs at least 2 items, got {n}.")
+    sampler = Resampler(n_items if groups is None else None, groups=groups, strata=strata)
     rng = np.random.default_rng(seed)
     values, skipped = [], 0
     for _ in range(n_resamples):
-        drawn = rng.integers(0, n, size=n)
-        idx = drawn if rows_of is None else np.concatenate([rows_of[k] for k in drawn])
+        idx = sampler.draw(rng)
         try:
             values.append(statistic(idx))
         except ValueError:
@@ -221,6 +293,64 @@ def bootstrap_ci(
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return {"low": float(low), "high": float(high), "confidence": confidence,
             "n_resamples": n_resamples, "skipped": skipped, "seed": seed}
+
+
+def paired_bootstrap_difference(
+    statistic: Callable[[Any, np.ndarray], float],
+    a_values: Any,
+    b_values: Any,
+    *,
+    groups: Sequence | None = None,
+    strata: Sequence | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Paired bootstrap of ``statistic(a_values, rows) - statistic(b_values, rows)``: is metric A better than B?
+
+    ``a_values`` and ``b_values`` are the two metrics' values on the same rows (anything with ``len`` equal to
+    the number of rows, e.g. per-row metric scores, or per-pair credit); ``statistic(values, rows)`` computes the
+    benchmark's statistic on the rows ``rows`` (an index array, with repeats), e.g.
+    ``lambda v, rows: kendall_tau(human[rows], v[rows], "c")``. Every resample draws the *same* rows for both
+    metrics (items, or ``groups`` of rows, with replacement, within ``strata``; see :class:`Resampler`), so what
+    the two metrics share (which items are easy) cancels out of the difference.
+
+    Resamples on which either statistic is undefined (``ValueError``) are skipped and counted; more than half
+    skipped raises. Returns, with differences in the statistic's units (e.g. Kendall τ in [-2, 2], accuracy in
+    the statistic's own units):
+
+    * ``difference``: ``statistic(a) - statistic(b)`` on all rows; ``value_a``, ``value_b``: the two statistics;
+    * ``ci``: ``[low, high]``, the percentile interval of the resampled differences at ``confidence`` (in (0, 1));
+    * ``p_value``: two-sided bootstrap p in [0, 1], ``min(1, 2 min(share of differences <= 0, share >= 0))``
+      (resolution 1/``n_resamples``: 0 means no resample had the difference at or across zero);
+    * ``a_beats_b``: ``low > 0``; ``b_beats_a``: ``high < 0``;
+    * ``confidence``, ``n_resamples``, ``skipped``, ``seed``. The same seed gives the same result.
+    """
+    _check_bootstrap(n_resamples, confidence)
+    n_rows = len(a_values)
+    if len(b_values) != n_rows:
+        raise ValueError(f"paired bootstrap: {n_rows} values for A but {len(b_values)} for B; "
+                         "both metrics must score the same rows.")
+    sampler = Resampler(n_rows, groups=groups, strata=strata)
+    every = np.arange(n_rows)
+    value_a, value_b = float(statistic(a_values, every)), float(statistic(b_values, every))
+    rng = np.random.default_rng(seed)
+    diffs, skipped = [], 0
+    for _ in range(n_resamples):
+        idx = sampler.draw(rng)
+        try:
+            diffs.append(float(statistic(a_values, idx)) - float(statistic(b_values, idx)))
+        except ValueError:
+            skipped += 1
+    if skipped * 2 > n_resamples:
+        raise ValueError(f"paired bootstrap: the statistic was undefined on {skipped} of {n_resamples} resamples.")
+    d = np.asarray(diffs)
+    alpha = (1 - confidence) / 2
+    low, high = (float(v) for v in np.quantile(d, [alpha, 1 - alpha]))
+    p_value = float(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))))
+    return {"difference": value_a - value_b, "value_a": value_a, "value_b": value_b, "ci": [low, high],
+            "confidence": confidence, "n_resamples": n_resamples, "skipped": skipped, "seed": seed,
+            "p_value": p_value, "a_beats_b": bool(low > 0), "b_beats_a": bool(high < 0)}
 
 
 # -- system level ----------------------------------------------------------------------------------

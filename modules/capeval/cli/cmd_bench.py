@@ -27,12 +27,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--protocol", choices=["clipscore", "cui"], help="Flickr8k protocol (default clipscore)")
     p.add_argument("--refs", help="PASCAL-50S: expert (default), all or k; ABSTRACT-50S: all (default) or k")
     p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
-    p.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for confidence intervals")
+    p.add_argument("--bootstrap", type=int, default=None,
+                   help="bootstrap resamples for confidence intervals, the 95%% interval of each metric's headline "
+                        "statistic among them (default 0: none; 1000 with --compare)")
+    p.add_argument("--compare", action="append", metavar="A,B", default=[],
+                   help="paired bootstrap of the headline statistic A - B of two result keys on the same resamples "
+                        "(difference, 95%% interval, p, verdict); repeatable; a key not among --metrics is scored "
+                        "too; needs --bootstrap N > 0 (default 1000 resamples)")
     p.add_argument("--cleanup", choices=["thumb", "none"], help="clean-up of the text that text-reading metrics see (default thumb); tokens never see it")
     p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
     p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
     add_model_arguments(p)
-    add_json_argument(p, "{benchmark, settings, results}", dest="json_out")
+    add_json_argument(p, "{benchmark, settings, results, notes, comparisons}", dest="json_out")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
     p.add_argument("--plot", type=Path, help="write a PNG (scatter or per-category bars) here")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the score cache")
@@ -47,6 +53,18 @@ def _refs(value: str | None):
         return int(value)
     except ValueError:
         raise ValueError(f"--refs must be expert, all or an integer, got {value!r}") from None
+
+
+def _compare(values: list[str] | None) -> list[tuple[str, str]]:
+    """``--compare A,B`` values as ``(A, B)`` pairs; ``ValueError`` unless each is two names joined by a comma."""
+    pairs = []
+    for value in values or ():
+        names = [n.strip() for n in value.split(",")]
+        if len(names) != 2 or not all(names):
+            raise ValueError(f"--compare needs two result keys separated by a comma (e.g. --compare lceval,cider_d), "
+                             f"got {value!r}.")
+        pairs.append((names[0], names[1]))
+    return pairs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
                                  ("cider_df", args.cider_df)) if v is not None}
     options.update(model_options(args))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), subset=args.subset, seeds=seeds,
-                           bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,
-                           show_progress=args.progress)
+    compare = _compare(args.compare)  # run_benchmark checks the keys and --bootstrap before any scoring
+    result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), subset=args.subset,
+                           seeds=seeds, bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,
+                           show_progress=args.progress, compare=compare)
     print(render(result, "text"), file=text_stream(args.json_out))
     if args.json_out:
         write_json(args.json_out, result.to_json(), default=float)
