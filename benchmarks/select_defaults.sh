@@ -9,6 +9,9 @@ OUT=${1:?usage: select_defaults.sh OUT_DIR [BOOTSTRAP]}
 BOOT=${2:-1000}
 mkdir -p "$OUT"
 TEXT="cider_d,spice,meteor,bleu_4,sentence_cosine"
+# REFERENCE §6's untrained floor, and the same blend without the sentence encoder (clean everywhere)
+FLOOR="blend:sentence_cosine+1/3*cider_d+1/3*spice+1/3*meteor"
+RULES="blend:1/3*cider_d+1/3*spice+1/3*meteor"
 bench() {  # bench NAME BENCHMARK [bench flags...]
   local name=$1; shift
   echo "== $name: capeval bench $*" >&2
@@ -17,7 +20,7 @@ bench() {  # bench NAME BENCHMARK [bench flags...]
 # --- text-only metrics and reference-only learned metrics, all four benchmarks (COMPOSITE: all 3 subsets)
 for B in flickr8k-expert composite pascal50s thumb; do
   EXTRA=(); [ "$B" = flickr8k-expert ] && EXTRA=(--protocol clipscore)
-  bench "$B-text" "$B" "${EXTRA[@]}" --metrics "$TEXT,lceval,lceval_plus,lceval_released,critic_ref"
+  bench "$B-text" "$B" "${EXTRA[@]}" --metrics "$TEXT,$FLOOR,$RULES,lceval,lceval_plus,lceval_released,critic_ref"
   bench "$B-alt1" "$B" "${EXTRA[@]}" --metrics lceval,lceval_plus,critic_ref \
     --lceval-model lceval-caption-flickr8k-coco --lceval-plus-model lceval-plus-caption-flickr8k-coco \
     --critic-ref-model critic-coco-ref

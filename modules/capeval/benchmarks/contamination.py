@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from capeval.benchmarks.blend import is_blend, parse_blend
 from capeval.catalog import DEFAULTS, MODEL_OPTIONS, MODELS, canonical, training_sources
 from capeval.provenance import SOURCES, benchmark_data, overlaps
 from capeval.registry import REGISTRY, resolve
@@ -54,6 +55,9 @@ def metric_models(key: str, options: dict[str, Any] | None = None) -> list[str] 
     """The catalog names of the models result key ``key`` reads (``[]`` for a rule-based metric), ``None`` when a
     model is not in the catalog."""
     options = dict(options or {})
+    if is_blend(key):
+        parts = [metric_models(k, options) for _, k in parse_blend(key)]
+        return None if any(p is None for p in parts) else list(dict.fromkeys(m for p in parts for m in p))
     if key.startswith("evaluate:"):
         module = key.split(":", 1)[1].split("@")[0].rstrip("/").split("/")[-1].lower()
         return [] if module in RULE_BASED_EVALUATE else None
@@ -73,7 +77,8 @@ def contamination(key: str, benchmark: str, subset: str | None = None,
     data = benchmark_data(benchmark, subset)
     models = metric_models(key, options)
     if models is None:
-        option = MODEL_OPTIONS.get(next(iter(resolve([key]))), "") if not key.startswith("evaluate:") else ""
+        option = MODEL_OPTIONS.get(next(iter(resolve([key]))), "") if not (key.startswith("evaluate:") or is_blend(
+            key)) else ""
         what = f"{option}={(options or {}).get(option)!r}" if option else key
         return [f"unknown: {what} is not in capeval's catalog, so its training data is not declared"]
     reasons: list[str] = []

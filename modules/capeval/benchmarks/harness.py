@@ -33,6 +33,7 @@ from capeval.benchmarks.score_cache import ScoreCache
 from capeval.benchmarks.scorers import ItemScores, needs_images, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
+from capeval.benchmarks.blend import is_blend
 from capeval.benchmarks.contamination import mark_contamination
 from capeval.registry import judged_benchmarks, resolve
 
@@ -102,8 +103,10 @@ class _Scorer:
         return out
 
     def corpus(self, spec_key: str, predictions: list[str], references: list[list[str]],
-               images: list[str] | None = None) -> float:
-        """Corpus-level score of one result key (capeval: the metric's own corpus score)."""
+               images: list[str] | None = None) -> float | None:
+        """Corpus-level score of one result key (capeval: the metric's own corpus score; ``None`` for a blend)."""
+        if is_blend(spec_key):  # z-scored within the set scored: no corpus score
+            return None
         if spec_key.startswith("evaluate:"):  # an evaluate module: mean of its per-item scores
             items = score_items(spec_key, predictions, references, cache=self.cache, options=self.options,
                                 show_progress=self.progress)
@@ -350,7 +353,7 @@ def _thumb_headline(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: 
 
 def _result_keys(spec: str) -> list[str]:
     """The result keys metric spec ``spec`` yields (``ValueError`` for an unknown metric)."""
-    if spec.startswith("evaluate:"):
+    if spec.startswith("evaluate:") or is_blend(spec):
         return [spec]
     return [key for keys in resolve([spec]).values() for key in keys]
 

@@ -177,8 +177,8 @@ def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[A
     rows2 = []
     for metric, r in result.results.items():
         scale = 100.0
-        rows2.append([metric, "capeval", *(None if s not in r["system"] else scale * r["system"][s] for s in THUMB_SYSTEMS),
-                      None if "Human" not in r["system_no_leaked"] else scale * r["system_no_leaked"]["Human"]])
+        rows2.append([metric, "capeval", *(_scaled(r["system"].get(s), scale) for s in THUMB_SYSTEMS),
+                      _scaled(r["system_no_leaked"].get("Human"), scale)])
         pub = t2["values"].get(metric)
         if pub:
             rows2.append(["", "Kasai et al. 2022, Table 2", *(pub.get(s) for s in THUMB_SYSTEMS), None])
@@ -221,6 +221,11 @@ def contamination_notes(result: BenchResult) -> list[str]:
             scope = "" if "" in where else "".join(where)
             lines.append(f"{CONTAMINATION_MARK} {key}{scope}: not clean on this benchmark: {reason}")
     return lines + ([""] if lines else [])
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    """``value × scale``; ``None`` (not measured, or a blend, which has no corpus score) stays ``None``."""
+    return None if value is None else scale * value
 
 
 def render(result: BenchResult, fmt: str = "text") -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from capeval._version import __version__
+from capeval.benchmarks.blend import combine, is_blend, parse_blend, signature as blend_signature
 from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint, file_fingerprint, image_fingerprint, make_key
 from capeval.registry import REGISTRY, metric_class, resolve
 from capeval.progress import progress
@@ -56,6 +57,8 @@ def needs_images(spec: str) -> bool:
     """
     if spec.startswith("evaluate:"):
         return False
+    if is_blend(spec):
+        return any(needs_images(key) for _, key in parse_blend(spec))
     ((metric, _),) = resolve([spec]).items()
     try:
         return bool(getattr(metric_class(metric), "needs_images", False))
@@ -84,6 +87,8 @@ def score_items(
     options = dict(options or {})
     if spec.startswith("evaluate:"):
         return _score_evaluate(spec, predictions, references, cache, options, show_progress)
+    if is_blend(spec):
+        return {spec: _score_blend(spec, predictions, references, images, cache, options, show_progress)}
     selected = resolve([spec])
     ((metric, keys),) = selected.items()
     parts: dict[str, Any] = {}
@@ -116,6 +121,21 @@ def score_items(
         if use_cache:
             use_cache.put(key, cached)
     return {k: ItemScores(k, np.asarray(cached["per_caption"][k], dtype=float), cached["signature"]) for k in keys}
+
+
+def _score_blend(spec, predictions, references, images, cache, options, show_progress) -> ItemScores:
+    """A ``blend:`` spec (:mod:`capeval.benchmarks.blend`): its components scored (and cached) one by one."""
+    parts = {}
+    for _, key in parse_blend(spec):
+        if key.startswith("evaluate:") or is_blend(key):
+            raise ValueError(f"{spec!r}: blend components are capeval result keys, not {key!r}.")
+        ((_, keys),) = resolve([key]).items()
+        if len(keys) != 1:
+            raise ValueError(f"{spec!r}: {key!r} is a metric family ({', '.join(keys)}); blend one of its keys.")
+        parts.update(score_items(key, predictions, references, images=images if needs_images(key) else None,
+                                 cache=cache, options=options, show_progress=show_progress))
+    values = combine(spec, {key: item.values for key, item in parts.items()})
+    return ItemScores(spec, values, blend_signature(spec, {key: item.signature for key, item in parts.items()}))
 
 
 def _weights_token(metric: str, options: dict[str, Any]) -> str:
