@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the critic numbers of BENCHMARKS.md §9: machine captions of Flickr8k from capeval's captioner, the
+# Reproduces the critic numbers of docs/benchmarks/measurements.md §9: machine captions of Flickr8k from capeval's captioner, the
 # shipped critics (trained on Flickr8k train only; dev selects the epoch), their benchmark rows, the per-system
 # 2-fold protocol and the scoring speed.
 # Usage: benchmarks/critic.sh [OUT_DIR]   (CAPEVAL_DATA_DIR, default ../shared/data; the Flickr8k grid features of
@@ -8,7 +8,7 @@ set -euo pipefail
 out="${1:-out/critic}"
 learned="${LEARNED:-out/learned}"
 mkdir -p "$out"
-export OMP_NUM_THREADS=1   # a shared 2-core machine: see BENCHMARKS.md §7
+export OMP_NUM_THREADS=1   # a shared 2-core machine: see docs/benchmarks/measurements.md §7
 # 1. pooled features (the mean of the 7x7 grid = EfficientNet-Lite0's pooled features, to 1e-3)
 [ -f "$out/pooled224.safetensors" ] || python - "$learned/grid224.safetensors" "$out/pooled224.safetensors" <<'PY'
 import sys
@@ -81,7 +81,7 @@ capeval critic fit-plus --features "$out/pooled224.safetensors" --critic critic-
 #     Flickr8k dev pairs (RC 3 : WP 1 : RW 1, seed 0; only the dev images' features are read)
 capeval critic fit-ensemble --features "$out/pooled224.safetensors" --critics critic-flickr8k-robust,critic-coco-ref \
   --out modules/capeval/pretrained/critic-flickr8k-ensemble
-# 7. the BENCHMARKS.md §10 rows (2 threads)
+# 7. the docs/benchmarks/measurements.md §10 rows (2 threads)
 export OMP_NUM_THREADS=2
 B="$out/bench"; mkdir -p "$B"; C=(--critic-model critic-flickr8k-caption)
 for p in cui clipscore; do
@@ -129,7 +129,7 @@ capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems
   --init-from critic-flickr8k-robust --json "$B/evaluate-system-robust.json"
 capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$systems" \
   --init-from critic-flickr8k-coco --json "$B/evaluate-system-coco.json"
-# checkpoints of different quality (BENCHMARKS.md §10): cross-entropy epochs 1-3 of benchmarks/learned_foundation.sh
+# checkpoints of different quality (docs/benchmarks/measurements.md §10): cross-entropy epochs 1-3 of benchmarks/learned_foundation.sh
 # step 2 (its 12-epoch schedule; here a fresh run of that command, stopped after epoch 3) and the shipped captioner,
 # all beam 3; then the eight systems together
 epochs="shipped-beam3=$out/system-test.jsonl"
@@ -175,7 +175,7 @@ if [ -f "${CAPEVAL_DATA_DIR:-../shared/data}/flickr8k/CrowdFlowerAnnotations.txt
   capeval bench flickr8k-crowdflower --protocol clipscore --metrics critic,spice --critic-model critic-flickr8k-joint \
     | tee "$B/cf-clipscore.txt"
 fi
-# 10. RW robustness with the paper's rule (at least 2 words; BENCHMARKS.md §10 "RW re-measured"): every shipped critic
+# 10. RW robustness with the paper's rule (at least 2 words; docs/benchmarks/measurements.md §10 "RW re-measured"): every shipped critic
 F=(--transforms RW --features "$out/pooled224.safetensors")
 capeval robustness --metrics critic,critic_ref,critic_img "${F[@]}" --json "$B/rw-general.json"
 for m in critic-flickr8k-caption critic-flickr8k-robust critic-flickr8k-coco critic-flickr8k-joint critic-flickr8k-ensemble; do
@@ -184,7 +184,7 @@ done
 for m in critic-coco-ref critic-flickr8k-joint; do
   capeval robustness --metrics critic_ref --critic-ref-model $m "${F[@]}" --json "$B/rw-ref-$m.json"
 done
-# 11. more word-level negatives (BENCHMARKS.md §10; not shipped by its dev-only rule): critic-flickr8k-coco fine-tuned with
+# 11. more word-level negatives (docs/benchmarks/measurements.md §10; not shipped by its dev-only rule): critic-flickr8k-coco fine-tuned with
 #     RC : WP : RW = 1 : 1 : 1, judged on Flickr8k dev robustness, its test rows reported
 capeval critic train --features "$out/pooled224.safetensors" --init-from critic-flickr8k-coco --mix RC=1,WP=1,RW=1 \
   --candidates-per-image 5 --lr 2e-4 --epochs 6 --patience 2 --out "$out/critic-flickr8k-coco-balanced"
@@ -196,11 +196,11 @@ capeval robustness --metrics critic --critic-model "$out/critic-flickr8k-coco-ba
 for b in "flickr8k-expert --protocol cui" "flickr8k-expert --protocol clipscore" "pascal50s --refs expert" "composite --subset 8k"; do
   capeval bench $b --metrics critic --critic-model "$out/critic-flickr8k-coco-balanced" | tee -a "$B/balanced.txt"
 done
-# 12. hard word-level negatives (BENCHMARKS.md §10; plan committed before training): WP / RW strength log-uniform in
+# 12. hard word-level negatives (docs/benchmarks/measurements.md §10; plan committed before training): WP / RW strength log-uniform in
 #     [0.1, 1]; run A keeps the parent's mix, run B (run because A failed the dev rule on WP and RW) is 1 : 1 : 1 and
 #     passed it: shipped as critic-flickr8k-hard (float16, as in step 5). These runs read pooled features extracted
 #     directly (--kind pooled), not step 1's grid mean: the two differ by float rounding, enough to move the dev RC
-#     AUC by .004 across the rule's limit (BENCHMARKS.md §10, "How close to the line")
+#     AUC by .004 across the rule's limit (docs/benchmarks/measurements.md §10, "How close to the line")
 [ -f "$out/pooled224-direct.safetensors" ] || capeval features extract --images "$learned/images.txt" \
   --out "$out/pooled224-direct.safetensors" --kind pooled --batch-size 16
 for run in "A RC=3,WP=1,RW=1 critic-flickr8k-hard-A" "B RC=1,WP=1,RW=1 critic-flickr8k-hard-balanced"; do
@@ -225,7 +225,7 @@ CriticModel.from_pretrained(src).half().save_pretrained(dst)
 for name in ("vocab.json", "training.json"):
     shutil.copy2(src / name, dst / name)
 PY
-# 13. critic-flickr8k-hard on the eight systems (BENCHMARKS.md §10; plan committed before the runs): the per-system
+# 13. critic-flickr8k-hard on the eight systems (docs/benchmarks/measurements.md §10; plan committed before the runs): the per-system
 #     protocol with samples (and critic-flickr8k-coco again on the same inputs), and as a plain metric
 for init in critic-flickr8k-hard critic-flickr8k-coco; do
   capeval critic evaluate-system --features "$out/pooled224.safetensors" --systems "$epochs,${systems#beam3=*,}" \
@@ -233,7 +233,7 @@ for init in critic-flickr8k-hard critic-flickr8k-coco; do
 done
 PYTHONPATH=modules python benchmarks/critic_system_ranking.py --systems "$epochs,${systems#beam3=*,}" \
   --critic-models critic-flickr8k-hard,critic-flickr8k-coco --json "$B/system-ranking-hard.json"
-# 14. evaluate-system --repeats 3 (BENCHMARKS.md §10; plan committed before the runs) on both pooled feature files
+# 14. evaluate-system --repeats 3 (docs/benchmarks/measurements.md §10; plan committed before the runs) on both pooled feature files
 for f in pooled224 pooled224-direct; do
   capeval critic evaluate-system --features "$out/$f.safetensors" --systems "$epochs,${systems#beam3=*,}" \
     --init-from critic-flickr8k-coco --samples "$out/samples-test.jsonl" --repeats 3 --json "$B/es8-coco-r3-$f.json"

@@ -2,7 +2,7 @@
 
 Each system's score is the mean of ``capeval.score(..., metrics=["critic"], critic_model=M)`` over its captions of
 the Flickr8k test images (image + the 5 references). The ranking is compared with CIDEr-D and BLEU-4 by Kendall τ-b,
-the same comparison ``capeval critic evaluate-system`` makes for the paper's per-system protocol (BENCHMARKS.md §10).
+the same comparison ``capeval critic evaluate-system`` makes for the paper's per-system protocol (docs/benchmarks/measurements.md §10).
 
     PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/critic_system_ranking.py \
         --systems beam3=out/critic/system-test.jsonl,greedy=... \

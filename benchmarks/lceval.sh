@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the LCEval numbers of BENCHMARKS.md §11: the shipped lceval / lceval_plus networks (trained on COCO Karpathy
+# Reproduces the LCEval numbers of docs/benchmarks/measurements.md §11: the shipped lceval / lceval_plus networks (trained on COCO Karpathy
 # test + Flickr8k train pairs, every reported benchmark's images left out), the feature-group ablation (Table 5),
 # the benchmark rows of lceval, lceval_released and lceval_plus, and the speed benchmark.
 # Usage: benchmarks/lceval.sh [OUT_DIR]   (CAPEVAL_DATA_DIR, default ../shared/data; the captioner outputs for the
@@ -8,7 +8,7 @@ set -euo pipefail
 out="${1:-out/lceval}"
 critic="${CRITIC:-out/critic}"
 mkdir -p "$out"
-export OMP_NUM_THREADS=1   # a shared 2-core machine: see BENCHMARKS.md §7
+export OMP_NUM_THREADS=1   # a shared 2-core machine: see docs/benchmarks/measurements.md §7
 machine=(--machine-captions "$critic/system-train.jsonl" "$critic/samples-train.jsonl")
 train=(--rc-per-image 3 --epochs 200 --patience 20 --seed 0 --progress)
 # 1. the networks (features are cached per caption and references: the second command reuses the first's)
@@ -41,14 +41,14 @@ capeval bench flickr8k-expert --protocol clipscore "${pp[@]}" | tee "$out/pp-f8k
 # 5. speed and memory (PASCAL-50S, cold / warm-references / warm)
 PYTHONPATH=modules python benchmarks/lceval_speed.py --json "$out/speed.json"
 PYTHONPATH=modules python benchmarks/lceval_speed.py --candidates first --json "$out/speed-first.json"   # the 4,000 first candidates
-# 6. LCEval+ with critic-coco-ref as its critic feature (BENCHMARKS.md §11; not shipped: dev loss .345 > .312)
+# 6. LCEval+ with critic-coco-ref as its critic feature (docs/benchmarks/measurements.md §11; not shipped: dev loss .345 > .312)
 capeval lceval train "${machine[@]}" "${train[@]}" --plus --extra-critic critic-coco-ref --out "$out/lceval-plus-coco"
 pc=(--metrics lceval_plus --lceval-plus-model "$out/lceval-plus-coco")
 capeval bench pascal50s --refs expert "${pc[@]}" | tee "$out/plus-coco-pascal50s.txt"
 capeval bench composite "${pc[@]}" --json "$out/plus-coco-composite.json" | tee "$out/plus-coco-composite.txt"
 for p in clipscore cui; do capeval bench flickr8k-expert --protocol $p "${pc[@]}" | tee "$out/plus-coco-f8k-$p.txt"; done
 capeval bench thumb "${pc[@]}" | tee "$out/plus-coco-thumb.txt"
-# 7. the caption-level networks (BENCHMARKS.md §11, shipped): human vs mismatched captions only (Cui et al. 2018 §4.4),
+# 7. the caption-level networks (docs/benchmarks/measurements.md §11, shipped): human vs mismatched captions only (Cui et al. 2018 §4.4),
 #    no machine captions; LCEval+ reads critic-coco-ref (trained on none of these images)
 cap=(--negatives mismatched --rc-per-image 3 --epochs 200 --patience 20 --seed 0 --progress)
 capeval lceval train "${cap[@]}" --out "$out/lceval-caption-flickr8k-coco"

@@ -1,4 +1,4 @@
-"""Which training objective suits LCEval's features: a quick comparison behind BENCHMARKS.md §11's note.
+"""Which training objective suits LCEval's features: a quick comparison behind docs/benchmarks/measurements.md §11's note.
 
 Usage (after `benchmarks/lceval.sh` step 1, whose training features it reads back from the feature cache):
     PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/lceval_objectives.py

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the learned-foundation numbers of BENCHMARKS.md §7: Flickr8k features, the shipped captioner
+# Reproduces the learned-foundation numbers of docs/benchmarks/measurements.md §7: Flickr8k features, the shipped captioner
 # (cross-entropy training, then self-critical CIDEr-D fine-tuning), its test-split scores, the caption LMs and
 # their perplexities, the MMI table and the §3.1 distractor analysis.
 # Usage: benchmarks/learned_foundation.sh [OUT_DIR]   (CAPEVAL_DATA_DIR, default ../shared/data; 2 CPU threads)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces every `capeval bench` table in BENCHMARKS.md. Usage: benchmarks/run_baselines.sh [OUT_DIR]
+# Reproduces every `capeval bench` table in docs/benchmarks/measurements.md §2. Usage: benchmarks/run_baselines.sh [OUT_DIR]
 # Needs the benchmark data (CAPEVAL_DATA_DIR, default ../shared/data). Per-item scores are cached
 # under $CAPEVAL_CACHE_DIR, so re-running (or adding a metric) only computes what is new.
 set -euo pipefail

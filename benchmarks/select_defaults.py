@@ -1,4 +1,4 @@
-"""Apply BENCHMARKS §0's rule to the `capeval bench --json` files of a folder and print each learned metric's pick.
+"""Apply BENCHMARKS.md's defaults rule to the `capeval bench --json` files of a folder and print each learned metric's pick.
 
     python benchmarks/select_defaults.py out/defaults [--markdown out/defaults/selection.md]
 

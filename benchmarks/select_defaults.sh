@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runs behind BENCHMARKS §0 (choosing the learned metrics' defaults) and the leaderboard: every candidate model of
+# The runs behind BENCHMARKS.md's defaults rule (choosing the learned metrics' defaults) and the leaderboard: every candidate model of
 # every learned metric, CIDEr-D, SPICE, METEOR, BLEU-4 and sentence_cosine, on every judged benchmark in the data
 # directory, each as a `capeval bench --json` file with 95 % bootstrap intervals. Then the rule and the leaderboard.
 #   benchmarks/select_defaults.sh OUT_DIR [BOOTSTRAP]      (default 1000 resamples; 0 fills the score cache only)

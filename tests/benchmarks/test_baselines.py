@@ -1,4 +1,4 @@
-"""`capeval bench` with capeval's own metrics reproduces the baseline numbers in BENCHMARKS.md."""
+"""`capeval bench` with capeval's own metrics reproduces the baseline numbers in docs/benchmarks/measurements.md §2."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,4 @@
-"""The rule that picks each learned metric's default (BENCHMARKS §0), on synthetic bench payloads."""
+"""The rule that picks each learned metric's default (BENCHMARKS.md, the defaults rule), on synthetic bench payloads."""
 from __future__ import annotations
 
 import json

@@ -196,7 +196,7 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
 def test_shipped_hard_critic_is_the_coco_critic_fine_tuned_on_flickr8k_train_with_hard_word_negatives():
     """``critic-flickr8k-hard``: ``critic-flickr8k-coco`` fine-tuned on Flickr8k train only (6,000 images, the test
     split held out) with RC : WP : RW = 1 : 1 : 1 and WP / RW strengths drawn log-uniformly (``word_gamma``), as its
-    plan in BENCHMARKS.md §10 says; Flickr8k dev selected the epoch; it rejects a permutation and random words."""
+    plan in docs/benchmarks/measurements.md §10 says; Flickr8k dev selected the epoch; it rejects a permutation and random words."""
     from capeval.critic.scoring import critic_scores, load_critic
 
     log = _flickr8k_train_log("critic-flickr8k-hard")

@@ -1,4 +1,4 @@
-"""The rule that picks each learned metric's default model (BENCHMARKS.md §0), applied to ``capeval bench --json``
+"""The rule that picks each learned metric's default model (BENCHMARKS.md, "How the learned metrics' defaults are chosen"), applied to ``capeval bench --json``
 payloads.
 
 * :func:`cells` reads payloads into ``{(metric, model): {cell: Cell}}``: one cell per benchmark statistic

@@ -98,7 +98,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--repeats", type=int, default=1, metavar="R",
                    help="run the protocol R times (other folds and seeds: seed + 1000 r) and average each system's "
                         "score; the JSON keeps every run's score and their spread (critic_std). Single runs move by up "
-                        "to .01 per system (BENCHMARKS.md §10)")
+                        "to .01 per system (docs/benchmarks/measurements.md §10)")
     add_json_argument(e, "{settings, systems, rank_agreement}", required=True)
     add_progress_argument(e)
     e.set_defaults(func=evaluate_system)
@@ -320,7 +320,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
     if samples is None:
         print("note: no --samples: each fold's negatives are the system's captions and RC / WP / RW only; the paper "
               "also uses Monte-Carlo samples of a captioner (`capeval captioner generate --samples 5`), without which "
-              "diverse sampled captions tend to pass for human (BENCHMARKS.md §10)", file=sys.stderr)
+              "diverse sampled captions tend to pass for human (docs/benchmarks/measurements.md §10)", file=sys.stderr)
     rows = {}
     for name, path in systems.items():
         caps = {i: c[0] for i, c in machine_captions(path).items()}
