@@ -152,7 +152,8 @@ def score(
 
     Returns:
         ``{key: corpus float, ..., "per_caption": {key: [float per prediction]}, "signature": str}``
-        plus metric-specific extras. Scores are in [0, 1] except CIDEr-D (0 to 10; ×10 as in pycocoevalcap).
+        plus metric-specific extras. Scores are in [0, 1] except CIDEr-D (0 to 10; ×10 as in pycocoevalcap) and
+        sentence_cosine (a cosine similarity, -1 to 1).
 
     Raises:
         ValueError, TypeError: on bad input or arguments, naming the item (``predictions[3]``,

@@ -6,7 +6,8 @@ SPICE-U parsing and scene graphs, METEOR's statistics from the jar). The shares 
 and the main process computes every metric on the whole corpus from them: CIDEr-D's document frequencies,
 BLEU's corpus statistics, METEOR's aggregate and every corpus mean come from all items, so the result is
 identical to one process. BLEU, ROUGE-L and CIDEr-D (milliseconds per thousand captions) run on the main
-process only.
+process only. ``sentence_cosine`` prepares each share's cosines (the encoding); a sentence vector depends on the
+texts padded with it at float32 rounding level, so its values equal one process's to about 1e-7, not bit for bit.
 
 Start the processes with ``capeval score --processes N`` (which runs ``accelerate launch``), or yourself::
 

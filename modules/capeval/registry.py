@@ -45,6 +45,7 @@ _SPECS = (
     MetricSpec("lceval", "capeval.lceval.metric", "LCEval", ("lceval",)),
     MetricSpec("lceval_released", "capeval.lceval.metric", "LCEvalReleased", ("lceval_released",)),
     MetricSpec("lceval_plus", "capeval.lceval.metric", "LCEvalPlus", ("lceval_plus",)),
+    MetricSpec("sentence_cosine", "capeval.sentence_cosine.metric", "SentenceCosine", ("sentence_cosine",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

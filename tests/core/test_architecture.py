@@ -18,10 +18,10 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 #: Rooms in data-flow order: a module may import its own room and rooms listed before it, never later ones.
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "_deprecated", "paths", "progress", "signature", "validation", "io", "java",
-                    "published", "render", "testing", "registry")),
+                    "published", "render", "testing", "registry", "provenance", "catalog")),
     ("text", ("text",)),
     ("batch", ("batch", "metric")),
-    ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models")),
+    ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine")),
     ("learned metrics", ("critic", "lceval")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks", ("benchmarks",)),

@@ -25,6 +25,8 @@ MODULES = {
     "learned_critic": ("LearnedCritic", "predictions=['A dog runs.'], references=[['A dog runs fast.']]", "critic_ref"),
     "lceval": ("Lceval", "predictions=['A dog runs.'], references=[['A dog runs fast.']], metrics='lceval_released'",
                "lceval_released"),
+    "sentence_cosine": ("SentenceCosine", "predictions=['A dog runs.'], references=[['A dog runs fast.']]",
+                        "sentence_cosine"),
 }
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "Values from Popular Papers", "## Limitations and Bias", "## Citation")

@@ -28,6 +28,8 @@ COMPUTE = {
     "lceval": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
                    references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats on a sofa"]],
                    metrics="lceval_released"),
+    "sentence_cosine": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
+                            references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch"]]),
 }
 
 
@@ -75,7 +77,7 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     assert "capeval/" + name + '")' not in card  # no Hub id that does not exist
     reqs = (out / "requirements.txt").read_text().split()
     assert reqs[0].startswith("capeval[evaluate") and reqs[0].endswith(f"=={__version__}")
-    assert ("learned" in reqs[0]) == (name == "learned_critic")  # the torch stack only where it is needed
+    assert ("learned" in reqs[0]) == (name in ("learned_critic", "sentence_cosine"))  # torch only where needed
     assert f"gradio=={GRADIO_VERSION}" in reqs
     assert (out / f"capeval-{name}.py").read_text() == (ROOT / "metrics" / name / f"{name}.py").read_text()
     built_module = evaluate.load(str(out))

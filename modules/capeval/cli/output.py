@@ -80,7 +80,8 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The learned metrics' model flags: ``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model`` /
     ``--critic-plus-model`` (critic and combiner folders or shipped names) and ``--lceval-model`` /
-    ``--lceval-released-model`` (LCEval model folders or shipped names)."""
+    ``--lceval-released-model`` (LCEval model folders or shipped names); ``--sentence-cosine-encoder`` (alias
+    ``--sentence-encoder``) and ``--sentence-cosine-reduce`` (the sentence_cosine metric's encoder and reduction)."""
     for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
                        ("--critic-img-model", "critic_img")):
         parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
@@ -96,6 +97,15 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lceval-plus-model", metavar="DIR|NAME",
                         help="the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
                              "(default: lceval-plus-flickr8k-coco; caption-level: lceval-plus-caption-flickr8k-coco)")
+    parser.add_argument("--sentence-cosine-encoder", "--sentence-encoder", dest="sentence_cosine_encoder",
+                        metavar="NAME|DIR",
+                        help="the sentence_cosine metric's sentence encoder: all-minilm-l6-v2 (default, offline), "
+                             "a transformers encoder folder or a Hub name (needs the network or the local HF cache)")
+    from capeval.sentence_cosine.scores import REDUCTIONS
+
+    parser.add_argument("--sentence-cosine-reduce", choices=list(REDUCTIONS), default=None,
+                        help="the sentence_cosine metric's reduction of the cosines over a caption's references "
+                             "(default: mean)")
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -104,4 +114,7 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("critic_img_model", args.critic_img_model),
                               ("critic_plus_model", args.critic_plus_model), ("lceval_model", args.lceval_model),
                               ("lceval_released_model", args.lceval_released_model),
-                              ("lceval_plus_model", args.lceval_plus_model)) if v is not None}
+                              ("lceval_plus_model", args.lceval_plus_model),
+                              ("sentence_cosine_encoder", getattr(args, "sentence_cosine_encoder", None)),
+                              ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)))
+            if v is not None}

@@ -1,10 +1,10 @@
 """The gradio Spaces of ``metrics/<name>/app.py``: text a person types in, readable tables out.
 
-Caption metrics (``coco_caption``, ``spice``, ``spice_u``): one predicted caption per line; per caption one line
-of references, several separated by ``|``. THumB: one caption per line, ``precision, recall[, fluency,
-conciseness, inclusive[, system]]``. Image metrics (``learned_critic``): the caption apps' two text boxes plus
-uploaded images, the k-th image belonging to the k-th caption line (one image alone serves every line; none at all
-is fine for metrics that read no image, ``critic_ref``). LCEval (``lceval``): the caption apps' two text boxes,
+Caption metrics (``coco_caption``, ``spice``, ``spice_u``, ``sentence_cosine``): one predicted caption per line; per
+caption one line of references, several separated by ``|``. THumB: one caption per line, ``precision, recall[,
+fluency, conciseness, inclusive[, system]]``. Image metrics (``learned_critic``): the caption apps' two text boxes
+plus uploaded images, the k-th image belonging to the k-th caption line (one image alone serves every line; none at
+all is fine for metrics that read no image, ``critic_ref``). LCEval (``lceval``): the caption apps' two text boxes,
 both scores and a third table with the 16 features of each caption. The callbacks (:func:`score_captions`,
 :func:`score_thumb`, :func:`score_image_captions`, :func:`score_lceval`) are plain functions (no gradio) that raise
 :class:`SpaceInputError` naming the bad line or image; :func:`caption_app` / :func:`thumb_app` /
@@ -442,6 +442,13 @@ CAPTION_SPACES: dict[str, dict[str, Any]] = {
         description="SPICE-U: SPICE weighted by how unique each caption's concepts are (uniqueness table from COCO "
                     "train2014).",
         metrics=("spice_u",), default=("spice_u",)),
+    "sentence_cosine": dict(
+        title="Sentence cosine (capeval)",
+        description="The cosine similarity, -1 to 1, of each caption's sentence embedding (all-MiniLM-L6-v2) with "
+                    "its references' embeddings, averaged over the references: the embedding baseline every "
+                    "learned caption metric must beat. No image is read. all-MiniLM-L6-v2 was trained on Flickr30k "
+                    "and COCO train2014 caption pairs. The first Score loads the encoder (a few seconds).",
+        metrics=("sentence_cosine",), default=("sentence_cosine",)),
 }
 
 

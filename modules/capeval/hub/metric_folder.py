@@ -27,7 +27,8 @@ __all__ = ["APT_PACKAGES", "EXTRAS", "GRADIO_VERSION", "BuiltFolder", "build_met
 GRADIO_VERSION = "6.31.0"
 #: capeval extras each module needs beyond the base package.
 EXTRAS = {"coco_caption": ("evaluate",), "spice": ("evaluate", "spice"), "spice_u": ("evaluate", "spice"),
-          "thumb": ("evaluate",), "learned_critic": ("evaluate", "learned"), "lceval": ("evaluate", "lceval")}
+          "thumb": ("evaluate",), "learned_critic": ("evaluate", "learned"), "lceval": ("evaluate", "lceval"),
+          "sentence_cosine": ("evaluate", "learned")}
 #: Debian packages a Space needs (``packages.txt``): METEOR 1.5 is a Java jar (one of LCEval's features).
 APT_PACKAGES = {"coco_caption": ("default-jre-headless",), "lceval": ("default-jre-headless",)}
 LICENSE = "apache-2.0"

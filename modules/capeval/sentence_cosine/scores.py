@@ -1,0 +1,211 @@
+"""The functional core of ``sentence_cosine``: the cosine similarity of a candidate caption's sentence embedding with
+each of its references' embeddings, reduced over the references.
+
+>>> from capeval.sentence_cosine import sentence_cosine_scores
+>>> scores = sentence_cosine_scores(["a dog runs on the grass", "🙂"],
+...                                 [["a dog running on a lawn", "two cats on a sofa"], ["a cat"]], reduce="max")
+>>> scores.shape, bool(0.5 < scores[0] <= 1), float(scores[1])  # the caption without words scores 0
+((2,), True, 0.0)
+
+Units and ranges: a caption's score is a cosine similarity, in [-1, 1] (1 = the same direction, i.e. the same
+sentence for the encoder; unrelated English captions score about 0 to 0.3 with all-MiniLM-L6-v2, paraphrases about
+0.6 to 0.95); ``reduce="mean"`` (default) averages the cosines over the caption's references, ``reduce="max"`` keeps
+the best one. The corpus score of :class:`~capeval.sentence_cosine.metric.SentenceCosine` is the mean of these
+per-caption values, also in [-1, 1].
+
+Texts, documented:
+
+* Every distinct text (predictions and references together) is encoded once: a reference shared by many
+  predictions costs one forward pass. Vectors are renormalised in float64 and the cosines clipped to [-1, 1] (float32
+  rounding gives 1.0000002 for identical texts).
+* A prediction without any letter or digit (empty with ``empty="zero"``, only whitespace, punctuation, emoji or
+  zero-width characters) scores 0 and is not encoded, as capeval's other metrics score a caption without words.
+  References are encoded whatever they hold: an emoji is the encoder's ``[UNK]`` word piece, a zero-width or control
+  character is dropped by its tokenizer (the text then encodes like the empty sentence); their cosines are finite.
+* Long captions: the encoder reads the first ``max_length`` word pieces (256 for all-MiniLM-L6-v2, about 180 English
+  words) and ignores the rest; a 100,000-character caption costs one tokenizer pass (about 0.1 s) and one truncated
+  forward pass. A single "word" longer than 100 characters is one ``[UNK]`` word piece (BERT's word-piece rule).
+* Other languages: all-MiniLM-L6-v2 was trained on English; text in other scripts is split into word pieces or
+  ``[UNK]`` and gets finite but less meaningful cosines.
+* Never NaN: an encoder vector that is zero or not finite (no direction, so no cosine) raises ``ValueError`` naming
+  the first caption that produced it; every returned value is checked to be finite.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "REDUCTIONS", "encoder_label", "has_word",
+           "sentence_cosine_scores"]
+
+#: How the per-reference cosines of one caption become its score.
+REDUCTIONS = ("mean", "max")
+#: Word pieces the encoder reads per caption (sentence-transformers' setting for all-MiniLM-L6-v2).
+DEFAULT_MAX_LENGTH = 256
+#: Texts per forward pass.
+DEFAULT_BATCH_SIZE = 128
+#: (candidate, reference) pairs whose vectors are gathered at once (bounds memory for large corpora).
+_PAIR_CHUNK = 16_384
+#: Norms below this mean "no direction" (the encoder's vectors are unit vectors).
+_MIN_NORM = 1e-6
+#: Files of an encoder folder that decide its vectors (its digest in signatures and cache keys).
+_ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+                  "model.safetensors", "pytorch_model.bin")
+_DIGESTS: dict[tuple, str] = {}
+_DEFAULT_NAMES = {DEFAULT_SENTENCE_ENCODER, "sentence-transformers/all-minilm-l6-v2"}
+
+
+def has_word(text: str) -> bool:
+    """Whether ``text`` has a letter or digit (any script): a prediction without one scores 0."""
+    return any(ch.isalnum() for ch in text)
+
+
+def is_default_encoder(name: str | os.PathLike | None) -> bool:
+    """Whether ``name`` means the offline all-MiniLM-L6-v2 (``None`` included)."""
+    return name is None or str(name).lower() in _DEFAULT_NAMES
+
+
+def folder_digest(folder: str | os.PathLike) -> str:
+    """sha256 (first 16 hex digits) of an encoder folder's config, tokenizer and weight files; kept per (file,
+    size, modification time), so asking again costs no reading."""
+    folder = Path(folder)
+    files = [folder / name for name in _ENCODER_FILES if (folder / name).is_file()]
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + b"\0")
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()[:16]
+    return _DIGESTS[key]
+
+
+def encoder_label(name: str | os.PathLike | None) -> str:
+    """The encoder as the signature names it: ``all-minilm-l6-v2`` for the offline default (also for
+    ``sentence-transformers/all-MiniLM-L6-v2``), ``<folder name>@<hash of its files>`` for a local folder, else the
+    name as given (a Hub id). ``|`` and ``,`` (the signature's separators) become ``_``."""
+    if is_default_encoder(name):
+        return DEFAULT_SENTENCE_ENCODER
+    path = Path(os.fspath(name))
+    label = f"{path.resolve().name}@{folder_digest(path)[:10]}" if path.is_dir() else str(os.fspath(name))
+    return label.replace("|", "_").replace(",", "_")
+
+
+def _load(encoder: Any, device: Any, max_length: int):
+    if encoder is None or isinstance(encoder, (str, os.PathLike)):
+        from capeval.models.sentence_encoder import load_sentence_encoder
+
+        return load_sentence_encoder(DEFAULT_SENTENCE_ENCODER if encoder is None else encoder, device=device,
+                                     max_length=max_length)
+    if not callable(getattr(encoder, "encode", None)):
+        raise TypeError(f"encoder must be a name, a folder or an object with encode(texts), got "
+                        f"{type(encoder).__name__}.")
+    return encoder
+
+
+def _check_inputs(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    if isinstance(predictions, str) or isinstance(references, str):
+        raise TypeError("predictions and references must be lists (one entry per caption), not a single string.")
+    if len(predictions) != len(references):
+        raise ValueError(f"Length mismatch: {len(predictions)} predictions but {len(references)} reference lists.")
+    for i, p in enumerate(predictions):
+        if not isinstance(p, str):
+            raise TypeError(f"predictions[{i}] is a {type(p).__name__}, not a string.")
+    for i, refs in enumerate(references):
+        if isinstance(refs, str) or not len(refs):
+            raise ValueError(f"references[{i}] must be a non-empty list of strings.")
+        for j, r in enumerate(refs):
+            if not isinstance(r, str):
+                raise TypeError(f"references[{i}][{j}] is a {type(r).__name__}, not a string.")
+
+
+def sentence_cosine_scores(
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    encoder: Any = None,
+    reduce: str = "mean",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    device: Any = None,
+    progress_bar: bool | None = None,
+) -> np.ndarray:
+    """Per prediction, the cosine of its sentence embedding with its references' embeddings, reduced over them.
+
+    Args:
+        predictions: one caption per item.
+        references: per item a non-empty list of reference captions.
+        encoder: ``None`` (the offline all-MiniLM-L6-v2), a
+            :func:`~capeval.models.sentence_encoder.load_sentence_encoder` name or folder (loaded once per process,
+            name, device and ``max_length``), or an object with
+            ``encode(texts, batch_size=, progress_bar=) -> [len(texts), dim]`` (e.g. a loaded
+            :class:`~capeval.models.sentence_encoder.SentenceEncoder`; its vectors need not be unit vectors).
+        reduce: ``"mean"`` (default) or ``"max"`` over the references.
+        batch_size: texts per forward pass.
+        max_length: word pieces read per text when ``encoder`` is loaded here (the rest is ignored).
+        device: where a loaded encoder runs (default CUDA when available).
+        progress_bar: the encoder's progress bar (``None``: on a terminal, after one second).
+
+    Returns:
+        float64 ``[len(predictions)]``, each in [-1, 1]; 0 for a prediction without a letter or digit.
+
+    Raises:
+        ValueError: an unknown ``reduce``, mismatched lengths, an empty reference list, or an encoder vector that is
+            zero or not finite (naming the first caption with that text). TypeError: a caption that is not a string.
+        ImportError: naming ``pip install "capeval[learned]"`` when torch / transformers are missing.
+    """
+    if reduce not in REDUCTIONS:
+        raise ValueError(f"reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
+    _check_inputs(predictions, references)
+    out = np.zeros(len(predictions), dtype=np.float64)
+    scored = [i for i, p in enumerate(predictions) if has_word(p)]
+    if not scored:
+        return out
+    rows: dict[str, int] = {}  # each distinct text once, in first-seen order
+    where: list[str] = []  # the first caption holding each text (for errors)
+    for i in scored:
+        for text, label in ((predictions[i], f"predictions[{i}]"),
+                            *((r, f"references[{i}][{j}]") for j, r in enumerate(references[i]))):
+            if text not in rows:
+                rows[text] = len(rows)
+                where.append(label)
+    model = _load(encoder, device, max_length)
+    vectors = np.asarray(model.encode(list(rows), batch_size=batch_size, progress_bar=progress_bar),
+                         dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape[0] != len(rows):
+        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {len(rows)} texts; expected "
+                         f"({len(rows)}, dim).")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(vectors, axis=1)
+    bad = np.flatnonzero(~np.isfinite(norms) | (norms < _MIN_NORM))
+    if len(bad):
+        k = int(bad[0])
+        text = list(rows)[k]
+        raise ValueError(f"the sentence encoder gave {where[k]} ({text!r:.60}) a vector of norm {norms[k]}: it has no "
+                         f"direction, so its cosine is undefined ({len(bad)} text(s) affected).")
+    unit = vectors / norms[:, None]
+    counts = np.array([len(references[i]) for i in scored])
+    owner = np.repeat([rows[predictions[i]] for i in scored], counts)
+    target = np.array([rows[r] for i in scored for r in references[i]])
+    cosines = np.empty(len(target), dtype=np.float64)
+    for start in range(0, len(target), _PAIR_CHUNK):
+        part = slice(start, start + _PAIR_CHUNK)
+        cosines[part] = np.einsum("ij,ij->i", unit[owner[part]], unit[target[part]])
+    np.clip(cosines, -1.0, 1.0, out=cosines)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    if reduce == "mean":
+        out[scored] = np.add.reduceat(cosines, offsets) / counts
+    else:
+        out[scored] = np.maximum.reduceat(cosines, offsets)
+    if not np.isfinite(out).all():  # cannot happen after the norm check; never hand out a NaN
+        raise ValueError("sentence_cosine produced a non-finite score; this is a capeval bug, please report it.")
+    return np.clip(out, -1.0, 1.0, out=out)
