@@ -3,6 +3,7 @@
 # every learned metric, CIDEr-D, SPICE, METEOR, BLEU-4 and sentence_cosine, on every judged benchmark in the data
 # directory, each as a `capeval bench --json` file with 95 % bootstrap intervals. Then the rule and the leaderboard.
 #   benchmarks/select_defaults.sh OUT_DIR [BOOTSTRAP]      (default 1000 resamples; 0 fills the score cache only)
+# Every run names its models explicitly, so the script measures the same candidates whatever the defaults are.
 # Per-item scores are cached (~/.cache/capeval or $CAPEVAL_CACHE_DIR), so a second run only resamples.
 set -euo pipefail
 OUT=${1:?usage: select_defaults.sh OUT_DIR [BOOTSTRAP]}
@@ -20,7 +21,9 @@ bench() {  # bench NAME BENCHMARK [bench flags...]
 # --- text-only metrics and reference-only learned metrics, all four benchmarks (COMPOSITE: all 3 subsets)
 for B in flickr8k-expert composite pascal50s thumb; do
   EXTRA=(); [ "$B" = flickr8k-expert ] && EXTRA=(--protocol clipscore)
-  bench "$B-text" "$B" "${EXTRA[@]}" --metrics "$TEXT,$FLOOR,$RULES,lceval,lceval_plus,lceval_released,critic_ref"
+  bench "$B-text" "$B" "${EXTRA[@]}" --metrics "$TEXT,$FLOOR,$RULES,lceval,lceval_plus,lceval_released,critic_ref" \
+    --lceval-model lceval-flickr8k-coco --lceval-plus-model lceval-plus-flickr8k-coco \
+    --critic-ref-model critic-flickr8k-ref
   bench "$B-alt1" "$B" "${EXTRA[@]}" --metrics lceval,lceval_plus,critic_ref \
     --lceval-model lceval-caption-flickr8k-coco --lceval-plus-model lceval-plus-caption-flickr8k-coco \
     --critic-ref-model critic-coco-ref
@@ -29,7 +32,8 @@ done
 # --- metrics that read images: where every image is present (Flickr8k test, COMPOSITE-8k, PASCAL-50S)
 for B in flickr8k-expert composite pascal50s; do
   EXTRA=(); [ "$B" = flickr8k-expert ] && EXTRA=(--protocol clipscore); [ "$B" = composite ] && EXTRA=(--subset 8k)
-  bench "$B-img" "$B" "${EXTRA[@]}" --metrics critic,critic_img,critic_plus,cider_d
+  bench "$B-img" "$B" "${EXTRA[@]}" --metrics critic,critic_img,critic_plus,cider_d \
+    --critic-model critic-flickr8k --critic-img-model critic-flickr8k-img --critic-plus-model critic-flickr8k-plus
   for M in critic-flickr8k-caption critic-flickr8k-robust critic-flickr8k-coco critic-flickr8k-joint \
            critic-flickr8k-hard critic-flickr8k-ensemble; do
     bench "$B-img-$M" "$B" "${EXTRA[@]}" --metrics critic --critic-model "$M"

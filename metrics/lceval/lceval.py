@@ -7,6 +7,7 @@ A thin wrapper: all logic is in ``capeval.lceval`` (``pip install "capeval[evalu
 import evaluate
 from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
+from capeval.catalog import DEFAULTS
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
@@ -39,10 +40,12 @@ probability that a person wrote it, in (0, 1), higher = more human-like; the cor
 captions. The features, in the authors' order: modified n-gram precisions p1..p4, ROUGE-1 recall, ROUGE-L,
 METEOR 1.5, word mover's similarity (WMD), SPICE, CIDEr-D (COCO val2014 document frequencies, divided by 10),
 mean-of-word-embeddings similarity (MOWE) and head-word chain matching (HWCM) on lemmas (chains of 2, 3, 4) and
-dependency labels (2, 3). Two networks: "lceval" is capeval's retrained one (one hidden layer of 12 ReLU units,
-trained on pairs built as the paper's §4.3 from COCO Karpathy test and Flickr8k train images, every image of every
-benchmark capeval reports left out), "lceval_released" the authors' released 16 -> 2 linear layer, and
-"lceval_plus" capeval's LCEval+, retrained like "lceval" on three more features: the all-MiniLM-L6-v2 sentence
+dependency labels (2, 3). Three metrics: "lceval" is capeval's retrained network (one hidden layer of 12 ReLU
+units, trained on COCO Karpathy test and Flickr8k train images, every image of every benchmark capeval reports left
+out; by default the caption-level one, trained on human vs another image's caption, which capeval's rule picked:
+at least CIDEr-D on every clean benchmark; the paper's human-vs-machine objective is lceval_model=
+"lceval-flickr8k-coco"), "lceval_released" the authors' released 16 -> 2 linear layer, and "lceval_plus"
+capeval's LCEval+, retrained like "lceval" on three more features: the all-MiniLM-L6-v2 sentence
 cosine (max and mean over the references) and capeval's reference-only critic (needs `capeval[learned]`). Offline
 substitutions: GloVe 6B 50-d instead of GoogleNews word2vec (WMD) and fastText wiki.en (MOWE), and capeval's
 Java-free SPICE instead of Java SPICE 1.0; they shift the feature distributions the released layer was trained on
@@ -65,12 +68,15 @@ Args:
     max_caption_chars (`int` or `None`, optional): captions longer than this are refused (ValueError naming the
         item) before METEOR and the parser run; default 5000, None for no limit.
     lceval_model (`str`, optional): the network of "lceval": a shipped name or the folder written by
-        `capeval lceval train`. Default: the shipped "lceval-flickr8k-coco" (the paper's human-vs-machine objective);
-        "lceval-caption-flickr8k-coco" is the caption-level network (human vs mismatched captions).
+        `capeval lceval train`. Default: "lceval-caption-flickr8k-coco", the caption-level network (human vs
+        mismatched captions), picked by capeval's rule (BENCHMARKS.md: at least CIDEr-D on every clean benchmark);
+        "lceval-flickr8k-coco" is the paper's human-vs-machine objective (a reproduction, not recommended for
+        ranking captions: PASCAL-50S 77.4, below CIDEr-D's 79.9).
     lceval_released_model (`str`, optional): the layer of "lceval_released": "lceval-released-9990" (default,
         the authors' last checkpoint) or "lceval-released-8010".
-    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-flickr8k-coco";
-        "lceval-plus-caption-flickr8k-coco" is the caption-level one.
+    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-caption-flickr8k-coco"
+        (not recommended: below the plain sentence cosine on PASCAL-50S and THumB); "lceval-plus-flickr8k-coco" is
+        the human-vs-machine one.
     lceval_word_vectors, lceval_released_word_vectors, lceval_plus_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
         (default: the vectors the network was trained with, GloVe 6B 50-d for the shipped ones) or the path of a
         word2vec / GloVe text file (the authors used GoogleNews word2vec).
@@ -150,14 +156,18 @@ class Lceval(CaptionModule, evaluate.Metric):
         metrics=None,
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
-        lceval_model="lceval-flickr8k-coco",
-        lceval_released_model="lceval-released-9990",
+        lceval_model=DEFAULTS["lceval"],
+        lceval_released_model=DEFAULTS["lceval_released"],
+        lceval_plus_model=DEFAULTS["lceval_plus"],
         lceval_word_vectors=None,
         lceval_released_word_vectors=None,
+        lceval_plus_word_vectors=None,
         lceval_features=False,
         lceval_released_features=False,
+        lceval_plus_features=False,
         lceval_cache=True,
         lceval_released_cache=True,
+        lceval_plus_cache=True,
         empty="error",
     ):
         keys = select_metrics(["lceval"] if metrics is None else metrics, _FAMILY)
@@ -172,11 +182,15 @@ class Lceval(CaptionModule, evaluate.Metric):
             max_caption_chars=max_caption_chars,
             lceval_model=lceval_model,
             lceval_released_model=lceval_released_model,
+            lceval_plus_model=lceval_plus_model,
             lceval_word_vectors=lceval_word_vectors,
             lceval_released_word_vectors=lceval_released_word_vectors,
+            lceval_plus_word_vectors=lceval_plus_word_vectors,
             lceval_features=lceval_features,
             lceval_released_features=lceval_released_features,
+            lceval_plus_features=lceval_plus_features,
             lceval_cache=lceval_cache,
             lceval_released_cache=lceval_released_cache,
+            lceval_plus_cache=lceval_plus_cache,
             empty=empty,
         )

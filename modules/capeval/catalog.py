@@ -72,7 +72,7 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                "reference-only critic trained on COCO train2014's captions"),
     ModelEntry("critic-flickr8k-coco", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-coco-ref",),
                "Flickr8k critic whose text encoder starts from critic-coco-ref"),
-    ModelEntry("critic-flickr8k-joint", "critic", "experimental", _FLICKR8K + ("coco-train2014-captions",),
+    ModelEntry("critic-flickr8k-joint", "critic", "recommended", _FLICKR8K + ("coco-train2014-captions",),
                _IMAGE_TEXT + ("critic-flickr8k-coco",),
                "Flickr8k images and COCO captions in one critic (scores with or without the image)"),
     ModelEntry("critic-flickr8k-hard", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-flickr8k-coco",),
@@ -95,25 +95,46 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                ("flickr8k-train", "flickr8k-captioner-captions", "coco-karpathy-test-pairs"),
                _LCEVAL_PARTS + ("flickr8k-captioner", "all-minilm-l6-v2", "critic-flickr8k-ref"),
                "LCEval+ (16 features + MiniLM cosine + reference-only critic), human vs machine"),
-    ModelEntry("lceval-caption-flickr8k-coco", "lceval", "experimental",
+    ModelEntry("lceval-caption-flickr8k-coco", "lceval", "recommended",
                ("flickr8k-train", "coco-karpathy-test-pairs"), _LCEVAL_PARTS,
                "LCEval's 16 features, trained on human vs another image's caption"),
     ModelEntry("lceval-plus-caption-flickr8k-coco", "lceval_plus", "experimental",
                ("flickr8k-train", "coco-karpathy-test-pairs"),
                _LCEVAL_PARTS + ("all-minilm-l6-v2", "critic-coco-ref"),
                "LCEval+ trained on human vs another image's caption"),
+    ModelEntry("sentence-rank-coco", "sentence_rank", "experimental", ("coco-train2014-captions",),
+               ("all-minilm-l6-v2",),
+               "learned ranker a·cos + MLP on frozen all-MiniLM-L6-v2 embeddings, COCO train2014 captions (not "
+               "shipped: measurements §12)"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
+#: Picked by the rule in BENCHMARKS.md ("How the learned metrics' defaults are chosen", 2026-11-26); the verdicts are
+#: in :data:`VERDICTS`. ``lceval_released`` is the authors' layer by definition; ``sentence_cosine`` is the baseline.
 DEFAULTS: dict[str, str] = {
-    "critic": "critic-flickr8k",
-    "critic_ref": "critic-flickr8k-ref",
+    "critic": "critic-flickr8k-joint",
+    "critic_ref": "critic-flickr8k-joint",
     "critic_img": "critic-flickr8k-img",
     "critic_plus": "critic-flickr8k-plus",
-    "lceval": "lceval-flickr8k-coco",
+    "lceval": "lceval-caption-flickr8k-coco",
     "lceval_released": "lceval-released-9990",
-    "lceval_plus": "lceval-plus-flickr8k-coco",
+    "lceval_plus": "lceval-plus-caption-flickr8k-coco",
     "sentence_cosine": "all-minilm-l6-v2",
+    "sentence_rank": "sentence-rank-coco",
+}
+
+#: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
+#: CIDEr-D (and, for ``critic_plus`` / ``lceval_plus``, ``sentence_cosine``) on every clean benchmark cell it can be
+#: scored on; otherwise the gap it leaves.
+VERDICTS: dict[str, tuple[bool, str]] = {
+    "critic": (False, "the best candidate (Flickr8k-Expert τ-c .472, PASCAL-50S 80.20), but .0001 below CIDEr-D on "
+                      "COMPOSITE-8k (τ-b .2859 vs .2860)"),
+    "critic_ref": (True, "at least CIDEr-D on all six clean cells (PASCAL-50S 81.15, THumB .293)"),
+    "critic_img": (False, "the only image-only critic, at chance on Flickr8k-Expert and PASCAL-50S (it judges "
+                          "machine style, not the caption's fit)"),
+    "critic_plus": (False, "below sentence_cosine on its one clean cell, PASCAL-50S (85.16 vs 85.20)"),
+    "lceval": (True, "at least CIDEr-D on all six clean cells (PASCAL-50S 81.97, Flickr8k-Expert τ-c .502)"),
+    "lceval_plus": (False, "below sentence_cosine on PASCAL-50S (83.84 vs 85.20) and THumB (.347 vs .388)"),
 }
 
 #: ``{metric: the option that names its model}``.
@@ -121,6 +142,7 @@ MODEL_OPTIONS: dict[str, str] = {
     "critic": "critic_model", "critic_ref": "critic_ref_model", "critic_img": "critic_img_model",
     "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
+    "sentence_rank": "sentence_rank_model",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
@@ -182,9 +204,11 @@ def _check() -> None:
             assert component in MODELS, (model.name, component)
     for metric, name in DEFAULTS.items():
         assert name in MODELS, (metric, name)
+    for metric, (recommended, _) in VERDICTS.items():
+        assert not recommended or MODELS[DEFAULTS[metric]].status == "recommended", metric
 
 
 _check()
 
-__all__ = ["DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_model", "entry",
+__all__ = ["VERDICTS", "DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_model", "entry",
            "models_of", "training_sources"]

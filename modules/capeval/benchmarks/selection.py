@@ -96,12 +96,13 @@ def cells(payloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str | None],
             continue
         for key, entry in payload["results"].items():
             row = out.setdefault((key, _model_of(key, entry, settings)), {})
-            scopes = [(f"composite/{s}", sub) for s, sub in entry.get("subsets", {}).items()] \
-                if benchmark == "composite" and "subset" not in settings else []
-            if benchmark == "composite" and "subset" in settings:
-                scopes = [(f"composite/{settings['subset']}", entry)]
-            elif benchmark != "composite":
+            subset = settings.get("subset") if settings.get("subset") != "all" else None
+            if benchmark != "composite":
                 scopes = [(benchmark, entry)]
+            elif subset is None:  # all three subsets, each scored on its own
+                scopes = [(f"composite/{s}", sub) for s, sub in entry.get("subsets", {}).items()]
+            else:
+                scopes = [(f"composite/{subset}", entry)]
             for name, scope in scopes:
                 value, ci = _value(benchmark, statistic, scope)
                 clean = scope.get("contamination", entry.get("contamination")) == []

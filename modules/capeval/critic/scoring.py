@@ -15,13 +15,14 @@ array([0.83])
 * Every distinct caption goes through the LSTM once and every distinct image through the projection once, so
   the cost is dominated by the distinct captions; pairs are classified in batches of ``batch_size``.
 * Shipped critics, all but one trained on Flickr8k train only (dev selects the epoch): ``critic-flickr8k`` (image +
-  reference; negatives in the paper's proportions: the general critic, default of the ``critic`` metric),
+  reference; negatives in the paper's proportions: the general critic, the paper's reproduction),
   ``critic-flickr8k-caption`` (image + reference, RC negatives only: the paper's caption-level protocol §4.4; pass
   ``critic_model="critic-flickr8k-caption"``), ``critic-flickr8k-robust`` (image + reference, RC / WP / RW negatives
   3 : 1 : 1: caption level and robust to permuted or random words), ``critic-coco-ref`` (reference only, trained on
   COCO train2014's captions with RC / WP / RW negatives: caption level without an image; pass
-  ``critic_ref_model="critic-coco-ref"``), ``critic-flickr8k-ref`` (reference only) and
-  ``critic-flickr8k-img`` (image only), the defaults of :data:`SHIPPED`. Weights are stored as float16 and loaded
+  ``critic_ref_model="critic-coco-ref"``), ``critic-flickr8k-ref`` (reference only),
+  ``critic-flickr8k-img`` (image only) and ``critic-flickr8k-joint`` (Flickr8k's images and COCO's captions, scores
+  with or without an image). The defaults of :data:`SHIPPED` are the catalog's (:data:`capeval.catalog.DEFAULTS`). Weights are stored as float16 and loaded
   as float32.
 """
 from __future__ import annotations
