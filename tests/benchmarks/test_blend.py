@@ -48,6 +48,11 @@ def test_blend_is_the_weighted_sum_of_component_z_scores():
         got.signature
     with pytest.raises(ValueError, match="metric family"):
         score_items("blend:bleu+cider_d", PREDS, REFS)
+    # a family named by its main key ("spice" is also the key of SPICE's F-score) is that key
+    pytest.importorskip("spacy")
+    spice = score_items("spice", PREDS, REFS)["spice"].values
+    both = score_items("blend:spice+bleu_4", PREDS, REFS)["blend:spice+bleu_4"].values
+    assert np.allclose(both, (spice - spice.mean()) / spice.std() + z["bleu_4"])
 
 
 def test_images_contamination_and_comparisons_follow_the_components():

@@ -130,10 +130,11 @@ def _score_blend(spec, predictions, references, images, cache, options, show_pro
         if key.startswith("evaluate:") or is_blend(key):
             raise ValueError(f"{spec!r}: blend components are capeval result keys, not {key!r}.")
         ((_, keys),) = resolve([key]).items()
-        if len(keys) != 1:
+        if key not in keys and len(keys) != 1:
             raise ValueError(f"{spec!r}: {key!r} is a metric family ({', '.join(keys)}); blend one of its keys.")
-        parts.update(score_items(key, predictions, references, images=images if needs_images(key) else None,
-                                 cache=cache, options=options, show_progress=show_progress))
+        items = score_items(key, predictions, references, images=images if needs_images(key) else None,
+                            cache=cache, options=options, show_progress=show_progress)
+        parts[key] = items[key] if key in items else next(iter(items.values()))
     values = combine(spec, {key: item.values for key, item in parts.items()})
     return ItemScores(spec, values, blend_signature(spec, {key: item.signature for key, item in parts.items()}))
 
