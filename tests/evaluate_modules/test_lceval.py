@@ -12,6 +12,7 @@ import pytest
 from support import ROOT, needs
 
 import capeval
+from capeval.catalog import DEFAULTS
 
 evaluate = pytest.importorskip("evaluate")
 needs("lceval")
@@ -47,7 +48,7 @@ def _shipped_network() -> bool:
     from capeval.paths import pretrained_dir
 
     try:
-        return (pretrained_dir("lceval-flickr8k-coco") / "model.safetensors").is_file()
+        return (pretrained_dir(DEFAULTS["lceval"]) / "model.safetensors").is_file()
     except FileNotFoundError:
         return False
 
@@ -91,14 +92,26 @@ def test_both_networks_with_a_trained_folder(module, released, tiny_lceval):
 
 
 def test_default_is_the_shipped_lceval_network(module, released):
+    """The module's default is the catalog's (the caption-level network since 2026-11-26), as capeval.score's."""
+    assert DEFAULTS["lceval"] == "lceval-caption-flickr8k-coco"
     if not _shipped_network():
-        with pytest.raises(FileNotFoundError, match="lceval-flickr8k-coco"):
+        with pytest.raises(FileNotFoundError, match=DEFAULTS["lceval"]):
             module.compute(predictions=PREDICTIONS, references=REFERENCES)
-        pytest.skip("the shipped lceval-flickr8k-coco network is not installed: checked the error only")
+        pytest.skip(f"the shipped {DEFAULTS['lceval']} network is not installed: checked the error only")
     got = module.compute(predictions=PREDICTIONS, references=REFERENCES)
     assert sorted(got) == ["lceval", "per_caption", "signature"]
     assert got == capeval.score(PREDICTIONS, REFERENCES, metrics="lceval")
-    assert "lceval:model=lceval-flickr8k-coco,feat=1," in got["signature"]
+    assert f"lceval:model={DEFAULTS['lceval']},feat=1," in got["signature"]
+    paper = module.compute(predictions=PREDICTIONS, references=REFERENCES, lceval_model="lceval-flickr8k-coco")
+    assert "lceval:model=lceval-flickr8k-coco,feat=1," in paper["signature"]
+    assert paper["per_caption"]["lceval"] != got["per_caption"]["lceval"]
+
+
+def test_lceval_plus_options_reach_the_metric(module, released):
+    """lceval_plus_model (documented) is accepted, not dropped: a folder that does not exist is refused by name."""
+    with pytest.raises(FileNotFoundError, match="no-such-lceval-plus"):
+        module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="lceval_plus",
+                       lceval_plus_model="no-such-lceval-plus")
 
 
 def test_one_reference_string_or_a_list(module, released):
