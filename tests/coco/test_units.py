@@ -192,3 +192,22 @@ def test_cider_from_ngrams_is_zero_for_unseen_everything():
     ng = ngrams_of([["x", "y"]], [[["p", "q"]]])
     corpus, per = cider_from_ngrams(ng, np.zeros(ng.table.counts.shape[1]), 10)
     assert corpus == 0.0 and per.tolist() == [0.0]
+
+
+def test_cider_warns_when_document_frequencies_come_from_few_predictions():
+    import warnings
+
+    import capeval
+    from capeval.coco.cider import MIN_DF_DOCUMENTS, SmallCorpusWarning
+
+    refs = [["a dog runs on the grass", "a brown dog"]]
+    with pytest.warns(SmallCorpusWarning, match="cider_df='coco-val2014'") as record:
+        one = capeval.score(["a dog runs"], refs, metrics=["cider_d"])
+    assert one["cider_d"] == 0.0 and "always scores 0" in str(record[0].message)
+    few = [f"a dog number {i} runs" for i in range(MIN_DF_DOCUMENTS - 1)]
+    with pytest.warns(SmallCorpusWarning, match=f"only {MIN_DF_DOCUMENTS - 1} prediction"):
+        capeval.score(few, refs * len(few), metrics=["cider_d"])
+    enough = few + ["a cat sleeps"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallCorpusWarning)
+        capeval.score(enough, refs * len(enough), metrics=["cider_d"])

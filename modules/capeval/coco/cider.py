@@ -14,13 +14,15 @@ Document frequencies (option ``cider_df``):
 
 * ``"references"`` (default, pycocoevalcap): from the references of the evaluated set itself, one
   document per prediction. A one-image call therefore scores 0 (every n-gram has df = N = 1);
-  CIDEr-D is a corpus-level metric.
+  CIDEr-D is a corpus-level metric. With fewer than :data:`MIN_DF_DOCUMENTS` (10) predictions a
+  :class:`SmallCorpusWarning` says so and names ``cider_df="coco-val2014"`` (the score itself stays pycocoevalcap's).
 * ``"coco-val2014"``: from the captions of all 40,504 COCO val2014 images, computed once with the
   batch's clean-up and tokenizer and cached (see :mod:`capeval.coco.document_frequency`); ``N = 40504``. Useful to
   score small sets or single captions on the COCO scale.
 """
 from __future__ import annotations
 
+import warnings
 from typing import ClassVar
 
 import numpy as np
@@ -31,13 +33,19 @@ from capeval.coco.document_frequency import coco_document_frequency, reference_d
 from capeval.coco.ngrams import BatchNgrams, batch_ngrams
 from capeval.metric import CaptionMetric, MetricOutput
 
-__all__ = ["CiderD", "DF_CHOICES", "cider_from_ngrams"]
+__all__ = ["CiderD", "DF_CHOICES", "MIN_DF_DOCUMENTS", "SmallCorpusWarning", "cider_from_ngrams"]
 
 #: Values of the ``cider_df`` option and their short names in the signature.
 DF_CHOICES = {"references": "refs", "coco-val2014": "coco-val2014"}
 
 SIGMA = 6.0
 N_MAX = 4
+#: Below this many documents (predictions), document frequencies from the evaluated references say little: warn.
+MIN_DF_DOCUMENTS = 10
+
+
+class SmallCorpusWarning(UserWarning):
+    """CIDEr-D's document frequencies come from the references of only a few predictions (see :data:`MIN_DF_DOCUMENTS`)."""
 
 
 def _order_norms(matrix: sp.csr_matrix, order: np.ndarray, n: int) -> np.ndarray:
@@ -110,6 +118,13 @@ class CiderD(CaptionMetric):
         ng = batch_ngrams(batch, N_MAX)
         if self.df_mode == "references":
             df, n_docs = reference_document_frequency(ng)
+            if n_docs < MIN_DF_DOCUMENTS:
+                warnings.warn(
+                    f"CIDEr-D's document frequencies come from the references of only {n_docs} prediction(s) "
+                    f"(cider_df='references', pycocoevalcap's default): n-grams shared by them weigh little or "
+                    f"nothing{' and a single prediction always scores 0' if n_docs == 1 else ''}. To score a few "
+                    "captions on COCO's scale, pass cider_df='coco-val2014' (--cider-df coco-val2014).",
+                    SmallCorpusWarning, stacklevel=2)
         else:
             table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer)
             df = table.lookup(ng.table.gram_strings())
