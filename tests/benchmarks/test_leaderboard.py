@@ -340,3 +340,22 @@ def test_two_models_of_one_metric_are_two_rows():
 
     board = build_leaderboard([payload("critic-flickr8k", 51.6), payload("critic-flickr8k-joint", 80.2, True)])
     assert {"critic (critic-flickr8k)", "critic (critic-flickr8k-joint)", "cider_d"} <= set(board.rows)
+
+
+def test_paired_comparisons_are_listed_with_their_verdicts():
+    from capeval.benchmarks.leaderboard import build_leaderboard, render
+
+    results = {"lceval": {"avg": 82.0, "models": ["lceval-caption-flickr8k-coco"], "contamination": []},
+               "cider_d": {"avg": 79.9, "models": [], "contamination": []},
+               "spice": {"avg": 79.3, "models": [], "contamination": []}}
+    comps = [{"a": "lceval", "b": "cider_d", "statistic": "avg", "subset": None, "difference": 2.1, "ci": [1.0, 3.2],
+              "p_value": 0.0, "a_beats_b": True, "b_beats_a": False},
+             {"a": "lceval", "b": "spice", "statistic": "avg", "subset": None, "difference": 0.4, "ci": [-0.5, 1.3],
+              "p_value": 0.41, "a_beats_b": False, "b_beats_a": False}]
+    board = build_leaderboard([{"benchmark": "pascal50s", "settings": {"refs": "expert"}, "results": results,
+                                "comparisons": comps}])
+    text = render(board, "markdown")
+    assert "| PASCAL-50S (refs: expert) avg % | lceval (lceval-caption-flickr8k-coco) | cider_d | +2.10 [+1.00, +3.20]" \
+        in text
+    assert "lceval (lceval-caption-flickr8k-coco) beats cider_d" in text and "no significant difference" in text
+    assert board.to_json()["comparisons"][1]["b_row"] == "spice"

@@ -265,6 +265,9 @@ class Leaderboard:
     anchors: list[AnchorRow]
     files: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the payloads' paired comparisons (``capeval bench --compare``), each with ``where`` (the column label) and
+    #: ``a_row`` / ``b_row`` (the rows of A and B)
+    comparisons: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def footnotes(self) -> list[Footnote]:
@@ -302,6 +305,7 @@ class Leaderboard:
             "citations": self.used_citations(),
             "files": list(self.files),
             "notes": list(self.notes),
+            "comparisons": [dict(c) for c in self.comparisons],
         }
 
 
@@ -473,12 +477,14 @@ def build_leaderboard(payloads: Iterable[Mapping[str, Any] | tuple[str, Mapping[
     rows: dict[str, dict[str, Cell]] = {}
     files: list[str] = []
     notes: list[str] = []
+    payloads_list: list[tuple[str, Mapping[str, Any]]] = []
     for i, item in enumerate(payloads):
         file, payload = item if isinstance(item, tuple) else (f"payload {i + 1}", item)
         why = payload_problem(payload)
         if why:
             raise ValueError(f"{file}: not a capeval bench payload ({why})")
         files.append(file)
+        payloads_list.append((file, payload))
         for column, metric, cell in _payload_cells(payload, file):
             columns.setdefault(column.key, column)
             row = rows.setdefault(metric, {})
@@ -486,13 +492,36 @@ def build_leaderboard(payloads: Iterable[Mapping[str, Any] | tuple[str, Mapping[
                 notes.append(f"{metric} × {column.label}: given by {row[column.key].file} and {file}; "
                              f"the later one ({file}) is shown")
             row[column.key] = cell
+    comparisons = [c for item in payloads_list for c in _comparisons(*item)]
     ordered = sorted(columns.values(), key=Column.sort_key)
     for col in ordered:
         clean = [c for cells in rows.values() if (c := cells.get(col.key)) and c.clean and c.value is not None]
         top = max((c.value for c in clean), default=None)
         for c in clean:
             c.best = c.value == top
-    return Leaderboard(ordered, rows, [_anchor_row(spec, ordered) for spec in ANCHORS], files, notes)
+    return Leaderboard(ordered, rows, [_anchor_row(spec, ordered) for spec in ANCHORS], files, notes, comparisons)
+
+
+def _comparisons(file: str, payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The payload's ``comparisons`` with the column they belong to and the row labels of A and B."""
+    benchmark = payload["benchmark"]
+    settings = payload.get("settings") or {}
+    variant, subset = _variant_and_subset(benchmark, settings)
+    out = []
+    for comp in payload.get("comparisons") or []:
+        if not isinstance(comp, Mapping) or not {"a", "b", "difference", "ci"} <= set(comp):
+            continue
+        where_variant, where_subset = variant, subset
+        if comp.get("subset") in ("with_human", "without_human"):
+            where_variant = comp["subset"]
+        elif comp.get("subset"):
+            where_subset = str(comp["subset"])
+        column = Column(benchmark, where_variant, where_subset, str(comp.get("statistic", "")))
+        results = payload.get("results") or {}
+        out.append({**comp, "where": column.label, "file": file,
+                    "a_row": row_label(comp["a"], results.get(comp["a"], {}), settings),
+                    "b_row": row_label(comp["b"], results.get(comp["b"], {}), settings)})
+    return out
 
 
 # -- published anchors -------------------------------------------------------------------------------------------
@@ -564,6 +593,16 @@ def _anchor_row(spec: AnchorSpec, columns: Sequence[Column]) -> AnchorRow:
 
 
 # -- rendering ---------------------------------------------------------------------------------------------------
+
+
+def _signed(value: float | None, statistic: str | None) -> str:
+    """A difference with its sign: accuracy points to 2 decimals, correlations to 3 (``+.012``, ``-1.25``)."""
+    if value is None:
+        return "—"
+    if statistic == "avg":
+        return f"{value:+.2f}"
+    text = f"{value:+.3f}"
+    return text.replace("+0.", "+.").replace("-0.", "-.")
 
 
 def _corr(value: float, decimals: int = 3) -> str:
@@ -676,6 +715,22 @@ def render(board: Leaderboard, fmt: str = "text") -> str:
             where = "; ".join(f"{r} × {labels[c]}" for r, c in note.cells)
             out.append(wrap(f"{'- ' if md else ''}{note.mark}{note.id} {note.text} — {where}"))
         out.append("")
+    if board.comparisons:
+        out.append("Paired comparisons (`capeval bench --compare`: the difference A − B of the column's statistic on "
+                   "the same items, 95 % paired bootstrap interval; \"beats\" = the interval excludes 0):")
+        out.append("")
+        rows = []
+        for comp in board.comparisons:
+            ci = comp.get("ci") or [None, None]
+            diff = _signed(comp["difference"], comp.get("statistic"))
+            interval = f"[{_signed(ci[0], comp.get('statistic'))}, {_signed(ci[1], comp.get('statistic'))}]"
+            verdict = (f"{comp['a_row']} beats {comp['b_row']}" if comp.get("a_beats_b") else
+                       f"{comp['b_row']} beats {comp['a_row']}" if comp.get("b_beats_a") else "no significant difference")
+            p = comp.get("p_value")
+            rows.append([comp["where"], comp["a_row"], comp["b_row"], f"{diff} {interval}",
+                         "—" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}"), verdict])
+        head = ["column", "A", "B", "A − B [95 % CI]", "p", "verdict"]
+        out += [markdown_table(head, rows) if md else text_table(head, rows), ""]
     out.append("Published rows (source of each number):")
     for anchor in board.anchors:
         cells = [f"{labels[k]}: {c.source} {c.where}" + (f" (read from {c.via})" if c.via else "")
