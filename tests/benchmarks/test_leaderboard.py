@@ -211,7 +211,7 @@ def test_anchors_follow_the_capeval_rows_with_their_citations():
     assert "hessel2021: Jack Hessel" in text and "capevalkit: CaptionEvalKit" in text
     assert "published with 5 references drawn at random (mean of 5 draws); this column: refs=expert" in text
     payload = board.to_json()
-    assert set(payload) == {"columns", "rows", "anchors", "footnotes", "citations", "files", "notes"}
+    assert set(payload) == {"columns", "rows", "anchors", "footnotes", "citations", "files", "notes", "comparisons"}
     assert {"hessel2021", "kasai2022", "wada2024", "capevalkit"} <= set(payload["citations"])
 
 

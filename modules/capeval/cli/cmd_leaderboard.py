@@ -16,7 +16,7 @@ RefPAC-S, Polos, BERT-S++, TIGEr, NUBIA) from capeval's table of published numbe
 Cells: the value with its 95 % bootstrap interval when the file has one; a dagger and footnote number when the
 metric's training data overlaps the benchmark, '?' when the file does not say, '—' when not measured.
 
---json writes {columns, rows, anchors, footnotes, citations, files, notes}: columns [{key, benchmark, variant,
+--json writes {columns, rows, anchors, footnotes, citations, files, notes, comparisons}: columns [{key, benchmark, variant,
 subset, statistic, label, unit}]; rows [{metric, cells: {column key: {value, ci, confidence, n_resamples,
 contamination, best, file}}}]; anchors [{name, metric, reads_images, kind, citations, cells: {column key: {value,
 printed, scale, source, where, via, protocol, protocol_matches, mismatch}}, not_shown}]; footnotes [{id, mark,
