@@ -471,7 +471,8 @@ def _payload_cells(payload: Mapping[str, Any], file: str) -> Iterable[tuple[Colu
 
 
 def build_leaderboard(payloads: Iterable[Mapping[str, Any] | tuple[str, Mapping[str, Any]]]) -> Leaderboard:
-    """The metric × benchmark table of ``payloads`` (``capeval bench --json`` objects, or ``(file, object)`` pairs
+    """The metric × benchmark table of ``payloads`` (``capeval bench --json`` objects, or ``(file, object)`` pairs;
+    a cell given by two files with different values keeps the later one, with a note
     as :func:`read_payloads` returns them), with the published anchors of the columns found."""
     columns: dict[str, Column] = {}
     rows: dict[str, dict[str, Cell]] = {}
@@ -488,7 +489,7 @@ def build_leaderboard(payloads: Iterable[Mapping[str, Any] | tuple[str, Mapping[
         for column, metric, cell in _payload_cells(payload, file):
             columns.setdefault(column.key, column)
             row = rows.setdefault(metric, {})
-            if column.key in row:
+            if column.key in row and row[column.key].value != cell.value:
                 notes.append(f"{metric} × {column.label}: given by {row[column.key].file} and {file}; "
                              f"the later one ({file}) is shown")
             row[column.key] = cell
