@@ -46,6 +46,7 @@ _SPECS = (
     MetricSpec("lceval_released", "capeval.lceval.metric", "LCEvalReleased", ("lceval_released",)),
     MetricSpec("lceval_plus", "capeval.lceval.metric", "LCEvalPlus", ("lceval_plus",)),
     MetricSpec("sentence_cosine", "capeval.sentence_cosine.metric", "SentenceCosine", ("sentence_cosine",)),
+    MetricSpec("sentence_rank", "capeval.sentence_rank.metric", "SentenceRank", ("sentence_rank",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

@@ -22,7 +22,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("text", ("text",)),
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine")),
-    ("learned metrics", ("critic", "lceval")),
+    ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks", ("benchmarks",)),
     ("hub", ("hub",)),

@@ -48,7 +48,23 @@ def _model_name(metric: str, options: dict[str, Any]) -> str | None:
             shipped = None
         if shipped in MODELS:
             return shipped
+        declared = _declared_name(value)
+        if declared is not None and MODELS[declared].metric == metric:
+            return declared
     return None
+
+
+def _declared_name(folder: str | os.PathLike) -> str | None:
+    """The catalog name a trained model folder declares in its ``config.json`` (``catalog_name``: written by a
+    training command that reads exactly that entry's training sources, e.g. ``capeval sentence-rank train`` ->
+    ``sentence-rank-coco``), or ``None``."""
+    import json
+
+    try:
+        name = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("catalog_name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name in MODELS else None
 
 
 def metric_models(key: str, options: dict[str, Any] | None = None) -> list[str] | None:

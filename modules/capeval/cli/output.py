@@ -81,7 +81,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The learned metrics' model flags: ``--critic-model`` / ``--critic-ref-model`` / ``--critic-img-model`` /
     ``--critic-plus-model`` (critic and combiner folders or shipped names) and ``--lceval-model`` /
     ``--lceval-released-model`` (LCEval model folders or shipped names); ``--sentence-cosine-encoder`` (alias
-    ``--sentence-encoder``) and ``--sentence-cosine-reduce`` (the sentence_cosine metric's encoder and reduction)."""
+    ``--sentence-encoder``) and ``--sentence-cosine-reduce`` (the sentence_cosine metric's encoder and reduction);
+    ``--sentence-rank-model`` (the sentence_rank metric's model folder)."""
     for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
                        ("--critic-img-model", "critic_img")):
         parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
@@ -106,6 +107,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentence-cosine-reduce", choices=list(REDUCTIONS), default=None,
                         help="the sentence_cosine metric's reduction of the cosines over a caption's references "
                              "(default: mean)")
+    parser.add_argument("--sentence-rank-model", metavar="DIR|NAME",
+                        help="the sentence_rank metric's model: a `capeval sentence-rank train` folder (experimental; "
+                             "no model is shipped yet, see docs/benchmarks/measurements.md §12)")
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -116,5 +120,6 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("lceval_released_model", args.lceval_released_model),
                               ("lceval_plus_model", args.lceval_plus_model),
                               ("sentence_cosine_encoder", getattr(args, "sentence_cosine_encoder", None)),
-                              ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)))
+                              ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)),
+                              ("sentence_rank_model", getattr(args, "sentence_rank_model", None)))
             if v is not None}

@@ -1,0 +1,115 @@
+"""The functional core of ``sentence_rank``: per caption, the mean over its references of σ(s(c, r)), in [0, 1].
+
+s(c, r) is the trained model's logit on the frozen sentence vectors of the candidate and the reference
+(:mod:`capeval.sentence_rank.model`); 1 = the model is sure the candidate describes what the reference describes, 0 =
+sure it does not; about σ(a · cos + b) before training. Texts are handled as ``sentence_cosine`` handles them
+(:mod:`capeval.sentence_cosine.scores`): every distinct text is encoded once; a prediction without a letter or digit
+scores 0 and is not encoded; an encoder vector that is zero or not finite raises ``ValueError`` naming the caption;
+every returned value is checked to be finite (never NaN).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval.sentence_cosine.scores import has_word
+from capeval.sentence_rank.model import SentenceRankModel
+
+__all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
+
+#: Texts per forward pass of the sentence encoder.
+DEFAULT_BATCH_SIZE = 128
+#: (candidate, reference) pairs scored at once (bounds memory: 16,384 × 1,536 float32 inputs ≈ 100 MB).
+_PAIR_CHUNK = 16_384
+
+
+def _check_inputs(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    if isinstance(predictions, str) or isinstance(references, str):
+        raise TypeError("predictions and references must be lists (one entry per caption), not a single string.")
+    if len(predictions) != len(references):
+        raise ValueError(f"Length mismatch: {len(predictions)} predictions but {len(references)} reference lists.")
+    for i, p in enumerate(predictions):
+        if not isinstance(p, str):
+            raise TypeError(f"predictions[{i}] is a {type(p).__name__}, not a string.")
+    for i, refs in enumerate(references):
+        if isinstance(refs, str) or not len(refs):
+            raise ValueError(f"references[{i}] must be a non-empty list of strings.")
+        for j, r in enumerate(refs):
+            if not isinstance(r, str):
+                raise TypeError(f"references[{i}][{j}] is a {type(r).__name__}, not a string.")
+
+
+def sentence_rank_scores(
+    predictions: Sequence[str],
+    references: Sequence[Sequence[str]],
+    *,
+    model: SentenceRankModel | str | os.PathLike,
+    encoder: Any = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    device: Any = None,
+    progress_bar: bool | None = None,
+) -> np.ndarray:
+    """float64 ``[len(predictions)]`` scores in [0, 1]: per prediction, the mean over its references of
+    σ(s(prediction, reference)); 0 for a prediction without a letter or digit.
+
+    Args:
+        model: a :class:`~capeval.sentence_rank.model.SentenceRankModel` or its folder.
+        encoder: ``None`` (the encoder named in the model's config, loaded once per process and device) or an
+            object with ``encode(texts, batch_size=, progress_bar=) -> [len(texts), dim]`` (tests use a fake).
+        batch_size: texts per encoder forward pass (no effect on the scores beyond float rounding).
+        device: where a loaded encoder runs (default CUDA when available); the model's MLP runs in numpy.
+        progress_bar: the encoder's progress bar (``None``: on a terminal, after one second).
+
+    Raises:
+        ValueError: mismatched lengths, an empty reference list, an encoder vector that is zero or not finite, or
+            vectors of another size than the model's. TypeError: a caption that is not a string.
+    """
+    if not isinstance(model, SentenceRankModel):
+        model = SentenceRankModel.from_pretrained(Path(model))
+    _check_inputs(predictions, references)
+    out = np.zeros(len(predictions), dtype=np.float64)
+    scored = [i for i, p in enumerate(predictions) if has_word(p)]
+    if not scored:
+        return out
+    rows: dict[str, int] = {}
+    where: list[str] = []
+    for i in scored:
+        for text, label in ((predictions[i], f"predictions[{i}]"),
+                            *((r, f"references[{i}][{j}]") for j, r in enumerate(references[i]))):
+            if text not in rows:
+                rows[text] = len(rows)
+                where.append(label)
+    if encoder is None:
+        from capeval.models.sentence_encoder import load_sentence_encoder
+
+        encoder = load_sentence_encoder(model.config.encoder, device=device,
+                                        max_length=model.config.encoder_max_length)
+    vectors = np.asarray(encoder.encode(list(rows), batch_size=batch_size, progress_bar=progress_bar),
+                         dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape != (len(rows), model.config.dim):
+        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {len(rows)} texts; the model "
+                         f"reads ({len(rows)}, {model.config.dim}).")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(vectors, axis=1)
+    bad = np.flatnonzero(~np.isfinite(norms) | (norms < 1e-6))
+    if len(bad):
+        k = int(bad[0])
+        raise ValueError(f"the sentence encoder gave {where[k]} ({list(rows)[k]!r:.60}) a vector of norm {norms[k]}: "
+                         f"it has no direction ({len(bad)} text(s) affected).")
+    unit = vectors / norms[:, None]
+    counts = np.array([len(references[i]) for i in scored])
+    owner = np.repeat([rows[predictions[i]] for i in scored], counts)
+    target = np.array([rows[r] for i in scored for r in references[i]])
+    probs = np.empty(len(target), dtype=np.float64)
+    for start in range(0, len(target), _PAIR_CHUNK):
+        part = slice(start, start + _PAIR_CHUNK)
+        probs[part] = model.probabilities(unit[owner[part]], unit[target[part]])
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    out[scored] = np.add.reduceat(probs, offsets) / counts
+    if not np.isfinite(out).all():
+        raise ValueError("sentence_rank produced a non-finite score; this is a capeval bug, please report it.")
+    return np.clip(out, 0.0, 1.0, out=out)
