@@ -9,6 +9,7 @@ import pytest
 
 import capeval
 from capeval.api import SCORE_KEYWORDS, option_names
+from capeval.coco.cider import SmallCorpusWarning
 from capeval.validation import EmptyCaptionWarning, WordlessCaptionWarning
 
 PREDS = ["a dog runs on the grass", "", "a man rides a horse on a beach", " \t\n"]
@@ -64,7 +65,8 @@ def test_only_the_empty_warning_names_empty_predictions():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         capeval.score(PREDS, REFS, metrics=FAST, empty="zero")
-    kinds = [type(w.message) for w in caught]
+    # CIDEr-D's SmallCorpusWarning (a handful of predictions) is about the corpus size, not about empty captions
+    kinds = [type(w.message) for w in caught if not issubclass(w.category, SmallCorpusWarning)]
     assert kinds == [EmptyCaptionWarning], [str(w.message) for w in caught]
 
 
