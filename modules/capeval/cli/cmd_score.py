@@ -222,12 +222,14 @@ def _images(args: argparse.Namespace, ids, n: int, pred_path: Path) -> list[str]
 
 def _every_installed_metric(default, registry) -> list[str]:
     """Default metrics plus optional ones whose dependencies are installed (not those that read images: the bundled
-    example's captions describe no image of their own)."""
+    example's captions describe no image of their own; not those whose default model does not ship with capeval,
+    such as the experimental ``sentence_rank``)."""
+    from capeval.catalog import default_available
     from capeval.registry import metric_class
 
     names = list(default)
     for name in registry:
-        if name in names:
+        if name in names or not default_available(name):
             continue
         try:
             cls = metric_class(name)
