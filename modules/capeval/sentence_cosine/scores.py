@@ -42,8 +42,8 @@ import numpy as np
 
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "REDUCTIONS", "encoder_label", "has_word",
-           "sentence_cosine_scores"]
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "REDUCTIONS", "check_caption_lists", "encoder_label",
+           "has_word", "sentence_cosine_scores"]
 
 #: How the per-reference cosines of one caption become its score.
 REDUCTIONS = ("mean", "max")
@@ -112,7 +112,9 @@ def _load(encoder: Any, device: Any, max_length: int):
     return encoder
 
 
-def _check_inputs(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+def check_caption_lists(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> None:
+    """``TypeError`` / ``ValueError`` naming the item for anything but a list of strings and, per item, a non-empty
+    list of strings (shared by the metrics built on sentence embeddings)."""
     if isinstance(predictions, str) or isinstance(references, str):
         raise TypeError("predictions and references must be lists (one entry per caption), not a single string.")
     if len(predictions) != len(references):
@@ -165,7 +167,7 @@ def sentence_cosine_scores(
     """
     if reduce not in REDUCTIONS:
         raise ValueError(f"reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
-    _check_inputs(predictions, references)
+    check_caption_lists(predictions, references)
     out = np.zeros(len(predictions), dtype=np.float64)
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:

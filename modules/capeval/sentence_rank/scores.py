@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.sentence_cosine.scores import has_word
+from capeval.sentence_cosine.scores import check_caption_lists, has_word
 from capeval.sentence_rank.model import SentenceRankModel
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
@@ -25,22 +25,6 @@ __all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
 DEFAULT_BATCH_SIZE = 128
 #: (candidate, reference) pairs scored at once (bounds memory: 16,384 × 1,536 float32 inputs ≈ 100 MB).
 _PAIR_CHUNK = 16_384
-
-
-def _check_inputs(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> None:
-    if isinstance(predictions, str) or isinstance(references, str):
-        raise TypeError("predictions and references must be lists (one entry per caption), not a single string.")
-    if len(predictions) != len(references):
-        raise ValueError(f"Length mismatch: {len(predictions)} predictions but {len(references)} reference lists.")
-    for i, p in enumerate(predictions):
-        if not isinstance(p, str):
-            raise TypeError(f"predictions[{i}] is a {type(p).__name__}, not a string.")
-    for i, refs in enumerate(references):
-        if isinstance(refs, str) or not len(refs):
-            raise ValueError(f"references[{i}] must be a non-empty list of strings.")
-        for j, r in enumerate(refs):
-            if not isinstance(r, str):
-                raise TypeError(f"references[{i}][{j}] is a {type(r).__name__}, not a string.")
 
 
 def sentence_rank_scores(
@@ -70,7 +54,7 @@ def sentence_rank_scores(
     """
     if not isinstance(model, SentenceRankModel):
         model = SentenceRankModel.from_pretrained(Path(model))
-    _check_inputs(predictions, references)
+    check_caption_lists(predictions, references)
     out = np.zeros(len(predictions), dtype=np.float64)
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:
