@@ -5,7 +5,7 @@
 # cells (PASCAL-50S EXPERT refs, THumB, COMPOSITE: its COCO subset) and on Flickr8k-Expert (contaminated through
 # MiniLM's Flickr30k training pairs: marked).
 #   benchmarks/sentence_rank.sh [OUT_DIR] [BOOTSTRAP]      (default out/sentence_rank, 1000 resamples)
-# The captions' sentence vectors are cached in OUT_DIR/cache (about an hour to encode on 2 CPU cores; a rerun reads
+# The captions' sentence vectors are cached in OUT_DIR/cache (38 min to encode on 2 shared CPU cores; a rerun reads
 # them); training resumes from OUT_DIR/model/checkpoints. Wall times and peak memory go to OUT_DIR/*.time.
 set -euo pipefail
 OUT=${1:-out/sentence_rank}
@@ -26,4 +26,15 @@ for B in pascal50s thumb composite flickr8k-expert; do
   /usr/bin/time -v -o "$OUT/bench/$B.time" capeval bench "$B" "${EXTRA[@]}" --metrics "$METRICS" "${COMPARE[@]}" \
     --bootstrap "$BOOT" --sentence-rank-model "$MODEL" --json "$OUT/bench/$B.json" > "$OUT/bench/$B.txt"
   grep -E "Elapsed|Maximum resident" "$OUT/bench/$B.time" >&2
+done
+# Diagnostic (not part of §12's plan, used for nothing): the untrained model, σ(5·cos − 2.5) averaged over the
+# references, against sentence_cosine: does averaging σ instead of the cosine cost anything by itself?
+python -c "from capeval.sentence_rank.model import SentenceRankModel as M, SentenceRankConfig as C; \
+M.initial(C(description='untrained: sigma(5 cos - 2.5), diagnostic')).save_pretrained('$OUT/untrained')"
+mkdir -p "$OUT/bench-untrained"
+for B in pascal50s thumb composite flickr8k-expert; do
+  EXTRA=(); [ "$B" = flickr8k-expert ] && EXTRA=(--protocol clipscore)
+  capeval bench "$B" "${EXTRA[@]}" --metrics sentence_rank,sentence_cosine --compare sentence_rank,sentence_cosine \
+    --bootstrap "$BOOT" --sentence-rank-model "$OUT/untrained" --json "$OUT/bench-untrained/$B.json" \
+    > "$OUT/bench-untrained/$B.txt"
 done
