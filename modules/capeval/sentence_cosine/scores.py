@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,8 @@ import numpy as np
 
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "REDUCTIONS", "check_caption_lists", "encoder_label",
-           "has_word", "sentence_cosine_scores"]
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "EmbeddedPairs", "REDUCTIONS", "check_caption_lists",
+           "embed_pairs", "encoder_label", "has_word", "sentence_cosine_scores"]
 
 #: How the per-reference cosines of one caption become its score.
 REDUCTIONS = ("mean", "max")
@@ -130,6 +131,66 @@ def check_caption_lists(predictions: Sequence[str], references: Sequence[Sequenc
                 raise TypeError(f"references[{i}][{j}] is a {type(r).__name__}, not a string.")
 
 
+@dataclass(frozen=True)
+class EmbeddedPairs:
+    """Unit sentence vectors of every distinct text, and each (prediction, reference) pair as two rows of them.
+
+    ``owner[k]`` / ``target[k]``: the rows of pair k's prediction and reference, pairs grouped by prediction in
+    ``scored`` order; ``counts``: references per scored prediction.
+    """
+
+    unit: np.ndarray
+    owner: np.ndarray
+    target: np.ndarray
+    counts: np.ndarray
+
+    def per_pair(self, score: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        """``score(prediction vectors, reference vectors)`` for every pair, in chunks of :data:`_PAIR_CHUNK` pairs
+        (memory stays flat in the number of pairs); float64 ``[n_pairs]``."""
+        values = np.empty(len(self.target), dtype=np.float64)
+        for start in range(0, len(self.target), _PAIR_CHUNK):
+            part = slice(start, start + _PAIR_CHUNK)
+            values[part] = score(self.unit[self.owner[part]], self.unit[self.target[part]])
+        return values
+
+    def reduce(self, values: np.ndarray, how: str = "mean") -> np.ndarray:
+        """Per scored prediction, the mean (or ``"max"``) of its pairs' ``values``."""
+        offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]])
+        if how == "mean":
+            return np.add.reduceat(values, offsets) / self.counts
+        return np.maximum.reduceat(values, offsets)
+
+
+def embed_pairs(predictions: Sequence[str], references: Sequence[Sequence[str]], scored: Sequence[int],
+                encode: Callable[[list[str]], Any], dim: int | None = None) -> EmbeddedPairs:
+    """Encode each distinct text of the ``scored`` predictions and their references once (``encode(texts) ->
+    [len(texts), dim]``), check the vectors (``ValueError`` naming the first caption of a zero or non-finite
+    vector, or a wrong shape; ``dim`` the width the caller reads) and pair them up (:class:`EmbeddedPairs`)."""
+    rows: dict[str, int] = {}  # each distinct text once, in first-seen order
+    where: list[str] = []  # the first caption holding each text (for errors)
+    for i in scored:
+        for text, label in ((predictions[i], f"predictions[{i}]"),
+                            *((r, f"references[{i}][{j}]") for j, r in enumerate(references[i]))):
+            if text not in rows:
+                rows[text] = len(rows)
+                where.append(label)
+    vectors = np.asarray(encode(list(rows)), dtype=np.float64)
+    if vectors.ndim != 2 or vectors.shape[0] != len(rows) or (dim is not None and vectors.shape[1] != dim):
+        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {len(rows)} texts; expected "
+                         f"({len(rows)}, {dim or 'dim'}).")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(vectors, axis=1)
+    bad = np.flatnonzero(~np.isfinite(norms) | (norms < _MIN_NORM))
+    if len(bad):
+        k = int(bad[0])
+        raise ValueError(f"the sentence encoder gave {where[k]} ({list(rows)[k]!r:.60}) a vector of norm {norms[k]}: "
+                         f"it has no direction, so its cosine is undefined ({len(bad)} text(s) affected).")
+    counts = np.array([len(references[i]) for i in scored])
+    owner = np.repeat([rows[predictions[i]] for i in scored], counts)
+    target = np.array([rows[r] for i in scored for r in references[i]])
+    return EmbeddedPairs(vectors / norms[:, None], owner, target, counts)
+
+
 def sentence_cosine_scores(
     predictions: Sequence[str],
     references: Sequence[Sequence[str]],
@@ -172,42 +233,11 @@ def sentence_cosine_scores(
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:
         return out
-    rows: dict[str, int] = {}  # each distinct text once, in first-seen order
-    where: list[str] = []  # the first caption holding each text (for errors)
-    for i in scored:
-        for text, label in ((predictions[i], f"predictions[{i}]"),
-                            *((r, f"references[{i}][{j}]") for j, r in enumerate(references[i]))):
-            if text not in rows:
-                rows[text] = len(rows)
-                where.append(label)
     model = _load(encoder, device, max_length)
-    vectors = np.asarray(model.encode(list(rows), batch_size=batch_size, progress_bar=progress_bar),
-                         dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape[0] != len(rows):
-        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {len(rows)} texts; expected "
-                         f"({len(rows)}, dim).")
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.linalg.norm(vectors, axis=1)
-    bad = np.flatnonzero(~np.isfinite(norms) | (norms < _MIN_NORM))
-    if len(bad):
-        k = int(bad[0])
-        text = list(rows)[k]
-        raise ValueError(f"the sentence encoder gave {where[k]} ({text!r:.60}) a vector of norm {norms[k]}: it has no "
-                         f"direction, so its cosine is undefined ({len(bad)} text(s) affected).")
-    unit = vectors / norms[:, None]
-    counts = np.array([len(references[i]) for i in scored])
-    owner = np.repeat([rows[predictions[i]] for i in scored], counts)
-    target = np.array([rows[r] for i in scored for r in references[i]])
-    cosines = np.empty(len(target), dtype=np.float64)
-    for start in range(0, len(target), _PAIR_CHUNK):
-        part = slice(start, start + _PAIR_CHUNK)
-        cosines[part] = np.einsum("ij,ij->i", unit[owner[part]], unit[target[part]])
-    np.clip(cosines, -1.0, 1.0, out=cosines)
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    if reduce == "mean":
-        out[scored] = np.add.reduceat(cosines, offsets) / counts
-    else:
-        out[scored] = np.maximum.reduceat(cosines, offsets)
+    pairs = embed_pairs(predictions, references, scored, lambda texts: model.encode(
+        texts, batch_size=batch_size, progress_bar=progress_bar))
+    cosines = np.clip(pairs.per_pair(lambda u, v: np.einsum("ij,ij->i", u, v)), -1.0, 1.0)
+    out[scored] = pairs.reduce(cosines, reduce)
     if not np.isfinite(out).all():  # cannot happen after the norm check; never hand out a NaN
         raise ValueError("sentence_cosine produced a non-finite score; this is a capeval bug, please report it.")
     return np.clip(out, -1.0, 1.0, out=out)

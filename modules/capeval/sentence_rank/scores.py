@@ -16,15 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from capeval.sentence_cosine.scores import check_caption_lists, has_word
+from capeval.sentence_cosine.scores import check_caption_lists, embed_pairs, has_word
 from capeval.sentence_rank.model import SentenceRankModel
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
 
 #: Texts per forward pass of the sentence encoder.
 DEFAULT_BATCH_SIZE = 128
-#: (candidate, reference) pairs scored at once (bounds memory: 16,384 × 1,536 float32 inputs ≈ 100 MB).
-_PAIR_CHUNK = 16_384
 
 
 def sentence_rank_scores(
@@ -59,41 +57,14 @@ def sentence_rank_scores(
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:
         return out
-    rows: dict[str, int] = {}
-    where: list[str] = []
-    for i in scored:
-        for text, label in ((predictions[i], f"predictions[{i}]"),
-                            *((r, f"references[{i}][{j}]") for j, r in enumerate(references[i]))):
-            if text not in rows:
-                rows[text] = len(rows)
-                where.append(label)
     if encoder is None:
         from capeval.models.sentence_encoder import load_sentence_encoder
 
         encoder = load_sentence_encoder(model.config.encoder, device=device,
                                         max_length=model.config.encoder_max_length)
-    vectors = np.asarray(encoder.encode(list(rows), batch_size=batch_size, progress_bar=progress_bar),
-                         dtype=np.float64)
-    if vectors.ndim != 2 or vectors.shape != (len(rows), model.config.dim):
-        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {len(rows)} texts; the model "
-                         f"reads ({len(rows)}, {model.config.dim}).")
-    with np.errstate(over="ignore", invalid="ignore"):
-        norms = np.linalg.norm(vectors, axis=1)
-    bad = np.flatnonzero(~np.isfinite(norms) | (norms < 1e-6))
-    if len(bad):
-        k = int(bad[0])
-        raise ValueError(f"the sentence encoder gave {where[k]} ({list(rows)[k]!r:.60}) a vector of norm {norms[k]}: "
-                         f"it has no direction ({len(bad)} text(s) affected).")
-    unit = vectors / norms[:, None]
-    counts = np.array([len(references[i]) for i in scored])
-    owner = np.repeat([rows[predictions[i]] for i in scored], counts)
-    target = np.array([rows[r] for i in scored for r in references[i]])
-    probs = np.empty(len(target), dtype=np.float64)
-    for start in range(0, len(target), _PAIR_CHUNK):
-        part = slice(start, start + _PAIR_CHUNK)
-        probs[part] = model.probabilities(unit[owner[part]], unit[target[part]])
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    out[scored] = np.add.reduceat(probs, offsets) / counts
+    pairs = embed_pairs(predictions, references, scored, lambda texts: encoder.encode(
+        texts, batch_size=batch_size, progress_bar=progress_bar), dim=model.config.dim)
+    out[scored] = pairs.reduce(pairs.per_pair(model.probabilities))
     if not np.isfinite(out).all():
         raise ValueError("sentence_rank produced a non-finite score; this is a capeval bug, please report it.")
     return np.clip(out, 0.0, 1.0, out=out)
