@@ -1,7 +1,7 @@
 """The catalog: every model capeval knows, what it serves, whether it is a default, and what it was trained on.
 
 One table (:data:`MODELS`) that the rest of capeval reads: the metrics take their default model from
-:func:`default_model`, ``capeval bench`` marks contamination from :func:`training_sources`, and the model cards
+:data:`DEFAULTS`, ``capeval bench`` marks contamination from :func:`training_sources`, and the model cards
 (``hub_cards/models/<name>.md``) describe the same entries in prose.
 
 * ``metric``: the metric the model serves (``critic``, ``critic_ref``, ``lceval``...), ``None`` for a building block
@@ -154,13 +154,6 @@ def canonical(name: str) -> str:
     return NAME_ALIASES.get(str(name).lower(), str(name))
 
 
-def default_model(metric: str) -> str:
-    """The default model name of ``metric`` (``KeyError`` naming the learned metrics for any other)."""
-    if metric not in DEFAULTS:
-        raise KeyError(f"{metric!r} has no default model; learned metrics: {', '.join(DEFAULTS)}")
-    return DEFAULTS[metric]
-
-
 def entry(name: str) -> ModelEntry:
     """The catalog entry of ``name`` (``KeyError`` naming the catalog for an unknown name)."""
     key = canonical(name)
@@ -186,13 +179,6 @@ def training_sources(name: str) -> list[tuple[Source, tuple[str, ...]]]:
             out.setdefault(key, (SOURCES[key], path))
         frontier.extend((c, path + (c,)) for c in model.components)
     return list(out.values())
-
-
-def models_of(metric: str) -> list[ModelEntry]:
-    """The catalog entries that serve ``metric``, default first."""
-    models = [m for m in MODELS.values() if m.metric == metric]
-    default = DEFAULTS.get(metric)
-    return sorted(models, key=lambda m: m.name != default)
 
 
 def default_available(metric: str) -> bool:
@@ -245,5 +231,5 @@ def _check() -> None:
 
 _check()
 
-__all__ = ["VERDICTS", "DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "canonical", "default_available", "default_model", "entry",
-           "model_table", "models_of", "training_sources"]
+__all__ = ["DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "VERDICTS", "canonical",
+           "default_available", "entry", "model_table", "training_sources"]

@@ -22,7 +22,7 @@ from typing import Any
 from capeval.benchmarks.blend import is_blend, parse_blend
 from capeval.catalog import DEFAULTS, MODEL_OPTIONS, MODELS, canonical, training_sources
 from capeval.provenance import SOURCES, benchmark_data, overlaps
-from capeval.registry import REGISTRY, resolve
+from capeval.registry import resolve
 
 #: Metric families with nothing trained (document frequencies and uniqueness tables are corpus statistics).
 RULE_BASED = frozenset({"bleu", "meteor", "rouge_l", "cider_d", "spice", "spice_u"})
@@ -107,15 +107,6 @@ def contamination(key: str, benchmark: str, subset: str | None = None,
     return reasons
 
 
-def is_learned(key: str) -> bool:
-    """Whether result key ``key`` names a metric with trained parts (``evaluate:`` specs: not rule-based)."""
-    if key.startswith("evaluate:"):
-        return metric_models(key) is None
-    return next(iter(resolve([key]))) not in RULE_BASED and next(iter(resolve([key]))) in REGISTRY
-
-
-
-
 def mark_contamination(result, subset: str | None = None, options: dict[str, Any] | None = None) -> None:
     """Write ``results[<key>]["contamination"]`` (and each COMPOSITE subset entry's) into a ``BenchResult``, and
     ``results[<key>]["models"]``: the catalog names of the models the metric read (``[]`` rule-based, ``None``
@@ -127,4 +118,4 @@ def mark_contamination(result, subset: str | None = None, options: dict[str, Any
             sub["contamination"] = contamination(key, result.benchmark, name, options)
 
 
-__all__ = ["RULE_BASED", "contamination", "is_learned", "mark_contamination", "metric_models"]
+__all__ = ["RULE_BASED", "contamination", "mark_contamination", "metric_models"]
