@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Retired models (2026-11-26, issue 28): critic-flickr8k-robust, critic-flickr8k-hard, critic-flickr8k-ensemble and
+# lceval-plus-flickr8k-coco no longer ship (docs/models/retired/). The steps that read them ran at or before commit
+# 96ca0a9; to rerun them, export their folders from that commit into a folder and set CAPEVAL_MODELS_DIR to it.
 # Reproduces the critic numbers of docs/benchmarks/measurements.md §9: machine captions of Flickr8k from capeval's captioner, the
 # shipped critics (trained on Flickr8k train only; dev selects the epoch), their benchmark rows, the per-system
 # 2-fold protocol and the scoring speed.

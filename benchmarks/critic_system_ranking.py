@@ -6,7 +6,7 @@ the same comparison ``capeval critic evaluate-system`` makes for the paper's per
 
     PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/critic_system_ranking.py \
         --systems beam3=out/critic/system-test.jsonl,greedy=... \
-        --critic-models critic-flickr8k-coco,critic-flickr8k-ensemble,critic-flickr8k --json out/critic/ranking.json
+        --critic-models critic-flickr8k-coco,critic-flickr8k-joint,critic-flickr8k --json out/critic/ranking.json
 """
 from __future__ import annotations
 

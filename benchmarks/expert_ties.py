@@ -41,7 +41,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--protocol", default="cui", choices=["cui", "clipscore"])
     parser.add_argument("--metrics", default="spice,cider_d,bleu_4")
-    parser.add_argument("--critic-models", default="critic-flickr8k-joint,critic-flickr8k-hard")
+    parser.add_argument("--critic-models", default="critic-flickr8k-joint,critic-flickr8k-caption")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     bench = load_expert(protocol=args.protocol)

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Retired models (2026-11-26, issue 28): critic-flickr8k-robust, critic-flickr8k-hard, critic-flickr8k-ensemble and
+# lceval-plus-flickr8k-coco no longer ship (docs/models/retired/). The steps that read them ran at or before commit
+# 96ca0a9; to rerun them, export their folders from that commit into a folder and set CAPEVAL_MODELS_DIR to it.
 # Reproduces the LCEval numbers of docs/benchmarks/measurements.md §11: the shipped lceval / lceval_plus networks (trained on COCO Karpathy
 # test + Flickr8k train pairs, every reported benchmark's images left out), the feature-group ablation (Table 5),
 # the benchmark rows of lceval, lceval_released and lceval_plus, and the speed benchmark.

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Retired models (2026-11-26, issue 28): critic-flickr8k-robust, critic-flickr8k-hard, critic-flickr8k-ensemble and
+# lceval-plus-flickr8k-coco no longer ship (docs/models/retired/). The steps that read them ran at or before commit
+# 96ca0a9; to rerun them, export their folders from that commit into a folder and set CAPEVAL_MODELS_DIR to it.
 # The runs behind BENCHMARKS.md's defaults rule (choosing the learned metrics' defaults) and the leaderboard: every candidate model of
 # every learned metric, CIDEr-D, SPICE, METEOR, BLEU-4 and sentence_cosine, on every judged benchmark in the data
 # directory, each as a `capeval bench --json` file with 95 % bootstrap intervals. Then the rule and the leaderboard.

@@ -75,8 +75,7 @@ Args:
     lceval_released_model (`str`, optional): the layer of "lceval_released": "lceval-released-9990" (default,
         the authors' last checkpoint) or "lceval-released-8010".
     lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-caption-flickr8k-coco"
-        (not recommended: below the plain sentence cosine on PASCAL-50S and THumB); "lceval-plus-flickr8k-coco" is
-        the human-vs-machine one.
+        (not recommended: below the plain sentence cosine on PASCAL-50S and THumB).
     lceval_word_vectors, lceval_released_word_vectors, lceval_plus_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
         (default: the vectors the network was trained with, GloVe 6B 50-d for the shipped ones) or the path of a
         word2vec / GloVe text file (the authors used GoogleNews word2vec).

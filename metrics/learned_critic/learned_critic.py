@@ -60,10 +60,10 @@ Args:
         numpy array or a `datasets.Image` value. Required by critic, critic_img and critic_plus (ValueError
         naming the metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
     critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`), of a
-        critic ensemble (`capeval critic fit-ensemble`), or a shipped critic's name: "critic-flickr8k-caption",
-        "critic-flickr8k-robust", "critic-flickr8k-coco", "critic-flickr8k-joint", "critic-flickr8k-hard" (most
-        robust to permuted and random words), "critic-flickr8k-ensemble" (caption quality) or "critic-flickr8k", the
-        paper's critic (a reproduction, not recommended for ranking captions). Default: `critic-flickr8k-joint`.
+        critic ensemble (`capeval critic fit-ensemble`), or a catalog name (`capeval models --metric critic`):
+        "critic-flickr8k-joint" (the default), "critic-flickr8k-caption" (the paper's caption-level critic, bundled),
+        "critic-flickr8k-coco" or "critic-flickr8k", the paper's critic (a reproduction, not recommended for ranking
+        captions; both from the Hub: `capeval models fetch NAME` once).
     critic_ref_model (`str`, optional): folder of a reference-only critic, "critic-coco-ref", or an image + reference
         critic trained with image_optional, "critic-flickr8k-joint" (scored with its "no image" vector; the
         default), or the paper's "critic-flickr8k-ref" (a reproduction, not recommended for ranking captions).

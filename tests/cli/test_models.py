@@ -5,7 +5,7 @@ import json
 
 from capeval.catalog import DEFAULTS, MODELS
 from capeval.cli import main
-from capeval.paths import PRETRAINED
+from capeval.catalog import BUNDLED
 
 
 def test_json_lists_every_model_with_the_required_fields(capsys):
@@ -14,8 +14,9 @@ def test_json_lists_every_model_with_the_required_fields(capsys):
     assert [r["name"] for r in rows] == list(MODELS)
     for row in rows:
         assert {"name", "metric", "default", "training_data", "size_mb", "bundled", "status"} <= set(row)
-        assert row["bundled"] == (row["name"] in PRETRAINED)
-        assert (row["size_mb"] is None) == (not row["bundled"])
+        assert row["bundled"] == (row["name"] in BUNDLED) == (row["location"] == "bundled")
+        assert (row["size_mb"] is None) == (row["location"] in ("pypi", "retired"))
+        assert (row["hub_repo"] == f"capeval/{row['name']}") == (row["location"] == "hub")
     by_name = {r["name"]: r for r in rows}
     assert set(by_name[DEFAULTS["critic_ref"]]["default"]) >= {"critic_ref"}
     assert by_name[DEFAULTS["lceval"]]["recommended"] == ["lceval"]

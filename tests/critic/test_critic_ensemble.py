@@ -231,31 +231,29 @@ def test_critic_pairs_point_to_the_ensemble_api(tiny_critics, tmp_path):
         critic_pairs(PREDS, REFS, path=folder)
 
 
-# -- the shipped ensemble ---------------------------------------------------------------------------------------
+# -- an ensemble of the bundled critics -------------------------------------------------------------------------
 
 
-def test_shipped_ensemble_names_shipped_critics_and_was_fitted_on_dev_only():
-    from capeval.paths import PRETRAINED, pretrained_dir
-
-    ens = CriticEnsemble.load(pretrained_dir("critic-flickr8k-ensemble"))
-    assert ens.critics == ["critic-flickr8k-robust", "critic-coco-ref"] and all(c in PRETRAINED for c in ens.critics)
-    assert all(w > 0 for w in ens.weights) and np.isfinite(ens.intercept)
-    fit = ens.fit
-    assert fit["images"] == 1000 and fit["examples"] == 10_000 and fit["mix"] == "RC=3,WP=1,RW=1"
-    assert fit["negative_sources"] == ["RC", "RW", "WP"] and fit["context"] == "image+reference"
-    assert "Flickr8k dev" in fit["data"]
-    assert all(fit["dev"]["log_loss"] <= alone["log_loss"] for alone in fit["dev_members_alone"].values())
-
-
-def test_shipped_ensemble_prefers_the_matching_caption():
+def test_ensemble_of_bundled_critics_prefers_the_matching_caption(tmp_path):
+    """No ensemble ships (critic-flickr8k-ensemble is retired); one made of two bundled critics scores through
+    ``critic_model=FOLDER`` and names itself in the signature."""
     import capeval
     from capeval.io import example_images
 
+    folder = tmp_path / "my-ensemble"
+    CriticEnsemble(["critic-flickr8k-caption", "critic-coco-ref"], [0.6, 0.5], -0.4).save(folder)
     cat = str(example_images()[0])
     refs = [["a striped cat looks at the camera", "a tabby cat"]] * 3
     out = capeval.score(["a cat looking at the camera", "a man riding a bike down the street",
                          "camera the at looking cat a"], refs, metrics=["critic"], images=[cat] * 3,
-                        critic_model="critic-flickr8k-ensemble")
+                        critic_model=str(folder))
     good, other, permuted = out["per_caption"]["critic"]
     assert good > 0.5 > max(other, permuted)
-    assert "critic:model=critic-flickr8k-ensemble,ctx=image+reference,refs=mean" in out["signature"]
+    assert "critic:model=my-ensemble@" in out["signature"] and "ctx=image+reference,refs=mean" in out["signature"]
+
+
+def test_no_default_ensemble():
+    from capeval.critic.critic_ensemble import load_ensemble
+
+    with pytest.raises(ValueError, match="no critic ensemble ships"):
+        load_ensemble(None)

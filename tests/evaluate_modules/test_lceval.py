@@ -45,7 +45,7 @@ def released(module, java):
 
 
 def _shipped_network() -> bool:
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     try:
         return (pretrained_dir(DEFAULTS["lceval"]) / "model.safetensors").is_file()
@@ -148,6 +148,6 @@ def test_bad_input_and_options_are_named(module, tmp_path):
     with pytest.raises(TypeError, match="lceval_released_features must be True or False"):
         module.compute(predictions=["a dog"], references=[["a dog"]], metrics="lceval_released",
                        lceval_released_features="yes")
-    with pytest.raises(FileNotFoundError, match="neither a shipped LCEval model"):
+    with pytest.raises(FileNotFoundError, match="neither a folder nor a model of capeval's catalog"):
         module.compute(predictions=["a dog"], references=[["a dog"]], metrics="lceval",
                        lceval_model=str(tmp_path / "nope"))

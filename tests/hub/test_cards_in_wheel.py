@@ -49,16 +49,24 @@ def test_installed_wheel_finds_and_renders_cards_outside_a_checkout(wheel, tmp_p
     assert out.stdout.startswith("hub_cards/datasets ")
 
 
-def test_wheel_ships_every_pretrained_file(wheel):
-    from capeval.paths import PRETRAINED, pretrained_dir
+def test_wheel_ships_the_bundled_models_and_nothing_else_and_stays_small(wheel):
+    """The wheel holds every file of the bundled models (the metrics' defaults and what they read), no other model
+    (those are Hub repos, in the checkout under hub_models/), and stays under issue 28's 40 MB."""
+    from capeval.catalog import BUNDLED
+    from capeval.model_store import bundled_dir
 
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in PRETRAINED:
-        folder = pretrained_dir(name)
-        files = [p.relative_to(folder.parents[1]).as_posix() for p in folder.rglob("*") if p.is_file()]
+    for name in BUNDLED:
+        folder = bundled_dir(name)
+        files = [p.relative_to(folder.parents[1]).as_posix() for p in folder.rglob("*")
+                 if p.is_file() and "__pycache__" not in p.parts]
         assert files, name
         missing = [f for f in files if f"capeval/{f}" not in names]
         assert missing == [], f"{name}: not in the wheel: {missing}"
+    shipped = {n.split("/")[2] for n in names if n.startswith("capeval/pretrained/") and n.count("/") >= 3}
+    assert shipped == set(BUNDLED)
+    assert not any(n.startswith("hub_models/") or "/hub_models/" in n for n in names)
+    assert wheel.stat().st_size <= 40e6, f"the wheel is {wheel.stat().st_size / 1e6:.1f} MB (goal: 40 MB)"
 
 
 def test_wheel_ships_the_example_data(wheel):

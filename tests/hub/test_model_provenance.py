@@ -3,7 +3,10 @@ benchmarks), and it is current."""
 from __future__ import annotations
 
 from capeval.hub.model_provenance import BEGIN, END, block, main, sync_cards
-from capeval.paths import PRETRAINED, hub_cards_dir
+from capeval.catalog import MODELS
+from capeval.paths import hub_cards_dir
+
+PRETRAINED = tuple(name for name, m in MODELS.items() if m.location in ("bundled", "hub"))
 
 
 def test_every_shipped_card_has_a_current_block():

@@ -88,7 +88,7 @@ def test_a_trained_folder_and_its_cache_token(java, tmp_path):
     LCEvalModel(LCEvalConfig(hidden=3), {"W1": rng.normal(size=(16, 3)), "b1": np.zeros(3), "W2": rng.normal(size=(3, 2)),
                                          "b2": np.zeros(2)}).save_pretrained(folder)
     assert LCEval.cache_token({"lceval_model": str(folder)}) != token
-    with pytest.raises(FileNotFoundError, match="neither a shipped"):
+    with pytest.raises(FileNotFoundError, match="neither a folder nor a model of capeval's catalog"):
         capeval.score(PREDS, REFS, metrics="lceval", lceval_model=str(tmp_path / "nope"))
     with pytest.raises(TypeError, match="lceval_features must be True or False"):
         capeval.score(PREDS, REFS, metrics="lceval", lceval_model=str(folder), lceval_features="yes")

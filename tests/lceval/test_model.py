@@ -64,7 +64,7 @@ def test_bad_parameters_and_inputs_are_refused(tmp_path):
         LCEvalConfig(features=["p1", "bleu"])
     with pytest.raises(ValueError, match=r"\(n, 16\)"):
         _random_model(0).predict(np.zeros((2, 15)))
-    with pytest.raises(FileNotFoundError, match="neither a shipped"):
+    with pytest.raises(FileNotFoundError, match="neither a folder nor a model of capeval's catalog"):
         LCEvalModel.from_pretrained(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="not an LCEval model folder"):
@@ -159,10 +159,10 @@ def test_training_refuses_bad_data(tmp_path):
         train_lceval(xt, yt, xt, yt, tmp_path / "x", epochs=1, momentum=0.9)
 
 
-@pytest.mark.parametrize("name", ["lceval-flickr8k-coco", "lceval-plus-flickr8k-coco", "lceval-caption-flickr8k-coco",
+@pytest.mark.parametrize("name", ["lceval-flickr8k-coco", "lceval-caption-flickr8k-coco",
                                   "lceval-plus-caption-flickr8k-coco"])
 def test_shipped_retrained_networks_left_out_every_reported_benchmark(name):
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     folder = pretrained_dir(name)
     model = LCEvalModel.from_pretrained(name)
@@ -180,7 +180,7 @@ def test_shipped_retrained_networks_left_out_every_reported_benchmark(name):
 def test_shipped_caption_level_networks_saw_no_machine_caption(name):
     """The caption-level networks (``--negatives mismatched``): balanced human vs mismatched pairs, no machine
     negative, and LCEval+'s critic feature read from the COCO critic (not trained on these Flickr8k train images)."""
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     model = LCEvalModel.from_pretrained(name)
     report = json.loads((pretrained_dir(name) / "training.json").read_text())["training_set"]

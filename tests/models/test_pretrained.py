@@ -1,13 +1,18 @@
-"""The trained models shipped in ``capeval/pretrained/``: present, small, carded, loadable, round-tripping, and
-trained on training splits only (their vocabularies are rebuilt from the training captions and compared)."""
+"""capeval's trained models (bundled in ``capeval/pretrained/`` or Hub repos, resolved by :mod:`capeval.model_store`):
+present, small, carded, loadable, round-tripping, and trained on training splits only (their vocabularies are rebuilt
+from the training captions and compared)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from capeval.paths import PRETRAINED, pretrained_dir
+from capeval.catalog import MODELS
+from capeval.model_store import model_dir as pretrained_dir
 from support import ROOT, require_data
+
+#: Every catalog model with files of its own (bundled or a Hub repo).
+PRETRAINED = tuple(name for name, m in MODELS.items() if m.location in ("bundled", "hub"))
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 
@@ -26,20 +31,24 @@ def test_shipped_folder_is_small_and_has_a_model_card(name):
     assert "## Training" in text and "## Evaluation" in text and "capeval" in text
 
 
-def test_shipped_name_names_only_the_installed_folders(tmp_path):
-    """Logs and signatures name a shipped model by its name, never by this machine's path; a copy elsewhere (even
-    under the same folder name) is not the shipped model."""
-    from capeval.paths import shipped_name
+def test_catalog_name_of_names_only_the_resolved_folders(tmp_path):
+    """Logs and signatures name a catalog model by its name, never by this machine's path; a copy elsewhere (even
+    under the same folder name) is not the catalog's model."""
+    from capeval.model_store import catalog_name_of
 
-    assert shipped_name(pretrained_dir("critic-coco-ref")) == "critic-coco-ref"
-    assert shipped_name(str(pretrained_dir("critic-flickr8k"))) == "critic-flickr8k"
+    assert catalog_name_of(pretrained_dir("critic-coco-ref")) == "critic-coco-ref"
+    assert catalog_name_of(str(pretrained_dir("critic-flickr8k"))) == "critic-flickr8k"
     (tmp_path / "critic-coco-ref").mkdir()
-    assert shipped_name(tmp_path / "critic-coco-ref") is None and shipped_name(tmp_path) is None
+    assert catalog_name_of(tmp_path / "critic-coco-ref") is None and catalog_name_of(tmp_path) is None
 
 
-def test_unknown_pretrained_name():
-    with pytest.raises(ValueError, match="Unknown pretrained model"):
+def test_unknown_retired_and_pypi_names_are_refused():
+    with pytest.raises(KeyError, match="not in capeval's catalog"):
         pretrained_dir("resnet-critic")
+    with pytest.raises(ValueError, match="retired"):
+        pretrained_dir("critic-flickr8k-robust")
+    with pytest.raises(ValueError, match="PyPI package"):
+        pretrained_dir("all-minilm-l6-v2")
 
 
 def test_shipped_captioner_loads_round_trips_and_captions(tmp_path):
@@ -110,8 +119,7 @@ def test_shipped_coco_lms_exclude_every_evaluation_image_and_load():
 
 
 CRITICS = {"critic-flickr8k": "image+reference", "critic-flickr8k-caption": "image+reference",
-           "critic-flickr8k-ref": "reference", "critic-flickr8k-img": "image",
-           "critic-flickr8k-robust": "image+reference"}
+           "critic-flickr8k-ref": "reference", "critic-flickr8k-img": "image"}
 
 
 @pytest.mark.parametrize("name", sorted(CRITICS))
@@ -191,31 +199,6 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
     feats = torch.randn(2, 1280, generator=torch.Generator().manual_seed(0)).abs()
     assert without[0] > without[1] and critic_scores(cands, refs, image_features=feats, model=model, vocab=vocab)[0] \
         != without[0]
-
-
-def test_shipped_hard_critic_is_the_coco_critic_fine_tuned_on_flickr8k_train_with_hard_word_negatives():
-    """``critic-flickr8k-hard``: ``critic-flickr8k-coco`` fine-tuned on Flickr8k train only (6,000 images, the test
-    split held out) with RC : WP : RW = 1 : 1 : 1 and WP / RW strengths drawn log-uniformly (``word_gamma``), as its
-    plan in docs/benchmarks/measurements.md §10 says; Flickr8k dev selected the epoch; it rejects a permutation and random words."""
-    from capeval.critic.scoring import critic_scores, load_critic
-
-    log = _flickr8k_train_log("critic-flickr8k-hard")
-    folder = pretrained_dir("critic-flickr8k-hard")
-    opts = log["options"]
-    assert opts["init_from"] == "critic-flickr8k-coco" and opts["word_gamma"] == "loguniform"
-    assert opts["mix"] == {"RC": 1.0, "WP": 1.0, "RW": 1.0} and opts["candidates_per_image"] == 5
-    assert log["best_epoch"] == max(log["epochs"], key=lambda e: e["dev_s"])["epoch"]
-    model, vocab = load_critic(folder)
-    _, base_vocab = load_critic(pretrained_dir("critic-flickr8k-coco"))
-    assert model.config.context == "image+reference" and vocab.words == base_vocab.words
-    torch = __import__("torch")
-    feats = torch.randn(1, 1280, generator=torch.Generator().manual_seed(0)).abs().repeat(3, 1)
-    refs = ["a blond woman is on the street hailing a taxi",
-            "the woman in the blue dress is holding out her arm at oncoming traffic"]
-    cands = ["a blond woman in a blue shirt waits for a ride", "a blond in woman a blue shirt waits for a ride",
-             "a brown dog runs through the green grass"]
-    scores = critic_scores(cands, [refs] * 3, image_features=feats, model=model, vocab=vocab)
-    assert scores[0] > 0.5 > max(scores[1], scores[2])
 
 
 def test_evaluate_system_fine_tunes_a_shipped_image_and_reference_critic_by_default():

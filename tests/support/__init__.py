@@ -47,21 +47,21 @@ def needs(name: str) -> None:
             pytest.importorskip(module)
 
 
-#: The shipped weights each metric module's examples score with (``capeval/pretrained/<name>``).
+#: The catalog weights each metric module's examples score with (bundled, or a Hub repo in the checkout's hub_models/).
 SHIPPED_WEIGHTS = {"learned_critic": ("critic-flickr8k", "critic-flickr8k-ref", "critic-flickr8k-img"),
                    "lceval": ("lceval-released-9990", "lceval-flickr8k-coco")}
 
 
 def needs_weights(name: str) -> None:
     """:func:`needs`, and skip unless the shipped weights module ``name`` uses by default are installed."""
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir as pretrained_dir
 
     needs(name)
     for folder in SHIPPED_WEIGHTS.get(name, ()):
         try:
             pretrained_dir(folder)
         except FileNotFoundError:
-            pytest.skip(f"the shipped weights {folder!r} are not installed (capeval/pretrained/{folder})")
+            pytest.skip(f"the weights {folder!r} are not installed (bundled, hub_models/ or the Hugging Face cache)")
 
 
 def run_module_doctests(name: str, class_name: str) -> int:

@@ -40,10 +40,10 @@ def _model_name(metric: str, options: dict[str, Any]) -> str | None:
         name = canonical(os.fspath(value))
         if name in MODELS:
             return name
-        from capeval.paths import shipped_name
+        from capeval.model_store import catalog_name_of
 
         try:
-            shipped = shipped_name(value) if Path(value).is_dir() else None
+            shipped = catalog_name_of(value) if Path(value).is_dir() else None
         except OSError:
             shipped = None
         if shipped in MODELS:

@@ -28,9 +28,9 @@ def load_captioner(path: str | os.PathLike | None = None, device: Any = None) ->
     Loaded models are kept (per folder and device) and reused by later calls.
     """
     from capeval.models._deps import default_device
-    from capeval.paths import pretrained_dir
+    from capeval.model_store import model_dir
 
-    folder = Path(path) if path is not None else pretrained_dir(DEFAULT_CAPTIONER)
+    folder = Path(path) if path is not None else model_dir(DEFAULT_CAPTIONER)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} holds no captioner (no config.json); train one with "
                                 "`capeval captioner train` or omit the path for the shipped model.")

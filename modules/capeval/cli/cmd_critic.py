@@ -116,7 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = inner.add_parser("fit-ensemble", help="combine trained critics into one (per-pair log-odds, logistic "
                                               "regression fitted on Flickr8k dev pairs: human caption vs negatives)")
     g.add_argument("--critics", required=True, metavar="NAME|DIR,...",
-                   help="comma-separated critics: shipped names (e.g. critic-flickr8k-robust,critic-coco-ref) or "
+                   help="comma-separated critics: catalog names (e.g. critic-flickr8k-caption,critic-coco-ref) or "
                         "folders; recorded in ensemble.json as given")
     g.add_argument("--mix", default="RC=3,WP=1,RW=1",
                    help="negatives of the dev pairs (RC, WP, RW; default RC=3,WP=1,RW=1, the shipped caption-level "
@@ -308,7 +308,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.critic.system_eval import DEFAULT_INIT
     from capeval.critic.system_eval import evaluate_system as run
     from capeval.models.feature_table import FeatureTable
-    from capeval.paths import shipped_name
+    from capeval.model_store import catalog_name_of
 
     check_output_path(args.json)
     systems = _systems(args.systems)
@@ -342,7 +342,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
             agreement[key] = {"kendall_b": correlation(critic, other, "kendall_b"),
                               "spearman": correlation(critic, other, "spearman")}
     out = {"settings": {"protocol": "2-fold (Cui et al. 2018 §3.5)", "split": f"flickr8k-{args.split}",
-                        "init_from": (shipped_name(init) or str(init)) if init else None, "epochs": args.epochs,
+                        "init_from": (catalog_name_of(init) or str(init)) if init else None, "epochs": args.epochs,
                         "average_last": args.average_last, "lr": args.lr,
                         "samples": str(args.samples) if args.samples else None,
                         "seed": args.seed, "repeats": args.repeats,

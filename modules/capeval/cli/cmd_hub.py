@@ -8,8 +8,9 @@ DATASETS = ("flickr8k", "composite", "pascal50s", "thumb")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("hub", help="build / push benchmark datasets for the Hugging Face Hub",
-                       description="Build Hub-ready benchmark datasets and push them.")
+    p = sub.add_parser("hub", help="build / push datasets, model repos and evaluate modules for the Hugging Face Hub",
+                       description="Build Hub-ready benchmark datasets, model repos and evaluate-module folders, and "
+                                   "push them.")
     hub_sub = p.add_subparsers(dest="hub_command", metavar="HUB_COMMAND")
 
     b = hub_sub.add_parser(
@@ -45,9 +46,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         m.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
         m.set_defaults(func=run_build_module, kind=kind)
 
-    u = hub_sub.add_parser("push", help="upload a built dataset or evaluate-module folder with huggingface_hub",
-                           description="Create the repo if needed (a dataset repo for a dataset folder, a gradio "
-                                       "Space for an evaluate-module folder) and upload the folder.")
+    bm = hub_sub.add_parser(
+        "build-model", help="write a Hub-ready model repo folder (weights, card, capeval-model.json)",
+        description="Write the Hub model repo of a catalog model (capeval models lists them): its files as capeval "
+                    "resolves them, its card (hub_cards/models/NAME.md, provenance regenerated) as README.md, and "
+                    "capeval-model.json (name, status, repo id, sha256 of every file). Push it with "
+                    "`capeval hub push DIR --repo-id capeval/NAME`.")
+    bm.add_argument("name", help="a catalog model (bundled or Hub), e.g. critic-flickr8k")
+    bm.add_argument("--out", type=Path, required=True, help="output folder (must be empty unless --overwrite)")
+    bm.add_argument("--source", type=Path, default=None, help="the model's folder (default: where capeval finds it)")
+    bm.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    bm.set_defaults(func=run_build_model)
+
+    u = hub_sub.add_parser("push", help="upload a built dataset, model or evaluate-module folder with huggingface_hub",
+                           description="Create the repo if needed (a dataset repo for a dataset folder, a model "
+                                       "repo for a `build-model` folder, a gradio Space for an evaluate-module "
+                                       "folder) and upload the folder.")
     u.add_argument("folder", type=Path)
     u.add_argument("--repo-id", required=True, help="user-or-org/name")
     u.add_argument("--token", default=None, help="Hub token (default: HF_TOKEN or the saved login)")
@@ -76,10 +90,20 @@ def run_build_module(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_push(args: argparse.Namespace) -> int:
-    from capeval.hub.push import push_dataset, push_module_folder
+def run_build_model(args: argparse.Namespace) -> int:
+    from capeval.hub.model_folder import build_model_folder
 
-    push = push_dataset if (args.folder / "data").is_dir() else push_module_folder
+    built = build_model_folder(args.name, args.out, overwrite=args.overwrite, source=args.source)
+    print(built.summary())
+    return 0
+
+
+def run_push(args: argparse.Namespace) -> int:
+    from capeval.hub.model_folder import is_model_folder
+    from capeval.hub.push import push_dataset, push_model_folder, push_module_folder
+
+    push = (push_dataset if (args.folder / "data").is_dir() else
+            push_model_folder if is_model_folder(args.folder) else push_module_folder)
     url = push(args.folder, args.repo_id, token=args.token, private=not args.public,
                        revision=args.revision, commit_message=args.message)
     print(f"pushed {args.folder} to {args.repo_id}: {url}")

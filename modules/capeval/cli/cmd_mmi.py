@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--num-beams", type=int, default=10, help="beam size; all beams are the candidates")
     b.add_argument("--lm", action="append", metavar="NAME=DIR",
                    help="LM corpus name and a folder with unigram/ and lstm/ (repeatable; default: every shipped "
-                        "caption LM, capeval.paths.PRETRAINED)")
+                        "caption LM, lm-flickr8k and lm-coco from the catalog)")
     b.add_argument("--metrics", default="bleu_4,meteor,rouge_l,cider_d,spice,spice_u")
     b.add_argument("--lambdas", default=",".join(f"{0.1 * i:.1f}" for i in range(11)),
                    help="lambda grid searched on dev (default 0..1 step .1)")
@@ -126,10 +126,10 @@ def tune_cmd(args: argparse.Namespace) -> int:
 
 def _lm_pairs(specs: list[str] | None) -> dict:
     from capeval.models.lm_loading import load_caption_lm
-    from capeval.paths import PRETRAINED, pretrained_dir
+    from capeval.model_store import model_dir
 
     if not specs:
-        specs = [f"{name[3:]}={pretrained_dir(name)}" for name in PRETRAINED if name.startswith("lm-")]
+        specs = [f"{name[3:]}={model_dir(name)}" for name in ("lm-flickr8k", "lm-coco")]
     pairs = {}
     for spec in specs:
         name, sep, folder = spec.partition("=")

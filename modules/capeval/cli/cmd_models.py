@@ -8,15 +8,24 @@ from capeval.cli.output import add_json_argument, check_output_path, text_stream
 DESCRIPTION = """\
 List capeval's catalog (capeval.catalog): every model, the metric it serves, whether it is a metric's default and
 whether the selection rule in BENCHMARKS.md recommends it, its status (recommended / paper reproduction /
-experimental / component / pretrained part), whether it ships inside capeval and its size, and its training data with
-inherited parts. --json writes a list of {name, metric, default, recommended, status, training_data, components,
-bundled, size_mb, summary}.
+experimental / component / pretrained part), where its files live (bundled inside capeval; a Hub model repo
+capeval/NAME, fetched once into the Hugging Face cache with `capeval models fetch NAME`; a PyPI package; retired) and
+their size, and its training data with inherited parts. --json writes a list of {name, metric, default, recommended,
+status, training_data, components, location, hub_repo, bundled, size_mb, summary}.
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("models", help="the model catalog: status, defaults, training data",
+    p = sub.add_parser("models", help="the model catalog: status, defaults, training data; fetch Hub models",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    inner = p.add_subparsers(dest="models_command", metavar="{fetch}")
+    f = inner.add_parser("fetch", help="download catalog models from the Hub into the Hugging Face cache",
+                         description="Download each named model's Hub repo (capeval/NAME) into the standard Hugging "
+                                     "Face cache (HF_HOME / HF_HUB_CACHE), where capeval then finds it offline too. "
+                                     "Bundled models are already installed; --all fetches every Hub model.")
+    f.add_argument("names", nargs="*", metavar="NAME", help="catalog models (capeval models lists them)")
+    f.add_argument("--all", action="store_true", help="every model whose location is hub")
+    f.set_defaults(func=run_fetch)
     p.add_argument("--metric", help="only the models of this metric (e.g. critic, lceval)")
     p.add_argument("--training-data", action="store_true", help="print each model's training data under it")
     add_json_argument(p, "[{name, metric, default, recommended, status, training_data, ...}]", dest="json_out")
@@ -36,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--metric {args.metric!r}: no model serves it; metrics with models: {', '.join(known)}")
         rows = [r for r in rows if r["metric"] == args.metric or args.metric in r["default"]]
     table = [[r["name"], r["metric"] or "—", ", ".join(_default_label(m, r) for m in r["default"]) or "—",
-              r["status"], "yes" if r["bundled"] else "no", r["size_mb"]] for r in rows]
+              r["status"], f"hub:{r['hub_repo']}" if r["hub_repo"] else r["location"], r["size_mb"]] for r in rows]
     out = text_stream(args.json_out)
-    print(text_table(["model", "metric", "default of", "status", "bundled", "MB"], table, digits=2), file=out)
+    print(text_table(["model", "metric", "default of", "status", "where", "MB"], table, digits=2), file=out)
     if args.training_data:
         for r in rows:
             print(f"\n{r['name']}:", file=out)
@@ -46,6 +55,23 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  - {item}", file=out)
     if args.json_out is not None:
         write_json(args.json_out, rows)
+    return 0
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    from capeval.catalog import MODELS, entry
+    from capeval.model_store import model_dir
+
+    names = [m.name for m in MODELS.values() if m.location == "hub"] if args.all else list(args.names)
+    if not names:
+        raise ValueError("name the models to fetch (capeval models lists them), or pass --all.")
+    for name in names:
+        model = entry(name)
+        if model.location not in ("bundled", "hub"):
+            raise ValueError(f"{model.name!r} is {model.location}: nothing to fetch (capeval models says where it "
+                             "comes from).")
+    for name in names:
+        print(f"{entry(name).name}: {model_dir(name)}")
     return 0
 
 

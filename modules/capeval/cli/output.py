@@ -97,7 +97,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the lceval_released metric's layer: lceval-released-9990 (default) or lceval-released-8010")
     parser.add_argument("--lceval-plus-model", metavar="DIR|NAME",
                         help="the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
-                             "(default: lceval-plus-flickr8k-coco; caption-level: lceval-plus-caption-flickr8k-coco)")
+                             "(default: lceval-plus-caption-flickr8k-coco)")
     parser.add_argument("--sentence-cosine-encoder", "--sentence-encoder", dest="sentence_cosine_encoder",
                         metavar="NAME|DIR",
                         help="the sentence_cosine metric's sentence encoder: all-minilm-l6-v2 (default, offline), "

@@ -2,7 +2,7 @@
 
 >>> from capeval.critic.critic_ensemble import ensemble_scores
 >>> ensemble_scores(["a dog runs on the grass"], [["a brown dog runs", "a dog in a field"]], images=["dog.jpg"],
-...                 path="critic-flickr8k-ensemble")
+...                 path="out/critic-ensemble")
 array([0.87])
 
 Per (candidate, reference) pair, with ``P_k`` member ``k``'s P(human | its context) (:func:`critic_pairs`)::
@@ -19,8 +19,9 @@ deterministic) of human (1) vs. negative (0) on **Flickr8k dev** pairs built as 
 context (a random other caption of the image), drawn from a negative mix (default RC 3 : WP 1 : RW 1, the mix the
 shipped caption-level critics were trained on). Nothing is fitted on a benchmark's judgments or images.
 :func:`fit_ensemble` / ``capeval critic fit-ensemble`` write ``ensemble.json`` (:class:`CriticEnsemble`); the
-folder is then a critic for the ``critic`` / ``critic_ref`` / ``critic_img`` metrics (``critic_model=FOLDER``), the
-shipped one ``critic-flickr8k-ensemble`` (``critic-flickr8k-robust`` + ``critic-coco-ref``).
+folder is then a critic for the ``critic`` / ``critic_ref`` / ``critic_img`` metrics (``critic_model=FOLDER``). The
+ensemble once measured (``critic-flickr8k-ensemble``: ``critic-flickr8k-robust`` + ``critic-coco-ref``) is retired;
+its numbers stay in docs/benchmarks/measurements.md.
 """
 from __future__ import annotations
 
@@ -39,8 +40,6 @@ from capeval.critic.scoring import (critic_folder, critic_pairs, encode_images, 
 
 ENSEMBLE_FILE = "ensemble.json"
 FORMAT = "capeval-critic-ensemble"
-#: The shipped ensemble (``capeval/pretrained/critic-flickr8k-ensemble``).
-SHIPPED_ENSEMBLE = "critic-flickr8k-ensemble"
 FORMULA = "sigmoid(sum_k w_k * logit(P_k) + c) per (candidate, reference) pair, averaged over the references"
 DEFAULT_FIT_MIX = {"RC": 3.0, "WP": 1.0, "RW": 1.0}
 
@@ -112,14 +111,17 @@ class CriticEnsemble:
         return [member_folder(name, folder) for name in self.critics]
 
 
-def ensemble_folder(path: str | os.PathLike | None = None) -> Path:
-    """The folder of an ensemble: ``path`` (a folder or a shipped name), default ``critic-flickr8k-ensemble``."""
-    return critic_folder(SHIPPED_ENSEMBLE if path is None else path)
+def ensemble_folder(path: str | os.PathLike | None) -> Path:
+    """The folder of an ensemble (``ValueError`` when ``path`` is ``None``: no ensemble ships with capeval)."""
+    if path is None:
+        raise ValueError("no critic ensemble ships with capeval: give the folder of one (`capeval critic "
+                         "fit-ensemble --out DIR`).")
+    return critic_folder(path)
 
 
-def load_ensemble(path: str | os.PathLike | None = None, device: Any = None):
-    """``(ensemble, [(model, vocab), ...])`` of the ensemble folder ``path`` (default the shipped one); the member
-    critics are kept loaded per process (:func:`~capeval.critic.scoring.load_critic`)."""
+def load_ensemble(path: str | os.PathLike | None, device: Any = None):
+    """``(ensemble, [(model, vocab), ...])`` of the ensemble folder ``path``; the member critics are kept loaded per
+    process (:func:`~capeval.critic.scoring.load_critic`)."""
     folder = ensemble_folder(path)
     ensemble = CriticEnsemble.load(folder)
     members = []
@@ -188,7 +190,7 @@ def ensemble_scores(candidates: Sequence[str], references: Sequence[Sequence[str
                     progress_bar: bool | None = None) -> np.ndarray:
     """The ensemble's score of each candidate in [0, 1] (float64 ``[n]``; see the module docstring).
 
-    ``path``: an ensemble folder or shipped name (default ``critic-flickr8k-ensemble``), whose critics are loaded;
+    ``path``: an ensemble folder, whose critics are loaded;
     or give ``ensemble`` and ``members`` (``[(model, vocab), ...]`` in the ensemble's order) yourself.
     """
     if ensemble is None or members is None:
@@ -262,5 +264,5 @@ def fit_ensemble(features, dev: Mapping[str, Sequence[str]], critics: Sequence[s
     return ensemble
 
 
-__all__ = ["CriticEnsemble", "ENSEMBLE_FILE", "MemberLogOdds", "SHIPPED_ENSEMBLE", "context_of", "ensemble_folder",
+__all__ = ["CriticEnsemble", "ENSEMBLE_FILE", "MemberLogOdds", "context_of", "ensemble_folder",
            "ensemble_scores", "fit_ensemble", "is_ensemble", "load_ensemble", "member_log_odds"]

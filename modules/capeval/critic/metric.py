@@ -6,7 +6,8 @@ over the references the same way.
 
 Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
 (a ``capeval critic train`` folder, a ``capeval critic fit-ensemble`` folder of several critics combined, or a
-shipped name such as ``critic-flickr8k-ensemble``; default the shipped Flickr8k critic of that context; ``critic_ref_model``
+catalog name such as ``critic-flickr8k-caption`` (``capeval models --metric critic``); default the catalog's default of
+that context; ``critic_ref_model``
 may also name an image + reference critic trained with ``image_optional``, e.g. ``critic-flickr8k-joint``, which then
 scores with its learned "no image" vector, ``image=none`` in the signature), ``critic_batch_size``
 (pairs per forward pass, 4,096), ``critic_device`` (default CUDA when available); ``critic_plus_model`` (a
@@ -113,9 +114,9 @@ def _weight_folders(folder) -> list:
 def _model_label(folder) -> str:
     """``critic-flickr8k`` for a shipped critic (or combiner, or ensemble), else ``<folder name>@<hash of its files>``
     (an ensemble's hash covers its member critics' files)."""
-    from capeval.paths import shipped_name
+    from capeval.model_store import catalog_name_of
 
-    return shipped_name(folder) or f"{folder.name}@{weights_digest(*_weight_folders(folder))[:10]}"
+    return catalog_name_of(folder) or f"{folder.name}@{weights_digest(*_weight_folders(folder))[:10]}"
 
 
 class Critic(_CriticMetric):

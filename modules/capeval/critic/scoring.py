@@ -14,16 +14,10 @@ array([0.83])
   critic train --text-corpus``) also scores without images: its learned "no image" vector is then the image context.
 * Every distinct caption goes through the LSTM once and every distinct image through the projection once, so
   the cost is dominated by the distinct captions; pairs are classified in batches of ``batch_size``.
-* Shipped critics, all but one trained on Flickr8k train only (dev selects the epoch): ``critic-flickr8k`` (image +
-  reference; negatives in the paper's proportions: the general critic, the paper's reproduction),
-  ``critic-flickr8k-caption`` (image + reference, RC negatives only: the paper's caption-level protocol §4.4; pass
-  ``critic_model="critic-flickr8k-caption"``), ``critic-flickr8k-robust`` (image + reference, RC / WP / RW negatives
-  3 : 1 : 1: caption level and robust to permuted or random words), ``critic-coco-ref`` (reference only, trained on
-  COCO train2014's captions with RC / WP / RW negatives: caption level without an image; pass
-  ``critic_ref_model="critic-coco-ref"``), ``critic-flickr8k-ref`` (reference only),
-  ``critic-flickr8k-img`` (image only) and ``critic-flickr8k-joint`` (Flickr8k's images and COCO's captions, scores
-  with or without an image). The defaults of :data:`SHIPPED` are the catalog's (:data:`capeval.catalog.DEFAULTS`). Weights are stored as float16 and loaded
-  as float32.
+* Critics by name: every critic of the catalog (``capeval models --metric critic``; :mod:`capeval.catalog` says what
+  each was trained on and whether it is bundled or fetched from the Hub, :mod:`capeval.model_store` finds its folder).
+  The defaults of :data:`SHIPPED` are the catalog's (:data:`capeval.catalog.DEFAULTS`). Weights are stored as float16
+  and loaded as float32.
 """
 from __future__ import annotations
 
@@ -51,15 +45,15 @@ _ENCODERS: dict[tuple[str, str, bool], Any] = {}
 def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
     """The folder of a critic: ``path`` (a folder, or the name of a shipped critic such as ``critic-flickr8k-caption``),
     or the shipped critic of ``context``."""
-    from capeval.paths import PRETRAINED, pretrained_dir
+    from capeval.model_store import has_weights, model_dir
 
     if path is not None:
-        if isinstance(path, str) and path in PRETRAINED and not Path(path).exists():
-            return pretrained_dir(path)
+        if isinstance(path, str) and has_weights(path) and not Path(path).exists():
+            return model_dir(path)
         return Path(path)
     if context not in SHIPPED:
         raise ValueError(f"context must be one of {sorted(SHIPPED)}, got {context!r}.")
-    return pretrained_dir(SHIPPED[context])
+    return model_dir(SHIPPED[context])
 
 
 def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:

@@ -30,7 +30,7 @@ import numpy as np
 from capeval.models.feature_table import FeatureTable
 
 #: The critic ``capeval critic evaluate-system`` fine-tunes by default: the caption-level ``critic-flickr8k-coco``.
-#: Started from it (or from ``critic-flickr8k-robust``), the per-system critics rank captioner checkpoints of
+#: Started from it (or from the retired ``critic-flickr8k-robust``), the per-system critics rank captioner checkpoints of
 #: different quality as CIDEr-D, BLEU-4 and SPICE do; started from the general ``critic-flickr8k`` (the default until
 #: 2026-11-25) they did not (docs/benchmarks/measurements.md §10).
 DEFAULT_INIT = "critic-flickr8k-coco"

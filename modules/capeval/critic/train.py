@@ -43,7 +43,7 @@ from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
 from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
 from capeval.models.feature_table import FeatureTable, check_disjoint
-from capeval.paths import shipped_name
+from capeval.model_store import catalog_name_of
 from capeval.progress import progress
 
 DEFAULTS: dict[str, Any] = {"epochs": 15, "pairs_per_batch": 50, "lr": 1e-3, "lr_decay": 0.9, "clip_norm": 1.0,
@@ -180,7 +180,7 @@ def train_critic(
     elif opts["init_text_from"] is not None:  # a new critic reading text as a trained one does (e.g. COCO-trained)
         source = CriticModel.from_pretrained(opts["init_text_from"]).float()
         vocab = CriticVocab.load(opts["init_text_from"])
-        opts["init_text_from"] = shipped_name(opts["init_text_from"]) or str(opts["init_text_from"])
+        opts["init_text_from"] = catalog_name_of(opts["init_text_from"]) or str(opts["init_text_from"])
         fixed = {"embed_dim": source.config.embed_dim, "hidden_size": source.config.hidden_size}
         clash = {k: v for k, v in (config or {}).items() if k in fixed and v != fixed[k]}
         if clash:
@@ -199,7 +199,7 @@ def train_critic(
             raise ValueError("config cannot change the architecture of an init_from critic.")
         model = CriticModel.from_pretrained(opts["init_from"]).float()
         vocab = CriticVocab.load(opts["init_from"])
-        opts["init_from"] = shipped_name(opts["init_from"]) or str(opts["init_from"])
+        opts["init_from"] = catalog_name_of(opts["init_from"]) or str(opts["init_from"])
         state, log = None, {"options": dict(opts), "config": model.config.to_dict(), "feature_settings": features.settings,
                             "train_images": len(images), "vocabulary": len(vocab), "epochs": [], "best_epoch": None,
                             "best_dev": None}

@@ -74,6 +74,20 @@ def push_module_folder(folder: str | Path, repo_id: str, *, token: str | None = 
                    commit_message=commit_message or f"Upload the capeval evaluate {kind} folder")
 
 
+def push_model_folder(folder: str | Path, repo_id: str, *, token: str | None = None, private: bool = True,
+                      revision: str | None = None, commit_message: str | None = None,
+                      endpoint: str | None = None) -> str:
+    """Upload a folder built by ``capeval hub build-model`` as a model repo (its files checked against its manifest)."""
+    from capeval.hub.model_folder import check_model_folder
+
+    manifest = check_model_folder(folder)
+    if repo_id.split("/")[-1] != manifest["name"]:
+        raise ValueError(f"{folder} holds {manifest['name']!r}; push it to a repo of that name (capeval resolves "
+                         f"{manifest['repo_id']!r}), not {repo_id!r}.")
+    return _upload(folder, repo_id, "model", token=token, private=private, revision=revision, endpoint=endpoint,
+                   commit_message=commit_message or f"Upload capeval model {manifest['name']}")
+
+
 def _upload(folder, repo_id: str, repo_type: str, *, token, private, revision, commit_message, endpoint) -> str:
     from huggingface_hub import HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled

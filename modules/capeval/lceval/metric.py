@@ -129,10 +129,10 @@ def _extra_critic_label(model) -> str | None:
     if not config.uses_extra:
         return None
     from capeval.critic.scoring import critic_folder, weights_digest
-    from capeval.paths import shipped_name
+    from capeval.model_store import catalog_name_of
 
     folder = critic_folder(config.extra_critic, "reference")
-    return f"{shipped_name(folder) or folder.name}@{weights_digest(folder)[:10]}"
+    return f"{catalog_name_of(folder) or folder.name}@{weights_digest(folder)[:10]}"
 
 
 class LCEval(_LCEvalMetric):

@@ -129,14 +129,8 @@ class LCEvalModel:
 
 
 def model_folder(name_or_folder: str | os.PathLike) -> Path:
-    """A shipped model name (``capeval.paths.PRETRAINED``) or an existing folder, as a path."""
-    from capeval.paths import PRETRAINED, pretrained_dir
+    """An existing folder, or the folder of a catalog model of that name (bundled or from the Hub cache:
+    :func:`capeval.model_store.resolve`), as a path."""
+    from capeval.model_store import resolve
 
-    key = str(name_or_folder)
-    if key in PRETRAINED:
-        return pretrained_dir(key)
-    path = Path(key).expanduser()
-    if not path.is_dir():
-        raise FileNotFoundError(f"{key!r} is neither a shipped LCEval model ({sorted(k for k in PRETRAINED if k.startswith('lceval'))}) "
-                                "nor a folder.")
-    return path
+    return resolve(name_or_folder)

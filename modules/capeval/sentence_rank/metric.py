@@ -42,14 +42,14 @@ def model_folder(model: str | os.PathLike | None) -> Path:
     ``FileNotFoundError`` naming how to train a model and pass it when the name is not shipped (the default until it
     clears §12's bar) or the folder does not exist.
     """
-    from capeval.paths import PRETRAINED, pretrained_dir
+    from capeval.model_store import has_weights, model_dir
 
     name = DEFAULTS["sentence_rank"] if model is None else model
     path = Path(os.fspath(name))
     if path.is_dir():
         return path
-    if str(name) in PRETRAINED:
-        return pretrained_dir(str(name))
+    if has_weights(str(name)):
+        return model_dir(str(name))
     how = ("train one with `capeval sentence-rank train --out DIR` (see benchmarks/sentence_rank.sh) and pass its "
            "folder: sentence_rank_model=DIR, or --sentence-rank-model DIR on the command line")
     if str(name) == DEFAULTS["sentence_rank"]:
@@ -61,9 +61,9 @@ def model_folder(model: str | os.PathLike | None) -> Path:
 
 def model_label(folder: Path) -> str:
     """``<shipped name or folder name>@<first 10 hex digits of the weights digest>`` (``|`` and ``,`` -> ``_``)."""
-    from capeval.paths import shipped_name
+    from capeval.model_store import catalog_name_of
 
-    label = f"{shipped_name(folder) or folder.resolve().name}@{model_digest(folder)[:10]}"
+    label = f"{catalog_name_of(folder) or folder.resolve().name}@{model_digest(folder)[:10]}"
     return label.replace("|", "_").replace(",", "_")
 
 
