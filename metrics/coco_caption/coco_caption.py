@@ -104,7 +104,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> coco = evaluate.load("metrics/coco_caption")  # a local folder: works offline
+    >>> coco = evaluate.load("capeval/coco_caption")
     >>> predictions = ["A dog runs across the grass.", "Two men ride horses on a beach."]
     >>> references = [
     ...     ["A brown dog running on a lawn.", "A dog runs through a grassy field."],

@@ -109,7 +109,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> lceval = evaluate.load("metrics/lceval")  # a local folder: works offline
+    >>> lceval = evaluate.load("capeval/lceval")
     >>> predictions = ["a dog runs across the grass", "a man rides a red bike down the street", "!!!"]
     >>> references = [["a brown dog running on a lawn", "a dog plays in the grass"],
     ...               ["a man riding a bicycle on a road", "a person on a red bike"], ["two cats on a sofa"]]

@@ -84,7 +84,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> sentence_cosine = evaluate.load("metrics/sentence_cosine")  # a local folder: works offline
+    >>> sentence_cosine = evaluate.load("capeval/sentence_cosine")
     >>> predictions = ["a dog runs across the grass", "a man rides a red bike down the street",
     ...                "two cats sleep on a sofa"]
     >>> references = [["a brown dog running on a lawn", "a dog plays in the grass"],

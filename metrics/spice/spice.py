@@ -76,7 +76,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> spice = evaluate.load("metrics/spice")  # a local folder: works offline
+    >>> spice = evaluate.load("capeval/spice")
     >>> result = spice.compute(
     ...     predictions=["a man riding a horse on the beach"],
     ...     references=[["a man rides a horse along the beach", "a person on a horse at the shore"]],

@@ -70,7 +70,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> spice_u = evaluate.load("metrics/spice_u")  # a local folder: works offline
+    >>> spice_u = evaluate.load("capeval/spice_u")
     >>> result = spice_u.compute(
     ...     predictions=["a man riding a horse on the beach", "a horse"],
     ...     references=[["a man rides a horse along the beach", "a person on a horse at the shore"]] * 2,

@@ -67,7 +67,7 @@ Raises:
 
 Examples:
     >>> import evaluate
-    >>> thumb = evaluate.load("metrics/thumb")  # a local folder: works offline
+    >>> thumb = evaluate.load("capeval/thumb")
     >>> result = thumb.compute(
     ...     precision=[5, 3, 4, 4], recall=[5, 3, 3, 4],
     ...     fluency=[-0.1, 0, 0, 0], conciseness=[0, 0, 0, 0], inclusive=[0, 0, 0, 0],

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from support import ROOT, needs, needs_weights, run_module_doctests
+from support import ROOT, hub_ids_mapped, needs, needs_weights, run_module_doctests
 
 evaluate = pytest.importorskip("evaluate")
 
@@ -116,9 +116,13 @@ def test_caption_module_equals_capeval_score(name, java):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_script_doctests(name, java):
+def test_script_doctests_pass_evaluates_harness(name, java):
+    """The examples use the Hub ids (``evaluate.load("capeval/<name>")``) and pass the steps of evaluate's
+    ``test_metric_common.py`` (no ELLIPSIS, ids mapped to the local folders)."""
     needs_weights(name)  # the examples score with the shipped weights
-    assert run_module_doctests(name, MODULES[name][0]) >= 2
+    assert run_module_doctests(name) >= 2
+    script = (ROOT / "metrics" / name / f"{name}.py").read_text(encoding="utf-8")
+    assert f'evaluate.load("capeval/{name}")' in script and 'evaluate.load("metrics/' not in script
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -130,10 +134,11 @@ def test_card_doctest_blocks_run(name, java):
         pytest.skip(f"the {name} card has no doctest blocks")
     parser, globs = doctest.DocTestParser(), {}
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for k, block in enumerate(blocks):
-        test = parser.get_doctest(block, globs, f"{name} README block {k}", name, 0)
-        runner.run(test, clear_globs=False)
-        globs.update(test.globs)  # DocTest copies its globals: carry names to the next block
+    with hub_ids_mapped():  # the blocks load the Hub id, evaluate.load("capeval/<name>")
+        for k, block in enumerate(blocks):
+            test = parser.get_doctest(block, globs, f"{name} README block {k}", name, 0)
+            runner.run(test, clear_globs=False)
+            globs.update(test.globs)  # DocTest copies its globals: carry names to the next block
     assert runner.failures == 0
 
 

@@ -165,5 +165,10 @@ def test_source_folders_pin_what_the_build_writes(name):
 
     assert (ROOT / "metrics" / name / "requirements.txt").read_text().split() == requirements(name, "space")
     assert _front_matter(ROOT / "metrics" / name / "README.md")["sdk_version"] == GRADIO_VERSION
+    assert _front_matter(ROOT / "metrics" / name / "README.md")["license"] == "apache-2.0"
+    from capeval.hub.metric_folder import APT_PACKAGES
+
+    packages = ROOT / "metrics" / name / "packages.txt"  # the Space's apt packages (Java for METEOR)
+    assert (packages.read_text().split() if packages.is_file() else []) == list(APT_PACKAGES.get(name, ()))
     setup = (ROOT / "setup.cfg").read_text()
     assert f"gradio=={GRADIO_VERSION}" in setup  # the `space` extra the tests install

@@ -5,6 +5,8 @@ import them explicitly (``from support import require_data``) instead of importi
 """
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
 
 import pytest
@@ -64,24 +66,69 @@ def needs_weights(name: str) -> None:
             pytest.skip(f"the weights {folder!r} are not installed (bundled, hub_models/ or the Hugging Face cache)")
 
 
-def run_module_doctests(name: str, class_name: str) -> int:
-    """Run the docstring examples of ``metrics/<name>/<name>.py``'s metric class; return how many ran."""
-    import doctest
-    import importlib.util
+@contextlib.contextmanager
+def hub_ids_mapped():
+    """Inside: the working directory is a temporary folder whose ``metrics/<name>`` and ``metrics/capeval/<name>`` are
+    this checkout's ``metrics/<name>``, and ``evaluate.load(X)`` loads ``metrics/X`` from there. This is how Hugging
+    Face evaluate's ``tests/test_metric_common.py`` (``LocalModuleTest.use_local_metrics``) maps the ids in a module's
+    examples to local folders, so ``evaluate.load("capeval/coco_caption")`` (the Hub id) loads this checkout's module
+    offline."""
+    import os
+    import tempfile
+    from unittest.mock import patch
 
     import evaluate
 
-    spec = importlib.util.spec_from_file_location(f"{name}_module", ROOT / "metrics" / name / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    tests = [t for t in doctest.DocTestFinder().find(getattr(module, class_name), class_name,
-                                                     globs={"evaluate": evaluate}) if t.examples]
-    for test in tests:
-        runner.run(test)
-    assert runner.failures == 0, f"{runner.failures} doctest failure(s) in metrics/{name}"
-    return sum(len(t.examples) for t in tests)
+    load = evaluate.load
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "metrics"
+        (root / "capeval").mkdir(parents=True)
+        for folder in sorted((ROOT / "metrics").iterdir()):
+            if (folder / f"{folder.name}.py").is_file():
+                (root / folder.name).symlink_to(folder, target_is_directory=True)
+                (root / "capeval" / folder.name).symlink_to(folder, target_is_directory=True)
+        before = os.getcwd()
+        os.chdir(tmp)
+        try:
+            with patch("evaluate.load") as mock_load:
+                mock_load.side_effect = lambda name, *args, **kwargs: load(os.path.join("metrics", name), *args,
+                                                                           **kwargs)
+                yield Path(tmp)
+        finally:
+            os.chdir(before)
 
+
+def run_module_doctests(name: str) -> int:
+    """Run ``metrics/<name>/<name>.py`` as Hugging Face evaluate's own harness does (``tests/test_metric_common.py``,
+    ``LocalModuleTest.test_load``; that file is not on PyPI, so its steps are repeated here): load the module through
+    ``evaluate.loading.evaluation_module_factory``, check that ``_compute`` takes no ``**kwargs``, then
+    ``doctest.testmod(module, raise_on_error=True)`` with ``doctest.ELLIPSIS_MARKER = "[...]"`` and no option flags
+    (so no ELLIPSIS), ``evaluate.load`` mapped to local folders (:func:`hub_ids_mapped`); at least 2 examples must
+    run and none fail. Returns how many ran."""
+    import doctest
+    import importlib
+    import inspect
+    import os
+
+    import evaluate
+
+    marker = doctest.ELLIPSIS_MARKER
+    with hub_ids_mapped():
+        doctest.ELLIPSIS_MARKER = "[...]"
+        try:
+            module = importlib.import_module(evaluate.loading.evaluation_module_factory(
+                os.path.join("metrics", name), module_type="metric").module_path)
+            instance = evaluate.loading.import_main_class(module.__name__)
+            parameters = inspect.signature(instance._compute).parameters
+            assert all(p.kind != p.VAR_KEYWORD for p in parameters.values()), "_compute takes **kwargs"
+            try:
+                results = doctest.testmod(module, verbose=False, raise_on_error=True)
+            except doctest.UnexpectedException as err:
+                raise err.exc_info[1]
+        finally:
+            doctest.ELLIPSIS_MARKER = marker
+    assert results.failed == 0 and results.attempted > 1, results
+    return results.attempted
 
 
 def python_env(**extra: str) -> dict:
