@@ -1,6 +1,13 @@
-"""Progress bars: shown on a terminal only for work that lasts more than a second."""
+"""Progress bars: shown on a terminal only for work that lasts more than a second.
+
+Third-party bars (transformers' "Loading weights", huggingface_hub's downloads) follow the same rule off a terminal:
+:func:`quiet_third_party_bars` turns them off when stderr is not a terminal, unless ``HF_HUB_DISABLE_PROGRESS_BARS``
+says otherwise.
+"""
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -24,3 +31,23 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "",
         leave=False,
         dynamic_ncols=True,
     )
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
+def quiet_third_party_bars() -> bool:
+    """Turn off transformers' and huggingface_hub's progress bars when stderr is not a terminal (logs, ``--json -``
+    pipelines, CI); a user's own ``HF_HUB_DISABLE_PROGRESS_BARS`` wins. Returns whether they are now off."""
+    if _stderr_is_terminal() or os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") is not None:
+        return os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").lower() in ("1", "true", "yes", "on")
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub / transformers are imported
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+    return True

@@ -84,8 +84,12 @@ def test_captioner_distractors(test_split_inputs):
 def test_caption_image_files_with_the_real_encoder(tmp_path, capsys):
     model = _tiny(tmp_path / "model", 1280, "pooled")
     images = write_pngs(tmp_path / "imgs", 2)
-    assert main(["caption", *map(str, images), "--model", str(model), "--json", "--num-return", "2"]) == 0
-    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert main(["caption", *map(str, images), "--model", str(model), "--json", "-", "--num-return", "2"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)  # one JSON document on stdout, the text lines on stderr
     assert [r["id"] for r in rows] == [str(p) for p in images] and all(len(r["candidates"]) == 2 for r in rows)
+    assert len(captured.err.strip().splitlines()) == 4 and captured.err.startswith(str(images[0]))
+    assert main(["caption", *map(str, images), "--model", str(model), "--json", str(tmp_path / "c.json")]) == 0
+    assert len(json.loads((tmp_path / "c.json").read_text())) == 2
     assert main(["caption", str(tmp_path / "missing.jpg"), "--model", str(model)]) != 0
     assert "missing.jpg" in capsys.readouterr().err

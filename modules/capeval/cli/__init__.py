@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = os.environ.get("CAPEVAL_DEBUG", "") not in ("", "0")
+    from capeval.progress import quiet_third_party_bars
+
+    quiet_third_party_bars()  # transformers' / huggingface_hub's bars only on a terminal, as capeval's own
     previous = warnings.showwarning
     if not debug:
         warnings.showwarning = lambda message, category, *rest, **kw: print(

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--model", type=Path, help="captioner folder (default: capeval's shipped Flickr8k captioner)")
     c.add_argument("--num-beams", type=int, default=3)
     c.add_argument("--num-return", type=int, default=1, help="captions per image (<= --num-beams)")
-    c.add_argument("--json", action="store_true", help="print JSON lines {id, candidates: [{caption, logp}]}")
+    add_json_argument(c, "a list of {id, candidates: [{caption, logp}]}")
     c.set_defaults(func=caption)
 
     p = sub.add_parser("captioner", help="train, evaluate and sample the Flickr8k captioner")
@@ -98,14 +98,17 @@ def _split_inputs(args: argparse.Namespace):
 
 def caption(args: argparse.Namespace) -> int:
     from capeval.captioning.load import caption_images
+    from capeval.cli.output import text_stream
 
+    if args.json is not None:
+        check_output_path(args.json)
     rows = caption_images(args.images, args.model, num_beams=args.num_beams, num_return_sequences=args.num_return)
+    out = text_stream(args.json)
     for row in rows:
-        if args.json:
-            print(json.dumps(row, ensure_ascii=False))
-        else:
-            for cand in row["candidates"]:
-                print(f"{row['id']}\t{cand['caption']}\t{cand['logp']:.3f}")
+        for cand in row["candidates"]:
+            print(f"{row['id']}\t{cand['caption']}\t{cand['logp']:.3f}", file=out)
+    if args.json is not None:
+        write_json(args.json, rows)
     return 0
 
 

@@ -171,8 +171,9 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
         print(f"signature: {result['signature']}", file=out)
         if args.per_caption:
-            rows = [[ids[i] if ids else i, *(result["per_caption"][k][i] for k in keys)] for i in range(len(preds))]
-            print(text_table(["item", *keys], rows), file=out)
+            rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
+                    for i in range(len(preds))]
+            print(text_table(["item", "caption", *keys], rows), file=out)
             for name in ("lceval", "lceval_released", "lceval_plus"):
                 feats = result.get(f"{name}_features")
                 if feats:
@@ -197,12 +198,19 @@ def run(args: argparse.Namespace) -> int:
         if args.per_caption:
             for k, (s_ids, s_preds, r) in enumerate(results):
                 print(f"captioner {k + 1}:", file=out)
-                print(text_table(["item", *keys], [[s_ids[i], *(r["per_caption"][key][i] for key in keys)]
-                                                   for i in range(len(s_preds))]), file=out)
+                print(text_table(["item", "caption", *keys],
+                                 [[s_ids[i], _shown(s_preds[i]), *(r["per_caption"][key][i] for key in keys)]
+                                  for i in range(len(s_preds))]), file=out)
         payload = {"captioners": [dict(r, image_ids=s_ids) for s_ids, _, r in results]}
     if args.json_out:
         write_json(args.json_out, payload)
     return 0
+
+
+def _shown(caption: str, width: int = 60) -> str:
+    """A caption on one table line: whitespace runs as one space, cut to ``width`` characters with an ellipsis."""
+    text = " ".join(str(caption).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _images(args: argparse.Namespace, ids, n: int, pred_path: Path) -> list[str] | None:

@@ -19,6 +19,10 @@ def require(*names: str, what: str = "this learned component") -> ModuleType | t
 
     A missing module raises ``ImportError`` naming it and ``pip install "capeval[learned]"``.
     """
+    from capeval.progress import quiet_third_party_bars
+
+    if {"transformers", "huggingface_hub", "sentence_transformers"} & set(names):
+        quiet_third_party_bars()  # their bars only on a terminal, as capeval's own
     modules = []
     for name in names:
         try:
