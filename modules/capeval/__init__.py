@@ -11,11 +11,8 @@ The functional core is :func:`capeval.score`::
 
 Everything heavier (SPICE parsing, benchmarks, Hub export) is imported lazily.
 """
-from capeval import _deprecated
 from capeval._version import __version__
 from capeval.api import available_metrics, score
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EmptyCaptionWarning, WordlessCaptionWarning
-
-_deprecated.install()  # old (0.1) import paths keep working, with a DeprecationWarning
 
 __all__ = ["DEFAULT_MAX_CAPTION_CHARS", "EmptyCaptionWarning", "WordlessCaptionWarning", "__version__", "available_metrics", "score"]

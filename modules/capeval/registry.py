@@ -24,12 +24,6 @@ class MetricSpec:
     cls: str
     keys: tuple[str, ...]
 
-    def __iter__(self):  # backwards compatible ``module, cls, keys = REGISTRY[name]``
-        return iter((self.module, self.cls, self.keys))
-
-    def __getitem__(self, index: int):  # backwards compatible ``REGISTRY[name][0]``
-        return (self.module, self.cls, self.keys)[index]
-
 
 _SPECS = (
     MetricSpec("bleu", "capeval.coco.bleu", "Bleu", ("bleu_1", "bleu_2", "bleu_3", "bleu_4")),

@@ -39,7 +39,7 @@ class ItemScores:
 
 
 def _capeval_fingerprint(metric: str) -> str:
-    module = importlib.import_module(REGISTRY[metric][0])
+    module = importlib.import_module(REGISTRY[metric].module)
     files = [inspect.getsourcefile(module)]
     pkg = Path(files[0]).parent
     if pkg.name != "metrics":  # a metric package (spice, spiceu): fingerprint the whole package

@@ -10,8 +10,7 @@ from capeval.cli.output import add_progress_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    # "spice-u" is the 0.1 spelling, kept as an alias
-    p = sub.add_parser("spice_u", aliases=["spice-u"], help="SPICE-U tools (uniqueness tables)")
+    p = sub.add_parser("spice_u", help="SPICE-U tools (uniqueness tables)")
     inner = p.add_subparsers(dest="spice_u_command", metavar="ACTION")
     b = inner.add_parser(
         "build-uniqueness",
