@@ -44,10 +44,10 @@ def tiny_critics(tmp_path_factory) -> dict[str, str]:
 @pytest.fixture
 def fake_encoder(monkeypatch):
     """critic_plus loads :class:`support.tiny_critic.FakeEncoder` instead of the MiniLM sentence encoder."""
-    import capeval.critic.ensemble as ensemble
+    import capeval.models.sentence_encoder as sentence_encoder
     from support.tiny_critic import FakeEncoder
 
-    monkeypatch.setattr(ensemble, "load_sentence_encoder", lambda name, device=None: FakeEncoder())
+    monkeypatch.setattr(sentence_encoder, "load_sentence_encoder", lambda name=None, device=None: FakeEncoder())
     return FakeEncoder()
 
 
@@ -55,10 +55,10 @@ def fake_encoder(monkeypatch):
 def tiny_plus(tiny_critics, tmp_path, fake_encoder) -> str:
     """The folder of a critic_plus combiner (fixed weights) over the tiny image + reference critic, scoring with
     the fake sentence encoder."""
-    from capeval.critic.ensemble import Combiner
+    from capeval.critic.stack import CriticStack
 
     folder = tmp_path / "plus"
-    Combiner(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder=fake_encoder.name).save(folder)
+    CriticStack.plus(0.9, 2.0, -0.5, critic=tiny_critics["critic_model"], sentence_encoder=fake_encoder.name).save(folder)
     return str(folder)
 
 

@@ -1,4 +1,4 @@
-"""Critic ensembles (capeval.critic.critic_ensemble): the file round trip and its refusals, the score against its
+"""Critic ensembles (capeval.critic.stack without the cosine): the file round trip and its refusals, the score against its
 formula on tiny random critics, the ensemble as a ``critic_model`` folder of the registered metrics (signature, score
 cache), the fit on tiny dev pairs and ``capeval critic fit-ensemble``. Seconds each."""
 from __future__ import annotations
@@ -8,15 +8,15 @@ import json
 import numpy as np
 import pytest
 
-from capeval.critic.critic_ensemble import ENSEMBLE_FILE, CriticEnsemble, is_ensemble
+from capeval.critic.stack import ENSEMBLE_FILE, CriticStack, is_stack
 
 # -- the file (numpy only) --------------------------------------------------------------------------------------
 
 
 def test_ensemble_round_trips_and_refuses_bad_files(tmp_path):
-    ens = CriticEnsemble(["critic-flickr8k-robust", "critic-coco-ref"], [0.6, 0.5], -0.4, fit={"examples": 10})
+    ens = CriticStack(["critic-flickr8k-caption", "critic-coco-ref"], [0.6, 0.5], -0.4, fit={"examples": 10})
     path = ens.save(tmp_path)
-    assert path.name == ENSEMBLE_FILE and is_ensemble(tmp_path) and CriticEnsemble.load(tmp_path) == ens
+    assert path.name == ENSEMBLE_FILE and is_stack(tmp_path) and CriticStack.load(tmp_path) == ens
     data = json.loads(path.read_text())
     assert data["weights"] == [0.6, 0.5] and data["intercept"] == -0.4 and data["format"] == "capeval-critic-ensemble"
     x = np.array([[0.0, 1.0], [2.0, -3.0]])
@@ -24,18 +24,18 @@ def test_ensemble_round_trips_and_refuses_bad_files(tmp_path):
     with pytest.raises(ValueError, match=r"shape \[pairs, 2\]"):
         ens.log_odds(np.zeros((3, 3)))
     with pytest.raises(ValueError, match="one weight per critic"):
-        CriticEnsemble(["a", "b"], [1.0], 0.0)
+        CriticStack(["a", "b"], [1.0], 0.0)
     with pytest.raises(ValueError, match="finite"):
-        CriticEnsemble(["a"], [float("nan")], 0.0)
+        CriticStack(["a"], [float("nan")], 0.0)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / ENSEMBLE_FILE).write_text(json.dumps({"format": "capeval-critic-plus"}))
-    with pytest.raises(ValueError, match="not a critic ensemble"):
-        CriticEnsemble.load(tmp_path / "other")
+    with pytest.raises(ValueError, match="not a critic stack"):
+        CriticStack.load(tmp_path / "other")
     (tmp_path / "other" / ENSEMBLE_FILE).write_text(json.dumps({"format": "capeval-critic-ensemble", "critics": ["a"]}))
     with pytest.raises(ValueError, match="malformed"):
-        CriticEnsemble.load(tmp_path / "other")
+        CriticStack.load(tmp_path / "other")
     with pytest.raises(FileNotFoundError, match="fit-ensemble"):
-        CriticEnsemble.load(tmp_path / "nothing")
+        CriticStack.load(tmp_path / "nothing")
 
 
 # -- scoring (torch) --------------------------------------------------------------------------------------------
@@ -43,10 +43,26 @@ def test_ensemble_round_trips_and_refuses_bad_files(tmp_path):
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from capeval.critic.critic_ensemble import (ensemble_scores, fit_ensemble, load_ensemble,  # noqa: E402
-                                            member_log_odds)
+from capeval.critic.stack import load_scorer  # noqa: E402
+from capeval.critic.stack import stack_features as member_log_odds  # noqa: E402
+from capeval.critic.stack import stack_scores  # noqa: E402
 from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
 from support.tiny_critic import DEV_WORDS, random_features, tiny_dev_data  # noqa: E402
+
+def load_ensemble(folder, device=None):
+    scorer = load_scorer(folder, device=device)
+    return scorer.stack, scorer.members
+
+
+def ensemble_scores(*args, ensemble=None, **kwargs):
+    return stack_scores(*args, stack=ensemble, **kwargs)
+
+
+def fit_ensemble(*args, **kwargs):
+    from capeval.critic.stack import fit_stack
+
+    return fit_stack(*args, **kwargs)
+
 
 PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
 REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog on the grass", "a dog", "grass"]]
@@ -55,7 +71,7 @@ REFS = [["a cat with stripes", "a striped cat"], ["an astronaut woman"], ["a dog
 def _ensemble_folder(tiny_critics, tmp_path, options=("critic_model", "critic_ref_model"), weights=(0.7, 1.3),
                      intercept=-0.2):
     folder = tmp_path / "ens"
-    CriticEnsemble([tiny_critics[o] for o in options], list(weights), intercept).save(folder)
+    CriticStack([tiny_critics[o] for o in options], list(weights), intercept).save(folder)
     return folder
 
 
@@ -80,7 +96,7 @@ def test_score_is_the_formula_on_tiny_critics(tiny_critics, tmp_path):
     # the batch size only changes float32 rounding
     assert np.allclose(got, ensemble_scores(PREDS, REFS, image_features=feats, path=folder, batch_size=2), atol=1e-6)
     # one member with weight 1 and no intercept is that critic
-    CriticEnsemble([tiny_critics["critic_model"]], [1.0], 0.0).save(tmp_path / "one")
+    CriticStack([tiny_critics["critic_model"]], [1.0], 0.0).save(tmp_path / "one")
     assert np.allclose(ensemble_scores(PREDS, REFS, image_features=feats, path=tmp_path / "one"),
                        critic_scores(PREDS, REFS, image_features=feats, path=tiny_critics["critic_model"]), atol=1e-9)
     odds = member_log_odds(PREDS, REFS, members=members, image_features=feats)
@@ -95,7 +111,7 @@ def test_score_is_the_formula_on_tiny_critics(tiny_critics, tmp_path):
 
 
 def test_members_reading_the_same_features_encode_the_images_once(tiny_critics, tmp_path, monkeypatch):
-    import capeval.critic.critic_ensemble as module
+    import capeval.critic.stack as module
     from capeval.io import example_images
 
     folder = _ensemble_folder(tiny_critics, tmp_path, options=("critic_model", "critic_img_model"), weights=(0.8, 0.6))
@@ -113,8 +129,8 @@ def test_members_reading_the_same_features_encode_the_images_once(tiny_critics, 
 
 def test_an_ensemble_of_an_ensemble_is_refused(tiny_critics, tmp_path):
     inner = _ensemble_folder(tiny_critics, tmp_path)
-    CriticEnsemble([str(inner)], [1.0], 0.0).save(tmp_path / "outer")
-    with pytest.raises(ValueError, match="itself an ensemble"):
+    CriticStack([str(inner)], [1.0], 0.0).save(tmp_path / "outer")
+    with pytest.raises(ValueError, match="itself a critic stack"):
         load_ensemble(tmp_path / "outer")
 
 
@@ -156,10 +172,10 @@ def test_score_cache_key_follows_the_ensemble_and_its_members(tiny_critics, tmp_
     member = tmp_path / "member"
     shutil.copytree(tiny_critics["critic_model"], member)
     folder = tmp_path / "ens"
-    CriticEnsemble([str(member)], [1.0], 0.0).save(folder)
+    CriticStack([str(member)], [1.0], 0.0).save(folder)
     first = Critic.cache_token({"critic_model": str(folder)})
     assert first == Critic.cache_token({"critic_model": str(folder)})
-    CriticEnsemble([str(member)], [1.5], 0.0).save(folder)
+    CriticStack([str(member)], [1.5], 0.0).save(folder)
     second = Critic.cache_token({"critic_model": str(folder)})
     assert second != first
     (member / "vocab.json").write_text((member / "vocab.json").read_text().replace("cat", "cow"))
@@ -167,7 +183,7 @@ def test_score_cache_key_follows_the_ensemble_and_its_members(tiny_critics, tmp_
 
 
 def test_fit_ensemble_on_tiny_dev_pairs(tiny_critics, tmp_path):
-    from capeval.critic.combine import fit_logistic
+    from capeval.critic.stack import fit_logistic
 
     table, dev, _ = tiny_dev_data()
     words = DEV_WORDS
@@ -181,7 +197,7 @@ def test_fit_ensemble_on_tiny_dev_pairs(tiny_critics, tmp_path):
     assert all(fit["dev"]["log_loss"] <= alone["log_loss"] + 1e-9 for alone in fit["dev_members_alone"].values())
     assert fit_ensemble(table, dev, critics, vocabulary=words, seed=3) == ens  # deterministic
     ens.save(tmp_path)
-    assert CriticEnsemble.load(tmp_path) == ens
+    assert CriticStack.load(tmp_path) == ens
     with pytest.raises(ValueError, match="give vocabulary="):
         fit_ensemble(table, dev, critics)
     with pytest.raises(ValueError, match="at least one critic"):
@@ -214,7 +230,7 @@ def test_cli_fit_ensemble(tiny_critics, tmp_path, monkeypatch, capsys):
     rc = main(["critic", "fit-ensemble", "--features", str(tmp_path / "feats.safetensors"), "--critics",
                ",".join(critics), "--out", str(tmp_path / "ens"), "--mix", "RC=1,WP=1"])
     assert rc == 0 and "intercept=" in capsys.readouterr().err
-    saved = CriticEnsemble.load(tmp_path / "ens")
+    saved = CriticStack.load(tmp_path / "ens")
     assert saved.critics == critics and saved.fit["images"] == len(dev)
     # RW only where WP cannot change a caption (all its words equal: NegativeSampler falls back to RW)
     assert {"RC", "WP"} <= set(saved.fit["negative_sources"]) <= {"RC", "WP", "RW"}
@@ -227,7 +243,7 @@ def test_cli_fit_ensemble(tiny_critics, tmp_path, monkeypatch, capsys):
 
 def test_critic_pairs_point_to_the_ensemble_api(tiny_critics, tmp_path):
     folder = _ensemble_folder(tiny_critics, tmp_path)
-    with pytest.raises(FileNotFoundError, match="critic ensemble"):
+    with pytest.raises(FileNotFoundError, match="critic stack"):
         critic_pairs(PREDS, REFS, path=folder)
 
 
@@ -241,7 +257,7 @@ def test_ensemble_of_bundled_critics_prefers_the_matching_caption(tmp_path):
     from capeval.io import example_images
 
     folder = tmp_path / "my-ensemble"
-    CriticEnsemble(["critic-flickr8k-caption", "critic-coco-ref"], [0.6, 0.5], -0.4).save(folder)
+    CriticStack(["critic-flickr8k-caption", "critic-coco-ref"], [0.6, 0.5], -0.4).save(folder)
     cat = str(example_images()[0])
     refs = [["a striped cat looks at the camera", "a tabby cat"]] * 3
     out = capeval.score(["a cat looking at the camera", "a man riding a bike down the street",
@@ -252,8 +268,6 @@ def test_ensemble_of_bundled_critics_prefers_the_matching_caption(tmp_path):
     assert "critic:model=my-ensemble@" in out["signature"] and "ctx=image+reference,refs=mean" in out["signature"]
 
 
-def test_no_default_ensemble():
-    from capeval.critic.critic_ensemble import load_ensemble
-
-    with pytest.raises(ValueError, match="no critic ensemble ships"):
-        load_ensemble(None)
+def test_no_default_stack():
+    with pytest.raises(ValueError, match="give the folder of a critic stack"):
+        stack_scores(PREDS, REFS)

@@ -1,4 +1,4 @@
-"""critic_plus (capeval.critic.ensemble) and the sentence encoder: the combiner's logistic fit, the score against its
+"""critic_plus (capeval.critic.stack, one critic + the cosine) and the sentence encoder: the combiner's logistic fit, the score against its
 formula on a tiny random critic (a fake encoder and the real MiniLM), the registered metric through capeval.score,
 ``capeval critic fit-plus`` on tiny data, and the errors. Seconds each."""
 from __future__ import annotations
@@ -9,8 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from capeval.critic.combine import fit_logistic, log_loss
-from capeval.critic.ensemble import COMBINER_FILE, Combiner
+from capeval.critic.stack import COMBINER_FILE, CriticStack, fit_logistic, log_loss
 
 # -- the logistic fit (numpy only) ------------------------------------------------------------------------------
 
@@ -35,19 +34,19 @@ def test_fit_logistic_recovers_known_weights():
 
 
 def test_combiner_round_trips_and_refuses_other_files(tmp_path):
-    combiner = Combiner(1.2, 3.4, -5.6, critic="critic-flickr8k-caption", fit={"examples": 10})
+    combiner = CriticStack.plus(1.2, 3.4, -5.6, critic="critic-flickr8k-caption", fit={"examples": 10})
     path = combiner.save(tmp_path)
-    assert path.name == COMBINER_FILE and Combiner.load(tmp_path) == combiner
+    assert path.name == COMBINER_FILE and CriticStack.load(tmp_path) == combiner
     data = json.loads(path.read_text())
     assert data["weights"] == {"a": 1.2, "b": 3.4, "c": -5.6} and data["sentence_encoder"] == "all-minilm-l6-v2"
     lo, cos = np.array([0.0, 2.0]), np.array([0.5, -1.0])
-    assert np.allclose(combiner.probability(lo, cos), 1 / (1 + np.exp(-(1.2 * lo + 3.4 * cos - 5.6))))
+    assert np.allclose(combiner.probability(lo[:, None], cos), 1 / (1 + np.exp(-(1.2 * lo + 3.4 * cos - 5.6))))
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / COMBINER_FILE).write_text(json.dumps({"format": "other"}))
-    with pytest.raises(ValueError, match="not a critic_plus combiner"):
-        Combiner.load(tmp_path / "x")
+    with pytest.raises(ValueError, match="is not a critic stack"):
+        CriticStack.load(tmp_path / "x")
     with pytest.raises(FileNotFoundError, match="fit-plus"):
-        Combiner.load(tmp_path / "nothing")
+        CriticStack.load(tmp_path / "nothing")
 
 
 # -- scoring (torch) --------------------------------------------------------------------------------------------
@@ -55,7 +54,7 @@ def test_combiner_round_trips_and_refuses_other_files(tmp_path):
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from capeval.critic.ensemble import critic_plus_scores, fit_combiner, pair_features  # noqa: E402
+from capeval.critic.stack import fit_stack, stack_features, stack_scores  # noqa: E402
 from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
 from support.tiny_critic import FakeEncoder, random_features, tiny_dev_data  # noqa: E402
 
@@ -70,39 +69,41 @@ def _formula(combiner, model, vocab, encoder, feats):
         p = critic_scores([PREDS[i]] * len(refs), [[r] for r in refs], image_features=feats[i:i + 1].expand(len(refs), -1),
                           model=model, vocab=vocab)
         cos = encoder.similarity([PREDS[i]] * len(refs), refs)
-        z = combiner.a * np.log(p / (1 - p)) + combiner.b * cos + combiner.c
+        z = combiner.weights[0] * np.log(p / (1 - p)) + combiner.cosine_weight * cos + combiner.intercept
         out.append(float(np.mean(1 / (1 + np.exp(-z)))))
     return np.array(out)
 
 
 def test_score_is_the_formula_with_a_fake_encoder(tiny_critics):
     model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
-    combiner = Combiner(0.8, 2.5, -1.0, critic=tiny_critics["critic_model"])
+    combiner = CriticStack.plus(0.8, 2.5, -1.0, critic=tiny_critics["critic_model"])
     feats = random_features(3)
-    got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
+    got = stack_scores(PREDS, REFS, image_features=feats, stack=combiner, members=[(model, vocab)],
                              encoder=FakeEncoder())
     assert np.allclose(got, _formula(combiner, model, vocab, FakeEncoder(), feats), atol=1e-6)
     # the batch size changes only float32 rounding in the critic's matrix products (1e-8 seen on some CPUs)
-    assert np.allclose(got, critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model,
-                                               vocab=vocab, encoder=FakeEncoder(), batch_size=2), rtol=0, atol=1e-6)
+    assert np.allclose(got, stack_scores(PREDS, REFS, image_features=feats, stack=combiner,
+                                               members=[(model, vocab)], encoder=FakeEncoder(), batch_size=2), rtol=0, atol=1e-6)
     # a = 1, b = c = 0 is the critic itself; the critic's per-pair outputs agree with its probability
-    same = Combiner(1.0, 0.0, 0.0, critic="x")
-    assert np.allclose(critic_plus_scores(PREDS, REFS, image_features=feats, combiner=same, model=model, vocab=vocab,
+    same = CriticStack.plus(1.0, 0.0, 0.0, critic="x")
+    assert np.allclose(stack_scores(PREDS, REFS, image_features=feats, stack=same, members=[(model, vocab)],
                                           encoder=FakeEncoder()),
                        critic_scores(PREDS, REFS, image_features=feats, model=model, vocab=vocab), atol=1e-9)
     pairs = critic_pairs(PREDS, REFS, image_features=feats, model=model, vocab=vocab)
     assert pairs.item.tolist() == [0, 0, 1, 2, 2, 2]
     assert np.allclose(pairs.probability, 1 / (1 + np.exp(-pairs.log_odds)), atol=1e-6)
     with pytest.raises(ValueError, match=r"references\[1\] is empty"):
-        pair_features(PREDS, [REFS[0], [], REFS[2]], model=model, vocab=vocab, encoder=FakeEncoder(),
+        stack_features(PREDS, [REFS[0], [], REFS[2]], members=[(model, vocab)], encoder=FakeEncoder(),
                       image_features=feats)
 
 
 def test_a_critic_without_references_shares_its_log_odds_over_the_pairs(tiny_critics):
     model, vocab = load_critic(tiny_critics["critic_img_model"], device="cpu")
-    feats = pair_features(PREDS, REFS, model=model, vocab=vocab, encoder=FakeEncoder(), image_features=random_features(3))
+    feats = stack_features(PREDS, REFS, members=[(model, vocab)], encoder=FakeEncoder(),
+                           image_features=random_features(3))
     assert feats.item.tolist() == [0, 0, 1, 2, 2, 2] and len(feats.cosine) == 6
-    assert feats.critic_log_odds[0] == feats.critic_log_odds[1] and feats.critic_log_odds[3] == feats.critic_log_odds[5]
+    odds = feats.log_odds[:, 0]
+    assert odds[0] == odds[1] and odds[3] == odds[5]
 
 
 # -- the sentence encoder --------------------------------------------------------------------------------------
@@ -139,9 +140,9 @@ def test_minilm_vectors_are_unit_deduplicated_deterministic_and_kept_loaded(mini
 
 def test_score_is_the_formula_with_minilm(tiny_critics, minilm):
     model, vocab = load_critic(tiny_critics["critic_model"], device="cpu")
-    combiner = Combiner(1.1, 3.0, -2.0, critic=tiny_critics["critic_model"])
+    combiner = CriticStack.plus(1.1, 3.0, -2.0, critic=tiny_critics["critic_model"])
     feats = random_features(3, seed=1)
-    got = critic_plus_scores(PREDS, REFS, image_features=feats, combiner=combiner, model=model, vocab=vocab,
+    got = stack_scores(PREDS, REFS, image_features=feats, stack=combiner, members=[(model, vocab)],
                              encoder=minilm)
     assert np.allclose(got, _formula(combiner, model, vocab, minilm, feats), atol=1e-5)
 
@@ -166,9 +167,9 @@ def test_registered_metric_through_capeval_score(tiny_critics, tiny_plus, fake_e
     out = capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(folder))
     per = out["per_caption"]["critic_plus"]
     assert out["critic_plus"] == pytest.approx(np.mean(per)) and all(0 <= s <= 1 for s in per)
-    combiner = Combiner.load(folder)
+    combiner = CriticStack.load(folder)
     model, vocab = load_critic(tiny_critics["critic_model"])
-    assert np.allclose(per, critic_plus_scores(PREDS, REFS, images=images, combiner=combiner, model=model, vocab=vocab,
+    assert np.allclose(per, stack_scores(PREDS, REFS, images=images, stack=combiner, members=[(model, vocab)],
                                                encoder=fake_encoder), atol=1e-9)
     sig = out["signature"]
     assert "critic_plus:model=plus@" in sig and ",critic=critic@" in sig and "encoder=fake-letters,refs=mean" in sig
@@ -184,18 +185,18 @@ def test_registered_metric_through_capeval_score(tiny_critics, tiny_plus, fake_e
 
 def test_fit_combiner_on_tiny_dev_pairs(tiny_critics, tmp_path, fake_encoder):
     table, dev, _ = tiny_dev_data()
-    combiner = fit_combiner(table, dev, tiny_critics["critic_model"], seed=3)
+    combiner = fit_stack(table, dev, [tiny_critics["critic_model"]], sentence_encoder="all-minilm-l6-v2", mix="caption", seed=3)
     fit = combiner.fit
     assert fit["examples"] == 2 * 5 * len(dev) and fit["negative_sources"] == ["RC"] and fit["seed"] == 3
-    assert np.isfinite([combiner.a, combiner.b, combiner.c]).all() and combiner.sentence_encoder == "fake-letters"
+    assert np.isfinite([combiner.weights[0], combiner.cosine_weight, combiner.intercept]).all() and combiner.sentence_encoder == "fake-letters"
     assert 0 <= fit["dev"]["accuracy"] <= 1 and fit["dev"]["log_loss"] <= fit["dev_cosine_alone"]["log_loss"] + 1e-9
-    assert fit_combiner(table, dev, tiny_critics["critic_model"], seed=3) == combiner  # deterministic
+    assert fit_stack(table, dev, [tiny_critics["critic_model"]], sentence_encoder="all-minilm-l6-v2", mix="caption", seed=3) == combiner  # deterministic
     combiner.save(tmp_path)
-    assert Combiner.load(tmp_path) == combiner
+    assert CriticStack.load(tmp_path) == combiner
     other = table.__class__(sorted(table.index, key=table.index.get), table.features.float(),
                             settings="image_encoder:resnet152,res:224", kind="pooled")
     with pytest.raises(ValueError, match="the critic reads other ones"):
-        fit_combiner(other, dev, tiny_critics["critic_model"])
+        fit_stack(other, dev, [tiny_critics["critic_model"]], sentence_encoder="all-minilm-l6-v2", mix="caption")
 
 
 def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys):
@@ -208,9 +209,9 @@ def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys)
     rc = main(["critic", "fit-plus", "--features", str(tmp_path / "feats.safetensors"), "--critic",
                tiny_critics["critic_model"], "--out", str(tmp_path / "plus")])
     assert rc == 0 and "weights a=" in capsys.readouterr().err
-    saved = Combiner.load(tmp_path / "plus")
-    assert saved.critic == tiny_critics["critic_model"] and saved.fit["images"] == len(dev)
-    assert saved == fit_combiner(table, dev, tiny_critics["critic_model"], device="cpu")
+    saved = CriticStack.load(tmp_path / "plus")
+    assert saved.critics[0] == tiny_critics["critic_model"] and saved.fit["images"] == len(dev)
+    assert saved == fit_stack(table, dev, [tiny_critics["critic_model"]], sentence_encoder="all-minilm-l6-v2", mix="caption", device="cpu")
 
 
 # -- the shipped combiner ---------------------------------------------------------------------------------------
@@ -219,9 +220,10 @@ def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys)
 def test_shipped_combiner_names_its_parts_and_was_fitted_on_dev_only():
     from capeval.model_store import model_dir as pretrained_dir
 
-    combiner = Combiner.load(pretrained_dir("critic-flickr8k-plus"))
-    assert combiner.critic == "critic-flickr8k-caption" and combiner.sentence_encoder == "all-minilm-l6-v2"
-    assert np.isfinite([combiner.a, combiner.b, combiner.c]).all() and combiner.a > 0 and combiner.b > 0
+    combiner = CriticStack.load(pretrained_dir("critic-flickr8k-plus"))
+    assert combiner.critics[0] == "critic-flickr8k-caption" and combiner.sentence_encoder == "all-minilm-l6-v2"
+    assert np.isfinite([combiner.weights[0], combiner.cosine_weight, combiner.intercept]).all() and combiner.weights[0] > 0 \
+        and combiner.cosine_weight > 0
     fit = combiner.fit
     assert fit["images"] == 1000 and fit["examples"] == 10_000 and fit["negative_sources"] == ["RC"]
     assert "Flickr8k dev" in fit["data"] and fit["dev"]["log_loss"] <= fit["dev_cosine_alone"]["log_loss"]

@@ -163,7 +163,7 @@ def machine_captions(path: Path | None) -> dict[str, list[str]] | None:
 
 def train(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
-    from capeval.critic.scoring import critic_folder
+    from capeval.critic.loading import critic_folder
     from capeval.critic.train import train_critic
     from capeval.models.feature_table import FeatureTable
 
@@ -231,25 +231,26 @@ def _coco_captions(args: argparse.Namespace):
 
 def fit_plus(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
-    from capeval.critic.ensemble import fit_combiner
+    from capeval.critic.stack import fit_stack
     from capeval.models.feature_table import FeatureTable, check_disjoint
 
     dev = flickr8k_split("dev")
     check_disjoint(dev, test=flickr8k_split("test"))
-    combiner = fit_combiner(FeatureTable.load(args.features), dev, args.critic, sentence_encoder=args.sentence_encoder,
-                            seed=args.seed, device=None if args.gpu else "cpu", progress_bar=args.progress)
+    combiner = fit_stack(FeatureTable.load(args.features), dev, [args.critic], sentence_encoder=args.sentence_encoder,
+                         mix="caption", seed=args.seed, device=None if args.gpu else "cpu", progress_bar=args.progress)
     path = combiner.save(args.out)
     fit = combiner.fit
-    print(f"weights a={combiner.a:.4f} (critic log-odds) b={combiner.b:.4f} (cosine) c={combiner.c:.4f}; dev accuracy "
-          f"{fit['dev']['accuracy']:.4f}, log-loss {fit['dev']['log_loss']:.4f}, pair accuracy "
-          f"{fit['dev']['pair_accuracy']:.4f} (critic alone {fit['dev_critic_alone']['pair_accuracy']:.4f}, cosine "
+    (critic_alone,) = fit["dev_members_alone"].values()
+    print(f"weights a={combiner.weights[0]:.4f} (critic log-odds) b={combiner.cosine_weight:.4f} (cosine) "
+          f"c={combiner.intercept:.4f}; dev accuracy {fit['dev']['accuracy']:.4f}, log-loss {fit['dev']['log_loss']:.4f},"
+          f" pair accuracy {fit['dev']['pair_accuracy']:.4f} (critic alone {critic_alone['pair_accuracy']:.4f}, cosine "
           f"alone {fit['dev_cosine_alone']['pair_accuracy']:.4f}) -> {path}", file=sys.stderr)
     return 0
 
 
 def fit_ensemble(args: argparse.Namespace) -> int:
     from capeval.captioning.data import flickr8k_split
-    from capeval.critic.critic_ensemble import fit_ensemble as fit
+    from capeval.critic.stack import fit_stack
     from capeval.critic.data import training_vocabulary
     from capeval.models.feature_table import FeatureTable, check_disjoint
 
@@ -258,7 +259,7 @@ def fit_ensemble(args: argparse.Namespace) -> int:
         raise ValueError("--critics: name at least one critic (NAME|DIR,...).")
     dev = flickr8k_split("dev")
     check_disjoint(dev, test=flickr8k_split("test"))
-    ensemble = fit(FeatureTable.load(args.features), dev, critics, mix=parse_mix(args.mix),
+    ensemble = fit_stack(FeatureTable.load(args.features), dev, critics, mix=parse_mix(args.mix),
                    vocabulary=training_vocabulary(flickr8k_split("train")), seed=args.seed,
                    device=None if args.gpu else "cpu", progress_bar=args.progress)
     path = ensemble.save(args.out)
@@ -304,7 +305,7 @@ def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.benchmarks.stats import correlation
     from capeval.captioning.data import flickr8k_split
-    from capeval.critic.scoring import critic_folder
+    from capeval.critic.loading import critic_folder
     from capeval.critic.system_eval import DEFAULT_INIT
     from capeval.critic.system_eval import evaluate_system as run
     from capeval.models.feature_table import FeatureTable

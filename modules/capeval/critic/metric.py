@@ -1,7 +1,7 @@
 """The critic as capeval metrics: ``critic`` (image + reference), ``critic_ref`` (reference only), ``critic_img``
 (image only). Each scores P(candidate is human-written | context) in [0, 1], averaged over the references
 (:mod:`capeval.critic.scoring`); the corpus score is the mean over captions. ``critic_plus``: the critic combined
-with the sentence-embedding cosine of candidate and reference (:mod:`capeval.critic.ensemble`), in [0, 1], averaged
+with the sentence-embedding cosine of candidate and reference (:mod:`capeval.critic.stack`), in [0, 1], averaged
 over the references the same way.
 
 Options (routed by name, as every metric option): ``critic_model`` / ``critic_ref_model`` / ``critic_img_model``
@@ -27,7 +27,6 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
-from capeval.critic.scoring import weights_digest
 from capeval.metric import CaptionMetric, MetricOutput
 
 
@@ -38,61 +37,48 @@ class _CriticMetric(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
+        from capeval.critic.loading import critic_folder
         from capeval.models._deps import require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
-        from capeval.critic.scoring import critic_folder
-
         folder = critic_folder(None, cls.context)
         if not (folder / "model.safetensors").is_file():
             raise FileNotFoundError(f"{folder}: the shipped {cls.name} weights are missing; reinstall capeval.")
 
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
-        from capeval.critic.scoring import critic_folder
+        from capeval.critic.loading import critic_folder, weights_digest
+        from capeval.critic.stack import CriticStack, is_stack
 
-        return weights_digest(*_weight_folders(critic_folder(options.get(cls.model_option), cls.context)))
+        folder = critic_folder(options.get(cls.model_option), cls.context)
+        members = CriticStack.load(folder).member_paths(folder) if is_stack(folder) else []
+        return weights_digest(folder, *members)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        from capeval.critic.critic_ensemble import context_of, ensemble_scores, is_ensemble, load_ensemble
-        from capeval.critic.scoring import critic_folder, critic_scores, load_critic
+        from capeval.critic.stack import load_scorer
 
-        option, device = self.config[self.model_option], self.config["critic_device"]
-        folder = critic_folder(option, self.context)
-        if is_ensemble(folder):  # several critics combined into one (capeval critic fit-ensemble)
-            ensemble, members = load_ensemble(folder, device)
-            models = [m for m, _ in members]
-        else:
-            ensemble, members = None, [load_critic(option, self.context, device)]
-            models = [members[0][0]]
-        context = context_of(models)
+        option = self.config[self.model_option]
+        scorer = load_scorer(option, self.context, device=self.config["critic_device"])
+        context = scorer.context
         # critic_ref may use an image_optional critic (critic-flickr8k-joint): its "no image" vector is the image
-        no_image = self.context == "reference" and ensemble is None and context == "image+reference" and \
-            models[0].config.image_optional
+        no_image = self.context == "reference" and context == "image+reference" and scorer.image_optional
         if context != self.context and not no_image:
             hint = " (or an image + reference critic trained with image_optional)" if self.context == "reference" \
                 else ""
             raise ValueError(f"{self.name} expects a critic with context {self.context!r}{hint}; {option} has "
                              f"{context!r}.")
-        uses_image, uses_reference = any(m.config.uses_image for m in models) and not no_image, \
-            any(m.config.uses_reference for m in models)
+        uses_image = "image" in context and not no_image
         images = batch.images if uses_image else None
         if uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
-        refs = batch.raw_references if uses_reference else None
-        size = int(self.config["critic_batch_size"])
-        if ensemble is not None:
-            scores = ensemble_scores(preds, refs, images=images, ensemble=ensemble, members=members,
-                                     batch_size=size, progress_bar=batch.progress)
-        else:
-            model, vocab = members[0]
-            scores = critic_scores(preds, refs, images=images, model=model, vocab=vocab, batch_size=size,
-                                   progress_bar=batch.progress)
+        refs = batch.raw_references if "reference" in context else None
+        scores = scorer.scores(preds, refs, images=images, batch_size=int(self.config["critic_batch_size"]),
+                               progress_bar=batch.progress)
         per = _zero_wordless(scores, preds)
         context_label = f"{self.context},image=none" if no_image else self.context
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={_model_label(folder)},ctx={context_label},refs=mean")
+                            signature=f"model={scorer.label()},ctx={context_label},refs=mean")
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -102,21 +88,6 @@ def _zero_wordless(scores, preds) -> list[float]:
     wordless = [i for i, p in enumerate(preds) if not any(ch.isalnum() for t in critic_tokens(p) for ch in t)]
     scores[wordless] = 0.0
     return [float(s) for s in scores]
-
-
-def _weight_folders(folder) -> list:
-    """``folder`` and, for a critic ensemble, its member critics' folders: every file that changes its scores."""
-    from capeval.critic.critic_ensemble import CriticEnsemble, is_ensemble
-
-    return [folder, *CriticEnsemble.load(folder).critic_paths(folder)] if is_ensemble(folder) else [folder]
-
-
-def _model_label(folder) -> str:
-    """``critic-flickr8k`` for a shipped critic (or combiner, or ensemble), else ``<folder name>@<hash of its files>``
-    (an ensemble's hash covers its member critics' files)."""
-    from capeval.model_store import catalog_name_of
-
-    return catalog_name_of(folder) or f"{folder.name}@{weights_digest(*_weight_folders(folder))[:10]}"
 
 
 class Critic(_CriticMetric):
@@ -149,7 +120,7 @@ class CriticImg(_CriticMetric):
 
 class CriticPlus(CaptionMetric):
     """The critic and the sentence-embedding cosine of candidate and reference, combined per pair by weights fitted
-    on Flickr8k dev (:mod:`capeval.critic.ensemble`); averaged over the references."""
+    on Flickr8k dev (a critic stack with the cosine, :mod:`capeval.critic.stack`); averaged over the references."""
 
     name = "critic_plus"
     uses_tokens: ClassVar[bool] = False
@@ -165,29 +136,32 @@ class CriticPlus(CaptionMetric):
 
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
-        from capeval.critic.ensemble import Combiner, plus_folder
+        from capeval.critic.loading import critic_folder, weights_digest
+        from capeval.critic.stack import CriticStack
 
-        folder = plus_folder(options.get("critic_plus_model", cls.options["critic_plus_model"]))
-        return weights_digest(folder, Combiner.load(folder).critic_path(folder))
+        folder = critic_folder(options.get("critic_plus_model") or cls.options["critic_plus_model"])
+        return weights_digest(folder, *CriticStack.load(folder).member_paths(folder))
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        from capeval.critic.ensemble import critic_plus_scores, load_critic_plus, plus_folder
+        from capeval.critic.loading import critic_folder, model_label
+        from capeval.critic.stack import load_scorer
 
-        option = self.config["critic_plus_model"]
-        folder = plus_folder(option)
-        combiner, model, vocab, encoder = load_critic_plus(folder, self.config["critic_device"])
+        folder = critic_folder(self.config["critic_plus_model"] or self.options["critic_plus_model"])
+        if not (folder / "combiner.json").is_file():
+            raise FileNotFoundError(f"{folder} holds no combiner.json (a critic_plus combiner); make one with "
+                                    "`capeval critic fit-plus`.")
+        scorer = load_scorer(folder, device=self.config["critic_device"])
+        if scorer.stack is None or not scorer.stack.uses_cosine or len(scorer.members) != 1:
+            raise ValueError(f"critic_plus_model {folder} is not a critic_plus combiner (one critic and the sentence "
+                             "cosine: combiner.json, `capeval critic fit-plus`).")
         images = batch.images
-        if model.config.uses_image and images is None:
+        if "image" in scorer.context and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction).")
         preds = batch.raw_predictions
-        scores = critic_plus_scores(preds, batch.raw_references, images=images, combiner=combiner, model=model,
-                                    vocab=vocab, encoder=encoder, batch_size=int(self.config["critic_batch_size"]),
-                                    progress_bar=batch.progress)
+        scores = scorer.scores(preds, batch.raw_references, images=images,
+                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress)
         per = _zero_wordless(scores, preds)
-        critic = _model_label(combiner.critic_path(folder))
+        critic = model_label(scorer.member_folders()[0])
         return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={_model_label(folder)},critic={critic},"
-                                      f"encoder={encoder.name},refs=mean")
-
-
-__all__ = ["Critic", "CriticImg", "CriticPlus", "CriticRef"]
+                            signature=f"model={model_label(folder)},critic={critic},"
+                                      f"encoder={scorer.encoder.name},refs=mean")

@@ -21,7 +21,6 @@ array([0.83])
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,81 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from capeval.catalog import DEFAULTS
+from capeval.critic.loading import load_critic
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
 from capeval.progress import progress
 
-#: The default critic of each context: the ``critic``, ``critic_ref`` and ``critic_img`` metrics' defaults in the catalog.
-SHIPPED = {"image+reference": DEFAULTS["critic"], "reference": DEFAULTS["critic_ref"],
-           "image": DEFAULTS["critic_img"]}
-_LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
 _ENCODERS: dict[tuple[str, str, bool], Any] = {}
-
-
-def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
-    """The folder of a critic: ``path`` (a folder, or the name of a shipped critic such as ``critic-flickr8k-caption``),
-    or the shipped critic of ``context``."""
-    from capeval.model_store import has_weights, model_dir
-
-    if path is not None:
-        if isinstance(path, str) and has_weights(path) and not Path(path).exists():
-            return model_dir(path)
-        return Path(path)
-    if context not in SHIPPED:
-        raise ValueError(f"context must be one of {sorted(SHIPPED)}, got {context!r}.")
-    return model_dir(SHIPPED[context])
-
-
-def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:
-    """The folder of a critic that a combiner or ensemble file at ``base`` names: ``name`` relative to ``base`` when
-    it names a folder there, else a shipped critic's name or a path as given (:func:`critic_folder`)."""
-    if base is not None and not Path(name).is_absolute() and (Path(base) / name).is_dir():
-        return Path(base) / name
-    return critic_folder(name)
-
-
-_WEIGHT_FILES = ("config.json", "model.safetensors", "vocab.json", "combiner.json", "ensemble.json")
-_DIGESTS: dict[tuple, str] = {}
-
-
-def weights_digest(*folders: str | os.PathLike) -> str:
-    """sha256 (first 16 hex digits) of the weight, vocabulary, combiner and ensemble files of ``folders``: what
-    changes a critic's scores (cache keys and signatures). Kept per (file, size, modification time): cache keys and
-    signatures ask for the same megabytes of weights again and again."""
-    files = [(name, Path(folder) / name) for folder in folders for name in _WEIGHT_FILES]
-    files = [(name, path) for name, path in files if path.is_file()]
-    stats = [path.stat() for _, path in files]
-    key = tuple((name, str(path.resolve()), st.st_size, st.st_mtime_ns) for (name, path), st in zip(files, stats))
-    if key not in _DIGESTS:
-        digest = hashlib.sha256()
-        for name, path in files:
-            digest.update(name.encode() + path.read_bytes())
-        _DIGESTS[key] = digest.hexdigest()[:16]
-    return _DIGESTS[key]
-
-
-def load_critic(path: str | os.PathLike | None = None, context: str = "image+reference", device: Any = None):
-    """``(model, vocab)`` from a ``capeval critic train`` folder (default: the shipped critic of ``context``).
-
-    Loaded critics are kept per folder and device and reused by later calls."""
-    from capeval.models._deps import default_device
-
-    folder = critic_folder(path, context)
-    if (folder / "ensemble.json").is_file():
-        raise FileNotFoundError(f"{folder} is a critic ensemble (ensemble.json), not one critic: score it with the "
-                                "critic metrics (critic_model=FOLDER) or capeval.critic.critic_ensemble.ensemble_scores.")
-    if not (folder / "config.json").is_file() or not (folder / "vocab.json").is_file():
-        raise FileNotFoundError(f"{folder} holds no critic (config.json and vocab.json); train one with "
-                                "`capeval critic train` or omit the path for the shipped critic.")
-    device = default_device(device)
-    key = (str(folder.resolve()), str(device))
-    if key not in _LOADED:
-        from capeval.critic.model import CriticModel
-
-        model = CriticModel.from_pretrained(folder).float().to(device).eval()  # shipped weights are float16
-        _LOADED[key] = (model, CriticVocab.load(folder))
-    return _LOADED[key]
 
 
 def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = None, cache: bool = True):

@@ -31,7 +31,7 @@ CRITIC = "critic-flickr8k-ref"
 def extra_settings(critic: str = CRITIC) -> str:
     """The feature-cache settings of the extra columns with ``critic`` (a shipped name or a folder): the code
     version and a digest of the critic's files, so another critic, or retrained weights, never reads stale rows."""
-    from capeval.critic.scoring import critic_folder, weights_digest
+    from capeval.critic.loading import critic_folder, weights_digest
 
     return f"lceval-extra-{EXTRA_VERSION}|critic={weights_digest(critic_folder(critic, 'reference'))}"
 
@@ -40,7 +40,8 @@ def extra_features(candidates: Sequence[str], references: Sequence[Sequence[str]
                    progress: bool | None = None) -> np.ndarray:
     """``(n, 3)`` float64: :data:`EXTRA_FEATURE_NAMES` of each candidate with its (non-empty) references;
     ``critic``: the reference-only critic of the last column (a shipped name or a ``capeval critic train`` folder)."""
-    from capeval.critic.scoring import critic_folder, critic_scores, load_critic
+    from capeval.critic.loading import critic_folder, load_critic
+    from capeval.critic.scoring import critic_scores
     from capeval.models.sentence_encoder import load_sentence_encoder
 
     n = len(candidates)

@@ -128,7 +128,7 @@ def _extra_critic_label(model) -> str | None:
     config = model if isinstance(model, LCEvalConfig) else LCEvalModel.from_pretrained(model).config
     if not config.uses_extra:
         return None
-    from capeval.critic.scoring import critic_folder, weights_digest
+    from capeval.critic.loading import critic_folder, weights_digest
     from capeval.model_store import catalog_name_of
 
     folder = critic_folder(config.extra_critic, "reference")
