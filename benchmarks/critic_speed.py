@@ -36,7 +36,8 @@ def main() -> int:
 
     from capeval.api import score
     from capeval.benchmarks import load_benchmark
-    from capeval.critic.scoring import critic_scores, encode_images, load_critic
+    from capeval.critic.loading import load_critic
+    from capeval.critic.scoring import critic_scores, encode_images
 
     bench = load_benchmark("flickr8k-expert", protocol="cui")
     cands, refs = bench.candidates(), bench.references()

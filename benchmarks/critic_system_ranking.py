@@ -17,7 +17,7 @@ from pathlib import Path
 
 import capeval
 from capeval.benchmarks.stats import correlation
-from capeval.captioning.data import flickr8k_split
+from capeval.corpora.captions import flickr8k_captions
 from capeval.cli.cmd_critic import machine_captions
 from capeval.paths import data_dir
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     systems = dict(item.split("=", 1) for item in args.systems.split(","))
     models = [m for m in args.critic_models.split(",") if m]
-    refs = flickr8k_split("test")
+    refs = flickr8k_captions("test")
     images = sorted(refs)
     root = data_dir()
     if root is None:

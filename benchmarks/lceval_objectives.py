@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "modules"))
 import numpy as np, torch, json
-from capeval.benchmarks.lceval_training import build_training_set, pair_features
+from capeval.corpora.lceval_pairs import build_training_set, pair_features
 from capeval.benchmarks.lceval_ablation import benchmark_features
 from capeval.benchmarks import load_benchmark
 from capeval.benchmarks.stats import correlation, pairwise_credit

@@ -33,7 +33,7 @@ done
 # 3b. COCO caption LMs on a seeded 20,000-image subset of train2014 (1 epoch), perplexities
 python - "$out" <<'PY'
 import json, random, sys
-from capeval.rerank.corpora import coco_train_captions
+from capeval.corpora.captions import coco_train_captions
 caps = coco_train_captions(); ids = sorted(caps); random.Random(0).shuffle(ids)
 for name, part in (("train", ids[:20000]), ("dev", ids[20000:21000])):
     json.dump([caps[i] for i in sorted(part)], open(f"{sys.argv[1]}/coco_{name}_refs.json", "w"))

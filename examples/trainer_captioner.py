@@ -65,11 +65,11 @@ def flickr8k_dev(max_images: int, data_dir=None):
     """``(image folder, {image file: [5 captions]})`` of the first ``max_images`` Flickr8k dev images (sorted)."""
     from pathlib import Path
 
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.paths import data_dir as default_data_dir
 
     root = Path(data_dir) if data_dir else default_data_dir(required=True)
-    references = flickr8k_split("dev", root)
+    references = flickr8k_captions("dev", root)
     names = sorted(references)[:max_images]
     return root / "flickr8k" / "images-224", {name: references[name] for name in names}
 

@@ -21,7 +21,7 @@ What is *not* counted, and why: document frequencies or other corpus statistics 
 SPICE-U's uniqueness table: no parameter is fitted to them, and pycocoevalcap's own CIDEr-D reads the evaluated
 references); the same photo reached through two datasets' different file names (a handful of COCO train2014 images
 are Flickr8k or Flickr30k photos: the COCO-caption models leave them out by Flickr photo id, see
-:mod:`capeval.critic.coco_corpus`); a dataset's other split (a model trained on Flickr8k *train* is in-domain on
+:mod:`capeval.corpora.coco_train2014`); a dataset's other split (a model trained on Flickr8k *train* is in-domain on
 Flickr8k-Expert, whose 1,000 images and 5,822 candidates are all from the *test* split, but has not seen them).
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
-from capeval.captioning.data import FeatureTable, check_disjoint  # noqa: E402
+from capeval.models.feature_table import FeatureTable, check_disjoint  # noqa: E402
 from capeval.captioning.distractors import distractor_analysis, most_common_captions  # noqa: E402
 from capeval.captioning.evaluate import evaluate_captioner  # noqa: E402
 from capeval.captioning.generate import beam_candidates, sample_captions, write_jsonl  # noqa: E402

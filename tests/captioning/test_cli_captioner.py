@@ -31,7 +31,7 @@ def _tiny(folder, feature_dim, kind):
 
 @pytest.fixture(scope="module")
 def test_split_inputs(tmp_path_factory):
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.paths import data_dir
 
     if data_dir() is None:
@@ -39,7 +39,7 @@ def test_split_inputs(tmp_path_factory):
     from safetensors.torch import save_file
 
     root = tmp_path_factory.mktemp("cli")
-    names = sorted(flickr8k_split("test"))
+    names = sorted(flickr8k_captions("test"))
     feats = torch.randn(len(names), 2, 8, generator=torch.Generator().manual_seed(0))
     save_file({"features": feats}, str(root / "f.safetensors"),
               metadata={"images": json.dumps(names), "settings": "random-test-features", "kind": "grid"})

@@ -24,7 +24,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
-    ("benchmarks", ("benchmarks",)),
+    ("benchmarks and training corpora", ("benchmarks", "corpora")),
     ("hub", ("hub",)),
     ("cli", ("cli", "__main__")),
 ]

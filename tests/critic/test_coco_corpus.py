@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import capeval.coco.captions
-from capeval.critic.coco_corpus import caption_vector, coco_training_corpus, flickr_photo_id
+from capeval.corpora.coco_train2014 import caption_vector, coco_training_corpus, flickr_photo_id
 from capeval.critic.transforms import NearestImages
 from capeval.models.word_vectors import WordVectors
 
@@ -90,7 +90,7 @@ def test_on_demand_neighbours_equal_the_precomputed_ranking():
 def test_reference_critic_trains_on_the_corpus(fake_coco, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("accelerate")
-    from capeval.critic.coco_corpus import caption_neighbour_table
+    from capeval.corpora.coco_train2014 import caption_neighbour_table
     from capeval.critic.model import CriticModel
     from capeval.critic.train import train_critic
 

@@ -390,21 +390,21 @@ def test_evaluate_system_with_samples_uses_the_papers_mix_and_only_the_training_
         assert set(call["samples"]) == set(train_images) and set(call["system"]) == set(train_images)
 
 
-def test_cli_evaluate_system_checks_the_samples_file(tmp_path):
+def test_evaluate_system_checks_the_samples_file(tmp_path):
     import json
 
-    from capeval.cli.cmd_critic import _split_samples
+    from capeval.corpora.critic_data import split_samples
 
     refs = {"a.jpg": ["x"], "b.jpg": ["y"]}
     f = tmp_path / "s.jsonl"
     rows = [{"id": i, "candidates": [{"caption": f"s {i}", "logp": -3.0}]} for i in refs]
     f.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    assert _split_samples(f, refs, "test") == {"a.jpg": ["s a.jpg"], "b.jpg": ["s b.jpg"]}
-    assert _split_samples(None, refs, "test") is None
+    assert split_samples(f, refs, "Flickr8k test") == {"a.jpg": ["s a.jpg"], "b.jpg": ["s b.jpg"]}
+    assert split_samples(None, refs, "Flickr8k test") is None
     with pytest.raises(ValueError, match="no sample for 1 image"):
-        _split_samples(f, {**refs, "c.jpg": ["z"]}, "test")
+        split_samples(f, {**refs, "c.jpg": ["z"]}, "Flickr8k test")
     with pytest.raises(ValueError, match="not in Flickr8k test"):
-        _split_samples(f, {"a.jpg": ["x"]}, "test")
+        split_samples(f, {"a.jpg": ["x"]}, "Flickr8k test")
 
 
 def test_evaluate_system_averages_the_last_epochs(trained, monkeypatch):
@@ -592,7 +592,7 @@ def test_critic_ref_scores_an_image_optional_critic_without_images(tiny_critics,
     import shutil
 
     import capeval
-    from capeval.critic.scoring import load_critic
+    from capeval.critic.loading import load_critic
 
     folder = tmp_path / "joint"
     shutil.copytree(tiny_critics["critic_model"], folder)

@@ -46,7 +46,8 @@ pytest.importorskip("transformers")
 from capeval.critic.stack import load_scorer  # noqa: E402
 from capeval.critic.stack import stack_features as member_log_odds  # noqa: E402
 from capeval.critic.stack import stack_scores  # noqa: E402
-from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
+from capeval.critic.loading import load_critic  # noqa: E402
+from capeval.critic.scoring import critic_pairs, critic_scores  # noqa: E402
 from support.tiny_critic import DEV_WORDS, random_features, tiny_dev_data  # noqa: E402
 
 def load_ensemble(folder, device=None):
@@ -218,14 +219,14 @@ def test_fit_ensemble_on_tiny_dev_pairs(tiny_critics, tmp_path):
 
 
 def test_cli_fit_ensemble(tiny_critics, tmp_path, monkeypatch, capsys):
-    import capeval.captioning.data as data
+    import capeval.corpora.captions as data
     from capeval.cli import main
 
     table, dev, test = tiny_dev_data()
     words = DEV_WORDS
     train = {"train.jpg": [" ".join(words)]}
     table.save(tmp_path / "feats.safetensors")
-    monkeypatch.setattr(data, "flickr8k_split", lambda split: {"dev": dev, "test": test, "train": train}[split])
+    monkeypatch.setattr(data, "flickr8k_captions", lambda split: {"dev": dev, "test": test, "train": train}[split])
     critics = [tiny_critics["critic_model"], tiny_critics["critic_img_model"]]
     rc = main(["critic", "fit-ensemble", "--features", str(tmp_path / "feats.safetensors"), "--critics",
                ",".join(critics), "--out", str(tmp_path / "ens"), "--mix", "RC=1,WP=1"])

@@ -55,7 +55,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from capeval.critic.stack import fit_stack, stack_features, stack_scores  # noqa: E402
-from capeval.critic.scoring import critic_pairs, critic_scores, load_critic  # noqa: E402
+from capeval.critic.loading import load_critic  # noqa: E402
+from capeval.critic.scoring import critic_pairs, critic_scores  # noqa: E402
 from support.tiny_critic import FakeEncoder, random_features, tiny_dev_data  # noqa: E402
 
 PREDS = ["a cat looking at the camera", "an astronaut in a suit", "a dog runs"]
@@ -200,12 +201,12 @@ def test_fit_combiner_on_tiny_dev_pairs(tiny_critics, tmp_path, fake_encoder):
 
 
 def test_cli_fit_plus(tiny_critics, tmp_path, fake_encoder, monkeypatch, capsys):
-    import capeval.captioning.data as data
+    import capeval.corpora.captions as data
     from capeval.cli import main
 
     table, dev, test = tiny_dev_data()
     table.save(tmp_path / "feats.safetensors")
-    monkeypatch.setattr(data, "flickr8k_split", lambda split: {"dev": dev, "test": test}[split])
+    monkeypatch.setattr(data, "flickr8k_captions", lambda split: {"dev": dev, "test": test}[split])
     rc = main(["critic", "fit-plus", "--features", str(tmp_path / "feats.safetensors"), "--critic",
                tiny_critics["critic_model"], "--out", str(tmp_path / "plus")])
     assert rc == 0 and "weights a=" in capsys.readouterr().err

@@ -37,7 +37,8 @@ def other_ref_critic(tmp_path_factory) -> str:
 
 
 def test_the_critic_column_is_the_named_critic_averaged_over_references(tiny_critics, other_ref_critic, letters):
-    from capeval.critic.scoring import critic_scores, load_critic
+    from capeval.critic.loading import load_critic
+    from capeval.critic.scoring import critic_scores
     from capeval.lceval.extra import extra_features
 
     x = extra_features(PREDS, REFS, critic=tiny_critics["critic_ref_model"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from capeval.benchmarks.lceval_training import (REPORTED_BENCHMARKS, benchmark_images, build_training_set, paper_pairs,
+from capeval.corpora.lceval_pairs import (REPORTED_BENCHMARKS, benchmark_images, build_training_set, paper_pairs,
                                                 read_machine_captions)
 
 
@@ -36,9 +36,9 @@ def test_read_machine_captions(tmp_path):
 
 @pytest.fixture(scope="module")
 def training_set(shared_data, tmp_path_factory):
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
 
-    train = flickr8k_split("train", shared_data)
+    train = flickr8k_captions("train", shared_data)
     machine = tmp_path_factory.mktemp("m") / "machine.jsonl"
     with machine.open("w") as fh:
         for k, image in enumerate(sorted(train)[:300]):

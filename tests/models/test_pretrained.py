@@ -71,12 +71,12 @@ def test_shipped_captioner_loads_round_trips_and_captions(tmp_path):
 def test_shipped_captioner_was_trained_on_flickr8k_train_only():
     pytest.importorskip("transformers")
     require_data("flickr8k", "Flickr_8k.trainImages.txt")
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.captioning.load import load_captioner
     from capeval.models.caption_tokenizer import build_caption_tokenizer
 
     log = json.loads((pretrained_dir("flickr8k-captioner") / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
+    train, test = flickr8k_captions("train"), flickr8k_captions("test")
     assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     _, tok = load_captioner()
     rebuilt = build_caption_tokenizer([c for caps in train.values() for c in caps], log["options"]["min_count"])
@@ -88,7 +88,7 @@ def test_shipped_flickr8k_lms_load_and_match_the_train_vocabulary():
     require_data("flickr8k", "Flickr_8k.trainImages.txt")
     from capeval.models.caption_lm import UnigramLM, lm_perplexity
     from capeval.models.lm_loading import load_caption_lm
-    from capeval.rerank.corpora import corpus_captions
+    from capeval.corpora.captions import corpus_captions
 
     folder = pretrained_dir("lm-flickr8k")
     unigram, lstm = load_caption_lm(folder / "unigram"), load_caption_lm(folder / "lstm")
@@ -105,7 +105,7 @@ def test_shipped_coco_lms_exclude_every_evaluation_image_and_load():
     require_data("coco_karpathy_test", "karpathy_ref.json")
     from capeval.models.caption_lm import lm_perplexity
     from capeval.models.lm_loading import load_caption_lm
-    from capeval.rerank.corpora import excluded_coco_image_ids
+    from capeval.corpora.captions import excluded_coco_image_ids
 
     folder = pretrained_dir("lm-coco")
     subset = json.loads((folder / "training_images.json").read_text(encoding="utf-8"))
@@ -128,13 +128,13 @@ def test_shipped_critics_were_trained_on_flickr8k_train_only(name):
     images and a held-out test split, and the config is the shipped context."""
     pytest.importorskip("transformers")
     require_data("flickr8k", "Flickr_8k.trainImages.txt")
-    from capeval.captioning.data import flickr8k_split
-    from capeval.critic.scoring import load_critic
+    from capeval.corpora.captions import flickr8k_captions
+    from capeval.critic.loading import load_critic
     from capeval.critic.vocab import CriticVocab
 
     folder = pretrained_dir(name)
     log = json.loads((folder / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
+    train, test = flickr8k_captions("train"), flickr8k_captions("test")
     assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     model, vocab = load_critic(folder)
     assert model.config.context == CRITICS[name] and model.dtype == __import__("torch").float32
@@ -148,10 +148,10 @@ def _flickr8k_train_log(name: str) -> dict:
     that the test split is disjoint from them (skips without transformers or the Flickr8k files)."""
     pytest.importorskip("transformers")
     require_data("flickr8k", "Flickr_8k.trainImages.txt")
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
 
     log = json.loads((pretrained_dir(name) / "training.json").read_text(encoding="utf-8"))
-    train, test = flickr8k_split("train"), flickr8k_split("test")
+    train, test = flickr8k_captions("train"), flickr8k_captions("test")
     assert log["train_images"] == len(train) == 6000 and not set(train) & set(test)
     return log
 
@@ -160,7 +160,7 @@ def test_shipped_coco_initialised_critic_was_trained_on_flickr8k_train_only():
     """``critic-flickr8k-coco``: an image + reference critic trained on Flickr8k train (6,000 images, the test split
     held out) whose vocabulary, embeddings and LSTM started from ``critic-coco-ref`` (COCO train2014 captions, checked
     below): its vocabulary is exactly that critic's, and dev selected the epoch."""
-    from capeval.critic.scoring import load_critic
+    from capeval.critic.loading import load_critic
 
     log = _flickr8k_train_log("critic-flickr8k-coco")
     folder = pretrained_dir("critic-flickr8k-coco")
@@ -180,9 +180,10 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
     torch = pytest.importorskip("torch")
     log = _flickr8k_train_log("critic-flickr8k-joint")
     require_data("composite", "composite_8k.jsonl")
-    from capeval.benchmarks.held_out import benchmark_images
-    from capeval.critic.coco_corpus import coco_training_corpus
-    from capeval.critic.scoring import critic_scores, load_critic
+    from capeval.corpora.held_out import benchmark_images
+    from capeval.corpora.coco_train2014 import coco_training_corpus
+    from capeval.critic.loading import load_critic
+    from capeval.critic.scoring import critic_scores
 
     folder = pretrained_dir("critic-flickr8k-joint")
     assert log["options"]["init_from"] == "critic-flickr8k-coco"
@@ -203,7 +204,7 @@ def test_shipped_joint_critic_read_flickr8k_train_images_and_coco_captions_only(
 
 def test_evaluate_system_fine_tunes_a_shipped_image_and_reference_critic_by_default():
     pytest.importorskip("transformers")
-    from capeval.critic.scoring import critic_folder, load_critic
+    from capeval.critic.loading import critic_folder, load_critic
     from capeval.critic.system_eval import DEFAULT_INIT
 
     model, _ = load_critic(critic_folder(DEFAULT_INIT))
@@ -216,10 +217,10 @@ def test_shipped_coco_critic_never_read_a_benchmark_image():
     Flickr photo id (COCO's flickr_url), and the dev images were never trained on."""
     pytest.importorskip("transformers")
     require_data("composite", "composite_8k.jsonl")
-    from capeval.benchmarks.held_out import benchmark_images
+    from capeval.corpora.held_out import benchmark_images
     from capeval.coco.captions import load_coco_annotations
-    from capeval.critic.coco_corpus import _coco_flickr_ids, coco_training_corpus, flickr_photo_id
-    from capeval.critic.scoring import load_critic
+    from capeval.corpora.coco_train2014 import _coco_flickr_ids, coco_training_corpus, flickr_photo_id
+    from capeval.critic.loading import load_critic
     from capeval.critic.vocab import CriticVocab
 
     folder = pretrained_dir("critic-coco-ref")
@@ -245,7 +246,8 @@ def test_shipped_critic_scores_and_round_trips(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from capeval.critic.model import CriticModel
-    from capeval.critic.scoring import critic_scores, load_critic
+    from capeval.critic.loading import load_critic
+    from capeval.critic.scoring import critic_scores
 
     model, vocab = load_critic(pretrained_dir("critic-flickr8k"))
     feats = torch.randn(2, 1280, generator=torch.Generator().manual_seed(0)).abs()

@@ -10,7 +10,7 @@ import pytest
 
 from capeval.cli import main
 from capeval.models.caption_lm import UnigramLM
-from capeval.rerank.corpora import coco_train_captions, corpus_captions, excluded_coco_image_ids, flickr8k_captions
+from capeval.corpora.captions import coco_train_captions, corpus_captions, excluded_coco_image_ids, flickr8k_captions
 from capeval.rerank.mmi import from_generate_output, mmi_scores, read_candidates_jsonl, rerank, validate_items
 from capeval.rerank.tune import geomean, tune
 from tests.support import require_data

@@ -43,10 +43,10 @@ def test_refuses_mismatched_references():
 
 
 def test_cli_table_from_candidate_files(tmp_path, shared_data, capsys):
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.cli import main
 
-    dev, test = sorted(flickr8k_split("dev"))[:3], sorted(flickr8k_split("test"))[:3]
+    dev, test = sorted(flickr8k_captions("dev"))[:3], sorted(flickr8k_captions("test"))[:3]
     for name, ids in (("dev", dev), ("test", test)):
         with (tmp_path / f"{name}.jsonl").open("w") as f:
             for i in ids:

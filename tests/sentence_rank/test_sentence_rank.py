@@ -183,7 +183,7 @@ def test_training_pairs_are_seeded_and_dev_is_disjoint():
 
 def test_the_coco_corpus_leaves_benchmark_images_out():
     pytest.importorskip("pycocoevalcap")
-    from capeval.critic.coco_corpus import coco_training_corpus
+    from capeval.corpora.coco_train2014 import coco_training_corpus
 
     try:
         corpus = coco_training_corpus({"fake-bench": {"COCO_train2014_000000000009.jpg"}})
@@ -295,10 +295,10 @@ def test_missing_model_names_the_training_command(fake_minilm, tmp_path):
 
 
 def test_cli_train_and_score(tmp_path, monkeypatch, fake_minilm, capsys):
-    import capeval.benchmarks.held_out as held_out
-    import capeval.critic.coco_corpus as coco_corpus
+    import capeval.corpora.held_out as held_out
+    import capeval.corpora.coco_train2014 as coco_corpus
     from capeval.cli import main
-    from capeval.critic.coco_corpus import CaptionCorpus
+    from capeval.corpora.coco_train2014 import CaptionCorpus
 
     train, dev = tiny_corpus()
     monkeypatch.setattr(held_out, "benchmark_images", lambda *a, **k: {"pascal50s": {"2008_000032.jpg"}})

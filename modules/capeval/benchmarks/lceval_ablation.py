@@ -1,6 +1,6 @@
 """The paper's Table 5 feature-group ablation (and its Table 7 group rows) for capeval's LCEval.
 
-Seven networks are trained on the same training features (:mod:`capeval.benchmarks.lceval_training`), each
+Seven networks are trained on the same training features (:mod:`capeval.corpora.lceval_pairs`), each
 reading one feature subset: all features, each group alone, each group removed (groups:
 :data:`capeval.lceval.features.GROUPS`). Each is scored on COMPOSITE (all captions, Kendall τ-b against the
 correctness score, as ``capeval bench composite``) and on PASCAL-50S (the EXPERT file's 5 references, accuracy %

@@ -136,7 +136,7 @@ def flickr8k_split_data(split: str = "test", root: str | Path | None = None,
                         images_limit: int | None = None) -> RobustnessData:
     """A Flickr8k split (images in its listing's order, the first ``images_limit``), its 5 captions per image,
     image paths (``flickr8k/images-224`` or an original-resolution folder), RW vocabulary from train."""
-    from capeval.rerank.corpora import flickr8k_captions
+    from capeval.corpora.captions import flickr8k_captions
 
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}.")

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from capeval.captioning.data import FeatureTable
+from capeval.models.feature_table import FeatureTable
 from capeval.models._deps import require
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.captioning.data import FeatureTable
+from capeval.models.feature_table import FeatureTable
 
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d", "spice", "spice_u")
 

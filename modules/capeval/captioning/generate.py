@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.captioning.data import FeatureTable
+from capeval.models.feature_table import FeatureTable
 from capeval.models._deps import require
 from capeval.progress import progress
 

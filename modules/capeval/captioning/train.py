@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capeval.captioning.data import FeatureTable, check_disjoint
+from capeval.models.feature_table import FeatureTable, check_disjoint
 from capeval.models._deps import require
 from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
 from capeval.progress import progress

@@ -80,11 +80,12 @@ def _split_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _split_inputs(args: argparse.Namespace):
     """``(model, tokenizer, features, references)`` of ``args.split``."""
-    from capeval.captioning.data import FeatureTable, flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
+    from capeval.models.feature_table import FeatureTable
     from capeval.captioning.load import image_features, load_captioner
 
     model, tokenizer = load_captioner(args.model)
-    refs = flickr8k_split(args.split)
+    refs = flickr8k_captions(args.split)
     if args.features:
         table = FeatureTable.load(args.features)
     else:
@@ -113,7 +114,8 @@ def caption(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    from capeval.captioning.data import FeatureTable, flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
+    from capeval.models.feature_table import FeatureTable
     from capeval.captioning.train import train_captioner
 
     table = FeatureTable.load(args.features)
@@ -121,7 +123,7 @@ def train(args: argparse.Namespace) -> int:
                                           "dropout": args.dropout, "intermediate_size": 4 * args.hidden_size}
     scst = {"objective": "scst", "init_from": args.scst_from, "scst_samples": args.scst_samples} if args.scst_from else {}
     log = train_captioner(
-        table, flickr8k_split("train"), args.out, dev=flickr8k_split("dev"), held_out={"test": flickr8k_split("test")},
+        table, flickr8k_captions("train"), args.out, dev=flickr8k_captions("dev"), held_out={"test": flickr8k_captions("test")},
         config=config, resume=not args.restart, cpu=not args.gpu, epochs=args.epochs,
         images_per_batch=args.images_per_batch, lr=args.lr, seed=args.seed, patience=args.patience,
         warmup_steps=args.warmup_steps, **scst)
@@ -163,12 +165,12 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def distractors(args: argparse.Namespace) -> int:
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.captioning.distractors import distractor_analysis
 
     check_output_path(args.json)
     model, tokenizer, table, refs = _split_inputs(args)
-    out = distractor_analysis(model, tokenizer, table, refs, flickr8k_split("train"), top=args.top)
+    out = distractor_analysis(model, tokenizer, table, refs, flickr8k_captions("train"), top=args.top)
     out["settings"]["split"] = f"flickr8k-{args.split}"
     write_json(args.json, out, indent=1)
     if args.json != STDOUT:  # with --json - stdout holds the whole output already

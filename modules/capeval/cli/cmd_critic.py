@@ -152,90 +152,39 @@ def parse_mix(text: str):
     return out
 
 
-def machine_captions(path: Path | None) -> dict[str, list[str]] | None:
-    """``{image: [captions]}`` from a ``capeval captioner generate`` JSONL file (``None`` without a path)."""
-    if path is None:
-        return None
-    from capeval.rerank.mmi import read_candidates_jsonl
-
-    return {Path(str(row["id"])).name: [c["caption"] for c in row["candidates"]] for row in read_candidates_jsonl(path)}
-
-
 def train(args: argparse.Namespace) -> int:
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.critic_data import critic_training_data, read_captioner_output
     from capeval.critic.loading import critic_folder
     from capeval.critic.train import train_critic
-    from capeval.models.feature_table import FeatureTable
 
     init = critic_folder(args.init_from) if args.init_from else None
     config = None if init else {"context": args.context, "head": args.head, "hidden_size": args.hidden_size,
                                 "interactions": args.interactions == "on" and args.head != "bilinear"}
-    text = {}
-    if args.corpus == "coco-train2014":
-        if args.text_corpus:
-            raise ValueError("--text-corpus adds COCO's captions to --corpus flickr8k; --corpus coco-train2014 "
-                             "already trains on them.")
-        table, train_captions, dev_captions, held_out = _coco_corpus(args, init)
-    else:
-        if args.features is None:
-            raise ValueError("--corpus flickr8k trains on image features: give --features FILE "
-                             "(`capeval features extract`).")
-        table, train_captions, dev_captions = FeatureTable.load(args.features), flickr8k_split("train"), \
-            flickr8k_split("dev")
-        held_out = {"test": flickr8k_split("test")}
-        if args.text_corpus:
-            neighbours, text_train, text_dev, text_held_out = _coco_captions(args)
-            text = {"text": text_train, "text_dev": text_dev, "text_neighbours": neighbours}
-            held_out.update(text_held_out)
+    context = json.loads((Path(init) / "config.json").read_text())["context"] if init else args.context
+    machine = {name: getattr(args, name) for name in ("system", "samples", "dev_system", "dev_samples")}
+    data = critic_training_data(args.corpus, context=context, features=args.features, text_corpus=args.text_corpus,
+                                machine_files=machine, seed=args.seed, word_vectors=args.word_vectors)
+    if data.report:
+        print(data.report, file=sys.stderr)
     log = train_critic(
-        table, train_captions, args.out, dev=dev_captions, held_out=held_out,
-        system=machine_captions(args.system), samples=machine_captions(args.samples),
-        dev_system=machine_captions(args.dev_system), dev_samples=machine_captions(args.dev_samples),
+        data.table, data.train, args.out, dev=data.dev, held_out=data.held_out,
+        **{name: read_captioner_output(path) for name, path in machine.items()},
         config=config, init_from=init, resume=not args.restart, cpu=not args.gpu, progress_bar=args.progress,
         epochs=args.epochs, lr=args.lr, pairs_per_batch=args.pairs_per_batch,
         candidates_per_image=args.candidates_per_image, patience=args.patience, seed=args.seed, mix=parse_mix(args.mix),
-        word_vectors=args.word_vectors, text_mix=parse_mix(args.text_mix), word_gamma=args.word_gamma, **text,
+        word_vectors=args.word_vectors, text_mix=parse_mix(args.text_mix), word_gamma=args.word_gamma, **data.text,
         init_text_from=critic_folder(args.init_text_from) if args.init_text_from else None)
     print(f"best epoch {log['best_epoch']} (dev s {log['best_dev']:.4f}) -> {args.out}", file=sys.stderr)
     return 0
 
 
-def _coco_corpus(args: argparse.Namespace, init):
-    """(caption-vector table, train, dev, held-out benchmark images) of ``--corpus coco-train2014``."""
-    context = json.loads((Path(init) / "config.json").read_text())["context"] if init else args.context
-    if context != "reference":
-        raise ValueError(f"--corpus coco-train2014 has COCO's captions but not its images: it trains critics whose "
-                         f"context is the reference only (--context reference), not {context!r}.")
-    for name in ("system", "samples", "dev_system", "dev_samples", "features"):
-        if getattr(args, name) is not None:
-            raise ValueError(f"--{name.replace('_', '-')} belongs to --corpus flickr8k (COCO has no machine captions "
-                             "or image features here).")
-    return _coco_captions(args)
-
-
-def _coco_captions(args: argparse.Namespace):
-    """(caption-vector table, train, dev, held-out benchmark images) of COCO train2014's captions, every image of a
-    reported benchmark left out."""
-    from capeval.benchmarks.held_out import benchmark_images
-    from capeval.critic.coco_corpus import caption_neighbour_table, coco_training_corpus
-
-    benchmarks = benchmark_images()
-    corpus = coco_training_corpus(benchmarks, seed=args.seed)
-    print(f"COCO train2014: {len(corpus.train)} train / {len(corpus.dev)} dev images; left out "
-          f"{corpus.report['left_out'] or 'none'} (checked: {', '.join(corpus.report['benchmarks_checked'])})",
-          file=sys.stderr)
-    table = caption_neighbour_table({**corpus.train, **corpus.dev}, args.word_vectors)
-    return table, corpus.train, corpus.dev, {f"benchmark {b}": dict.fromkeys(names) for b, names in benchmarks.items()}
-
-
-
 def fit_plus(args: argparse.Namespace) -> int:
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.critic.stack import fit_stack
     from capeval.models.feature_table import FeatureTable, check_disjoint
 
-    dev = flickr8k_split("dev")
-    check_disjoint(dev, test=flickr8k_split("test"))
+    dev = flickr8k_captions("dev")
+    check_disjoint(dev, test=flickr8k_captions("test"))
     combiner = fit_stack(FeatureTable.load(args.features), dev, [args.critic], sentence_encoder=args.sentence_encoder,
                          mix="caption", seed=args.seed, device=None if args.gpu else "cpu", progress_bar=args.progress)
     path = combiner.save(args.out)
@@ -249,7 +198,7 @@ def fit_plus(args: argparse.Namespace) -> int:
 
 
 def fit_ensemble(args: argparse.Namespace) -> int:
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.critic.stack import fit_stack
     from capeval.critic.data import training_vocabulary
     from capeval.models.feature_table import FeatureTable, check_disjoint
@@ -257,10 +206,10 @@ def fit_ensemble(args: argparse.Namespace) -> int:
     critics = [c.strip() for c in args.critics.split(",") if c.strip()]
     if not critics:
         raise ValueError("--critics: name at least one critic (NAME|DIR,...).")
-    dev = flickr8k_split("dev")
-    check_disjoint(dev, test=flickr8k_split("test"))
+    dev = flickr8k_captions("dev")
+    check_disjoint(dev, test=flickr8k_captions("test"))
     ensemble = fit_stack(FeatureTable.load(args.features), dev, critics, mix=parse_mix(args.mix),
-                   vocabulary=training_vocabulary(flickr8k_split("train")), seed=args.seed,
+                   vocabulary=training_vocabulary(flickr8k_captions("train")), seed=args.seed,
                    device=None if args.gpu else "cpu", progress_bar=args.progress)
     path = ensemble.save(args.out)
     fit_info = ensemble.fit
@@ -282,21 +231,6 @@ def _systems(text: str) -> dict[str, Path]:
     return out
 
 
-def _split_samples(path: Path | None, refs: dict[str, list[str]], split: str) -> dict[str, list[str]] | None:
-    """``--samples``: every image of the split with at least one sample, and no image outside it."""
-    if path is None:
-        return None
-    samples = {i: [c for c in caps if c.strip()] for i, caps in machine_captions(path).items()}
-    foreign = sorted(set(samples) - set(refs))
-    if foreign:
-        raise ValueError(f"--samples {path}: {len(foreign)} image(s) not in Flickr8k {split}, e.g. {foreign[0]!r}.")
-    missing = sorted(i for i in refs if not samples.get(i))
-    if missing:
-        raise ValueError(f"--samples {path}: no sample for {len(missing)} image(s) of Flickr8k {split}, e.g. "
-                         f"{missing[0]!r}.")
-    return samples
-
-
 #: Keys of an evaluate-system row that are not metric scores to rank the systems with.
 NOT_METRICS = ("critic", "critic_std", "repeats", "folds")
 
@@ -304,7 +238,8 @@ NOT_METRICS = ("critic", "critic_std", "repeats", "folds")
 def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.benchmarks.stats import correlation
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
+    from capeval.corpora.critic_data import read_captioner_output, split_samples
     from capeval.critic.loading import critic_folder
     from capeval.critic.system_eval import DEFAULT_INIT
     from capeval.critic.system_eval import evaluate_system as run
@@ -313,18 +248,18 @@ def evaluate_system(args: argparse.Namespace) -> int:
 
     check_output_path(args.json)
     systems = _systems(args.systems)
-    refs = flickr8k_split(args.split)
+    refs = flickr8k_captions(args.split)
     table = FeatureTable.load(args.features).pooled()
     init = None if args.from_scratch else critic_folder(args.init_from or DEFAULT_INIT)
     metrics = [m for m in args.metrics.split(",") if m]
-    samples = _split_samples(args.samples, refs, args.split)
+    samples = split_samples(args.samples, refs, f"Flickr8k {args.split}")
     if samples is None:
         print("note: no --samples: each fold's negatives are the system's captions and RC / WP / RW only; the paper "
               "also uses Monte-Carlo samples of a captioner (`capeval captioner generate --samples 5`), without which "
               "diverse sampled captions tend to pass for human (docs/benchmarks/measurements.md §10)", file=sys.stderr)
     rows = {}
     for name, path in systems.items():
-        caps = {i: c[0] for i, c in machine_captions(path).items()}
+        caps = {i: c[0] for i, c in read_captioner_output(path).items()}
         result = run(table, refs, caps, samples=samples, init_from=init, epochs=args.epochs,
                      average_last=args.average_last, seed=args.seed, repeats=args.repeats, lr=args.lr,
                      progress_bar=args.progress)

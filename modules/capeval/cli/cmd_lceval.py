@@ -73,7 +73,7 @@ def _check_arguments(args) -> None:
 
 
 def _training_data(args):
-    from capeval.benchmarks.lceval_training import build_training_set, pair_features
+    from capeval.corpora.lceval_pairs import build_training_set, pair_features
     from capeval.lceval.features import FeatureExtractor
 
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _captions(spec: str) -> list[str]:
-    from capeval.rerank.corpora import CORPORA, corpus_captions
+    from capeval.corpora.captions import CORPORA, corpus_captions
 
     if spec in CORPORA:
         return corpus_captions(spec)

@@ -140,10 +140,10 @@ def _lm_pairs(specs: list[str] | None) -> dict:
 
 
 def _split_candidates(path: Path | None, split: str, args: argparse.Namespace) -> tuple[list[dict], dict]:
-    from capeval.captioning.data import flickr8k_split
+    from capeval.corpora.captions import flickr8k_captions
     from capeval.rerank.mmi import read_candidates_jsonl
 
-    refs = flickr8k_split(split)
+    refs = flickr8k_captions(split)
     if path is not None:
         return read_candidates_jsonl(path), refs
     from capeval.captioning.generate import beam_candidates

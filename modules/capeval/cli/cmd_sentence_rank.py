@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def train(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.held_out import benchmark_images
-    from capeval.critic.coco_corpus import coco_training_corpus
+    from capeval.corpora.held_out import benchmark_images
+    from capeval.corpora.coco_train2014 import coco_training_corpus
     from capeval.paths import cache_dir
     from capeval.sentence_rank.train import train_sentence_rank
 

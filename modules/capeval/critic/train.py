@@ -9,7 +9,7 @@
   (GloVe 6B 50-d offline; unknown words from GloVe's ``unk``), then trained; or ``init_from`` a trained critic
   (fine-tuning: its vocabulary and architecture), or ``init_text_from`` one (a new critic of the given ``config``
   whose vocabulary, embeddings and LSTM start from that critic's, e.g. a reference-context critic trained on COCO's
-  captions, :mod:`capeval.critic.coco_corpus`; the image projection and the head start fresh);
+  captions, :mod:`capeval.corpora.coco_train2014`; the image projection and the head start fresh);
 * optimisation as the paper: cross-entropy, Adam (lr 1e-3) decayed ×0.9 per epoch, global-norm clipping 1.0,
   batches of ``pairs_per_batch`` (50) images × (1 positive + 1 negative) = 100 examples;
 * seeded: epoch ``e``'s examples, order and dropout come from ``seed + e``, so a resumed run equals an uninterrupted
@@ -20,7 +20,7 @@
   the last one; training stops after ``patience`` epochs without a better dev s. ``DIR`` ends with the best
   epoch's model (``save_pretrained``) and vocabulary, and ``training.json`` (the log).
 * ``text`` / ``text_dev`` (optional, image + reference critics): a second corpus of human captions *without* image
-  features (COCO train2014's captions, :mod:`capeval.critic.coco_corpus`), trained in the same epochs with negatives
+  features (COCO train2014's captions, :mod:`capeval.corpora.coco_train2014`), trained in the same epochs with negatives
   from ``text_mix`` (RC by ``text_neighbours``, caption vectors; WP; RW) and the learned "no image" context vector
   (the critic becomes ``image_optional``, :meth:`~capeval.critic.model.CriticModel.allow_missing_images`). Its dev
   pairs are logged as ``text_dev_*``; the epoch is still selected on ``dev`` (the image corpus) alone;

@@ -1,7 +1,7 @@
 """Training data of ``sentence_rank`` (docs/benchmarks/measurements.md §12): ranking pairs from human captions alone.
 
 Input: ``{image: [human captions]}`` for train and dev (COCO train2014's captions with every reported benchmark's
-images left out and 2 % of the images as dev: :func:`capeval.critic.coco_corpus.coco_training_corpus`).
+images left out and 2 % of the images as dev: :func:`capeval.corpora.coco_train2014.coco_training_corpus`).
 
 **A pair** (:class:`RankPair`): for one image, a positive c+ (one of its captions, drawn uniformly), the references R
 (its other captions) and a negative c−, one of four kinds (:data:`NEGATIVE_KINDS`), in equal parts:

@@ -65,7 +65,7 @@ def _coco_flickr_ids(annotations: Mapping[str, Any]) -> dict[str, str]:
 def coco_training_corpus(benchmarks: Mapping[str, set[str]], *, dev_fraction: float = 0.02, seed: int = 0,
                          split: str = "train2014") -> CaptionCorpus:
     """COCO ``split``'s captions by image file name, minus every image of ``benchmarks`` (``{benchmark: image
-    file names}``, e.g. :func:`capeval.benchmarks.held_out.benchmark_images`), split into train and dev.
+    file names}``, e.g. :func:`capeval.corpora.held_out.benchmark_images`), split into train and dev.
 
     ``dev_fraction``: share of the kept images in dev, in (0, 0.5]; ``seed`` draws them. Images with fewer than 2
     non-empty captions are dropped (a critic example needs a context and a candidate).

@@ -2,7 +2,7 @@
 
 :data:`REPORTED_BENCHMARKS` names the benchmarks whose numbers capeval reports (BENCHMARKS.md);
 :func:`benchmark_images` lists their image file names from the data directory. The training-data builders (LCEval's
-pairs, :mod:`capeval.benchmarks.lceval_training`; the critic's COCO corpus, :mod:`capeval.critic.coco_corpus`)
+pairs, :mod:`capeval.corpora.lceval_pairs`; the critic's COCO corpus, :mod:`capeval.corpora.coco_train2014`)
 leave these images out and their tests check it.
 """
 from __future__ import annotations

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capeval.benchmarks.held_out import REPORTED_BENCHMARKS, benchmark_images
+from capeval.corpora.held_out import REPORTED_BENCHMARKS, benchmark_images
 
 __all__ = ["NEGATIVES", "REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images",
            "build_training_set", "paper_pairs", "read_machine_captions"]
@@ -180,9 +180,9 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
         pairs += _mismatched(coco_humans, rc_per_image, rng, "coco-karpathy")
         counts["coco-karpathy"] = {"images": len(by_image), "kept": len(kept)}
     if "flickr8k-train" in sources:
-        from capeval.captioning.data import flickr8k_split
+        from capeval.corpora.captions import flickr8k_captions
 
-        train = flickr8k_split("train", root)
+        train = flickr8k_captions("train", root)
         machines = read_machine_captions(machine_captions) if with_machine else {}
         if with_machine and not machines:
             raise ValueError("flickr8k-train needs machine_captions= (captioner JSON-lines outputs for the train images).")
