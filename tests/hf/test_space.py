@@ -1,4 +1,4 @@
-"""The Space callbacks (capeval.hf.space) without gradio: typed text in, the numbers of capeval.score out,
+"""The Space callbacks (capeval.hf.space_inputs) without gradio: typed text in, the numbers of capeval.score out,
 bad input refused naming the line."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from support import ROOT
 
 import capeval
-from capeval.hf.space import (DIGITS, SpaceInputError, parse_predictions, parse_references, score_captions,
-                              score_thumb)
+from capeval.hf.space_inputs import (DIGITS, SpaceInputError, parse_predictions, parse_references, score_captions,
+                                     score_thumb)
 
 evaluate = pytest.importorskip("evaluate")
 
@@ -107,7 +107,7 @@ def _fail_compute(**_):
 
 
 def test_image_paths_reads_every_upload_form(tmp_path):
-    from capeval.hf.space import image_paths
+    from capeval.hf.space_inputs import image_paths
 
     class Uploaded:  # what a gr.File of gradio 3 handed over
         name = "/tmp/c.jpg"
@@ -122,7 +122,7 @@ def test_image_paths_reads_every_upload_form(tmp_path):
 
 
 def test_critic_tables_equal_capeval_score(critic_module, tiny_critics, photos):
-    from capeval.hf.space import score_image_captions
+    from capeval.hf.space_inputs import score_image_captions
 
     gallery = [(p, f"{i}. caption") for i, p in enumerate(photos, 1)]  # what gr.Gallery(type="filepath") gives
     corpus, per_caption, signature = score_image_captions(critic_module.compute, CRITIC_KEYS, gallery,
@@ -141,7 +141,7 @@ def test_critic_tables_equal_capeval_score(critic_module, tiny_critics, photos):
 
 
 def test_one_image_serves_every_line_and_critic_ref_needs_none(critic_module, tiny_critics, photos):
-    from capeval.hf.space import score_image_captions
+    from capeval.hf.space_inputs import score_image_captions
 
     preds, refs = "a cat\na striped cat sitting", "a cat with stripes\na tabby cat"
     corpus, per_caption, _ = score_image_captions(critic_module.compute, CRITIC_KEYS, photos[:1], preds, refs,
@@ -171,7 +171,7 @@ def test_one_image_serves_every_line_and_critic_ref_needs_none(critic_module, ti
     (["a.jpg"], CRITIC_PREDICTIONS, CRITIC_REFERENCES, ["critic_x"], "Unknown metric 'critic_x'"),
 ])
 def test_bad_image_input_is_refused_before_computing(images, predictions, references, metrics, message):
-    from capeval.hf.space import score_image_captions
+    from capeval.hf.space_inputs import score_image_captions
 
     with pytest.raises(SpaceInputError) as info:
         score_image_captions(_fail_compute, CRITIC_KEYS, images, predictions, references, metrics)
@@ -180,7 +180,7 @@ def test_bad_image_input_is_refused_before_computing(images, predictions, refere
 
 def test_unreadable_and_missing_images_are_named_as_the_page_numbers_them(critic_module, tiny_critics, photos,
                                                                           tmp_path):
-    from capeval.hf.space import score_image_captions
+    from capeval.hf.space_inputs import score_image_captions
 
     bad = tmp_path / "notes.jpg"
     bad.write_text("not a picture")
@@ -193,7 +193,7 @@ def test_unreadable_and_missing_images_are_named_as_the_page_numbers_them(critic
 
 
 def test_critic_models_come_from_the_arguments_then_the_environment(tmp_path):
-    from capeval.hf.space import CRITIC_MODEL_ENV, critic_models
+    from capeval.hf.space_inputs import CRITIC_MODEL_ENV, critic_models
 
     assert critic_models(environ={}) == {}
     env = {"CAPEVAL_CRITIC_MODEL": "/m/critic", "CAPEVAL_CRITIC_IMG_MODEL": "/m/img", "OTHER": "x"}
@@ -216,7 +216,7 @@ LCEVAL_REFERENCES = "a brown dog running on a lawn | a dog plays in the grass\na
 def test_lceval_tables_equal_capeval_score(tiny_lceval, java):
     """Both networks (a tiny random one as lceval_model), the 16 features once per caption (both networks read the
     same features), a feature group per network when they differ (other word vectors) only."""
-    from capeval.hf.space import LCEVAL_FEATURE_COLUMNS, LCEVAL_METRICS, score_lceval
+    from capeval.hf.space_inputs import LCEVAL_FEATURE_COLUMNS, LCEVAL_METRICS, score_lceval
     from capeval.lceval import FEATURE_NAMES
 
     module = evaluate.load(str(ROOT / "metrics" / "lceval"))
@@ -241,7 +241,7 @@ def test_lceval_tables_equal_capeval_score(tiny_lceval, java):
 
 
 def test_lceval_feature_rows_per_network_when_they_differ():
-    from capeval.hf.space import score_lceval
+    from capeval.hf.space_inputs import score_lceval
     from capeval.lceval import FEATURE_NAMES
 
     one = {name: 0.5 for name in FEATURE_NAMES}
@@ -264,7 +264,7 @@ def test_lceval_feature_rows_per_network_when_they_differ():
     (LCEVAL_PREDICTIONS, LCEVAL_REFERENCES, [], "Choose at least one metric"),
 ])
 def test_bad_lceval_input_is_refused_before_computing(predictions, references, metrics, message):
-    from capeval.hf.space import score_lceval
+    from capeval.hf.space_inputs import score_lceval
 
     with pytest.raises(SpaceInputError) as info:
         score_lceval(_fail_compute, predictions, references, metrics)
@@ -272,7 +272,7 @@ def test_bad_lceval_input_is_refused_before_computing(predictions, references, m
 
 
 def test_lceval_module_errors_come_back_as_messages(tmp_path):
-    from capeval.hf.space import score_lceval
+    from capeval.hf.space_inputs import score_lceval
 
     def compute(**kwargs):
         raise FileNotFoundError(f"{kwargs['lceval_model']!r} is neither a shipped LCEval model nor a folder.")
@@ -282,7 +282,7 @@ def test_lceval_module_errors_come_back_as_messages(tmp_path):
 
 
 def test_lceval_models_come_from_the_arguments_then_the_environment(tmp_path):
-    from capeval.hf.space import LCEVAL_MODEL_ENV, lceval_models
+    from capeval.hf.space_inputs import LCEVAL_MODEL_ENV, lceval_models
 
     assert lceval_models(environ={}) == {}
     env = {"CAPEVAL_LCEVAL_MODEL": "/m/lceval", "CAPEVAL_CRITIC_MODEL": "/m/critic"}

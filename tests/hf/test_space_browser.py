@@ -19,9 +19,10 @@ gr = pytest.importorskip("gradio")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 import capeval  # noqa: E402
-from capeval.hf.space import (CAPTION_EXAMPLE, CRITIC_DEFAULT_METRICS, CRITIC_EXAMPLE, CRITIC_METRICS,  # noqa: E402
-                              CRITIC_MODEL_ENV, DIGITS, LCEVAL_EXAMPLE, LCEVAL_METRICS, THUMB_EXAMPLE, load_module,
-                              parse_predictions, parse_references)
+from capeval.hf.space import load_module  # noqa: E402
+from capeval.hf.space_inputs import (CAPTION_EXAMPLE, CRITIC_DEFAULT_METRICS, CRITIC_EXAMPLE,  # noqa: E402
+                                     CRITIC_METRICS, CRITIC_MODEL_ENV, DIGITS, LCEVAL_EXAMPLE, LCEVAL_METRICS,
+                                     THUMB_EXAMPLE, parse_predictions, parse_references)
 from capeval.io import example_images  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")

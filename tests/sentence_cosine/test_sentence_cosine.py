@@ -388,7 +388,7 @@ def test_evaluate_module_equals_capeval_score(encoder):
 
 def test_space_tables_equal_capeval_score(encoder):
     evaluate = pytest.importorskip("evaluate")
-    from capeval.hf.space import CAPTION_EXAMPLE, score_captions
+    from capeval.hf.space_inputs import CAPTION_EXAMPLE, score_captions
 
     module = evaluate.load(str(ROOT / "metrics" / "sentence_cosine"))
     corpus, per_caption, signature = score_captions(module.compute, ["sentence_cosine"], *CAPTION_EXAMPLE)
