@@ -167,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
     out = text_stream(args.json_out)
     if not split:
         ((ids, preds, result),) = results
-        print(f"{len(preds)} predictions scored against {pred_path.name} / {ref_path.name}", file=out)
+        source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
+                  f"{pred_path.name} / {ref_path.name}")
+        print(f"{len(preds)} predictions scored against {source}", file=out)
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
         print(f"signature: {result['signature']}", file=out)
         if args.per_caption:
