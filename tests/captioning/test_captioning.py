@@ -52,7 +52,7 @@ def test_training_writes_checkpoints_best_model_and_log(trained):
     assert all("dev_cider_d" in e and e["train_loss"] > 0 for e in log["epochs"])
     assert log["best_epoch"] in (1, 2)
     for e in (1, 2):
-        assert (out / "checkpoints" / f"epoch-{e}" / "training_state.pt").is_file()
+        assert (out / "checkpoints" / f"epoch-{e}" / "training_state.json").is_file()
     assert json.loads((out / "training.json").read_text())["best_epoch"] == log["best_epoch"]
     assert model.config.feature_dim == 8 and len(tok) == model.config.vocab_size
 

@@ -10,7 +10,7 @@
 * seeded: the shuffling and dropout of epoch ``e`` use ``seed + e``, so a resumed run equals an uninterrupted
   one; a tqdm bar with the running loss;
 * after every epoch: greedy captions of the dev split scored with BLEU-4 and CIDEr-D (capeval's defaults),
-  a checkpoint ``DIR/checkpoints/epoch-N`` (``save_pretrained`` + tokenizer + ``training_state.pt``);
+  a checkpoint ``DIR/checkpoints/epoch-N`` (``save_pretrained`` + tokenizer + the resume state, no pickles);
   ``resume=True`` continues from the last one; training stops after ``patience`` epochs without a better dev
   CIDEr-D. ``DIR`` ends up holding the best epoch's model and tokenizer and ``training.json`` (the log).
 * several processes (``accelerate launch``): each takes every ``num_processes``-th batch, gradients are
@@ -31,7 +31,7 @@ from typing import Any
 
 from capeval.models.feature_table import FeatureTable, check_disjoint
 from capeval.models._deps import require
-from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
+from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,
                             "warmup_steps": 300, "clip_norm": 1.0, "patience": 3, "min_count": 5,
@@ -92,7 +92,7 @@ def train_captioner(
     if last is not None:
         model = CaptionerForImageCaptioning.from_pretrained(last)
         tokenizer = require("transformers").AutoTokenizer.from_pretrained(last)
-        state = torch.load(last / STATE_FILE, weights_only=False)
+        state = load_state(last)
         log = state["log"]
         opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}  # options added later keep their defaults
     elif opts["init_from"] is not None:

@@ -41,7 +41,7 @@ from capeval.critic.data import (CriticExample, NegativeSampler, check_word_gamm
 from capeval.critic.transforms import NearestImages
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
-from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
+from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.models.feature_table import FeatureTable, check_disjoint
 from capeval.model_store import catalog_name_of
 from capeval.progress import progress
@@ -171,7 +171,7 @@ def train_critic(
     if last is not None:
         model = CriticModel.from_pretrained(last)
         vocab = CriticVocab.load(last)
-        state = torch.load(last / STATE_FILE, weights_only=False)
+        state = load_state(last)
         log = state["log"]
         log["options"]["epochs"] = opts["epochs"]  # a resumed run plans the epochs it was last asked for
         opts = {**DEFAULTS, **log["options"]}

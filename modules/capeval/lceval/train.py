@@ -21,7 +21,7 @@ import numpy as np
 from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
 from capeval.lceval.model import LCEvalConfig, LCEvalModel
 from capeval.models._deps import require
-from capeval.models.checkpoints import STATE_FILE, finish, last_checkpoint, record_epoch, save_checkpoint, stale
+from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.progress import progress
 
 __all__ = ["DEFAULTS", "train_lceval"]
@@ -115,7 +115,7 @@ def train_lceval(train_x: np.ndarray, train_y: Sequence[int], dev_x: np.ndarray,
     optimizer = torch.optim.Adam(net.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
     last = last_checkpoint(out_dir, resume)
     if last is not None:
-        state = torch.load(last / STATE_FILE, weights_only=False)
+        state = load_state(last)
         log = state["log"]
         if log["options"]["features"] != opts["features"] or log["options"]["hidden"] != opts["hidden"]:
             raise ValueError(f"{out_dir} holds a run with other features/hidden units; use another folder or resume=False.")

@@ -2,7 +2,7 @@
 
 Seeded (same seed, same data, same settings -> same weights), a tqdm bar with the running loss
 (mean negative natural-log likelihood per token, ``<eos>`` included), a checkpoint after every epoch
-(``out_dir/checkpoints/epoch-N``: the model via ``save_pretrained`` plus ``training_state.pt``), resume from
+(``out_dir/checkpoints/epoch-N``: the model via ``save_pretrained`` plus the resume state, no pickles: :mod:`capeval.models.checkpoints`), resume from
 the last checkpoint, early stopping on the dev perplexity. ``out_dir`` itself ends up holding the
 best model (lowest dev perplexity; the last epoch without dev captions) and ``training.json``.
 """
@@ -20,7 +20,7 @@ from capeval.models.caption_lm import Vocabulary, caption_tokens, perplexity
 from capeval.models.lstm_lm import LSTMConfig, LSTMLanguageModel, torch
 from capeval.progress import progress
 
-from capeval.models.checkpoints import STATE_FILE, last_checkpoint, stale
+from capeval.models.checkpoints import last_checkpoint, load_state, save_state, stale
 
 
 def _seed_all(seed: int) -> None:
@@ -74,7 +74,7 @@ def train_lstm_lm(
     log: dict[str, Any] = {"epochs": [], "best_epoch": None, "best_dev_ppl": None, "seed": seed, "lr": lr,
                            "batch_size": batch_size, "min_count": min_count, "config": asdict(model.config)}
     if last is not None:
-        state = torch.load(last / STATE_FILE, weights_only=False)
+        state = load_state(last)
         optimizer.load_state_dict(state["optimizer"])
         log = state["log"]
     model, optimizer = accelerator.prepare(model, optimizer)
@@ -113,7 +113,7 @@ def train_lstm_lm(
             log["best_epoch"], log["best_dev_ppl"] = epoch, score
         ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
         core.save_pretrained(ckpt)
-        torch.save({"optimizer": optimizer.state_dict(), "log": log}, ckpt / STATE_FILE)
+        save_state(ckpt, {"optimizer": optimizer.state_dict(), "log": log})
     best = LSTMLanguageModel.from_pretrained(out_dir / "checkpoints" / f"epoch-{log['best_epoch']}")
     best.save_pretrained(out_dir)
     if not dev_ids:
