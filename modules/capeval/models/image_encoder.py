@@ -80,6 +80,20 @@ def load_image_encoder(name: str = DEFAULT_ENCODER, resolution: int | str = 224,
                         fold_bn=fold_bn)
 
 
+def _weights_digest(model) -> str:
+    """sha256 (first 12 hex digits) of every parameter and buffer of ``model``, by name: a model swapped under the same
+    name gets other feature-cache keys."""
+    import hashlib
+
+    torch = require("torch")
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        value = tensor.detach().to("cpu").contiguous()
+        digest.update(name.encode() + str(value.dtype).encode() + str(tuple(value.shape)).encode())
+        digest.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+    return digest.hexdigest()[:12]
+
+
 def _check_resolution(resolution: int | str) -> int | str:
     if resolution == "native":
         return resolution
@@ -152,6 +166,7 @@ class ImageEncoder:
         self._interpolation = timm_data.transforms.str_to_pil_interp(config["interpolation"])
         self._mean = torch.tensor(config["mean"], dtype=torch.float32).view(1, 3, 1, 1)
         self._std = torch.tensor(config["std"], dtype=torch.float32).view(1, 3, 1, 1)
+        self.weights_digest = _weights_digest(model)  # before folding: the weights as loaded
         model = model.eval().to(self.device)
         self.folded_batchnorms = 0
         if fold_bn:
@@ -176,7 +191,8 @@ class ImageEncoder:
             crop = "none"
         else:
             res, crop = str(self.resolution), f"{c['crop_pct']:g}"
-        return (f"image_encoder:{self.name},arch:{self.architecture},weights:{self.weights},res:{res},crop:{crop},"
+        return (f"image_encoder:{self.name},arch:{self.architecture},weights:{self.weights}@{self.weights_digest},"
+                f"res:{res},crop:{crop},"
                 f"interp:{c['interpolation']},mean:{fmt(c['mean'])},std:{fmt(c['std'])},images:v{IMAGE_RULES_VERSION}")
 
     # -- preprocessing -------------------------------------------------------------------------------------
