@@ -55,11 +55,15 @@ def test_directory_is_refused(tmp_path):
 @pytest.mark.parametrize("item, match", [
     (42, r"images\[5\] is a int, not an image"),
     ({"bytes": None, "path": None}, r"images\[5\] is a datasets.Image dict with neither"),
-    (np.zeros((3, 64, 64), np.uint8), r"images\[5\] is an array of shape \(3, 64, 64\).*channels last"),
+    (np.zeros((5, 64, 64), np.uint8), r"images\[5\] is an array of shape \(5, 64, 64\).*channels last"),
+    (np.zeros((2, 3, 4, 3), np.uint8), r"images\[5\] is an array of shape \(2, 3, 4, 3\)"),
     (np.zeros((0, 4, 3), np.uint8), r"images\[5\] is an empty array"),
     (np.full((4, 4, 3), 1.5), r"images\[5\] is a float array with values outside \[0, 1\]"),
     (np.full((4, 4, 3), np.nan), r"images\[5\] is a float array"),
-    (np.zeros((4, 4, 3), np.int32), r"images\[5\] is a int32 array"),
+    (np.full((4, 4, 3), 300, np.int32), r"images\[5\] is a int32 array with values outside \[0, 255\]"),
+    (np.full((4, 4, 3), -1, np.int64), r"images\[5\] is a int64 array with values outside"),
+    (np.zeros((4, 4, 3), np.complex64), r"images\[5\] is a complex64 array"),
+    ("https://example.com/cat.jpg", r"images\[5\] \(https://example.com/cat.jpg\) is a URL; .*never downloads"),
     (Image.new("F", (4, 4)), r"images\[5\] is a 32-bit float image"),
 ])
 def test_bad_in_memory_items(item, match):
@@ -107,6 +111,10 @@ def test_16_bit_greyscale_is_scaled_not_clipped(tmp_path):
 
 def test_array_dtypes():
     assert np.array(decode(np.ones((2, 2), bool)))[0, 0].tolist() == [255, 255, 255]
+    ints = np.arange(48).reshape(4, 4, 3)  # int64 values in [0, 255] read as uint8
+    assert np.array_equal(np.array(decode(ints)), ints.astype(np.uint8))
+    chw = random_rgb(4, (6, 5))  # H×W×3; the same pixels channels first (torch's layout)
+    assert np.array_equal(np.array(decode(np.moveaxis(chw, -1, 0))), chw)
     assert np.array(decode(np.full((2, 2, 1), 0.5)))[0, 0].tolist() == [128, 128, 128]
     arr = random_rgb(3, (5, 4))
     assert np.array_equal(np.array(decode(arr)), arr)

@@ -6,8 +6,12 @@ Accepted items (a sequence of them; ``images[i]`` below is the item's position, 
 * a ``datasets.Image`` value: a decoded ``PIL.Image`` or, with ``decode=False``, ``{"bytes": ..., "path": ...}``
   (the bytes are used when present, else the path);
 * a ``PIL.Image.Image``;
-* a ``numpy`` array ``H×W`` (grey), ``H×W×1``, ``H×W×3`` (RGB) or ``H×W×4`` (RGBA), channels last:
-  ``uint8`` as is, ``uint16`` scaled by 255/65535, ``bool`` as 0/255, floats must lie in [0, 1].
+* a ``numpy`` array ``H×W`` (grey), ``H×W×1``, ``H×W×3`` (RGB) or ``H×W×4`` (RGBA), channels last; channels first
+  (``1×H×W``, ``3×H×W``, ``4×H×W``, torch's layout) when the last axis cannot be channels (not 1, 3 or 4 long):
+  ``uint8`` as is, ``uint16`` scaled by 255/65535, ``bool`` as 0/255, other integer types when their values lie in
+  [0, 255], floats must lie in [0, 1]. Anything else is refused naming the item and the rule.
+* Not accepted: a URL (``http://``, ``https://``, ...): capeval reads local files and never downloads; it is refused
+  at once, naming the item.
 
 Handling (the same for every encoder):
 
@@ -76,8 +80,14 @@ def _read_file(path: str | os.PathLike, label: str) -> bytes:
         raise ValueError(f"{label}: cannot read the file ({err.strerror or err}).") from None
 
 
+_URL_SCHEMES = ("http://", "https://", "ftp://", "s3://", "gs://", "hf://", "data:")
+
+
 def read_item(item: Any, index: int) -> ImageItem:
     """Read ``item`` (path, bytes, ``datasets`` dict, PIL image or array) and hash its content."""
+    if isinstance(item, str) and item.strip().lower().startswith(_URL_SCHEMES):
+        raise ValueError(f"{_label(index, item)} is a URL; capeval reads local image files only and never downloads: "
+                         "download it first and pass the file's path (or its bytes).")
     if isinstance(item, (str, os.PathLike)):
         label = _label(index, item)
         data = _read_file(item, label)
@@ -116,11 +126,13 @@ def array_to_image(array, label: str):
     np = require("numpy")
     Image = require("PIL.Image", what="reading images")
     a = np.asarray(array)
+    if a.ndim == 3 and a.shape[0] in (1, 3, 4) and a.shape[2] not in (1, 3, 4):
+        a = np.moveaxis(a, 0, -1)  # channels first (torch's C×H×W)
     if a.ndim == 3 and a.shape[2] == 1:
         a = a[:, :, 0]
     if not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] in (3, 4))):
         raise ValueError(f"{label} is an array of shape {a.shape}; expected H×W, H×W×1, H×W×3 or H×W×4 "
-                         "(channels last).")
+                         "(channels last) or 1×H×W, 3×H×W, 4×H×W (channels first).")
     if a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"{label} is an empty array of shape {a.shape}.")
     _check_pixels((a.shape[1], a.shape[0]), label)
@@ -133,8 +145,14 @@ def array_to_image(array, label: str):
             raise ValueError(f"{label} is a float array with values outside [0, 1] (or NaN); float images must "
                              "be scaled to [0, 1] (or pass uint8).")
         a = np.round(a * 255).astype(np.uint8)
+    elif np.issubdtype(a.dtype, np.integer) and a.dtype != np.uint8:
+        if a.size and (a.min() < 0 or a.max() > 255):
+            raise ValueError(f"{label} is a {a.dtype} array with values outside [0, 255]; pass uint8, uint16 "
+                             "(0 to 65535), bool, or float in [0, 1].")
+        a = a.astype(np.uint8)
     elif a.dtype != np.uint8:
-        raise ValueError(f"{label} is a {a.dtype} array; pass uint8, uint16, bool or float in [0, 1].")
+        raise ValueError(f"{label} is a {a.dtype} array; pass uint8, uint16, other integers in [0, 255], bool or "
+                         "float in [0, 1].")
     return Image.fromarray(np.ascontiguousarray(a))
 
 
