@@ -33,6 +33,29 @@ def require(*names: str, what: str = "this learned component") -> ModuleType | t
     return modules[0] if len(modules) == 1 else tuple(modules)
 
 
+_LIBC: list = []
+
+
+def release_freed_memory() -> None:
+    """Hand memory that was freed back to the operating system (glibc's ``malloc_trim``; a no-op elsewhere).
+
+    Encoding thousands of images allocates and frees a few hundred KB per image; glibc keeps those pages, so the
+    resident size of a long run grew by about 0.5 MB per image (6 GB for Flickr8k's 8,091 images, measured) although
+    nothing was held. Trimming after each batch keeps it flat (~0.9 GB, measured) for a few microseconds per call.
+    """
+    if not _LIBC:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL("libc.so.6")
+            libc.malloc_trim.argtypes = [ctypes.c_size_t]
+            _LIBC.append(libc)
+        except (OSError, AttributeError):
+            _LIBC.append(None)
+    if _LIBC[0] is not None:
+        _LIBC[0].malloc_trim(0)
+
+
 def default_device(device=None):
     """``device`` as a ``torch.device``; ``None`` picks CUDA when available, else the CPU."""
     torch = require("torch")

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.models import images as image_io
-from capeval.models._deps import default_device, require
+from capeval.models._deps import default_device, release_freed_memory, require
 from capeval.models.feature_cache import FeatureCache
 from capeval.models.inference import fold_batchnorm
 from capeval.progress import progress as progress_bar
@@ -294,6 +294,7 @@ class ImageEncoder:
                         results[index] = cached
                 self._compute(todo, kind, results, store)
                 bar.update(min(batch_size, len(images) - start))
+                release_freed_memory()  # keeps the resident size flat over thousands of images
         finally:
             bar.close()
         if kind == "grid" and self.resolution == "native":
