@@ -85,18 +85,18 @@ class _CriticMetric(CaptionMetric):
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        signature = self._scorer()[3]
-        per = _prepared_or(self, batch)
-        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
-                            signature=signature)
+        return _mean_output(self, batch, self._scorer()[3])
 
 
-def _prepared_or(metric: CaptionMetric, batch: CaptionBatch) -> list[float]:
-    """The gathered :meth:`prepare` entries when handed over (``--processes N``), else :meth:`prepare` here."""
+def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str) -> MetricOutput:
+    """Per-caption scores (the gathered :meth:`prepare` entries when handed over, ``--processes N``, else
+    :meth:`prepare` here) and their mean as the corpus score."""
     prepared = metric._prepared
     if prepared is not None and len(prepared) != len(batch):
         raise ValueError(f"{metric.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
-    return [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
+    per = [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
+    return MetricOutput(corpus={metric.name: float(np.mean(per)) if per else 0.0}, per_caption={metric.name: per},
+                        signature=signature)
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -188,7 +188,4 @@ class CriticPlus(CaptionMetric):
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        signature = self._scorer()[1]
-        per = _prepared_or(self, batch)
-        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
-                            signature=signature)
+        return _mean_output(self, batch, self._scorer()[1])
