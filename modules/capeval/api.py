@@ -1,6 +1,7 @@
 """The functional core: ``capeval.score(predictions, references, metrics=...)``."""
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -165,9 +166,23 @@ def score(
             emoji, zero-width characters ...). They are scored, as pycocoevalcap scores them (0 for a
             prediction, nothing to match for a reference).
     """
+    selected = resolve(metrics)
+    pause = all(metric_class(name).pauses_gc for name in selected) and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        return _score(predictions, references, selected, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
+                      max_caption_chars=max_caption_chars, empty=empty, images=images, options=options)
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, progress, max_caption_chars, empty,
+           images, options: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`score` after the metrics were resolved."""
     share = _SHARE.get()
     preds, refs = normalize_inputs(predictions, references, empty=empty)
-    selected = resolve(metrics)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
     max_chars = check_max_caption_chars(max_caption_chars)

@@ -52,6 +52,10 @@ class CaptionMetric(ABC):
     reads_text: ClassVar[bool] = False
     limits_length: ClassVar[bool] = False
     needs_images: ClassVar[bool] = False
+    #: The metric makes only acyclic Python objects (n-gram tuples, counts): :func:`capeval.score` pauses the cyclic
+    #: garbage collector while a call selects only such metrics (its repeated scans of the many short-lived objects
+    #: cost a quarter of BLEU + ROUGE-L + CIDEr-D's time on 8,000 Karpathy-test candidates, measured).
+    pauses_gc: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:

@@ -68,6 +68,9 @@ def check_prediction(value: Any, where: str, empty: str = "error") -> str:
     return check_caption(value, where)
 
 
+_STR_TYPE = {str}
+
+
 def normalize_references(references: Sequence[str | Sequence[str]]) -> list[list[str]]:
     """Validate ``references`` (per item one string or a non-empty list of strings) as ``list[list[str]]``."""
     if isinstance(references, str):
@@ -78,6 +81,13 @@ def normalize_references(references: Sequence[str | Sequence[str]]) -> list[list
         raise TypeError(f"references must be a sequence: {err}") from None
     refs: list[list[str]] = []
     for i, entry in enumerate(references):
+        # the common case, checked without building an error label per caption (the labels cost more than the check)
+        if type(entry) is list and entry and set(map(type, entry)) == _STR_TYPE and all(map(str.strip, entry)):
+            refs.append(list(entry))
+            continue
+        if type(entry) is str and entry and not entry.isspace():
+            refs.append([entry])
+            continue
         if isinstance(entry, str) or entry is None or (isinstance(entry, float) and math.isnan(entry)):
             refs.append([check_caption(entry, f"references[{i}]")])
             continue
@@ -118,7 +128,8 @@ def normalize_inputs(
         )
     if not predictions:
         raise ValueError("No predictions given: predictions and references are empty.")
-    preds = [check_prediction(p, f"predictions[{i}]", empty) for i, p in enumerate(predictions)]
+    preds = [p if type(p) is str and p and not p.isspace() else check_prediction(p, f"predictions[{i}]", empty)
+             for i, p in enumerate(predictions)]
     return preds, normalize_references(references)
 
 

@@ -67,3 +67,28 @@ def test_signature_roundtrip():
     sig = build_signature({"nrefs": nrefs_field([["a"], ["b", "c"]]), "clean": "thumb"}, [("bleu", "closest")])
     fields = parse_signature(sig)
     assert fields["nrefs"] == "var" and fields["bleu"] == "closest" and "version" in fields
+
+
+def test_the_garbage_collector_pauses_only_for_metrics_that_make_no_cycles(monkeypatch):
+    """BLEU / ROUGE-L / CIDEr-D (and METEOR) pause the cyclic GC during the call and restore it, even on an error;
+    a call that selects any other metric leaves it alone."""
+    import gc
+
+    import capeval
+
+    import capeval.coco.bleu as bleu
+    from capeval.metric import CaptionMetric
+
+    seen = []
+    real = bleu.Bleu.compute
+    monkeypatch.setattr(bleu.Bleu, "compute", lambda self, batch: (seen.append(gc.isenabled()), real(self, batch))[1])
+    capeval.score(["a dog runs"], [["a dog running"]], metrics=["bleu", "rouge_l", "cider_d"])
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ValueError):
+        capeval.score(["a dog runs"], [[""]], metrics=["bleu"])
+    assert gc.isenabled()
+    assert not CaptionMetric.pauses_gc and bleu.Bleu.pauses_gc
+    from capeval.registry import metric_class
+
+    assert [n for n in ("bleu", "meteor", "rouge_l", "cider_d", "spice", "critic", "lceval")
+            if metric_class(n).pauses_gc] == ["bleu", "meteor", "rouge_l", "cider_d"]

@@ -99,6 +99,8 @@ def bleu_from_ngrams(ng: BatchNgrams, max_n: int = 4) -> tuple[list[float], np.n
 class Bleu(CaptionMetric):
     """BLEU-1..4 with pycocoevalcap's 'closest' reference length and smoothing (see module docstring)."""
 
+    pauses_gc: ClassVar[bool] = True
+
     name: ClassVar[str] = "bleu"
     options: ClassVar[dict] = {}
 

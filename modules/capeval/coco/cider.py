@@ -104,6 +104,8 @@ def cider_from_ngrams(
 class CiderD(CaptionMetric):
     """CIDEr-D as in pycocoevalcap (see module docstring); ``cider_df`` picks the document frequencies."""
 
+    pauses_gc: ClassVar[bool] = True
+
     name: ClassVar[str] = "cider_d"
     options: ClassVar[dict] = {"cider_df": "references"}
 

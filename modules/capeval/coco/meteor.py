@@ -461,6 +461,8 @@ class Meteor(CaptionMetric):
     default 60). Neither changes the scores.
     """
 
+    pauses_gc: ClassVar[bool] = True
+
     name: ClassVar[str] = "meteor"
     limits_length: ClassVar[bool] = True
     options: ClassVar[dict] = {"meteor_jvms": 1, "meteor_timeout": 60.0}

@@ -77,6 +77,8 @@ def rouge_l_scores(
 class RougeL(CaptionMetric):
     """ROUGE-L (LCS F-measure, beta = 1.2) as in pycocoevalcap (see module docstring)."""
 
+    pauses_gc: ClassVar[bool] = True
+
     name: ClassVar[str] = "rouge_l"
     options: ClassVar[dict] = {}
 

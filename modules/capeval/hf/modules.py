@@ -78,7 +78,8 @@ class CaptionModule:
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Like ``evaluate.Metric.compute``, with mixed reference forms and combine-friendly options."""
         kwargs = self._own_options(kwargs)
-        return super().compute(predictions=predictions, references=_reference_lists(references), **kwargs)
+        # evaluate.Metric.compute hands predictions and references to add_batch, which reads the reference forms
+        return super().compute(predictions=predictions, references=references, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Like ``evaluate.Metric.add_batch``, with one reference string or a list per prediction."""
