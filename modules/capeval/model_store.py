@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from capeval.catalog import BUNDLED, HUB_NAMESPACE, MODELS, canonical, entry
+from capeval.catalog import BUNDLED, HUB_NAMESPACE, MODELS, canonical, entry, hub_repo
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = _PACKAGE_DIR.parents[1]
@@ -32,8 +32,8 @@ class ModelNotAvailableError(FileNotFoundError):
 
 
 def hub_repo_id(name: str) -> str:
-    """``capeval/<name>``: the Hub model repo of a catalog model."""
-    return f"{HUB_NAMESPACE}/{entry(name).name}"
+    """``capeval/<name>``: the Hub model repo of a catalog model (:func:`capeval.catalog.hub_repo`)."""
+    return hub_repo(name)
 
 
 def has_weights(name: str) -> bool:
@@ -123,10 +123,9 @@ def catalog_name_of(folder: str | os.PathLike) -> str | None:
     folder = Path(folder).resolve()
     name = folder.name
     if has_weights(name):
-        for root in (bundled_dir(name), (mirror_root() or Path("/nonexistent")) / name):
-            if root is not None and root.is_dir() and root.resolve() == folder:
-                return name
-        return None
+        mirror = mirror_root()
+        places = [bundled_dir(name), mirror / name if mirror is not None else None]
+        return name if any(p is not None and p.is_dir() and p.resolve() == folder for p in places) else None
     parts = folder.parts
     if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith(f"models--{HUB_NAMESPACE}--"):
         name = parts[-3][len(f"models--{HUB_NAMESPACE}--"):]
@@ -134,10 +133,5 @@ def catalog_name_of(folder: str | os.PathLike) -> str | None:
     return None
 
 
-def folder_size_mb(folder: Path) -> float:
-    """Total size of the files under ``folder`` (symbolic links followed, as in a Hub cache snapshot), in MB (1e6)."""
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
-
-
 __all__ = ["HUB_NAMESPACE", "ModelNotAvailableError", "bundled_dir", "catalog_name_of", "fetch_command",
-           "folder_size_mb", "has_weights", "hub_repo_id", "mirror_root", "model_dir", "resolve"]
+           "has_weights", "hub_repo_id", "mirror_root", "model_dir", "resolve"]

@@ -44,15 +44,19 @@ def data_dir(required: bool = False) -> Path | None:
     return None
 
 
-def cache_dir(*parts: str) -> Path:
-    """Return (and create) a cache sub-directory owned by capeval."""
+def cache_root() -> Path:
+    """capeval's cache folder (not created): ``$CAPEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/capeval``, else
+    ``~/.cache/capeval``."""
     env = os.environ.get("CAPEVAL_CACHE_DIR")
     if env:
-        root = Path(env).expanduser()
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "capeval"
-    path = root.joinpath(*parts)
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "capeval"
+
+
+def cache_dir(*parts: str) -> Path:
+    """Return (and create) a cache sub-directory owned by capeval."""
+    path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from capeval.models._deps import require
-from capeval.paths import cache_dir
+from capeval.paths import cache_dir, cache_root
 
 #: Temporary files older than this (seconds) were left by a killed process and are removed.
 STALE_SECONDS = 600
@@ -46,7 +46,7 @@ class FeatureCache:
         try:
             base = Path(root) if root is not None else cache_dir("image_features")
         except OSError as err:  # the cache root itself cannot be created
-            base = Path(os.environ.get("CAPEVAL_CACHE_DIR") or "~/.cache/capeval").expanduser() / "image_features"
+            base = cache_root() / "image_features"
             self._to_memory(base, err)
         self.dir = base / digest
         self._tmp = self.dir / "tmp"
