@@ -348,12 +348,8 @@ class CriticScorer:
             pairs = critic_pairs(candidates, references, images=images, image_features=image_features, model=model,
                                  vocab=vocab, batch_size=batch_size, progress_bar=progress_bar)
             return pairs.mean(pairs.probability)
-        feats = stack_features(candidates, references, members=self.members, encoder=self.encoder, images=images,
-                               image_features=image_features, batch_size=batch_size, progress_bar=progress_bar)
-        out = feats.mean(self.stack.probability(feats.log_odds, feats.cosine))
-        if not np.isfinite(out).all():
-            raise ValueError("the critic stack produced a non-finite score (a damaged model or stack file?).")
-        return out
+        return _stack_scores(self.stack, self.members, self.encoder, candidates, references, images=images,
+                             image_features=image_features, batch_size=batch_size, progress_bar=progress_bar)
 
     def member_folders(self) -> list[Path]:
         return [] if self.stack is None else self.stack.member_paths(self.folder)
@@ -412,9 +408,18 @@ def stack_scores(candidates: Sequence[str], references: Sequence[Sequence[str]] 
         raise ValueError(f"the stack has {len(stack.weights)} weights but {len(members)} critics were given.")
     if stack.uses_cosine and encoder is None:
         raise ValueError("this stack reads the sentence cosine: give encoder= (or path=).")
-    return CriticScorer(Path("."), stack, list(members), encoder if stack.uses_cosine else None).scores(
-        candidates, references, images=images, image_features=image_features, batch_size=batch_size,
-        progress_bar=progress_bar)
+    return _stack_scores(stack, members, encoder if stack.uses_cosine else None, candidates, references,
+                         images=images, image_features=image_features, batch_size=batch_size,
+                         progress_bar=progress_bar)
+
+
+def _stack_scores(stack: CriticStack, members, encoder, candidates, references, **kwargs) -> np.ndarray:
+    """The stack's formula averaged per candidate (float64 ``[n]``); ``ValueError`` for a non-finite score."""
+    feats = stack_features(candidates, references, members=members, encoder=encoder, **kwargs)
+    out = feats.mean(stack.probability(feats.log_odds, feats.cosine))
+    if not np.isfinite(out).all():
+        raise ValueError("the critic stack produced a non-finite score (a damaged model or stack file?).")
+    return out
 
 
 # -- fitting ------------------------------------------------------------------------------------------------------
