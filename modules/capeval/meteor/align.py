@@ -1,0 +1,278 @@
+"""METEOR 1.5's aligner (``edu.cmu.meteor.aligner.Aligner``) for English: matchers, then a beam search.
+
+Line 1 is the hypothesis, line 2 the reference (both already normalised, lower-cased and split on
+``StringTokenizer``'s delimiters).
+
+**Matching.** Four stages add candidate matches to the list of their reference start position, in
+this order (``Stage.matches``), and count, per word, how many matches cover it (coverage):
+
+1. exact: equal words — compared as the jar compares them, by ``String.hashCode`` (so two distinct
+   words with one 32-bit hash match, as in the jar);
+2. stem: equal Snowball English stems (``snowballstemmer`` < 3, the jar's algorithm), different words;
+3. synonym: intersecting WordNet synset sets (:mod:`capeval.meteor.synonyms`), different words;
+4. paraphrase: a table phrase of the reference found as one of its paraphrases in the hypothesis, then
+   a table phrase of the hypothesis found as a paraphrase in the reference (:mod:`capeval.meteor.paraphrase`),
+   in the jar's emission order (phrase length, then file order, then position).
+
+Identical sentences use the exact stage only. **Resolution.** A match that is alone at its start and
+whose words no other match starts on is fixed; the rest is a left-to-right beam search (beam 40) over
+partial alignments, ranked by the weighted number of covered words (``int`` fields updated with the
+search weights 1.0 / 0.5 / 0.5 / 0.5, truncated as Java's ``int += double`` truncates), then fewer
+chunks, then smaller distance — including the jar's quirk of adding a chosen match's distance to the
+*parent* path. Sorting is stable like ``Collections.sort``. The final alignment's chunks and matches are
+recounted over the chosen matches, as ``getCountAndChunks`` does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from capeval.meteor.stats import N_STAGES, STAT_FIELDS
+
+__all__ = ["BEAM_SIZE", "Sentence", "align_stats", "java_hash"]
+
+BEAM_SIZE = 40
+EXACT, STEM, SYNONYM, PARAPHRASE = range(N_STAGES)
+
+
+def java_hash(word: str) -> int:
+    """``java.lang.String.hashCode`` (over UTF-16 code units, as an unsigned 32-bit value)."""
+    h = 0
+    for ch in word:
+        code = ord(ch)
+        if code > 0xFFFF:  # a surrogate pair in Java's UTF-16
+            code -= 0x10000
+            h = (31 * h + (0xD800 + (code >> 10))) & 0xFFFFFFFF
+            h = (31 * h + (0xDC00 + (code & 0x3FF))) & 0xFFFFFFFF
+        else:
+            h = (31 * h + code) & 0xFFFFFFFF
+    return h
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """Everything the matchers need about one normalised, lower-cased, tokenised line."""
+
+    words: tuple[str, ...]
+    hashes: tuple[int, ...]
+    stem_hashes: tuple[int, ...]
+    synsets: tuple[frozenset[int], ...]
+    function: tuple[bool, ...]
+    phrases: tuple[tuple[int, int, int], ...]  # (start, length, id) of table phrases
+    paraphrases: tuple[tuple[int, int, int], ...]  # (start, length, id) of table paraphrases
+    phrase_ids: np.ndarray
+    paraphrase_ids: np.ndarray
+    n_function: int
+
+
+# A match: (start in line 2, length in line 2, start in line 1, length in line 1, stage,
+#           line-1 bit mask, line-2 bit mask, search increment line 1, search increment line 2)
+Match = tuple
+
+
+def _match(start: int, length: int, mstart: int, mlength: int, stage: int) -> Match:
+    # search weights 1.0 (exact) and 0.5 (others): int(m + l * 0.5) == m + l // 2 for int m >= 0
+    inc1 = mlength if stage == EXACT else mlength // 2
+    inc2 = length if stage == EXACT else length // 2
+    return (start, length, mstart, mlength, stage, ((1 << mlength) - 1) << mstart, ((1 << length) - 1) << start, inc1, inc2)
+
+
+def _candidate_matches(s1: Sentence, s2: Sentence, table) -> tuple[list[list[Match]], list[int], list[int]]:
+    """``Stage.matches`` (per line-2 position, in the jar's order) and the two coverage arrays."""
+    n1, n2 = len(s1.words), len(s2.words)
+    matches: list[list[Match]] = [[] for _ in range(n2)]
+    cov1 = [0] * n1
+    cov2 = [0] * n2
+    h1, h2 = s1.hashes, s2.hashes
+    identical = n1 == n2 and h1 == h2
+
+    positions: dict[int, list[int]] = {}
+    for i, h in enumerate(h1):
+        positions.setdefault(h, []).append(i)
+    for j in range(n2):
+        for i in positions.get(h2[j], ()):
+            matches[j].append(_match(j, 1, i, 1, EXACT))
+            cov1[i] += 1
+            cov2[j] += 1
+    if identical:
+        return matches, cov1, cov2
+
+    stems: dict[int, list[int]] = {}
+    for i, h in enumerate(s1.stem_hashes):
+        stems.setdefault(h, []).append(i)
+    for j in range(n2):
+        for i in stems.get(s2.stem_hashes[j], ()):
+            if h1[i] != h2[j]:
+                matches[j].append(_match(j, 1, i, 1, STEM))
+                cov1[i] += 1
+                cov2[j] += 1
+
+    by_synset: dict[int, set[int]] = {}
+    for i, synsets in enumerate(s1.synsets):
+        for s in synsets:
+            by_synset.setdefault(s, set()).add(i)
+    if by_synset:
+        for j in range(n2):
+            found: set[int] = set()
+            for s in s2.synsets[j]:
+                hit = by_synset.get(s)
+                if hit:
+                    found |= hit
+            for i in sorted(found):
+                if h1[i] != h2[j]:
+                    matches[j].append(_match(j, 1, i, 1, SYNONYM))
+                    cov1[i] += 1
+                    cov2[j] += 1
+
+    if table is not None:
+        # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i)
+        a, b, rank = table.pairs(s2.phrase_ids, s1.paraphrase_ids)
+        if len(a):
+            found2 = sorted(
+                (s2.phrases[x][0], s2.phrases[x][1], r, s1.paraphrases[y][0], s1.paraphrases[y][1])
+                for x, y, r in zip(a.tolist(), b.tolist(), rank.tolist())
+            )
+            for j, length, _, i, mlength in found2:
+                matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
+                for k in range(i, i + mlength):  # a paraphrase covers every word of its span
+                    cov1[k] += 1
+                for k in range(j, j + length):
+                    cov2[k] += 1
+        # hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
+        a, b, rank = table.pairs(s1.phrase_ids, s2.paraphrase_ids)
+        if len(a):
+            found1 = sorted(
+                (s2.paraphrases[y][0], s1.phrases[x][0], s1.phrases[x][1], r, s2.paraphrases[y][1])
+                for x, y, r in zip(a.tolist(), b.tolist(), rank.tolist())
+            )
+            for j, i, mlength, _, length in found1:
+                matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
+                for k in range(i, i + mlength):
+                    cov1[k] += 1
+                for k in range(j, j + length):
+                    cov2[k] += 1
+    return matches, cov1, cov2
+
+
+def _sort_key(path: list) -> tuple[int, int, int]:
+    return (-(path[0] + path[1]), path[2], path[5])
+
+
+def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int) -> list:
+    """The beam search; returns the best path. A path is a list ``[matches1, matches2, chunks, idx,
+    last_match_end, distance, used1, used2, chosen]`` where ``chosen`` is a linked list ``(match, rest)``."""
+    n2 = len(matches)
+    next_paths = [[0, 0, 0, 0, -1, 0, used1, used2, None]]
+    for current in range(n2 + 1):
+        paths = next_paths
+        next_paths = []
+        paths.sort(key=_sort_key)
+        for path in paths[:beam]:
+            if current == n2:
+                if path[4] != -1:
+                    path[2] += 1
+                next_paths.append(path)
+                continue
+            if (path[7] >> current) & 1:
+                if current < path[3]:
+                    next_paths.append(path)
+                else:
+                    m = fixed[path[3]]
+                    if m is not None:
+                        path[0] += m[7]
+                        path[1] += m[8]
+                        if path[4] != -1 and m[2] != path[4]:
+                            path[2] += 1
+                        path[3] = m[0] + m[1]
+                        path[4] = m[2] + m[3]
+                        path[5] += abs(m[0] - m[2])
+                        next_paths.append(path)
+                continue
+            for m in matches[current]:
+                if (path[7] & m[6]) or (path[6] & m[5]):
+                    continue
+                chunks = path[2] + 1 if (path[4] != -1 and m[2] != path[4]) else path[2]
+                next_paths.append([path[0] + m[7], path[1] + m[8], chunks, m[0] + m[1], m[2] + m[3], path[5],
+                                   path[6] | m[5], path[7] | m[6], (m, path[8])])
+                path[5] += abs(m[0] - m[2])  # the jar adds the distance to the parent path
+            if path[4] != -1:
+                path[2] += 1
+                path[4] = -1
+            path[3] += 1
+            next_paths.append(path)
+        if not next_paths:  # the jar warns "unexpected conditions" and keeps the best path
+            next_paths.append(paths[0])
+    next_paths.sort(key=_sort_key)
+    return next_paths[0]
+
+
+def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE) -> list[float]:
+    """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``)."""
+    n1, n2 = len(s1.words), len(s2.words)
+    matches, cov1, cov2 = _candidate_matches(s1, s2, table)
+
+    fixed: list = [None] * n2
+    used1 = used2 = 0
+    for i in range(n2):
+        if len(matches[i]) == 1:
+            m = matches[i][0]
+            overlap = any(cov2[i + k] != 1 for k in range(m[1])) or any(cov1[m[2] + k] != 1 for k in range(m[3]))
+            if not overlap:
+                fixed[i] = m
+                used2 |= m[6]
+                used1 |= m[5]
+    best = _resolve(matches, fixed, used1, used2, beam)
+
+    final: list = list(fixed)
+    node = best[8]
+    while node is not None:
+        m, node = node
+        final[m[0]] = m
+
+    # per-stage counts over every chosen match (Aligner.align), chunks over the line-2 walk (getCountAndChunks)
+    content1 = [0] * N_STAGES
+    content2 = [0] * N_STAGES
+    function1 = [0] * N_STAGES
+    function2 = [0] * N_STAGES
+    f1, f2 = s1.function, s2.function
+    for m in final:
+        if m is None:
+            continue
+        stage = m[4]
+        for k in range(m[2], m[2] + m[3]):
+            if f1[k]:
+                function1[stage] += 1
+            else:
+                content1[stage] += 1
+        for k in range(m[0], m[0] + m[1]):
+            if f2[k]:
+                function2[stage] += 1
+            else:
+                content2[stage] += 1
+    chunks = 0
+    idx = 0
+    last_end = -1
+    while idx < n2:
+        m = final[idx]
+        if m is None:
+            if last_end != -1:
+                chunks += 1
+                last_end = -1
+            idx += 1
+            continue
+        if last_end != -1 and m[2] != last_end:
+            chunks += 1
+        idx = m[0] + m[1]
+        last_end = m[2] + m[3]
+    if last_end != -1:
+        chunks += 1
+    matched1 = sum(content1) + sum(function1)
+    matched2 = sum(content2) + sum(function2)
+
+    stats = [float(n1), float(n2), float(s1.n_function), float(s2.n_function)]
+    for stage in range(N_STAGES):
+        stats += [float(content1[stage]), float(content2[stage]), float(function1[stage]), float(function2[stage])]
+    stats += [float(chunks), float(matched1), float(matched2)]
+    assert len(stats) == STAT_FIELDS
+    return stats

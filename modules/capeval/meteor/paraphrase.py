@@ -1,0 +1,277 @@
+"""METEOR 1.5's English paraphrase table as compact arrays, built once from the jar's ``paraphrase-en.gz``.
+
+The table holds 5,274,084 entries ``(phrase, paraphrase)`` of 1–7 words each (430,639 distinct phrases,
+entries of one phrase contiguous, 43,139 words). METEOR's ``ParaphraseTransducer`` keeps, per phrase,
+its paraphrases in file order; ``ParaphraseMatcher`` matches a phrase of one sentence with a paraphrase
+found in the other, in both directions.
+
+Here every distinct phrase string (either side, 2.6 M; tokens joined by one space, split on
+``StringTokenizer``'s delimiters as the jar splits them) gets an id (its rank among the phrases'
+64-bit BLAKE2b hashes), and each entry becomes one key ``phrase_id << 22 | paraphrase_id``, sorted (stably, so equal keys keep file order) beside its
+*rank*: the entry's position among its phrase's paraphrases in the file. Matching a sentence pair is
+then one vectorised ``searchsorted`` of the candidate (phrase, paraphrase) keys the two sentences can
+form, and the rank restores the jar's emission order.
+
+The arrays are cached under ``<cache>/meteor/`` (about 150 MB; written atomically, keyed by the source
+file's size and modification time and a format version); building them takes about 20 s, once. An
+unwritable cache folder keeps them in memory for the process (with a warning).
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from capeval.meteor.resources import paraphrase_file
+from capeval.paths import cache_dir, quarantine_cache_file
+
+__all__ = ["MAX_PHRASE_WORDS", "ParaphraseTable", "ParaphraseCacheWarning", "default_table"]
+
+#: Longest phrase (words) on either side of the English table.
+MAX_PHRASE_WORDS = 7
+_FORMAT = 1
+_TOKENS = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's delimiters
+
+
+class ParaphraseCacheWarning(UserWarning):
+    """The paraphrase cache could not be written; the table is kept in memory for this process."""
+
+
+def phrase_hash(phrase: str) -> int:
+    """Stable 64-bit hash of a phrase string (BLAKE2b, 8 bytes, little-endian)."""
+    return int.from_bytes(hashlib.blake2b(phrase.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+class ParaphraseTable:
+    """Phrase ids and sorted (phrase, paraphrase) keys; see the module docstring.
+
+    Phrase ids are positions in ``hashes`` (the sorted 64-bit hashes of every distinct phrase string);
+    ``texts`` / ``offsets`` hold the strings in the same order, so a hash hit is confirmed by comparing
+    the string.
+
+    Attributes:
+        vocabulary: every word of the table (a phrase with another word cannot be in it).
+        hashes, offsets, texts: sorted phrase hashes (uint64), string offsets (int64), UTF-8 strings (uint8).
+        is_phrase / is_paraphrase: per id, whether it occurs on the left / right side of an entry.
+        keys: sorted ``phrase_id << shift | paraphrase_id`` of every entry (int64); ``shift`` bits per id.
+        ranks: per key, the entry's position among its phrase's paraphrases in the file (int32).
+    """
+
+    def __init__(self, vocabulary: frozenset[str], hashes: np.ndarray, offsets: np.ndarray, texts: np.ndarray,
+                 is_phrase: np.ndarray, is_paraphrase: np.ndarray, keys: np.ndarray, ranks: np.ndarray, shift: int) -> None:
+        if not (len(hashes) == len(is_phrase) == len(is_paraphrase) == len(offsets) - 1) or len(keys) != len(ranks):
+            raise ValueError("inconsistent paraphrase table arrays")
+        if len(hashes) >= 1 << shift or 2 * shift > 62:
+            raise ValueError(f"{len(hashes)} phrases do not fit {shift}-bit ids.")
+        self.vocabulary = vocabulary
+        self.hashes = hashes
+        self.offsets = offsets
+        self.texts = texts
+        self._text_bytes = texts.tobytes()
+        self.is_phrase = is_phrase
+        self.is_paraphrase = is_paraphrase
+        self.keys = keys
+        self.ranks = ranks
+        self.shift = shift
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    # -- building --------------------------------------------------------------------------------
+    @classmethod
+    def from_lines(cls, lines: list[str]) -> ParaphraseTable:
+        """Build from the table's lines (probability, phrase, paraphrase, repeated), as the jar reads them."""
+        if len(lines) % 3:
+            raise ValueError(f"a METEOR paraphrase table has 3 lines per entry; got {len(lines)} lines.")
+        first_ids: dict[str, int] = {}
+        n = len(lines) // 3
+        left = np.empty(n, dtype=np.int64)
+        right = np.empty(n, dtype=np.int64)
+        for k in range(n):
+            for side, text in ((left, lines[3 * k + 1]), (right, lines[3 * k + 2])):
+                if "  " in text or text[:1] == " " or text[-1:] == " " or "\t" in text or "\f" in text:
+                    text = " ".join(t for t in _TOKENS.split(text) if t)
+                side[k] = first_ids.setdefault(text, len(first_ids))
+        phrases = list(first_ids)
+        del first_ids
+        raw_hashes = np.array([phrase_hash(p) for p in phrases], dtype=np.uint64)
+        order = np.argsort(raw_hashes, kind="stable")
+        hashes = raw_hashes[order]
+        if len(hashes) > 1 and bool((hashes[1:] == hashes[:-1]).any()):
+            raise ValueError("two phrases of the paraphrase table share a 64-bit hash")
+        new_id = np.empty(len(phrases), dtype=np.int64)
+        new_id[order] = np.arange(len(phrases))
+        left, right = new_id[left], new_id[right]
+        encoded = [phrases[i].encode("utf-8") for i in order.tolist()]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        texts = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        vocabulary = frozenset(w for p in phrases for w in p.split(" ") if w)
+        is_phrase = np.zeros(len(phrases), dtype=bool)
+        is_phrase[left] = True
+        is_paraphrase = np.zeros(len(phrases), dtype=bool)
+        is_paraphrase[right] = True
+        # rank of each entry among its phrase's entries, in file order (the jar appends as it reads)
+        by_phrase = np.argsort(left, kind="stable")
+        sorted_left = left[by_phrase]
+        starts = np.r_[0, np.flatnonzero(sorted_left[1:] != sorted_left[:-1]) + 1]
+        group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
+        ranks = np.empty(n, dtype=np.int32)
+        ranks[by_phrase] = np.arange(n) - group_start
+        shift = max(1, len(phrases).bit_length())
+        keys = (left << shift) | right
+        by_key = np.argsort(keys, kind="stable")
+        return cls(vocabulary, hashes, offsets, texts, is_phrase, is_paraphrase, keys[by_key], ranks[by_key], shift)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ParaphraseTable:
+        """Read ``paraphrase-en.gz`` (or an uncompressed copy) the way ``ParaphraseTransducer`` does."""
+        path = Path(path)
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        lines = re.split("\r\n|\r|\n", text)  # BufferedReader.readLine's line ends
+        del text
+        if lines and lines[-1] == "":
+            lines.pop()
+        lines = lines[: len(lines) - len(lines) % 3]  # a trailing partial entry is never read by the jar's loop
+        return cls.from_lines(lines)
+
+    # -- cache -----------------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        """Write the arrays to ``path`` (``.npz``) atomically."""
+        vocabulary = np.frombuffer("\n".join(sorted(self.vocabulary)).encode("utf-8"), dtype=np.uint8)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, vocabulary=vocabulary, hashes=self.hashes, offsets=self.offsets, texts=self.texts,
+                         is_phrase=self.is_phrase, is_paraphrase=self.is_paraphrase, keys=self.keys,
+                         ranks=self.ranks, meta=np.array([_FORMAT, self.shift]))
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @classmethod
+    def load(cls, path: Path) -> ParaphraseTable:
+        with np.load(path, allow_pickle=False) as data:
+            version, shift = (int(x) for x in data["meta"])
+            if version != _FORMAT:
+                raise ValueError(f"format {version}, expected {_FORMAT}")
+            vocabulary = frozenset(data["vocabulary"].tobytes().decode("utf-8").split("\n"))
+            return cls(vocabulary, data["hashes"], data["offsets"], data["texts"], data["is_phrase"],
+                       data["is_paraphrase"], data["keys"], data["ranks"], shift)
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def phrase_id(self, phrase: str) -> int | None:
+        """The id of a phrase string (words joined by single spaces), ``None`` when it is not in the table."""
+        h = phrase_hash(phrase)
+        k = int(np.searchsorted(self.hashes, np.uint64(h)))
+        if k < len(self.hashes) and int(self.hashes[k]) == h:
+            if self._text_bytes[self.offsets[k] : self.offsets[k + 1]] == phrase.encode("utf-8"):
+                return k
+        return None
+
+    def sentence_phrases(self, words: list[str]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """The n-grams of ``words`` that are table phrases and those that are paraphrases.
+
+        Returns two lists of ``(start, length, id)``, ordered by start then length.
+        """
+        vocabulary = self.vocabulary
+        grams: list[tuple[int, int, str]] = []
+        n = len(words)
+        for start in range(n):
+            for length in range(1, min(MAX_PHRASE_WORDS, n - start) + 1):
+                if words[start + length - 1] not in vocabulary:
+                    break  # no phrase of the table contains an unknown word
+                grams.append((start, length, " ".join(words[start : start + length])))
+        if not grams:
+            return [], []
+        wanted = np.array([phrase_hash(g[2]) for g in grams], dtype=np.uint64)
+        where = np.searchsorted(self.hashes, wanted)
+        where[where >= len(self.hashes)] = 0
+        hit = np.flatnonzero(self.hashes[where] == wanted)
+        phrases: list[tuple[int, int, int]] = []
+        paraphrases: list[tuple[int, int, int]] = []
+        texts, offsets = self._text_bytes, self.offsets
+        for g in hit.tolist():
+            k = int(where[g])
+            start, length, text = grams[g]
+            if texts[offsets[k] : offsets[k + 1]] != text.encode("utf-8"):
+                continue  # a 64-bit hash collision with a phrase of the table
+            if self.is_phrase[k]:
+                phrases.append((start, length, k))
+            if self.is_paraphrase[k]:
+                paraphrases.append((start, length, k))
+        return phrases, paraphrases
+
+    def pairs(self, phrase_ids: np.ndarray, paraphrase_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every table entry (phrase_ids[a], paraphrase_ids[b]): arrays ``a``, ``b``, ``rank`` (one row per entry,
+        an entry listed twice in the file twice)."""
+        empty = np.empty(0, dtype=np.int64)
+        if not len(phrase_ids) or not len(paraphrase_ids):
+            return empty, empty, empty
+        candidates = ((phrase_ids.astype(np.int64) << self.shift)[:, None] | paraphrase_ids[None, :]).ravel()
+        lo = np.searchsorted(self.keys, candidates, "left")
+        hi = np.searchsorted(self.keys, candidates, "right")
+        found = np.flatnonzero(hi > lo)
+        if not len(found):
+            return empty, empty, empty
+        counts = hi[found] - lo[found]
+        flat = np.repeat(found, counts)
+        positions = np.repeat(lo[found] - np.cumsum(np.r_[0, counts[:-1]]), counts) + np.arange(int(counts.sum()))
+        width = len(paraphrase_ids)
+        return flat // width, flat % width, self.ranks[positions].astype(np.int64)
+
+
+_LOCK = threading.Lock()
+_DEFAULT: ParaphraseTable | None = None
+
+
+def _cache_path(source: Path) -> Path:
+    stat = source.stat()
+    return cache_dir("meteor") / f"paraphrase-en-v{_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}.npz"
+
+
+def default_table() -> ParaphraseTable:
+    """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached)."""
+    global _DEFAULT
+    with _LOCK:
+        if _DEFAULT is not None:
+            return _DEFAULT
+        source = paraphrase_file()
+        try:
+            path = _cache_path(source)
+        except OSError as err:
+            path = None
+            reason = str(err)
+        if path is not None and path.is_file():
+            try:
+                _DEFAULT = ParaphraseTable.load(path)
+                return _DEFAULT
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+                quarantine_cache_file(path, f"could not be read ({err})")
+        table = ParaphraseTable.from_file(source)
+        if path is not None:
+            try:
+                table.save(path)
+            except OSError as err:
+                path, reason = None, str(err)
+        if path is None:
+            warnings.warn(f"METEOR's paraphrase cache could not be written ({reason}); the table is kept in memory "
+                          "for this process and rebuilt in the next one. Set CAPEVAL_CACHE_DIR to a writable folder.",
+                          ParaphraseCacheWarning, stacklevel=2)
+        _DEFAULT = table
+        return table
