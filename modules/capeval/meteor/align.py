@@ -26,11 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from capeval.meteor.stats import N_STAGES, STAT_FIELDS
 
-__all__ = ["BEAM_SIZE", "Sentence", "align_stats", "java_hash"]
+__all__ = ["BEAM_SIZE", "Sentence", "align_stats", "hypothesis_index", "java_hash"]
 
 BEAM_SIZE = 40
 EXACT, STEM, SYNONYM, PARAPHRASE = range(N_STAGES)
@@ -60,10 +58,22 @@ class Sentence:
     synsets: tuple[frozenset[int], ...]
     function: tuple[bool, ...]
     phrases: tuple[tuple[int, int, int], ...]  # (start, length, id) of table phrases
-    paraphrases: tuple[tuple[int, int, int], ...]  # (start, length, id) of table paraphrases
-    phrase_ids: np.ndarray
-    paraphrase_ids: np.ndarray
+    paraphrases: dict[int, tuple[tuple[int, int], ...]]  # id -> (start, length) where a table paraphrase occurs
     n_function: int
+
+
+def hypothesis_index(s1: Sentence) -> tuple[dict, dict, dict]:
+    """Positions of line 1's word hashes, stem hashes and synsets (built once per hypothesis, used for each
+    of its references)."""
+    by_hash: dict[int, list[int]] = {}
+    by_stem: dict[int, list[int]] = {}
+    by_synset: dict[int, set[int]] = {}
+    for i, (h, stem, synsets) in enumerate(zip(s1.hashes, s1.stem_hashes, s1.synsets)):
+        by_hash.setdefault(h, []).append(i)
+        by_stem.setdefault(stem, []).append(i)
+        for synset in synsets:
+            by_synset.setdefault(synset, set()).add(i)
+    return by_hash, by_stem, by_synset
 
 
 # A match: (start in line 2, length in line 2, start in line 1, length in line 1, stage,
@@ -78,7 +88,7 @@ def _match(start: int, length: int, mstart: int, mlength: int, stage: int) -> Ma
     return (start, length, mstart, mlength, stage, ((1 << mlength) - 1) << mstart, ((1 << length) - 1) << start, inc1, inc2)
 
 
-def _candidate_matches(s1: Sentence, s2: Sentence, table) -> tuple[list[list[Match]], list[int], list[int]]:
+def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[list[Match]], list[int], list[int]]:
     """``Stage.matches`` (per line-2 position, in the jar's order) and the two coverage arrays."""
     n1, n2 = len(s1.words), len(s2.words)
     matches: list[list[Match]] = [[] for _ in range(n2)]
@@ -87,9 +97,7 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table) -> tuple[list[list[Mat
     h1, h2 = s1.hashes, s2.hashes
     identical = n1 == n2 and h1 == h2
 
-    positions: dict[int, list[int]] = {}
-    for i, h in enumerate(h1):
-        positions.setdefault(h, []).append(i)
+    positions, stems, by_synset = index1 if index1 is not None else hypothesis_index(s1)
     for j in range(n2):
         for i in positions.get(h2[j], ()):
             matches[j].append(_match(j, 1, i, 1, EXACT))
@@ -98,9 +106,6 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table) -> tuple[list[list[Mat
     if identical:
         return matches, cov1, cov2
 
-    stems: dict[int, list[int]] = {}
-    for i, h in enumerate(s1.stem_hashes):
-        stems.setdefault(h, []).append(i)
     for j in range(n2):
         for i in stems.get(s2.stem_hashes[j], ()):
             if h1[i] != h2[j]:
@@ -108,50 +113,51 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table) -> tuple[list[list[Mat
                 cov1[i] += 1
                 cov2[j] += 1
 
-    by_synset: dict[int, set[int]] = {}
-    for i, synsets in enumerate(s1.synsets):
-        for s in synsets:
-            by_synset.setdefault(s, set()).add(i)
     if by_synset:
         for j in range(n2):
             found: set[int] = set()
-            for s in s2.synsets[j]:
-                hit = by_synset.get(s)
+            for synset in s2.synsets[j]:
+                hit = by_synset.get(synset)
                 if hit:
                     found |= hit
-            for i in sorted(found):
-                if h1[i] != h2[j]:
-                    matches[j].append(_match(j, 1, i, 1, SYNONYM))
-                    cov1[i] += 1
-                    cov2[j] += 1
+            if found:
+                for i in sorted(found):
+                    if h1[i] != h2[j]:
+                        matches[j].append(_match(j, 1, i, 1, SYNONYM))
+                        cov1[i] += 1
+                        cov2[j] += 1
 
     if table is not None:
         # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i)
-        a, b, rank = table.pairs(s2.phrase_ids, s1.paraphrase_ids)
-        if len(a):
-            found2 = sorted(
-                (s2.phrases[x][0], s2.phrases[x][1], r, s1.paraphrases[y][0], s1.paraphrases[y][1])
-                for x, y, r in zip(a.tolist(), b.tolist(), rank.tolist())
-            )
-            for j, length, _, i, mlength in found2:
-                matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
-                for k in range(i, i + mlength):  # a paraphrase covers every word of its span
-                    cov1[k] += 1
-                for k in range(j, j + length):
-                    cov2[k] += 1
+        found2 = []
+        if s2.phrases and s1.paraphrases:
+            where1 = s1.paraphrases
+            for j, length, pid in s2.phrases:
+                group = table.group(pid)
+                for qid in group.keys() & where1.keys():
+                    for i, mlength in where1[qid]:
+                        found2.extend((j, length, r, i, mlength) for r in group[qid])
+        for j, length, _, i, mlength in sorted(found2):
+            matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
+            for k in range(i, i + mlength):  # a paraphrase covers every word of its span
+                cov1[k] += 1
+            for k in range(j, j + length):
+                cov2[k] += 1
         # hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
-        a, b, rank = table.pairs(s1.phrase_ids, s2.paraphrase_ids)
-        if len(a):
-            found1 = sorted(
-                (s2.paraphrases[y][0], s1.phrases[x][0], s1.phrases[x][1], r, s2.paraphrases[y][1])
-                for x, y, r in zip(a.tolist(), b.tolist(), rank.tolist())
-            )
-            for j, i, mlength, _, length in found1:
-                matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
-                for k in range(i, i + mlength):
-                    cov1[k] += 1
-                for k in range(j, j + length):
-                    cov2[k] += 1
+        found1 = []
+        if s1.phrases and s2.paraphrases:
+            where2 = s2.paraphrases
+            for i, mlength, pid in s1.phrases:
+                group = table.group(pid)
+                for qid in group.keys() & where2.keys():
+                    for j, length in where2[qid]:
+                        found1.extend((j, i, mlength, r, length) for r in group[qid])
+        for j, i, mlength, _, length in sorted(found1):
+            matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
+            for k in range(i, i + mlength):
+                cov1[k] += 1
+            for k in range(j, j + length):
+                cov2[k] += 1
     return matches, cov1, cov2
 
 
@@ -159,16 +165,24 @@ def _sort_key(path: list) -> tuple[int, int, int]:
     return (-(path[0] + path[1]), path[2], path[5])
 
 
-def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int) -> list:
+def _int_sort_key(path: list) -> int:
+    """:func:`_sort_key` as one integer (valid while chunks and distance stay below 2**32)."""
+    return ((path[2] - ((path[0] + path[1]) << 32)) << 32) + path[5]
+
+
+def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int, n1: int) -> list:
     """The beam search; returns the best path. A path is a list ``[matches1, matches2, chunks, idx,
     last_match_end, distance, used1, used2, chosen]`` where ``chosen`` is a linked list ``(match, rest)``."""
     n2 = len(matches)
+    # distances add up to at most (candidate matches) x (longest line): one integer key while that fits
+    key = _int_sort_key if sum(map(len, matches)) * (max(n1, n2) + 1) < 1 << 31 else _sort_key
     next_paths = [[0, 0, 0, 0, -1, 0, used1, used2, None]]
     for current in range(n2 + 1):
         paths = next_paths
         next_paths = []
-        paths.sort(key=_sort_key)
-        for path in paths[:beam]:
+        if len(paths) > 1:
+            paths.sort(key=key)
+        for path in (paths[:beam] if len(paths) > beam else paths):
             if current == n2:
                 if path[4] != -1:
                     path[2] += 1
@@ -203,14 +217,18 @@ def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, be
             next_paths.append(path)
         if not next_paths:  # the jar warns "unexpected conditions" and keeps the best path
             next_paths.append(paths[0])
-    next_paths.sort(key=_sort_key)
+    next_paths.sort(key=key)
     return next_paths[0]
 
 
-def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE) -> list[float]:
-    """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``)."""
+def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE, index1=None) -> list[float]:
+    """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
+
+    ``table``: the paraphrase table (``None``: no paraphrase stage); ``index1``: :func:`hypothesis_index` of
+    ``s1`` when it is already built.
+    """
     n1, n2 = len(s1.words), len(s2.words)
-    matches, cov1, cov2 = _candidate_matches(s1, s2, table)
+    matches, cov1, cov2 = _candidate_matches(s1, s2, table, index1)
 
     fixed: list = [None] * n2
     used1 = used2 = 0
@@ -222,7 +240,7 @@ def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE) -> lis
                 fixed[i] = m
                 used2 |= m[6]
                 used1 |= m[5]
-    best = _resolve(matches, fixed, used1, used2, beam)
+    best = _resolve(matches, fixed, used1, used2, beam, n1)
 
     final: list = list(fixed)
     node = best[8]

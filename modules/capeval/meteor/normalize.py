@@ -66,8 +66,13 @@ def nonbreaking_prefixes() -> dict[str, int]:
     return prefixes
 
 
+_PLAIN = re.compile("[A-Za-z0-9 ]*")
+
+
 def normalize_line(line: str) -> str:
     """The jar's ``-norm`` output for one line of English (punctuation kept, case unchanged)."""
+    if _PLAIN.fullmatch(line):  # letters, digits and spaces only (tokenised captions): no rule applies
+        return " ".join(line.split())
     work = _SEP_OTHER.sub(r" \1 ", f" {line} ")
     work = _MULTI_DOT.sub(r" DOTMULTI\1", work)
     while "DOTMULTI." in work:

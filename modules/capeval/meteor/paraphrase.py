@@ -7,10 +7,12 @@ found in the other, in both directions.
 
 Here every distinct phrase string (either side, 2.6 M; tokens joined by one space, split on
 ``StringTokenizer``'s delimiters as the jar splits them) gets an id (its rank among the phrases'
-64-bit BLAKE2b hashes), and each entry becomes one key ``phrase_id << 22 | paraphrase_id``, sorted (stably, so equal keys keep file order) beside its
-*rank*: the entry's position among its phrase's paraphrases in the file. Matching a sentence pair is
-then one vectorised ``searchsorted`` of the candidate (phrase, paraphrase) keys the two sentences can
-form, and the rank restores the jar's emission order.
+64-bit BLAKE2b hashes, a hit confirmed on the string), and each entry becomes one key
+``phrase_id << 22 | paraphrase_id``, sorted (stably, so equal keys keep file order) beside its *rank*:
+the entry's position among its phrase's paraphrases in the file. A sentence's n-grams are looked up
+together (cached across sentences); a phrase's paraphrases become a dict ``{paraphrase id: ranks}`` on
+first use, so matching a sentence pair is a few dict lookups, and the rank restores the jar's
+emission order.
 
 The arrays are cached under ``<cache>/meteor/`` (about 150 MB; written atomically, keyed by the source
 file's size and modification time and a format version); building them takes about 20 s, once. An
@@ -81,6 +83,8 @@ class ParaphraseTable:
         self.keys = keys
         self.ranks = ranks
         self.shift = shift
+        self._gram_ids: dict[str, int] = {}  # n-gram -> phrase id, or -1 when not in the table
+        self._groups: dict[int, dict[int, tuple[int, ...]]] = {}  # phrase id -> {paraphrase id: ranks}
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -187,9 +191,11 @@ class ParaphraseTable:
     def sentence_phrases(self, words: list[str]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
         """The n-grams of ``words`` that are table phrases and those that are paraphrases.
 
-        Returns two lists of ``(start, length, id)``, ordered by start then length.
+        Returns two lists of ``(start, length, id)``, ordered by start then length. N-grams seen before are
+        answered from a cache; new ones are looked up together (one ``searchsorted``).
         """
         vocabulary = self.vocabulary
+        known = self._gram_ids
         grams: list[tuple[int, int, str]] = []
         n = len(words)
         for start in range(n):
@@ -197,43 +203,43 @@ class ParaphraseTable:
                 if words[start + length - 1] not in vocabulary:
                     break  # no phrase of the table contains an unknown word
                 grams.append((start, length, " ".join(words[start : start + length])))
-        if not grams:
-            return [], []
-        wanted = np.array([phrase_hash(g[2]) for g in grams], dtype=np.uint64)
-        where = np.searchsorted(self.hashes, wanted)
-        where[where >= len(self.hashes)] = 0
-        hit = np.flatnonzero(self.hashes[where] == wanted)
+        new = list({g[2] for g in grams if g[2] not in known})
+        if new:
+            wanted = np.array([phrase_hash(g) for g in new], dtype=np.uint64)
+            where = np.searchsorted(self.hashes, wanted)
+            where[where >= len(self.hashes)] = 0
+            hit = (self.hashes[where] == wanted).tolist()
+            texts, offsets = self._text_bytes, self.offsets
+            if len(known) > 2_000_000:
+                known.clear()
+            for gram, k, ok in zip(new, where.tolist(), hit):
+                # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
+                known[gram] = k if ok and texts[offsets[k] : offsets[k + 1]] == gram.encode("utf-8") else -1
         phrases: list[tuple[int, int, int]] = []
         paraphrases: list[tuple[int, int, int]] = []
-        texts, offsets = self._text_bytes, self.offsets
-        for g in hit.tolist():
-            k = int(where[g])
-            start, length, text = grams[g]
-            if texts[offsets[k] : offsets[k + 1]] != text.encode("utf-8"):
-                continue  # a 64-bit hash collision with a phrase of the table
-            if self.is_phrase[k]:
+        is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
+        for start, length, gram in grams:
+            k = known[gram]
+            if k < 0:
+                continue
+            if is_phrase[k]:
                 phrases.append((start, length, k))
-            if self.is_paraphrase[k]:
+            if is_paraphrase[k]:
                 paraphrases.append((start, length, k))
         return phrases, paraphrases
 
-    def pairs(self, phrase_ids: np.ndarray, paraphrase_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every table entry (phrase_ids[a], paraphrase_ids[b]): arrays ``a``, ``b``, ``rank`` (one row per entry,
-        an entry listed twice in the file twice)."""
-        empty = np.empty(0, dtype=np.int64)
-        if not len(phrase_ids) or not len(paraphrase_ids):
-            return empty, empty, empty
-        candidates = ((phrase_ids.astype(np.int64) << self.shift)[:, None] | paraphrase_ids[None, :]).ravel()
-        lo = np.searchsorted(self.keys, candidates, "left")
-        hi = np.searchsorted(self.keys, candidates, "right")
-        found = np.flatnonzero(hi > lo)
-        if not len(found):
-            return empty, empty, empty
-        counts = hi[found] - lo[found]
-        flat = np.repeat(found, counts)
-        positions = np.repeat(lo[found] - np.cumsum(np.r_[0, counts[:-1]]), counts) + np.arange(int(counts.sum()))
-        width = len(paraphrase_ids)
-        return flat // width, flat % width, self.ranks[positions].astype(np.int64)
+    def group(self, phrase_id: int) -> dict[int, tuple[int, ...]]:
+        """A phrase's paraphrases: ``{paraphrase id: ranks}`` (ranks: positions in the file among the phrase's
+        entries; two when an entry is listed twice). Built on first use and kept."""
+        found = self._groups.get(phrase_id)
+        if found is None:
+            lo, hi = np.searchsorted(self.keys, [phrase_id << self.shift, (phrase_id + 1) << self.shift])
+            mask = (1 << self.shift) - 1
+            found = {}
+            for key, rank in zip((self.keys[lo:hi] & mask).tolist(), self.ranks[lo:hi].tolist()):
+                found[key] = found.get(key, ()) + (rank,)
+            self._groups[phrase_id] = found
+        return found
 
 
 _LOCK = threading.Lock()

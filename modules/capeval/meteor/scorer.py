@@ -18,7 +18,7 @@ import re
 import threading
 from collections.abc import Sequence
 
-from capeval.meteor.align import BEAM_SIZE, Sentence, align_stats, java_hash
+from capeval.meteor.align import BEAM_SIZE, Sentence, align_stats, hypothesis_index, java_hash
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 
@@ -110,8 +110,6 @@ class PythonMeteorScorer:
         found = self._sentences.get(line)
         if found is not None:
             return found
-        import numpy as np
-
         words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
         info = [self._word(w) for w in words]
         if self._table is not None:
@@ -119,6 +117,9 @@ class PythonMeteorScorer:
         else:
             phrases, paraphrases = [], []
         function = tuple(x[3] for x in info)
+        where: dict[int, tuple[tuple[int, int], ...]] = {}
+        for start, length, pid in paraphrases:
+            where[pid] = where.get(pid, ()) + ((start, length),)
         found = Sentence(
             words=words,
             hashes=tuple(x[0] for x in info),
@@ -126,9 +127,7 @@ class PythonMeteorScorer:
             synsets=tuple(x[2] for x in info),
             function=function,
             phrases=tuple(phrases),
-            paraphrases=tuple(paraphrases),
-            phrase_ids=np.array([p[2] for p in phrases], dtype=np.int64),
-            paraphrase_ids=np.array([p[2] for p in paraphrases], dtype=np.int64),
+            paraphrases=where,
             n_function=sum(function),
         )
         if len(self._sentences) >= _SENTENCE_CACHE_SIZE:
@@ -142,10 +141,11 @@ class PythonMeteorScorer:
         with self._lock:
             self._load()
             test = self.sentence(prepare_text(hypothesis))
+            index = hypothesis_index(test)
             best: list[float] | None = None
             best_score = -1.0
             for reference in references:
-                stats = align_stats(test, self.sentence(prepare_text(reference)), self._table, self.beam)
+                stats = align_stats(test, self.sentence(prepare_text(reference)), self._table, self.beam, index)
                 value = score(stats)
                 if value > best_score:
                     best, best_score = stats, value
