@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="clean-up of the text that text-reading metrics see; tokens never see it")
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
-    p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs for large corpora")
+    p.add_argument("--meteor-backend", choices=("python", "java"), default="python",
+                   help="METEOR 1.5 in Python (default, no Java) or through the original jar (needs Java; verification)")
+    p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs (--meteor-backend java)")
     add_model_arguments(p)
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
@@ -149,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
 
     options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
-                   meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
+                   meteor_backend=args.meteor_backend, meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
                    progress=args.progress, **model_options(args))
     if getattr(args, "features", False):
         learned = [name for name in selected if name in ("lceval", "lceval_released", "lceval_plus")]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from capeval.batch import CaptionBatch
-from capeval.meteor.jar import MeteorError, MeteorScorer, _sum_statistics, sanitize, score_line
+from capeval.meteor.jar import MeteorError, MeteorScorer, _sum_statistics, check_options, sanitize, score_line
 from capeval.meteor.scorer import PythonMeteorScorer
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.paths import meteor_jar
@@ -58,7 +58,7 @@ class Meteor(CaptionMetric):
         if backend == "java":
             self.scorer = MeteorScorer(jvms=self.config["meteor_jvms"], timeout=self.config["meteor_timeout"])
         else:
-            MeteorScorer(jvms=self.config["meteor_jvms"], timeout=self.config["meteor_timeout"]).close()  # checks the options
+            check_options(self.config["meteor_jvms"], self.config["meteor_timeout"])
             self.scorer = python_scorer()
 
     @classmethod
@@ -71,6 +71,10 @@ class Meteor(CaptionMetric):
         if not meteor_jar().is_file():
             raise FileNotFoundError(f"METEOR 1.5's jar (its language data) not found at {meteor_jar()}; "
                                     "reinstall pycocoevalcap==1.2.")
+        if backend == "python":
+            from capeval.meteor.scorer import snowball_english
+
+            snowball_english()
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         prepared = self._prepared

@@ -47,7 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 from capeval.java import java_executable
 from capeval.paths import meteor_jar
 
-__all__ = ["MeteorError", "MeteorScorer", "sanitize", "score_line"]
+__all__ = ["MeteorError", "MeteorScorer", "check_options", "sanitize", "score_line"]
 
 #: Control characters (Unicode category Cc) plus the line and paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -80,6 +80,14 @@ def sanitize(text: str) -> str:
 def score_line(hypothesis: str, references: Sequence[str]) -> str:
     """The SCORE request for one caption, formatted exactly as pycocoevalcap formats it."""
     return " ||| ".join(("SCORE", " ||| ".join(sanitize(r) for r in references), sanitize(hypothesis)))
+
+
+def check_options(jvms: int, timeout: float) -> None:
+    """``ValueError`` naming the option unless ``jvms`` is a positive int and ``timeout`` a positive number."""
+    if not isinstance(jvms, int) or isinstance(jvms, bool) or jvms < 1:
+        raise ValueError(f"meteor_jvms must be a positive integer, got {jvms!r}.")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"meteor_timeout must be a positive number of seconds, got {timeout!r}.")
 
 
 class _Timeout(Exception):
@@ -221,14 +229,11 @@ class MeteorScorer:
     """
 
     def __init__(self, jvms: int = 1, timeout: float = 60.0) -> None:
-        if not isinstance(jvms, int) or isinstance(jvms, bool) or jvms < 1:
-            raise ValueError(f"meteor_jvms must be a positive integer, got {jvms!r}.")
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-            raise ValueError(f"meteor_timeout must be a positive number of seconds, got {timeout!r}.")
+        check_options(jvms, timeout)
         jar = meteor_jar()
         if not jar.is_file():
             raise FileNotFoundError(f"METEOR 1.5 jar not found at {jar}; reinstall pycocoevalcap==1.2.")
-        self.command = [java_executable("METEOR 1.5"), "-jar", "-Xmx2G", str(jar), "-", "-", "-stdio", "-l", "en", "-norm"]
+        self.command = [java_executable("METEOR 1.5 (meteor_backend='java'; the default 'python' backend needs no Java)"), "-jar", "-Xmx2G", str(jar), "-", "-", "-stdio", "-l", "en", "-norm"]
         self.cwd = str(jar.parent)
         self.n_jvms = jvms
         self.timeout = float(timeout)

@@ -9,6 +9,8 @@ they are lower-cased and aligned:
 * runs of dots are protected, commas split except inside numbers, curly and doubled quotes become
   ``'`` and ``"``, en dashes and ``--`` become ``-``, a dash between letters/digits becomes a space
   (``U.S.-based`` -> ``U.S. based``), English contractions split to the right (``dog's`` -> ``dog 's``);
+* runs of spaces and of the Unicode spaces U+00A0, U+2000–U+200A, U+202F, U+205F, U+3000 become one
+  space at the end;
 * a token-final dot is split off unless the token is a listed non-breaking prefix (``Mr.``), is
   followed by a lower-case word, is a numeric-only prefix followed by a number, or is a dotted
   acronym (``U.S.`` -> ``US``, dots dropped).
@@ -47,7 +49,7 @@ _CONT_EN4 = re.compile(f"([{_ALPHA}])'([{_ALPHA}])")
 _CONT_EN5 = re.compile(r"([0-9])'([s])")
 _HAS_ALPHA = re.compile(f"[{_ALPHA}]")
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's default delimiters
-_SPACES = re.compile(" +")
+_SPACES = re.compile("[ \u2000-\u200a\u202f\u205f\u3000\u00a0]+")  # the jar's r_white: space and Unicode spaces
 _JAVA_TRIM = "".join(chr(c) for c in range(33))  # String.trim() strips every char <= U+0020
 
 _NBP_ANY, _NBP_NUMERIC_ONLY = 1, 2

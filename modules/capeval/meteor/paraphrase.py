@@ -91,22 +91,31 @@ class ParaphraseTable:
 
     # -- building --------------------------------------------------------------------------------
     @classmethod
-    def from_lines(cls, lines: list[str]) -> ParaphraseTable:
-        """Build from the table's lines (probability, phrase, paraphrase, repeated), as the jar reads them."""
+    def from_lines(cls, lines: list[str], canonical: bool = False) -> ParaphraseTable:
+        """Build from the table's lines (probability, phrase, paraphrase, repeated), as the jar reads them.
+
+        ``canonical=True`` promises that every phrase line is already its words joined by single spaces.
+        """
         if len(lines) % 3:
             raise ValueError(f"a METEOR paraphrase table has 3 lines per entry; got {len(lines)} lines.")
-        first_ids: dict[str, int] = {}
         n = len(lines) // 3
-        left = np.empty(n, dtype=np.int64)
-        right = np.empty(n, dtype=np.int64)
-        for k in range(n):
-            for side, text in ((left, lines[3 * k + 1]), (right, lines[3 * k + 2])):
-                if "  " in text or text[:1] == " " or text[-1:] == " " or "\t" in text or "\f" in text:
-                    text = " ".join(t for t in _TOKENS.split(text) if t)
-                side[k] = first_ids.setdefault(text, len(first_ids))
-        phrases = list(first_ids)
-        del first_ids
-        raw_hashes = np.array([phrase_hash(p) for p in phrases], dtype=np.uint64)
+        left_text, right_text = lines[1::3], lines[2::3]
+        if not canonical:
+            for side in (left_text, right_text):
+                for k, text in enumerate(side):
+                    if "  " in text or text[:1] == " " or text[-1:] == " " or "\t" in text or "\f" in text:
+                        side[k] = " ".join(t for t in _TOKENS.split(text) if t)
+        unique = dict.fromkeys(left_text)
+        unique.update(dict.fromkeys(right_text))
+        phrases = list(unique)
+        del unique
+        first_ids = {p: i for i, p in enumerate(phrases)}
+        left = np.fromiter(map(first_ids.__getitem__, left_text), dtype=np.int64, count=n)
+        right = np.fromiter(map(first_ids.__getitem__, right_text), dtype=np.int64, count=n)
+        del first_ids, left_text, right_text
+        encoded = [p.encode("utf-8") for p in phrases]
+        digests = b"".join([hashlib.blake2b(e, digest_size=8).digest() for e in encoded])
+        raw_hashes = np.frombuffer(digests, dtype="<u8").astype(np.uint64)  # == phrase_hash(p)
         order = np.argsort(raw_hashes, kind="stable")
         hashes = raw_hashes[order]
         if len(hashes) > 1 and bool((hashes[1:] == hashes[:-1]).any()):
@@ -114,11 +123,12 @@ class ParaphraseTable:
         new_id = np.empty(len(phrases), dtype=np.int64)
         new_id[order] = np.arange(len(phrases))
         left, right = new_id[left], new_id[right]
-        encoded = [phrases[i].encode("utf-8") for i in order.tolist()]
+        encoded = [encoded[i] for i in order.tolist()]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         texts = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        vocabulary = frozenset(w for p in phrases for w in p.split(" ") if w)
+        del encoded
+        vocabulary = frozenset(" ".join(phrases).split(" ")) - {""}
         is_phrase = np.zeros(len(phrases), dtype=bool)
         is_phrase[left] = True
         is_paraphrase = np.zeros(len(phrases), dtype=bool)
@@ -142,12 +152,13 @@ class ParaphraseTable:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rb") as f:
             text = f.read().decode("utf-8", "replace")
-        lines = re.split("\r\n|\r|\n", text)  # BufferedReader.readLine's line ends
+        canonical = not any(bad in text for bad in ("\t", "\f", "  ", " \n", "\n ", "\r")) and text[:1] != " "
+        lines = text.split("\n") if "\r" not in text else re.split("\r\n|\r|\n", text)  # readLine's line ends
         del text
         if lines and lines[-1] == "":
             lines.pop()
         lines = lines[: len(lines) - len(lines) % 3]  # a trailing partial entry is never read by the jar's loop
-        return cls.from_lines(lines)
+        return cls.from_lines(lines, canonical=canonical)
 
     # -- cache -----------------------------------------------------------------------------------
     def save(self, path: Path) -> None:

@@ -27,6 +27,7 @@ __all__ = ["PythonMeteorScorer", "prepare_text", "snowball_english"]
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
 _SENTENCE_CACHE_SIZE = 200_000
+_STATS_CACHE_SIZE = 200_000
 
 
 def snowball_english():
@@ -73,6 +74,8 @@ class PythonMeteorScorer:
         self._loaded = False
         self._words: dict[str, tuple] = {}
         self._sentences: dict[str, Sentence] = {}
+        self._stats: dict[tuple[str, tuple[str, ...]], str] = {}  # (hypothesis, references) -> statistics line
+        self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
 
     # -- resources -------------------------------------------------------------------------------
     def _load(self) -> None:
@@ -152,19 +155,26 @@ class PythonMeteorScorer:
             return best
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None) -> list[str]:
-        """The jar's statistics line per (hypothesis, references) pair; identical pairs computed once."""
+        """The jar's statistics line per (hypothesis, references) pair.
+
+        Identical pairs are computed once, also across calls (the last 200,000 pairs are kept): METEOR and
+        LCEval's METEOR feature in one ``capeval.score`` call align each caption once.
+        """
         if len(hypotheses) != len(references):
             raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists.")
         for i, refs in enumerate(references):
             if len(refs) == 0:
                 raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
-        done: dict[tuple, str] = {}
+        done = self._stats
         out: list[str] = []
         for hypothesis, refs in zip(hypotheses, references):
             key = (hypothesis, tuple(refs))
             line = done.get(key)
             if line is None:
                 line = format_stats(self.segment_stats(hypothesis, refs))
+                self.computed += 1
+                if len(done) >= _STATS_CACHE_SIZE:
+                    done.clear()
                 done[key] = line
             out.append(line)
             if progress is not None:

@@ -1,4 +1,4 @@
-"""The METEOR 1.5 wrapper: sanitising, deadlines and restarts, errors, shutdown.
+"""The ``java`` METEOR backend (the jar driver): sanitising, deadlines and restarts, errors, shutdown.
 
 Protocol failures are simulated with a small fake METEOR server (a Python script speaking the stdio
 protocol), so they run in a second; the real jar is used for hostile input and shutdown.
@@ -16,8 +16,9 @@ import pytest
 
 import capeval
 from capeval.java import JavaNotFoundError
-from capeval.coco import meteor as meteor_module
-from capeval.coco.meteor import MeteorError, MeteorScorer, sanitize, score_line
+from capeval.coco.meteor import Meteor
+from capeval.meteor import jar as meteor_module
+from capeval.meteor.jar import MeteorError, MeteorScorer, sanitize, score_line
 
 FAKE_SERVER = textwrap.dedent(
     """
@@ -161,15 +162,22 @@ def test_bad_options(jvms, timeout, match):
 def test_options_through_score_are_validated():
     with pytest.raises(ValueError, match="meteor_jvms must be a positive integer"):
         capeval.score(["a dog"], [["a dog"]], metrics="meteor", tokenizer="ptb-java", meteor_jvms=-1)
+    with pytest.raises(ValueError, match="meteor_backend must be one of"):
+        capeval.score(["a dog"], [["a dog"]], metrics="meteor", meteor_backend="jvm")
 
 
 def test_java_missing_names_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)
-    with pytest.raises(JavaNotFoundError, match=r"METEOR 1\.5.*apt-get install default-jre-headless"):
+    with pytest.raises(JavaNotFoundError, match=r"METEOR 1\.5.*meteor_backend='java'.*apt-get install default-jre-headless"):
         MeteorScorer()
     with pytest.raises(JavaNotFoundError, match="JAVA_HOME"):
-        meteor_module.Meteor.check_available()
+        Meteor.check_available(backend="java")
+    with pytest.raises(JavaNotFoundError, match="meteor_backend='java'"):
+        capeval.score(["a dog"], [["a dog"]], metrics="meteor", meteor_backend="java")
+    # the default backend needs no Java at all
+    Meteor.check_available()
+    assert capeval.score(["a dog runs"], [["a dog runs"]], metrics="meteor")["meteor"] > 0.9
 
 
 # -- the real jar ----------------------------------------------------------------------------------------
@@ -208,7 +216,7 @@ def test_hostile_input_scores_like_clean_input_and_closes(java):
 def test_jvm_is_killed_at_interpreter_exit(java, tmp_path):
     code = textwrap.dedent(
         """
-        from capeval.coco.meteor import MeteorScorer
+        from capeval.meteor.jar import MeteorScorer
         scorer = MeteorScorer(timeout=120)
         print(scorer.score(["a dog"], [["a dog runs"]])[0])
         print(scorer._jvms[0].process.pid, flush=True)
@@ -232,7 +240,7 @@ def test_jvm_is_killed_at_interpreter_exit(java, tmp_path):
 
 def test_summed_statistics_follow_addstats():
     """Chunks of a perfect match (all words matched, one chunk) are not added, as in MeteorStats.addStats."""
-    from capeval.coco.meteor import _sum_statistics
+    from capeval.meteor.jar import _sum_statistics
 
     perfect = "2.0 2.0 0.0 0.0 2.0 2.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 1.0 2.0 2.0"
     partial = "4.0 6.0 2.0 3.0 1.0 1.0 1.0 1.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 0.0 1.0 1.0 0.0 2.0 3.0 3.0"

@@ -1,0 +1,282 @@
+"""The pure-Python METEOR 1.5 (capeval.meteor): its parts, and parity with the jar (tests marked ``java``).
+
+The full measurement (all 20,000 Karpathy-test candidates, Flickr8k-Expert, PASCAL-50S) is
+``benchmarks/meteor_parity.py``; here a slice of it, hand-made hostile inputs and a seeded random fuzz are
+compared line by line with the jar's statistics.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import capeval
+from capeval.meteor import paraphrase as paraphrase_module
+from capeval.meteor.align import java_hash
+from capeval.meteor.normalize import normalize_line
+from capeval.meteor.paraphrase import ParaphraseCacheWarning, ParaphraseTable
+from capeval.meteor.scorer import PythonMeteorScorer, prepare_text
+from capeval.meteor.stats import STAT_FIELDS, aggregate, format_stats, parse_stats, score
+
+
+@pytest.fixture(scope="module")
+def py_scorer() -> PythonMeteorScorer:
+    return PythonMeteorScorer()
+
+
+@pytest.fixture(scope="module")
+def jar_scorer(java):
+    from capeval.meteor.jar import MeteorScorer
+
+    with MeteorScorer(timeout=180) as scorer:
+        yield scorer
+
+
+# -- parts ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, expected", [
+    # expected outputs printed by the jar's own Normalizer.normalizeLine(line, en, true)
+    ("U.S.-based Mr. Smith's dogs, 1990's ... \"hi\"", "US based Mr. Smith 's dogs , 1990 's ... \" hi \""),
+    ("a dog  runs", "a dog runs"),
+    ("", ""),
+    ("3,000 dogs, cats", "3,000 dogs , cats"),
+    ("It ends here.", "It ends here ."),
+    ("e.g. this", "eg this"),
+    ("a \u201cquoted\u201d \u2018word\u2019 \u2013 dash", "a \" quoted \" ' word ' - dash"),
+])
+def test_normaliser_outputs(line, expected):
+    assert normalize_line(line) == expected
+
+
+def test_java_string_hash():
+    assert java_hash("hello") == 99162322
+    assert java_hash("") == 0
+    assert java_hash("a\U0001F600") == (31 * (31 * 97 + 0xD83D) + 0xDE00) & 0xFFFFFFFF  # UTF-16 surrogates
+    assert java_hash("a\u00ff") == java_hash("b\u00e0")  # two lower-case words with one hash
+
+
+def test_hash_collision_matches_exactly_as_in_the_jar(py_scorer):
+    """The jar compares words by String.hashCode: 'aÿ' and 'bà' are an exact match for it, and for us."""
+    stats = parse_stats(py_scorer.statistics(["a\u00ff"], [["b\u00e0"]])[0])
+    assert stats[4] == 1 and stats[5] == 1  # one exact content match on each side
+
+
+def test_score_and_aggregate():
+    zero = [0.0] * STAT_FIELDS
+    assert score(zero) == 0.0  # 0/0 everywhere: NaN -> 0 as in the jar
+    perfect = [2, 2, 0, 0, 2, 2, 0, 0] + [0] * 12 + [1, 2, 2]
+    assert score(perfect) == pytest.approx(1.0)  # no fragmentation penalty for a perfect match
+    partial = [4, 6, 2, 3, 1, 1, 1, 1] + [0] * 12 + [2, 2, 2]
+    value = score(partial)
+    assert 0 < value < 1
+    total = aggregate([perfect, partial, perfect])
+    assert total[0] == 8 and total[20] == 2  # chunks of perfect matches are not added (MeteorStats.addStats)
+    assert parse_stats(format_stats(partial)) == [float(x) for x in partial]
+    assert format_stats(partial).split()[0] == "4.0"
+    with pytest.raises(ValueError, match="23 fields"):
+        parse_stats("1.0 2.0")
+
+
+def test_snowball_3_is_refused(monkeypatch):
+    import snowballstemmer
+
+    from capeval.meteor.scorer import snowball_english
+
+    monkeypatch.setattr(snowballstemmer, "__version__", "3.0.1", raising=False)
+    with pytest.raises(ImportError, match=r"snowballstemmer>=2,<3"):
+        snowball_english()
+
+
+def _tiny_lines() -> list[str]:
+    # probability, phrase, paraphrase: 'big dog' has two paraphrases, one listed twice; one line needs splitting
+    return ["0.5", "big dog", "large dog", "0.1", "big dog", "huge  hound", "0.2", "big dog", "large dog",
+            "0.3", "sofa", "couch"]
+
+
+def test_paraphrase_table_ranks_duplicates_and_cache(tmp_path):
+    table = ParaphraseTable.from_lines(_tiny_lines())
+    assert len(table) == 4
+    big = table.phrase_id("big dog")
+    large, huge = table.phrase_id("large dog"), table.phrase_id("huge hound")  # tokens re-joined by one space
+    assert table.phrase_id("huge  hound") is None and table.phrase_id("cat") is None
+    assert table.group(big) == {large: (0, 2), huge: (1,)}  # file order; an entry listed twice matches twice
+    phrases, paraphrases = table.sentence_phrases("a big dog on a sofa".split())
+    assert phrases == [(1, 2, big), (5, 1, table.phrase_id("sofa"))]
+    assert paraphrases == []
+    table.save(tmp_path / "t.npz")
+    again = ParaphraseTable.load(tmp_path / "t.npz")
+    assert again.group(big) == table.group(big) and again.vocabulary == table.vocabulary
+    with pytest.raises(ValueError, match="3 lines per entry"):
+        ParaphraseTable.from_lines(["0.1", "a"])
+
+
+def test_paraphrase_cache_faults(tmp_path, monkeypatch):
+    """A corrupt cache file is moved aside and rebuilt; an unwritable cache keeps the table in memory, with a warning."""
+    source = tmp_path / "paraphrase-en.gz"
+    import gzip
+
+    with gzip.open(source, "wt", encoding="utf-8") as f:
+        f.write("\n".join(_tiny_lines()) + "\n")
+    monkeypatch.setattr(paraphrase_module, "paraphrase_file", lambda: source)
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    table = paraphrase_module.default_table()
+    cached = list((tmp_path / "cache" / "meteor").glob("*.npz"))
+    assert len(cached) == 1 and len(table) == 4
+    cached[0].write_bytes(b"not a zip file")
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    with pytest.warns(UserWarning, match="could not be read"):
+        assert len(paraphrase_module.default_table()) == 4
+    assert ParaphraseTable.load(cached[0]).phrase_id("sofa") is not None  # rebuilt in place
+    locked = tmp_path / "locked"
+    locked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(locked))
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    with pytest.warns(ParaphraseCacheWarning, match="kept in memory"):
+        assert len(paraphrase_module.default_table()) == 4
+
+
+# -- behaviour -------------------------------------------------------------------------------------------------
+
+
+def test_scores_in_range_and_identical_requests_once(py_scorer):
+    hyps = ["a dog runs on the grass", "a dog runs on the grass", "", "two cats"]
+    refs = [["a dog running on a lawn", "dogs play"], ["a dog running on a lawn", "dogs play"], ["a cat"], ["two cats"]]
+    before = py_scorer.computed
+    corpus, per = py_scorer.score(hyps, refs)
+    assert py_scorer.computed - before == 3
+    assert per[0] == per[1] and per[2] == 0.0 and 0.9 < per[3] <= 1.0
+    assert 0 < corpus < 1
+    py_scorer.score(hyps, refs)
+    assert py_scorer.computed - before == 3  # answered from the statistics cache
+
+
+def test_long_hypothesis_finishes(py_scorer):
+    long = " ".join(["a dog on the grass with a ball"] * 2500)  # 75,000 characters, 20,000 words
+    corpus, per = py_scorer.score([long], [["a dog plays with a ball on the grass"]])
+    assert 0 <= per[0] < 0.2 and math.isfinite(corpus)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=80), st.lists(st.text(max_size=80), min_size=1, max_size=3))
+def test_any_text_scores_in_range(py_scorer, hypothesis_text, references):
+    corpus, per = py_scorer.score([hypothesis_text], [references])
+    assert math.isfinite(corpus) and 0.0 <= per[0] <= 1.0
+
+
+def test_meteor_and_lceval_align_each_caption_once():
+    from support import needs_weights
+
+    needs_weights("lceval")
+    from capeval.coco.meteor import python_scorer
+
+    preds = ["a brown dog jumps over a fence", "three people ride bikes on a trail"]
+    refs = [["a dog leaps over a wooden fence"], ["people cycling on a dirt path", "three cyclists"]]
+    scorer = python_scorer()
+    before = scorer.computed
+    out = capeval.score(preds, refs, metrics=["meteor", "lceval"])
+    assert scorer.computed - before == 2
+    assert 0 < out["meteor"] < 1
+
+
+def test_every_metric_but_the_java_backends_runs_without_java(tmp_path):
+    """``capeval score --example`` and METEOR on a machine without Java (no java on PATH, no JAVA_HOME)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "PATH")}
+    env["PATH"] = str(tmp_path)  # an empty folder: no java, nothing else either
+    out = subprocess.run([sys.executable, "-m", "capeval", "score", "--example", "--json", "-"], capture_output=True,
+                         text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert 0 < result["meteor"] < 1
+    code = ("import capeval\ntry:\n    capeval.score(['a dog'], [['a dog']], metrics='meteor', meteor_backend='java')\n"
+            "except Exception as err:\n    print(type(err).__name__, err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert "JavaNotFoundError" in out.stdout and "meteor_backend='java'" in out.stdout
+
+
+# -- parity with the jar ----------------------------------------------------------------------------------------
+
+HOSTILE = [
+    ("a dog\nruns ||| on grass", ["a dog runs\non the grass", "|||", "dogs\x85running"]),
+    ("a cat\r\nsits\u2028here", ["a cat sits\rthere", "a cat\x0bon a mat"]),
+    ("", ["an empty prediction"]),
+    ("\U0001F436 emoji dog caf\u00e9", ["a dog \U0001F436 in a caf\u00e9", "\u2029"]),
+    ("x\x00y", ["x y"]),
+    ("\u4e00\u53ea\u72d7\u5728\u8349\u5730\u4e0a\u5954\u8dd1", ["\u72d7\u5728\u8dd1", "a dog runs"]),
+    ("\u0421\u043e\u0431\u0430\u043a\u0430 \u0431\u0435\u0436\u0438\u0442", ["\u0441\u043e\u0431\u0430\u043a\u0430 \u0431\u0435\u0436\u0438\u0442 \u043f\u043e \u0442\u0440\u0430\u0432\u0435"]),
+    ("Mr. Smith's U.S.-made car... isn't it?", ["mr. smith 's us made car is n't it ?", "A car, made in the U.S."]),
+    ("the the the the the", ["the"]),
+    ("a man riding a bike down a street", ["a group of people are riding bikes down the street in a bike lane"]),
+    ("a a a a a a a a a a a a", ["a a a a a a a a a a a a a"]),
+    ("3,000 people at 10.5 p.m. -- wow", ["3000 people at 10.5 pm - wow", "thousands of people"]),
+]
+
+
+def _random_caption(rng: random.Random) -> str:
+    words = ["a", "the", "dog", "dogs", "man", "men", "riding", "rides", "bike", "bicycle", "street", "road", "on",
+             "of", "in", "big", "large", "small", "little", "is", "are", "playing", "plays", "grass", "lawn", "photo",
+             "picture", "U.S.", "Mr.", "isn't", "'s", ",", ".", "...", "--", "\u2019", "\u201c", "caf\u00e9", "\u00e9t\u00e9",
+             "\u0441\u043e\u0431\u0430\u043a\u0430", "\u72d7", "3,000", "10.5", "|||", "\t", "\n", "\x07"]
+    return " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))
+
+
+def _compare(jar_scorer, py_scorer, hyps, refs):
+    theirs = jar_scorer.statistics(hyps, refs)
+    ours = py_scorer.statistics(hyps, refs)
+    differing = [(i, hyps[i], ours[i], theirs[i]) for i in range(len(hyps)) if ours[i] != theirs[i]]
+    assert not differing, differing[:5]
+    assert py_scorer.evaluate(ours) == pytest.approx(jar_scorer.evaluate(theirs), abs=1e-12)
+
+
+@pytest.mark.java
+def test_hostile_inputs_match_the_jar(jar_scorer, py_scorer):
+    _compare(jar_scorer, py_scorer, [h for h, _ in HOSTILE], [r for _, r in HOSTILE])
+
+
+@pytest.mark.java
+def test_random_captions_match_the_jar(jar_scorer, py_scorer):
+    rng = random.Random(29)
+    hyps = [_random_caption(rng) for _ in range(400)]
+    refs = [[_random_caption(rng) for _ in range(rng.randint(1, 4))] for _ in hyps]
+    _compare(jar_scorer, py_scorer, hyps, refs)
+
+
+@pytest.mark.java
+def test_karpathy_slice_matches_the_jar(jar_scorer, py_scorer, shared_data):
+    from capeval.text import get_tokenizer
+
+    rows = json.load(open(shared_data / "coco_karpathy_test" / "karpathy_cand.json"))[::20]  # 1,000 of 20,000
+    refmap: dict[str, list[str]] = {}
+    for r in json.load(open(shared_data / "coco_karpathy_test" / "karpathy_ref.json")):
+        refmap.setdefault(r["image_id"], []).append(r["caption"])
+    tokenizer = get_tokenizer("ptb")
+    hyps = [" ".join(t) for t in tokenizer.tokenize([r["caption"] for r in rows])]
+    refs = [[" ".join(t) for t in tokenizer.tokenize(refmap[r["image_id"]])] for r in rows]
+    _compare(jar_scorer, py_scorer, hyps, refs)
+    raw = [r["caption"] for r in rows[:200]]  # untokenised text exercises the normaliser
+    _compare(jar_scorer, py_scorer, raw, [refmap[r["image_id"]] for r in rows[:200]])
+
+
+def test_prepare_text_is_what_the_jar_aligns():
+    assert prepare_text("  A Dog|||\nRuns.  ") == "a dog runs ."
+    assert prepare_text("\u00c9T\u00c9") == "\u00e9t\u00e9"
+
+
+def test_table_arrays_are_consistent(py_scorer):
+    py_scorer.statistics(["a dog"], [["a dog"]])
+    table = py_scorer._table
+    assert len(table) == 5_274_084 and len(table.hashes) == 2_616_378
+    assert bool(np.all(table.keys[1:] >= table.keys[:-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert table.phrase_id("a man") is not None and table.phrase_id("zzzq unknownword") is None
