@@ -46,6 +46,9 @@ def _capeval_fingerprint(metric: str) -> str:
         files = sorted(str(p) for p in pkg.glob("*.py"))
     text_dir = Path(inspect.getsourcefile(importlib.import_module("capeval.text"))).parent
     files += sorted(str(p) for p in text_dir.glob("*.py"))
+    if metric == "meteor" or metric.startswith("lceval"):  # METEOR's implementation lives in capeval.meteor
+        meteor_dir = Path(inspect.getsourcefile(importlib.import_module("capeval.meteor"))).parent
+        files += sorted(str(p) for p in meteor_dir.glob("*.py"))
     return file_fingerprint(files)
 
 
