@@ -7,7 +7,7 @@ same from every alphabetic word of the COCO val2014 captions; ``repeat``: the fi
 ("a dog runs on the grass") repeated, so every word matches (METEOR's aligner is slowest then).
 One prediction of N characters against two short references, scored with the length limit off
 (``max_caption_chars=None``); SPICE without its parse cache. The sizes run one after the other in
-this process; METEOR's time includes starting its JVM, SPICE's the first one loading spaCy.
+this process; METEOR's time includes loading its language data, SPICE's the first one loading spaCy.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """LCEval feature extraction + scoring speed and peak memory on PASCAL-50S (the paper's §5.7 workload).
 
-Usage (from the repository root; needs ``capeval[lceval]``, Java and the data dir):
+Usage (from the repository root; needs ``capeval[lceval]`` and the data dir; no Java):
     PYTHONPATH=modules OMP_NUM_THREADS=1 python benchmarks/lceval_speed.py [--candidates both|first] [--json OUT]
 
 Workload: the 4,000 PASCAL-50S pairs with the EXPERT file's 5 references: 8,000 candidate captions (both of every
@@ -14,9 +14,10 @@ LCEval, Core i7 3.5 GHz). Three states, each in its own process with its own cac
   candidates are new: scoring new captions against known references;
 * ``warm``: everything cached (a repeated run).
 
-The timed region starts after the process has loaded spaCy, the word vectors and the METEOR JVM on two
+The timed region starts after the process has loaded spaCy, the word vectors and METEOR's language data on two
 unrelated captions (``startup_s`` reports that part) and covers features + scores of all 8,000 candidates. Peak
-memory: the process's and its children's (the METEOR JVM) maximum resident set sizes.
+memory: the process's and its children's (the METEOR JVM, before METEOR ran in Python) maximum resident set
+sizes.
 """
 from __future__ import annotations
 

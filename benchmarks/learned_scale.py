@@ -1,6 +1,6 @@
 """The learned metrics at test-set scale: time, captions/s and peak memory, cold and warm (issue 30 item 4).
 
-Usage (from the repository root; needs ``capeval[learned,lceval]``, Java for LCEval's METEOR, and the data dir):
+Usage (from the repository root; needs ``capeval[learned,lceval]`` and the data dir; no Java):
 
     PYTHONPATH=modules python benchmarks/learned_scale.py [--limit N] [--only NAME,...] [--json out/scale.json]
 
@@ -12,12 +12,12 @@ Workloads:
 * ``karpathy``: the 20,000 Karpathy-test candidates against their references, the metrics that read no image.
 
 Each (workload, metric, state) runs in a fresh Python process, so peak RSS (``ru_maxrss`` of the process and of its
-children: METEOR's JVM for LCEval) is its own. ``cold``: an empty capeval cache (image features, parses, LCEval
-features), except COCO val2014's document-frequency table, a one-time build copied in beforehand; ``warm``: the
-same command again on the cache the cold run left. The timed region is the ``capeval.score`` call (model loading
-included: what a user's script pays); ``startup_s`` is the interpreter and import time before it. Rates: captions/s
-(candidates per second); for the critic also (candidate, reference) pairs per second. Prints a markdown table and
-JSON (``--json``).
+children: METEOR's JVM for LCEval, before METEOR ran in Python) is its own. ``cold``: an empty capeval cache (image
+features, parses, LCEval features), except COCO val2014's document-frequency table, a one-time build copied in
+beforehand; ``warm``: the same command again on the cache the cold run left. The timed region is the
+``capeval.score`` call (model loading included: what a user's script pays); ``startup_s`` is the interpreter and
+import time before it. Rates: captions/s (candidates per second); for the critic also (candidate, reference) pairs
+per second. Prints a markdown table and JSON (``--json``).
 """
 from __future__ import annotations
 

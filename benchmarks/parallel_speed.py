@@ -8,10 +8,10 @@ each image's caption #0, its references captions #1-#4. Per metric (``spice`` wi
 every run parses; ``meteor``) and per process count, one fresh run: 1 process = ``python``, N processes =
 ``python -m torch.distributed.run --nproc_per_node N`` (what ``--processes N`` / ``accelerate launch --multi_gpu``
 start on a machine without GPUs). Timed in the main process between a barrier after start-up (imports, data,
-model) and the result: ``score_s``; ``wall_s`` is the whole command (interpreter start, imports, JVM start).
+model) and the result: ``score_s``; ``wall_s`` is the whole command (interpreter start, imports, METEOR's data).
 
 The machine is shared, so each run also records ``cpu_share``: CPU seconds of the run's processes (and their
-JVMs) per wall second (2.0 = two cores busy with this run; less: other jobs took part of them), and the load
+children) per wall second (2.0 = two cores busy with this run; less: other jobs took part of them), and the load
 average before it. The script checks that every N-process result equals the 1-process one.
 """
 from __future__ import annotations

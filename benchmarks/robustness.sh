@@ -3,7 +3,7 @@
 # against its image's other 4, transformed by RC / WP / RW at gamma = 0, 0.1, ..., 1 (seed 0), scored by BLEU-4,
 # CIDEr-D, METEOR and SPICE; normalised mean-score curves and their AUC (lower = more robust).
 # Usage: benchmarks/robustness.sh [OUT_DIR] [extra capeval robustness options, e.g. --images-limit 500]
-# Needs the data (CAPEVAL_DATA_DIR, default ../shared/data), Java (METEOR) and spaCy (SPICE). Scores are cached
+# Needs the data (CAPEVAL_DATA_DIR, default ../shared/data) and spaCy (SPICE); no Java. Scores are cached
 # under $CAPEVAL_CACHE_DIR and RC's image features in the feature cache, so a re-run only computes what is new.
 set -euo pipefail
 out="${1:-out/robustness}"

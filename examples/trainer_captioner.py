@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-METRICS = ["bleu", "rouge_l", "cider_d"]  # METEOR and SPICE work too, with Java
+METRICS = ["bleu", "rouge_l", "cider_d"]  # METEOR and SPICE work too (no Java), but take longer
 
 
 def make_dataset(tokenizer, features, references, max_words: int = 22):

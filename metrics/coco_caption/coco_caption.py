@@ -50,10 +50,11 @@ _CITATION = """\
 
 _DESCRIPTION = """\
 The COCO caption evaluation metrics exactly as computed by pycocoevalcap 1.2 (the COCO caption
-evaluation server's code): BLEU-1..4 ('closest' reference length), METEOR 1.5 (the original jar,
-`-l en -norm`), ROUGE-L (LCS F-measure, beta = 1.2) and CIDEr-D (n = 1..4, sigma = 6, clipped,
-x10). The same numbers to 1e-9, but with a pure-Python PTB tokenizer (no Java except for METEOR),
-no temporary files in site-packages and no METEOR hangs (sanitised input, deadlines, restarts).
+evaluation server's code): BLEU-1..4 ('closest' reference length), METEOR 1.5 (`-l en -norm`: the
+original jar's algorithm in Python, reading the jar's language data; the jar's statistics and scores),
+ROUGE-L (LCS F-measure, beta = 1.2) and CIDEr-D (n = 1..4, sigma = 6, clipped, x10). The same numbers
+to 1e-9, but without Java (pure-Python PTB tokenizer and METEOR), no temporary files in site-packages
+and no METEOR hangs. `meteor_backend="java"` runs the original jar instead, for verification.
 Tokens are computed from the captions as written, exactly as pycocoevalcap computes them, so the
 default numbers are pycocoevalcap's (tested on all 20,000 Karpathy-test candidates).
 """
@@ -77,10 +78,15 @@ Args:
     cider_df (`str`, optional): CIDEr-D document frequencies: "references" (default, pycocoevalcap: from
         the references of this call, so a single image scores 0) or "coco-val2014" (from the 40,504
         COCO val2014 images; computed once and cached).
-    meteor_jvms (`int`, optional): parallel METEOR JVMs (2 GB of heap each) for large corpora. Default 1.
-    meteor_timeout (`float`, optional): seconds to wait for any METEOR answer before restarting the JVM.
+    meteor_backend (`str`, optional): "python" (default; METEOR 1.5 in Python, no Java: the jar's statistics
+        lines and scores, identical on all 20,000 Karpathy-test candidates) or "java" (the original jar
+        through persistent JVMs; needs Java 8 or newer; for verification). The scores do not change.
+    meteor_jvms (`int`, optional): with meteor_backend="java", parallel METEOR JVMs (2 GB of heap each) for
+        large corpora. Default 1.
+    meteor_timeout (`float`, optional): with meteor_backend="java", seconds to wait for any METEOR answer
+        before restarting the JVM. Default 60.
     max_caption_chars (`int` or `None`, optional): with METEOR selected, captions longer than this are
-        refused (ValueError naming the item) before the JVM starts. Default 5000; None: no limit.
+        refused (ValueError naming the item) before METEOR runs. Default 5000; None: no limit.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
@@ -119,7 +125,8 @@ Examples:
     >>> results["signature"].split("|")[-4:-1]
     ['bleu:closest', 'rouge_l:beta=1.2', 'cider_d:df=refs,sigma=6']
 
-    One reference string per prediction, and METEOR (starts a JVM: needs Java):
+    One reference string per prediction, and METEOR (pure Python; the first use on a machine builds its
+    paraphrase cache, about 20 s; later processes load it in about a second):
 
     >>> results = coco.compute(predictions=["A man rides a horse."],
     ...                        references=["A man riding a horse on a beach."],
@@ -165,6 +172,7 @@ class CocoCaption(CaptionModule, evaluate.Metric):
         cleanup="thumb",
         tokenizer="ptb",
         cider_df="references",
+        meteor_backend="python",
         meteor_jvms=1,
         meteor_timeout=60.0,
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
@@ -181,6 +189,7 @@ class CocoCaption(CaptionModule, evaluate.Metric):
             cleanup=cleanup,
             tokenizer=tokenizer,
             cider_df=cider_df,
+            meteor_backend=meteor_backend,
             meteor_jvms=meteor_jvms,
             meteor_timeout=meteor_timeout,
             max_caption_chars=max_caption_chars,

@@ -38,18 +38,18 @@ _DESCRIPTION = """\
 LCEval (Sharif et al., IJCV 2019) combines 16 features of a candidate caption and its references into the
 probability that a person wrote it, in (0, 1), higher = more human-like; the corpus score is the mean over the
 captions. The features, in the authors' order: modified n-gram precisions p1..p4, ROUGE-1 recall, ROUGE-L,
-METEOR 1.5, word mover's similarity (WMD), SPICE, CIDEr-D (COCO val2014 document frequencies, divided by 10),
-mean-of-word-embeddings similarity (MOWE) and head-word chain matching (HWCM) on lemmas (chains of 2, 3, 4) and
-dependency labels (2, 3). Three metrics: "lceval" is capeval's retrained network (one hidden layer of 12 ReLU
-units, trained on COCO Karpathy test and Flickr8k train images, every image of every benchmark capeval reports left
-out; by default the caption-level one, trained on human vs another image's caption, which capeval's rule picked:
-at least CIDEr-D on every clean benchmark; the paper's human-vs-machine objective is lceval_model=
-"lceval-flickr8k-coco"), "lceval_released" the authors' released 16 -> 2 linear layer, and "lceval_plus"
-capeval's LCEval+, retrained like "lceval" on three more features: the all-MiniLM-L6-v2 sentence
-cosine (max and mean over the references) and capeval's reference-only critic (needs `capeval[learned]`). Offline
-substitutions: GloVe 6B 50-d instead of GoogleNews word2vec (WMD) and fastText wiki.en (MOWE), and capeval's
-Java-free SPICE instead of Java SPICE 1.0; they shift the feature distributions the released layer was trained on
-(`lceval_released_word_vectors` takes the authors' vector file).
+METEOR 1.5 (the COCO jar's statistics, computed in Python: no Java), word mover's similarity (WMD), SPICE, CIDEr-D
+(COCO val2014 document frequencies, divided by 10), mean-of-word-embeddings similarity (MOWE) and head-word chain
+matching (HWCM) on lemmas (chains of 2, 3, 4) and dependency labels (2, 3). Three metrics: "lceval" is capeval's
+retrained network (one hidden layer of 12 ReLU units, trained on COCO Karpathy test and Flickr8k train images, every
+image of every benchmark capeval reports left out; by default the caption-level one, trained on human vs another
+image's caption, which capeval's rule picked: at least CIDEr-D on every clean benchmark; the paper's
+human-vs-machine objective is lceval_model="lceval-flickr8k-coco"), "lceval_released" the authors' released 16 -> 2
+linear layer, and "lceval_plus" capeval's LCEval+, retrained like "lceval" on three more features: the
+all-MiniLM-L6-v2 sentence cosine (max and mean over the references) and capeval's reference-only critic (needs
+`capeval[learned]`). Offline substitutions: GloVe 6B 50-d instead of GoogleNews word2vec (WMD) and fastText wiki.en
+(MOWE), and capeval's Java-free SPICE instead of Java SPICE 1.0; they shift the feature distributions the released
+layer was trained on (`lceval_released_word_vectors` takes the authors' vector file).
 """
 
 _KWARGS_DESCRIPTION = """

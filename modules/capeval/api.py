@@ -149,7 +149,7 @@ def score(
             (``ValueError`` naming it), with no ``None`` entry; accepted and ignored when none is (so
             ``evaluate.combine`` can send it to every module), the length and entry types still checked.
             Files are read, and decoded, only by the metrics that need them.
-        **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_jvms=2``.
+        **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_backend="java"``.
 
     Returns:
         ``{key: corpus float, ..., "per_caption": {key: [float per prediction]}, "signature": str}``

@@ -2,7 +2,7 @@
 
 Every process validates, cleans and tokenises the whole corpus (cheap), then prepares its contiguous share of
 the items for each metric that has per-item heavy work (:meth:`capeval.metric.CaptionMetric.prepare`: SPICE /
-SPICE-U parsing and scene graphs, METEOR's statistics from the jar). The shares are gathered in item order
+SPICE-U parsing and scene graphs, METEOR's statistics lines). The shares are gathered in item order
 and the main process computes every metric on the whole corpus from them: CIDEr-D's document frequencies,
 BLEU's corpus statistics, METEOR's aggregate and every corpus mean come from all items, so the result is
 identical to one process. BLEU, ROUGE-L and CIDEr-D (milliseconds per thousand captions) run on the main

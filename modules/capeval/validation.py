@@ -15,7 +15,8 @@ from typing import Any
 #: Default of ``max_caption_chars``: the longest caption (in characters) that METEOR, SPICE and SPICE-U
 #: accept. 4.5 times the longest caption of any benchmark capeval reads (1,102 characters, PASCAL-50S;
 #: COCO's longest is 250); SPICE parses a 5,000-character caption in about 0.3 s, but time grows
-#: quadratically (100,000 characters: 45 s) and METEOR's 2 GB JVM runs out of memory long before that.
+#: quadratically (100,000 characters: 45 s) and the METEOR jar's 2 GB JVM (``meteor_backend="java"``) runs out of
+#: memory long before that.
 DEFAULT_MAX_CAPTION_CHARS = 5000
 
 

@@ -68,7 +68,25 @@ def test_module_errors_name_the_problem(module, kwargs, match):
         module.compute(tokenizer="ptb-java", **kwargs)
 
 
+def test_meteor_backend_reaches_capeval(module):
+    """The script declares meteor_backend (an undeclared option would be passed over, not used)."""
+    with pytest.raises(ValueError, match=r"meteor_backend must be one of"):
+        module.compute(predictions=["a dog"], references=["a dog runs"], metrics="meteor", meteor_backend="jvm")
 
 
+@pytest.mark.java
+def test_meteor_backends_agree_through_the_module(module, java, monkeypatch):
+    import capeval.meteor.jar as jar
 
+    started = []
+    real_init = jar.MeteorScorer.__init__
 
+    def init(self, *args, **kwargs):
+        started.append(kwargs)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(jar.MeteorScorer, "__init__", init)
+    python = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="meteor")
+    assert not started
+    jar_result = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="meteor", meteor_backend="java")
+    assert len(started) == 1 and python == jar_result

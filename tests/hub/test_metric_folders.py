@@ -66,8 +66,7 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     needs(name)
     out = tmp_path / f"capeval-{name}"
     built = build_metric_folder(name, out, kind="space", hub_id=f"someone/capeval-{name}")
-    expected = {f"capeval-{name}.py", "README.md", "requirements.txt", "app.py"} | (
-        {"packages.txt"} if name in ("coco_caption", "lceval") else set())  # METEOR's Java
+    expected = {f"capeval-{name}.py", "README.md", "requirements.txt", "app.py"}  # no packages.txt: no Java
     assert {p.name for p in out.iterdir()} == expected == set(built.files)
     meta = _front_matter(out / "README.md")
     assert meta["license"] == "apache-2.0" and meta["homepage"].startswith("https://")
@@ -168,7 +167,7 @@ def test_source_folders_pin_what_the_build_writes(name):
     assert _front_matter(ROOT / "metrics" / name / "README.md")["license"] == "apache-2.0"
     from capeval.hub.metric_folder import APT_PACKAGES
 
-    packages = ROOT / "metrics" / name / "packages.txt"  # the Space's apt packages (Java for METEOR)
-    assert (packages.read_text().split() if packages.is_file() else []) == list(APT_PACKAGES.get(name, ()))
+    assert APT_PACKAGES == {}  # METEOR runs in Python: no Space needs Java or any other apt package
+    assert not (ROOT / "metrics" / name / "packages.txt").exists()
     setup = (ROOT / "setup.cfg").read_text()
     assert f"gradio=={GRADIO_VERSION}" in setup  # the `space` extra the tests install

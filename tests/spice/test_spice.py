@@ -13,7 +13,7 @@ from capeval.spice.depgraph import DepGraph, Node  # noqa: E402
 from capeval.spice.graph import SceneGraph  # noqa: E402
 from capeval.spice.rules import extract_tuples  # noqa: E402
 from capeval.spice.scorer import categories_of, macro_average, score_caption  # noqa: E402
-from capeval.spice.synonyms import SynonymDictionary, default_synonyms  # noqa: E402
+from capeval.meteor.synonyms import SynonymDictionary, default_synonyms  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                  + (", app.py)" if kind == "space" else ")"),
             description=f"Write the folder the Hub needs for metrics/METRIC as {'a gradio Space' if kind == 'space' else 'an evaluate module'}: "
                         "the module script named after the folder, the card with license and homepage, requirements.txt"
-                        + (" (capeval and gradio pinned), app.py, and packages.txt where Java is needed." if kind == "space" else
+                        + (" (capeval and gradio pinned) and app.py." if kind == "space" else
                            " (capeval pinned)."),
         )
         m.add_argument("metric", help="a folder of metrics/ (coco_caption, lceval, learned_critic, sentence_cosine, "

@@ -8,7 +8,8 @@ Modules, in data-flow order (normalised tokens in, scores out):
 * :mod:`~capeval.coco.document_frequency` — CIDEr-D document frequencies (scored references, or COCO
   val2014, cached);
 * :mod:`~capeval.coco.cider` — CIDEr-D (sigma = 6, clipped, x10);
-* :mod:`~capeval.coco.meteor` — METEOR 1.5 through the original jar (persistent JVMs, deadlines);
+* :mod:`~capeval.coco.meteor` — METEOR 1.5: :mod:`capeval.meteor` in Python (default, no Java) or the
+  original jar through persistent JVMs (``meteor_backend="java"``);
 * :mod:`~capeval.coco.captions` — the COCO 2014 captions shipped inside pycocoevalcap's SPICE jar
   (used for document frequencies, uniqueness tables and language models).
 

@@ -171,7 +171,8 @@ CAPTION_SPACES: dict[str, dict[str, Any]] = {
         title="COCO caption metrics (capeval)",
         description="BLEU-1..4, METEOR 1.5, ROUGE-L and CIDEr-D with pycocoevalcap's numbers. CIDEr-D's document "
                     "frequencies come from the references you type, so it needs several captions to mean much. "
-                    "METEOR starts a Java VM (about 20 s): tick it to add it.",
+                    "Tick METEOR to add it (no Java): its first use loads its language data in about a second, "
+                    "the very first on a machine also builds its paraphrase cache (about 20 s).",
         metrics=("bleu", "meteor", "rouge_l", "cider_d"), default=("bleu", "rouge_l", "cider_d")),
     "spice": dict(
         title="SPICE without Java (capeval)",
@@ -277,7 +278,7 @@ def lceval_app(module, *, title: str, description: str, example: tuple[str, str]
 def lceval_space(app_file: str, models: Mapping[str, str | os.PathLike | None] | None = None):
     """The Blocks of ``metrics/lceval/app.py``; ``models``: network folders by option name (``lceval_model``,
     ``lceval_released_model``), else ``$CAPEVAL_LCEVAL_MODEL`` ... (:func:`lceval_models`), else the shipped ones.
-    Nothing is loaded before the first Score: the app builds without the weights, Java or the vectors."""
+    Nothing is loaded before the first Score: the app builds without the weights or the vectors."""
     return lceval_app(
         load_module(app_file), title="LCEval (capeval)",
         description="LCEval (Sharif et al., IJCV 2019): the probability, 0 to 1, that a caption was written by a "
@@ -286,5 +287,6 @@ def lceval_space(app_file: str, models: Mapping[str, str | os.PathLike | None] |
                     "embeddings, head-word chains). lceval: capeval's retrained network (COCO and Flickr8k pairs, "
                     "every benchmark image left out); lceval_released: the authors' released layer, applied to "
                     "capeval's offline features (GloVe 50-d vectors instead of word2vec / fastText, SPICE without "
-                    "Java). The first Score takes about 30 s (METEOR's Java VM, the COCO document frequencies).",
+                    "Java). The first Score on a new machine takes about 30 s (it builds the COCO document "
+                    "frequencies and METEOR's paraphrase cache), later ones a few seconds.",
         example=LCEVAL_EXAMPLE, options=lceval_models(models))

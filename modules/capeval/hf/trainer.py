@@ -215,13 +215,13 @@ def compute_metrics(
 
     Args:
         tokenizer_or_processor: anything with ``batch_decode`` (a tokenizer, or a processor such as BLIP's).
-        metrics: as in :func:`capeval.score` (default BLEU, METEOR, ROUGE-L, CIDEr-D; METEOR needs Java).
+        metrics: as in :func:`capeval.score` (default BLEU, METEOR, ROUGE-L, CIDEr-D; no Java).
         references: ``None`` (the decoded labels), a list with one entry per evaluation row, or a mapping
             ``{id: references}`` together with ``ids`` (see the module docstring).
         ids: one image id or example id per evaluation row, in order (e.g. ``eval_dataset["image_id"]``);
             each distinct id is scored once.
         empty: ``"zero"`` (default): an empty generated caption scores 0 with a warning; ``"error"`` raises.
-        **options: :func:`capeval.score` options (``cider_df``, ``tokenizer="ptb-java"``, ``meteor_jvms``...).
+        **options: :func:`capeval.score` options (``cider_df``, ``tokenizer="ptb-java"``, ``meteor_backend``...).
             ``images``: one image per evaluation row, in order (e.g. ``eval_dataset["image"]``), for metrics
             that read images; with ``ids`` each id is scored with its first row's image.
 

@@ -8,7 +8,8 @@ A built folder is exactly what the Hub (and ``evaluate.load(folder)``) needs, no
   "Loading" section naming the Hub id and the local-folder form;
 * ``requirements.txt``: ``capeval[extras]==<this version>`` (and gradio, pinned, for a Space): what the Hub
   installs;
-* for a Space also ``app.py`` (the gradio Blocks app) and, where the metric needs Java (METEOR), ``packages.txt``.
+* for a Space also ``app.py`` (the gradio Blocks app) and, where a metric names Debian packages in
+  :data:`APT_PACKAGES`, ``packages.txt`` (none does: METEOR runs in Python, no Java).
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ GRADIO_VERSION = "6.31.0"
 EXTRAS = {"coco_caption": ("evaluate",), "spice": ("evaluate", "spice"), "spice_u": ("evaluate", "spice"),
           "thumb": ("evaluate",), "learned_critic": ("evaluate", "learned"), "lceval": ("evaluate", "lceval"),
           "sentence_cosine": ("evaluate", "learned")}
-#: Debian packages a Space needs (``packages.txt``): METEOR 1.5 is a Java jar (one of LCEval's features).
-APT_PACKAGES = {"coco_caption": ("default-jre-headless",), "lceval": ("default-jre-headless",)}
+#: Debian packages a Space needs (``packages.txt``), by metric. Empty: no module needs Java any more (METEOR 1.5
+#: runs in Python by default; ``meteor_backend="java"`` and ``tokenizer="ptb-java"`` are for verification).
+APT_PACKAGES: dict[str, tuple[str, ...]] = {}
 LICENSE = "apache-2.0"
 KINDS = ("metric", "space")
 _SPACE_KEYS = ("sdk", "sdk_version", "app_file", "pinned")

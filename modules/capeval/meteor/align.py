@@ -114,12 +114,14 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[
                 cov2[j] += 1
 
     if by_synset:
+        shared_keys = by_synset.keys()
         for j in range(n2):
+            common = shared_keys & s2.synsets[j]
+            if not common:
+                continue
             found: set[int] = set()
-            for synset in s2.synsets[j]:
-                hit = by_synset.get(synset)
-                if hit:
-                    found |= hit
+            for synset in common:
+                found |= by_synset[synset]
             if found:
                 for i in sorted(found):
                     if h1[i] != h2[j]:

@@ -35,7 +35,7 @@ def mmi_table(dev_items: Sequence[dict], dev_refs: Sequence[Sequence[str]], test
 
     ``lambdas`` / ``alphas``: the grid searched on dev (default 0..1 step .1 each; ``alphas`` must hold 0 and 1
     for the LSTM-only and unigram-only rows). Each distinct dev selection costs one scoring run of every
-    metric (METEOR starts a JVM, SPICE parses new captions): about 10–30 s for 1,000 images on 2 cores.
+    metric (METEOR aligns and SPICE parses new captions): about 10–30 s for 1,000 images on 2 cores.
     """
     dev_items, test_items = validate_items(dev_items), validate_items(test_items)
     if len(dev_refs) != len(dev_items) or len(test_refs) != len(test_items):

@@ -21,7 +21,7 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 
-from capeval.spice.synonyms import SynonymDictionary
+from capeval.meteor.synonyms import SynonymDictionary
 
 _LEADING_BE = re.compile(r"^be ")
 

@@ -19,7 +19,7 @@ from capeval.progress import progress
 from capeval.spice.graph import SceneGraph, SpiceTuple
 from capeval.spice.parser import DEFAULT_MODEL, PARSER_VERSION, SceneGraphParser, check_model
 from capeval.spice.scorer import CATEGORIES, TupleScore, macro_average, score_caption
-from capeval.spice.synonyms import SYNONYM_SOURCE, default_synonyms
+from capeval.meteor.synonyms import SYNONYM_SOURCE, default_synonyms
 
 INPUT_MODES = ("tokens", "raw")
 

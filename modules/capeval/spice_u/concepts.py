@@ -30,7 +30,7 @@ def concept_extractor(
     from capeval.batch import CaptionBatch
     from capeval.spice.metric import Spice
     from capeval.spice.parser import DEFAULT_MODEL, PARSER_VERSION
-    from capeval.spice.synonyms import default_synonyms
+    from capeval.meteor.synonyms import default_synonyms
 
     spice = Spice(spice_parser_model=model or DEFAULT_MODEL, spice_workers=workers, spice_input=spice_input,
                   spice_synonyms=synonyms)
