@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from operator import itemgetter
+
 from capeval.meteor.stats import N_STAGES, STAT_FIELDS
 
 __all__ = ["BEAM_SIZE", "Sentence", "align_stats", "hypothesis_index", "java_hash"]
@@ -163,63 +165,59 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[
     return matches, cov1, cov2
 
 
-def _sort_key(path: list) -> tuple[int, int, int]:
-    return (-(path[0] + path[1]), path[2], path[5])
-
-
-def _int_sort_key(path: list) -> int:
-    """:func:`_sort_key` as one integer (valid while chunks and distance stay below 2**32)."""
-    return ((path[2] - ((path[0] + path[1]) << 32)) << 32) + path[5]
-
-
 def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int, n1: int) -> list:
-    """The beam search; returns the best path. A path is a list ``[matches1, matches2, chunks, idx,
-    last_match_end, distance, used1, used2, chosen]`` where ``chosen`` is a linked list ``(match, rest)``."""
+    """The beam search; returns the best path.
+
+    A path is a list ``[key, idx, last_match_end, used1, used2, chosen]``: ``chosen`` is a linked list
+    ``(match, rest)`` of the matches it picked, and ``key`` encodes the jar's ranking (more weighted matched
+    words, then fewer chunks, then smaller distance) as one integer ``chunks * C - total * C**2 + distance``
+    with ``C`` a power of two above any chunk count or distance this alignment can reach, so that a stable
+    sort on ``key`` orders paths as ``Collections.sort`` with ``PARTIAL_COMPARE_TOTAL`` does.
+    """
     n2 = len(matches)
-    # distances add up to at most (candidate matches) x (longest line): one integer key while that fits
-    key = _int_sort_key if sum(map(len, matches)) * (max(n1, n2) + 1) < 1 << 31 else _sort_key
-    next_paths = [[0, 0, 0, 0, -1, 0, used1, used2, None]]
+    # distances add up to at most (candidate matches) x (longest line); chunks to at most n2
+    bound = max(sum(map(len, matches)) * (max(n1, n2) + 1), n2) + 1
+    c1 = 1 << bound.bit_length()
+    c2 = c1 * c1
+    first = itemgetter(0)
+    next_paths = [[0, 0, -1, used1, used2, None]]
     for current in range(n2 + 1):
         paths = next_paths
         next_paths = []
         if len(paths) > 1:
-            paths.sort(key=key)
+            paths.sort(key=first)
         for path in (paths[:beam] if len(paths) > beam else paths):
             if current == n2:
-                if path[4] != -1:
-                    path[2] += 1
+                if path[2] != -1:
+                    path[0] += c1
                 next_paths.append(path)
                 continue
-            if (path[7] >> current) & 1:
-                if current < path[3]:
+            if (path[4] >> current) & 1:
+                if current < path[1]:
                     next_paths.append(path)
                 else:
-                    m = fixed[path[3]]
+                    m = fixed[path[1]]
                     if m is not None:
-                        path[0] += m[7]
-                        path[1] += m[8]
-                        if path[4] != -1 and m[2] != path[4]:
-                            path[2] += 1
-                        path[3] = m[0] + m[1]
-                        path[4] = m[2] + m[3]
-                        path[5] += abs(m[0] - m[2])
+                        path[0] += abs(m[0] - m[2]) - (m[7] + m[8]) * c2 + (c1 if path[2] != -1 and m[2] != path[2] else 0)
+                        path[1] = m[0] + m[1]
+                        path[2] = m[2] + m[3]
                         next_paths.append(path)
                 continue
+            last = path[2]
             for m in matches[current]:
-                if (path[7] & m[6]) or (path[6] & m[5]):
+                if (path[4] & m[6]) or (path[3] & m[5]):
                     continue
-                chunks = path[2] + 1 if (path[4] != -1 and m[2] != path[4]) else path[2]
-                next_paths.append([path[0] + m[7], path[1] + m[8], chunks, m[0] + m[1], m[2] + m[3], path[5],
-                                   path[6] | m[5], path[7] | m[6], (m, path[8])])
-                path[5] += abs(m[0] - m[2])  # the jar adds the distance to the parent path
-            if path[4] != -1:
-                path[2] += 1
-                path[4] = -1
-            path[3] += 1
+                next_paths.append([path[0] - (m[7] + m[8]) * c2 + (c1 if last != -1 and m[2] != last else 0),
+                                   m[0] + m[1], m[2] + m[3], path[3] | m[5], path[4] | m[6], (m, path[5])])
+                path[0] += abs(m[0] - m[2])  # the jar adds the distance to the parent path
+            if last != -1:
+                path[0] += c1
+                path[2] = -1
+            path[1] += 1
             next_paths.append(path)
         if not next_paths:  # the jar warns "unexpected conditions" and keeps the best path
             next_paths.append(paths[0])
-    next_paths.sort(key=key)
+    next_paths.sort(key=first)
     return next_paths[0]
 
 
@@ -245,7 +243,7 @@ def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE, index1
     best = _resolve(matches, fixed, used1, used2, beam, n1)
 
     final: list = list(fixed)
-    node = best[8]
+    node = best[5]
     while node is not None:
         m, node = node
         final[m[0]] = m

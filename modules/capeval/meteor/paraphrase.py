@@ -28,6 +28,7 @@ import tempfile
 import threading
 import warnings
 import zipfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +84,7 @@ class ParaphraseTable:
         self.keys = keys
         self.ranks = ranks
         self.shift = shift
-        self._gram_ids: dict[str, int] = {}  # n-gram -> phrase id, or -1 when not in the table
+        self._gram_ids: dict[str, tuple[int, bool, bool] | None] = {}  # n-gram -> (id, phrase?, paraphrase?) / None
         self._groups: dict[int, dict[int, tuple[int, ...]]] = {}  # phrase id -> {paraphrase id: ranks}
 
     def __len__(self) -> int:
@@ -199,14 +200,9 @@ class ParaphraseTable:
                 return k
         return None
 
-    def sentence_phrases(self, words: list[str]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-        """The n-grams of ``words`` that are table phrases and those that are paraphrases.
-
-        Returns two lists of ``(start, length, id)``, ordered by start then length. N-grams seen before are
-        answered from a cache; new ones are looked up together (one ``searchsorted``).
-        """
+    def grams(self, words: Sequence[str]) -> list[tuple[int, int, str]]:
+        """``(start, length, text)`` of every n-gram of ``words`` (1 to 7 words) made of table words only."""
         vocabulary = self.vocabulary
-        known = self._gram_ids
         grams: list[tuple[int, int, str]] = []
         n = len(words)
         for start in range(n):
@@ -214,28 +210,51 @@ class ParaphraseTable:
                 if words[start + length - 1] not in vocabulary:
                     break  # no phrase of the table contains an unknown word
                 grams.append((start, length, " ".join(words[start : start + length])))
-        new = list({g[2] for g in grams if g[2] not in known})
-        if new:
-            wanted = np.array([phrase_hash(g) for g in new], dtype=np.uint64)
-            where = np.searchsorted(self.hashes, wanted)
-            where[where >= len(self.hashes)] = 0
-            hit = (self.hashes[where] == wanted).tolist()
-            texts, offsets = self._text_bytes, self.offsets
-            if len(known) > 2_000_000:
-                known.clear()
-            for gram, k, ok in zip(new, where.tolist(), hit):
-                # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
-                known[gram] = k if ok and texts[offsets[k] : offsets[k + 1]] == gram.encode("utf-8") else -1
+        return grams
+
+    def resolve(self, grams: Iterable[str]) -> None:
+        """Look up the n-grams not seen before, all at once (one ``searchsorted``), into the n-gram cache."""
+        known = self._gram_ids
+        new = [g for g in set(grams) if g not in known]
+        if not new:
+            return
+        wanted = np.array([phrase_hash(g) for g in new], dtype=np.uint64)
+        where = np.searchsorted(self.hashes, wanted)
+        where[where >= len(self.hashes)] = 0
+        hit = (self.hashes[where] == wanted).tolist()
+        texts, offsets = self._text_bytes, self.offsets
+        is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
+        if len(known) > 2_000_000:
+            known.clear()
+        for gram, k, ok in zip(new, where.tolist(), hit):
+            # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
+            if ok and texts[offsets[k] : offsets[k + 1]] == gram.encode("utf-8"):
+                known[gram] = (k, bool(is_phrase[k]), bool(is_paraphrase[k]))
+            else:
+                known[gram] = None
+
+    def sentence_phrases(self, words: Sequence[str], grams: list[tuple[int, int, str]] | None = None
+                         ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """The n-grams of ``words`` that are table phrases and those that are paraphrases.
+
+        Returns two lists of ``(start, length, id)``, ordered by start then length. N-grams are answered from
+        a cache (:meth:`resolve` fills it, for many sentences at once when the caller knows them; ``grams``:
+        :meth:`grams` of ``words`` when already computed and resolved).
+        """
+        known = self._gram_ids
+        if grams is None:
+            grams = self.grams(words)
+            self.resolve(g[2] for g in grams)
         phrases: list[tuple[int, int, int]] = []
         paraphrases: list[tuple[int, int, int]] = []
-        is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
         for start, length, gram in grams:
-            k = known[gram]
-            if k < 0:
+            found = known.get(gram)
+            if found is None:
                 continue
-            if is_phrase[k]:
+            k, left, right = found
+            if left:
                 phrases.append((start, length, k))
-            if is_paraphrase[k]:
+            if right:
                 paraphrases.append((start, length, k))
         return phrases, paraphrases
 

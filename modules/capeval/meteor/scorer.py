@@ -75,6 +75,8 @@ class PythonMeteorScorer:
         self._words: dict[str, tuple] = {}
         self._sentences: dict[str, Sentence] = {}
         self._stats: dict[tuple[str, tuple[str, ...]], str] = {}  # (hypothesis, references) -> statistics line
+        self._prepared: dict[str, str] = {}  # raw text -> prepared line
+        self._pending_grams: dict[str, list] = {}  # prepared line -> its resolved table n-grams (until built)
         self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
 
     # -- resources -------------------------------------------------------------------------------
@@ -108,6 +110,31 @@ class PythonMeteorScorer:
             self._words[word] = found
         return found
 
+    def _prepare(self, text: str) -> str:
+        found = self._prepared.get(text)
+        if found is None:
+            found = prepare_text(text)
+            if len(self._prepared) >= _SENTENCE_CACHE_SIZE:
+                self._prepared.clear()
+            self._prepared[text] = found
+        return found
+
+    def _lookup_batch(self, texts) -> None:
+        """Look up the table n-grams of every new sentence among ``texts`` at once (one vectorised lookup)."""
+        if self._table is None:
+            return
+        grams: set[str] = set()
+        pending = self._pending_grams
+        if len(pending) >= _SENTENCE_CACHE_SIZE:
+            pending.clear()
+        for text in texts:
+            line = self._prepare(text)
+            if line not in self._sentences and line not in pending:
+                found = self._table.grams([w for w in _TOKEN_SPLIT.split(line) if w])
+                pending[line] = found
+                grams.update(g[2] for g in found)
+        self._table.resolve(grams)
+
     def sentence(self, line: str) -> Sentence:
         """The aligner's view of an already prepared line (see :func:`prepare_text`)."""
         found = self._sentences.get(line)
@@ -116,7 +143,7 @@ class PythonMeteorScorer:
         words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
         info = [self._word(w) for w in words]
         if self._table is not None:
-            phrases, paraphrases = self._table.sentence_phrases(list(words))
+            phrases, paraphrases = self._table.sentence_phrases(words, self._pending_grams.pop(line, None))
         else:
             phrases, paraphrases = [], []
         function = tuple(x[3] for x in info)
@@ -143,12 +170,12 @@ class PythonMeteorScorer:
         """Statistics of the best reference for one caption (raw texts; prepared here)."""
         with self._lock:
             self._load()
-            test = self.sentence(prepare_text(hypothesis))
+            test = self.sentence(self._prepare(hypothesis))
             index = hypothesis_index(test)
             best: list[float] | None = None
             best_score = -1.0
             for reference in references:
-                stats = align_stats(test, self.sentence(prepare_text(reference)), self._table, self.beam, index)
+                stats = align_stats(test, self.sentence(self._prepare(reference)), self._table, self.beam, index)
                 value = score(stats)
                 if value > best_score:
                     best, best_score = stats, value
@@ -166,6 +193,10 @@ class PythonMeteorScorer:
             if len(refs) == 0:
                 raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
         done = self._stats
+        with self._lock:
+            self._load()
+            todo = [(h, refs) for h, refs in zip(hypotheses, references) if (h, tuple(refs)) not in done]
+            self._lookup_batch({t for h, refs in todo for t in (h, *refs)})
         out: list[str] = []
         for hypothesis, refs in zip(hypotheses, references):
             key = (hypothesis, tuple(refs))
