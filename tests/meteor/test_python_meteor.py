@@ -198,10 +198,14 @@ def test_every_metric_but_the_java_backends_runs_without_java(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert 0 < result["meteor"] < 1
-    code = ("import capeval\ntry:\n    capeval.score(['a dog'], [['a dog']], metrics='meteor', meteor_backend='java')\n"
-            "except Exception as err:\n    print(type(err).__name__, err)\n")
+    code = ("import capeval\n"
+            "for options in ({'meteor_backend': 'java'}, {'tokenizer': 'ptb-java'}):\n"
+            "    try:\n        capeval.score(['a dog'], [['a dog']], metrics='meteor', **options)\n"
+            "    except Exception as err:\n        print(type(err).__name__, err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
-    assert "JavaNotFoundError" in out.stdout and "meteor_backend='java'" in out.stdout
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("JavaNotFoundError") for line in lines), out.stdout + out.stderr
+    assert "meteor_backend='java'" in lines[0] and "tokenizer='ptb-java'" in lines[1]
 
 
 # -- parity with the jar ----------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ class JavaPTBTokenizer:
                 raise ValueError(f"texts[{k}] is a {type(text).__name__}, not a str")
         payload = "\n".join(_LINE_BREAKS.sub(" ", t) for t in texts) + "\n"
         cmd = [
-            java_executable("the Java PTB tokenizer"),
+            java_executable("the Java PTB tokenizer (tokenizer='ptb-java'; the default 'ptb' gives the same tokens without Java)"),
             "-cp",
             str(corenlp_ptb_jar()),
             "edu.stanford.nlp.process.PTBTokenizer",
