@@ -45,14 +45,22 @@ class CaptionBatch:
         self.cleanup = "none" if cleanup is None else cleanup.lower()
         self.raw_predictions = list(predictions)
         self.raw_references = [list(r) for r in references]
-        self.predictions = clean_all(self.raw_predictions, self.cleanup)
-        self.references = [clean_all(r, self.cleanup) for r in self.raw_references]
         self.tokenizer = get_tokenizer(tokenizer)
         self.progress = progress
         self.images: list[Any] | None = None if images is None else list(images)
 
     def __len__(self) -> int:
-        return len(self.predictions)
+        return len(self.raw_predictions)
+
+    @cached_property
+    def predictions(self) -> list[str]:
+        """Cleaned prediction strings (cleaned on first use: token-based metrics never read them)."""
+        return clean_all(self.raw_predictions, self.cleanup)
+
+    @cached_property
+    def references(self) -> list[list[str]]:
+        """Cleaned reference strings, a list per item (cleaned on first use)."""
+        return [clean_all(r, self.cleanup) for r in self.raw_references]
 
     def subset(self, indices: Sequence[int]) -> CaptionBatch:
         """The items at ``indices`` as a batch of their own, sharing this batch's clean text and tokens.
@@ -66,8 +74,10 @@ class CaptionBatch:
         sub.images = None if self.images is None else [self.images[i] for i in indices]
         sub.raw_predictions = [self.raw_predictions[i] for i in indices]
         sub.raw_references = [self.raw_references[i] for i in indices]
-        sub.predictions = [self.predictions[i] for i in indices]
-        sub.references = [self.references[i] for i in indices]
+        if "predictions" in self.__dict__:
+            sub.__dict__["predictions"] = [self.predictions[i] for i in indices]
+        if "references" in self.__dict__:
+            sub.__dict__["references"] = [self.references[i] for i in indices]
         sub.__dict__["prediction_tokens"] = [self.prediction_tokens[i] for i in indices]
         sub.__dict__["reference_tokens"] = [self.reference_tokens[i] for i in indices]
         return sub
@@ -90,6 +100,8 @@ class CaptionBatch:
 
     def _tokenize(self, texts: list[str]) -> list[list[str]]:
         tokens = self.tokenizer.tokenize(texts)
+        if type(self.tokenizer).__module__.startswith("capeval.text.") and isinstance(tokens, list) and len(tokens) == len(texts):
+            return tokens  # capeval's own tokenizers return lists of str (tested); a user's tokenizer is checked
         if not isinstance(tokens, list) or len(tokens) != len(texts) or not all(
             isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
         ):
