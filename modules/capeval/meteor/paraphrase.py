@@ -224,7 +224,7 @@ class ParaphraseTable:
         hit = (self.hashes[where] == wanted).tolist()
         texts, offsets = self._text_bytes, self.offsets
         is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
-        if len(known) > 2_000_000:
+        if len(known) > 1_000_000:
             known.clear()
         for gram, k, ok in zip(new, where.tolist(), hit):
             # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
@@ -268,6 +268,8 @@ class ParaphraseTable:
             found = {}
             for key, rank in zip((self.keys[lo:hi] & mask).tolist(), self.ranks[lo:hi].tolist()):
                 found[key] = found.get(key, ()) + (rank,)
+            if len(self._groups) >= 50_000:  # bounded: the whole table as dicts would take gigabytes
+                self._groups.clear()
             self._groups[phrase_id] = found
         return found
 

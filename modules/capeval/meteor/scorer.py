@@ -26,8 +26,8 @@ __all__ = ["PythonMeteorScorer", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
-_SENTENCE_CACHE_SIZE = 200_000
-_STATS_CACHE_SIZE = 200_000
+_SENTENCE_CACHE_SIZE = 60_000
+_STATS_CACHE_SIZE = 100_000
 
 
 def snowball_english():
@@ -184,7 +184,7 @@ class PythonMeteorScorer:
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None) -> list[str]:
         """The jar's statistics line per (hypothesis, references) pair.
 
-        Identical pairs are computed once, also across calls (the last 200,000 pairs are kept): METEOR and
+        Identical pairs are computed once, also across calls (up to 100,000 pairs are kept): METEOR and
         LCEval's METEOR feature in one ``capeval.score`` call align each caption once.
         """
         if len(hypotheses) != len(references):
