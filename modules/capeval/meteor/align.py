@@ -132,37 +132,34 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[
                         cov2[j] += 1
 
     if table is not None:
-        # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i)
-        found2 = []
-        if s2.phrases and s1.paraphrases:
-            where1 = s1.paraphrases
-            for j, length, pid in s2.phrases:
-                group = table.group(pid)
-                for qid in group.keys() & where1.keys():
-                    for i, mlength in where1[qid]:
-                        found2.extend((j, length, r, i, mlength) for r in group[qid])
-        for j, length, _, i, mlength in sorted(found2):
+        # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i);
+        # then hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
+        found2 = [(j, length, rank, i, mlength) for j, length, rank, i, mlength in _paraphrase_hits(s2, s1, table)]
+        found1 = [(j, i, mlength, rank, length) for i, mlength, rank, j, length in _paraphrase_hits(s1, s2, table)]
+        spans = [(j, length, i, mlength) for j, length, _, i, mlength in sorted(found2)]
+        spans += [(j, length, i, mlength) for j, i, mlength, _, length in sorted(found1)]
+        for j, length, i, mlength in spans:
             matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
             for k in range(i, i + mlength):  # a paraphrase covers every word of its span
                 cov1[k] += 1
             for k in range(j, j + length):
                 cov2[k] += 1
-        # hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
-        found1 = []
-        if s1.phrases and s2.paraphrases:
-            where2 = s2.paraphrases
-            for i, mlength, pid in s1.phrases:
-                group = table.group(pid)
-                for qid in group.keys() & where2.keys():
-                    for j, length in where2[qid]:
-                        found1.extend((j, i, mlength, r, length) for r in group[qid])
-        for j, i, mlength, _, length in sorted(found1):
-            matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
-            for k in range(i, i + mlength):
-                cov1[k] += 1
-            for k in range(j, j + length):
-                cov2[k] += 1
     return matches, cov1, cov2
+
+
+def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence, table) -> list[tuple[int, int, int, int, int]]:
+    """``(phrase start, phrase length, rank, paraphrase start, paraphrase length)`` for every table phrase of
+    ``phrase_side`` whose paraphrase occurs in ``paraphrase_side`` (one row per table entry)."""
+    hits: list[tuple[int, int, int, int, int]] = []
+    where = paraphrase_side.paraphrases
+    if not phrase_side.phrases or not where:
+        return hits
+    for start, length, pid in phrase_side.phrases:
+        group = table.group(pid)
+        for qid in group.keys() & where.keys():
+            for other_start, other_length in where[qid]:
+                hits.extend((start, length, rank, other_start, other_length) for rank in group[qid])
+    return hits
 
 
 def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int, n1: int) -> list:
