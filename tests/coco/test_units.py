@@ -211,3 +211,24 @@ def test_cider_warns_when_document_frequencies_come_from_few_predictions():
     with warnings.catch_warnings():
         warnings.simplefilter("error", SmallCorpusWarning)
         capeval.score(enough, refs * len(enough), metrics=["cider_d"])
+
+
+def test_rouge_from_the_ngram_table_equals_rouge_from_tokens():
+    """ROUGE-L reuses the token ids BLEU / CIDEr-D counted; same scores, and the fallback when tokens were re-split."""
+    import random
+
+    import numpy as np
+
+    from capeval.coco.ngrams import ngrams_of
+    from capeval.coco.rouge import rouge_l_from_ngram_table, rouge_l_scores
+
+    rng = random.Random(6)
+    words = ["a", "dog", "runs", "on", "the", "grass", "cat", "sits", "red", "ball"]
+    preds = [[rng.choice(words) for _ in range(rng.randint(0, 12))] for _ in range(300)]
+    refs = [[[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(rng.randint(1, 5))] for _ in preds]
+    counted = ngrams_of(preds, refs)
+    n_refs = np.array([len(r) for r in refs])
+    from_table = rouge_l_from_ngram_table(counted.table, counted.n_predictions, n_refs)
+    assert from_table is not None and np.array_equal(from_table, rouge_l_scores(preds, refs))
+    odd = [["a b", "dog"]] + preds[1:]  # a token holding a space: the table re-split it, so it is not used
+    assert rouge_l_from_ngram_table(ngrams_of(odd, refs).table, len(odd), n_refs) is None

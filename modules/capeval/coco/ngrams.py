@@ -39,6 +39,8 @@ class NgramTable:
         token_ids: per caption, its tokens as ids into ``vocabulary``.
         vocabulary: token strings by id.
         first_position: for each gram column, ``(caption, start)`` of one occurrence (to spell it).
+        tokens_as_given: the captions' tokens were counted as given (no token was empty or held whitespace,
+            so nothing was re-split): ``token_ids`` then spell exactly the input token lists.
     """
 
     n: int
@@ -49,6 +51,7 @@ class NgramTable:
     token_row: np.ndarray
     vocabulary: list[str]
     first_position: np.ndarray
+    tokens_as_given: bool = False
 
     def gram_strings(self) -> list[str]:
         """Each gram column spelled as its tokens joined by single spaces."""
@@ -63,7 +66,8 @@ class NgramTable:
 def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
     """Count the 1..n-grams of every caption (a list of tokens)."""
     words = list(chain.from_iterable(captions))
-    if " ".join(words).split() == words:  # no token is empty or holds whitespace: nothing to re-split
+    as_given = " ".join(words).split() == words
+    if as_given:  # no token is empty or holds whitespace: nothing to re-split
         lengths = np.fromiter(map(len, captions), dtype=np.int64, count=len(captions))
     else:
         split = [whitespace_split(tokens) for tokens in captions]
@@ -89,14 +93,16 @@ def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
         valid = np.flatnonzero(remaining >= k)
         if k == 1:
             n_types = len(vocab)
-            first = np.unique(tok, return_index=True)[1].astype(np.int64)
+            first = np.empty(n_types, dtype=np.int64)
+            first[tok[::-1]] = np.arange(n_tokens - 1, -1, -1, dtype=np.int64)  # one occurrence of each id (to spell it)
             gram_ids = tok
         else:
             key = prev_ids[valid] * np.int64(max(len(vocab), 1)) + tok[valid + k - 1]
-            uniq, first_idx, inverse = np.unique(key, return_index=True, return_inverse=True)
+            uniq, inverse = np.unique(key, return_inverse=True)  # no return_index: a quicksort, not a mergesort
             n_types = uniq.size
-            gram_ids = inverse.astype(np.int64)
-            first = valid[first_idx]
+            gram_ids = inverse.astype(np.int64).reshape(-1)
+            first = np.empty(n_types, dtype=np.int64)
+            first[gram_ids[::-1]] = valid[::-1]  # one occurrence of each gram, to spell it
             # ids of order-k grams indexed by start token, for the next order
             next_ids = np.zeros(n_tokens, dtype=np.int64)
             next_ids[valid] = gram_ids
@@ -122,6 +128,7 @@ def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
         token_row=row,
         vocabulary=list(vocab),
         first_position=np.concatenate(first_positions) if first_positions else np.zeros(0, dtype=np.int64),
+        tokens_as_given=as_given,
     )
 
 
@@ -169,6 +176,11 @@ def ngrams_of(predictions: Sequence[Sequence[str]], references: Sequence[Sequenc
         ref_item=np.repeat(np.arange(len(references), dtype=np.int64), n_refs),
         ref_start=ref_start,
     )
+
+
+def cached_batch_ngrams(batch, n: int = 4) -> BatchNgrams | None:
+    """The batch's n-gram counts if a metric has already computed them, else ``None`` (nothing is counted)."""
+    return _CACHE.get(batch, {}).get(n)
 
 
 def batch_ngrams(batch, n: int = 4) -> BatchNgrams:

@@ -25,7 +25,7 @@ from rapidfuzz.distance import LCSseq
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
 
-__all__ = ["BETA", "RougeL", "rouge_l_scores"]
+__all__ = ["BETA", "RougeL", "rouge_l_from_ngram_table", "rouge_l_scores"]
 
 BETA = 1.2
 _MAX_CODE_POINT = 0x110000
@@ -42,29 +42,47 @@ def rouge_l_scores(
 ) -> np.ndarray:
     """Per-caption ROUGE-L (see module docstring)."""
     n_refs = np.fromiter((len(r) for r in reference_tokens), dtype=np.int64, count=len(reference_tokens))
-    ref_item = np.repeat(np.arange(len(reference_tokens)), n_refs)
     flat_refs = [r for refs in reference_tokens for r in refs]
-    # encode each distinct prediction once, then pair it with each of its references
     vocab: dict[str, int] = {}
     pred_ids = _encode(prediction_tokens, vocab)
     ref_ids = _encode(flat_refs, vocab)
-    pred_len = np.array([len(p) for p in pred_ids], dtype=np.float64)
-    ref_len = np.array([len(r) for r in ref_ids], dtype=np.float64)
     if len(vocab) < _MAX_CODE_POINT:
-        pred_str = ["".join(map(chr, p)) for p in pred_ids]
-        ref_str = ["".join(map(chr, r)) for r in ref_ids]
-        lcs = process.cpdist(
-            [pred_str[i] for i in ref_item], ref_str, scorer=LCSseq.similarity, dtype=np.int64, workers=1
-        ).astype(np.float64)
+        pred_seq = ["".join(map(chr, p)) for p in pred_ids]
+        ref_seq = ["".join(map(chr, r)) for r in ref_ids]
     else:
-        lcs = np.array(
-            [LCSseq.similarity(pred_ids[i], r) for i, r in zip(ref_item, ref_ids)], dtype=np.float64
-        )
+        pred_seq, ref_seq = pred_ids, ref_ids
+    return _rouge_l_from_sequences(pred_seq, ref_seq, n_refs, beta)
+
+
+def rouge_l_from_ngram_table(table, n_predictions: int, n_refs: np.ndarray, beta: float = BETA) -> np.ndarray | None:
+    """:func:`rouge_l_scores` from a batch's n-gram table (:mod:`capeval.coco.ngrams`), whose token ids already
+    spell every caption; ``None`` when they cannot be used as they are (a token was empty or held whitespace,
+    or there are too many distinct tokens for one code point each)."""
+    ids = table.token_ids
+    if not table.tokens_as_given or (ids.size and int(ids.max()) >= 0xD800):
+        return None  # re-split tokens, or ids that would reach the surrogate code points
+    text = ids.astype("<u4").tobytes().decode("utf-32-le")  # one code point per token
+    ends = np.cumsum(table.lengths).tolist()
+    starts = [0] + ends[:-1]
+    spelled = [text[a:b] for a, b in zip(starts, ends)]
+    return _rouge_l_from_sequences(spelled[:n_predictions], spelled[n_predictions:], n_refs, beta)
+
+
+def _rouge_l_from_sequences(pred_seq: Sequence, ref_seq: Sequence, n_refs: np.ndarray, beta: float) -> np.ndarray:
+    """ROUGE-L per item from encoded captions (strings of one code point per token, or id lists)."""
+    ref_item = np.repeat(np.arange(len(n_refs)), n_refs)
+    pred_len = np.fromiter(map(len, pred_seq), dtype=np.float64, count=len(pred_seq))
+    ref_len = np.fromiter(map(len, ref_seq), dtype=np.float64, count=len(ref_seq))
+    paired = [pred_seq[i] for i in ref_item.tolist()]
+    if all(isinstance(x, str) for x in pred_seq[:1]):
+        lcs = process.cpdist(paired, ref_seq, scorer=LCSseq.similarity, dtype=np.int64, workers=1).astype(np.float64)
+    else:
+        lcs = np.array([LCSseq.similarity(p, r) for p, r in zip(paired, ref_seq)], dtype=np.float64)
     cand_len = pred_len[ref_item]
     prec = np.divide(lcs, cand_len, out=np.zeros_like(lcs), where=cand_len > 0)
     rec = np.divide(lcs, ref_len, out=np.zeros_like(lcs), where=ref_len > 0)
-    starts = np.zeros(len(reference_tokens), dtype=np.int64)
-    if len(reference_tokens) > 1:
+    starts = np.zeros(len(n_refs), dtype=np.int64)
+    if len(n_refs) > 1:
         np.cumsum(n_refs[:-1], out=starts[1:])
     prec_max = np.maximum.reduceat(prec, starts)
     rec_max = np.maximum.reduceat(rec, starts)
@@ -83,7 +101,15 @@ class RougeL(CaptionMetric):
     options: ClassVar[dict] = {}
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        scores = rouge_l_scores(batch.prediction_tokens, batch.reference_tokens)
+        from capeval.coco.ngrams import cached_batch_ngrams
+
+        counted = cached_batch_ngrams(batch)  # BLEU / CIDEr-D in the same call: their token ids are reused
+        scores = None
+        if counted is not None:
+            n_refs = np.fromiter(map(len, batch.raw_references), dtype=np.int64, count=len(batch))
+            scores = rouge_l_from_ngram_table(counted.table, counted.n_predictions, n_refs)
+        if scores is None:
+            scores = rouge_l_scores(batch.prediction_tokens, batch.reference_tokens)
         return MetricOutput(
             corpus={"rouge_l": float(np.mean(scores))},
             per_caption={"rouge_l": scores.tolist()},
