@@ -13,8 +13,8 @@ Workloads:
 
 Each (workload, metric, state) runs in a fresh Python process, so peak RSS (``ru_maxrss`` of the process and of its
 children: METEOR's JVM for LCEval, before METEOR ran in Python) is its own. ``cold``: an empty capeval cache (image
-features, parses, LCEval features), except COCO val2014's document-frequency table, a one-time build copied in
-beforehand; ``warm``: the same command again on the cache the cold run left. The timed region is the
+features, parses, LCEval features), except COCO val2014's document-frequency table and METEOR's paraphrase cache,
+one-time builds copied in beforehand; ``warm``: the same command again on the cache the cold run left. The timed region is the
 ``capeval.score`` call (model loading included: what a user's script pays); ``startup_s`` is the interpreter and
 import time before it. Rates: captions/s (candidates per second); for the critic also (candidate, reference) pairs
 per second. Prints a markdown table and JSON (``--json``).
@@ -102,9 +102,11 @@ def run_child(spec: dict, cache: Path) -> dict:
 
 
 def seed_cache(seed: Path) -> None:
-    """Build COCO val2014's document-frequency table once (LCEval's CIDEr-D feature reads it) into ``seed``."""
+    """Build the one-time tables into ``seed``: COCO val2014's document frequencies (LCEval's CIDEr-D feature) and
+    METEOR's paraphrase cache (LCEval's METEOR feature); both are built once per machine, not per run."""
     env = {**os.environ, "CAPEVAL_CACHE_DIR": str(seed), "PYTHONPATH": str(ROOT / "modules")}
-    code = ("import capeval; capeval.score(['a dog'], [['a dog runs']], metrics=['cider_d'], cider_df='coco-val2014')")
+    code = ("import capeval; capeval.score(['a dog'], [['a dog runs']], metrics=['cider_d', 'meteor'], "
+            "cider_df='coco-val2014')")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
 
 
