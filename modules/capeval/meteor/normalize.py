@@ -36,17 +36,18 @@ _JAVA_SPACE = " \t\n\x0b\f\r"  # Java's \s without UNICODE_CHARACTER_CLASS
 _SEP_OTHER = re.compile(f"([^{_ALNUM}{_JAVA_SPACE}.'`,\\-\u2018\u2019])")
 _MULTI_DOT = re.compile(r"\.([.]+)")
 _MULTI_DOT2 = re.compile(r"DOTMULTI\.([^.])")
-_COMMA = re.compile(r"([^0-9]),([^0-9])")
-_COMMA2 = re.compile(r"([0-9]),([^0-9])")
-_COMMA3 = re.compile(r"([^0-9]),([0-9])")
-_QUOTE = re.compile("([`\u2018\u2019])")
-_QUOTE2 = re.compile("([\u201c\u201d]|'')")
-_RM_DASH = re.compile(f"([{_ALNUM}.])-([{_ALNUM}])")
-_CONT_EN = re.compile(f"([^{_ALPHA}])'([^{_ALPHA}])")
-_CONT_EN2 = re.compile(f"([^{_ALPHA}0-9])'([{_ALPHA}])")
-_CONT_EN3 = re.compile(f"([{_ALPHA}])'([^{_ALPHA}])")
-_CONT_EN4 = re.compile(f"([{_ALPHA}])'([{_ALPHA}])")
-_CONT_EN5 = re.compile(r"([0-9])'([s])")
+#: (pattern, replacement) applied in this order after the dots are protected (commas, then quotes)
+_COMMAS_QUOTES = tuple((re.compile(p), r) for p, r in (
+    (r"([^0-9]),([^0-9])", r"\1 , \2"), (r"([0-9]),([^0-9])", r"\1 , \2"), (r"([^0-9]),([0-9])", r"\1 , \2"),
+    ("([`\u2018\u2019])", "'"), ("([\u201c\u201d]|'')", ' " '),
+))
+#: then, after en dashes and double dashes became "-": dashes between words, English contractions split right
+_DASHES_CONTRACTIONS = tuple((re.compile(p), r) for p, r in (
+    (f"([{_ALNUM}.])-([{_ALNUM}])", r"\1 \2"),
+    (f"([^{_ALPHA}])'([^{_ALPHA}])", r"\1 ' \2"), (f"([^{_ALPHA}0-9])'([{_ALPHA}])", r"\1 ' \2"),
+    (f"([{_ALPHA}])'([^{_ALPHA}])", r"\1 ' \2"), (f"([{_ALPHA}])'([{_ALPHA}])", r"\1 '\2"),
+    (r"([0-9])'([s])", r"\1 '\2"),
+))
 _HAS_ALPHA = re.compile(f"[{_ALPHA}]")
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's default delimiters
 _SPACES = re.compile("[ \u2000-\u200a\u202f\u205f\u3000\u00a0]+")  # the jar's r_white: space and Unicode spaces
@@ -80,18 +81,11 @@ def normalize_line(line: str) -> str:
     while "DOTMULTI." in work:
         work = _MULTI_DOT2.sub(r"DOTDOTMULTI \1", work)
         work = work.replace("DOTMULTI.", "DOTDOTMULTI")
-    work = _COMMA.sub(r"\1 , \2", work)
-    work = _COMMA2.sub(r"\1 , \2", work)
-    work = _COMMA3.sub(r"\1 , \2", work)
-    work = _QUOTE.sub("'", work)
-    work = _QUOTE2.sub(' " ', work)
+    for pattern, replacement in _COMMAS_QUOTES:
+        work = pattern.sub(replacement, work)
     work = work.replace("\u2013", "-").replace("--", "-")
-    work = _RM_DASH.sub(r"\1 \2", work)
-    work = _CONT_EN.sub(r"\1 ' \2", work)
-    work = _CONT_EN2.sub(r"\1 ' \2", work)
-    work = _CONT_EN3.sub(r"\1 ' \2", work)
-    work = _CONT_EN4.sub(r"\1 '\2", work)
-    work = _CONT_EN5.sub(r"\1 '\2", work)
+    for pattern, replacement in _DASHES_CONTRACTIONS:
+        work = pattern.sub(replacement, work)
 
     words = [w for w in _TOKEN_SPLIT.split(work) if w]
     prefixes = nonbreaking_prefixes()
