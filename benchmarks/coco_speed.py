@@ -5,8 +5,9 @@ On the 20,000 Karpathy-test candidates of SMURF's release (``$CAPEVAL_DATA_DIR/c
 1. **BLEU-1..4 + ROUGE-L + CIDEr-D including tokenisation.** pycocoevalcap: its PTBTokenizer
    (references and candidates, as ``COCOEvalCap`` calls it) then Bleu(4), Rouge, Cider.
    capeval: ``capeval.score(..., metrics=["bleu", "rouge_l", "cider_d"], cleanup="none", tokenizer=T)``.
-2. **METEOR 1.5** on the same token strings: pycocoevalcap's ``Meteor`` vs capeval's ``MeteorScorer``
-   (JVM start-up included for both).
+2. **METEOR 1.5** on the same token strings: pycocoevalcap's ``Meteor`` (its JVM start-up included) vs capeval's
+   default Python backend (``--meteor-backend python``: language data loaded from its cache, included) or its jar
+   driver (``--meteor-backend java``).
 
 Each side runs in a fresh Python process, so times and peak memory (RSS of the Python process, and of
 its largest child: the Java tokenizer or METEOR JVM) are its own. Scores are compared corpus and per
@@ -167,11 +168,12 @@ def worker_pycoco_meteor(args) -> dict:
 
 
 def worker_capeval_meteor(args) -> dict:
-    from capeval.coco.meteor import MeteorScorer
+    from capeval.coco.meteor import MeteorScorer, PythonMeteorScorer
 
     hyps, refs = json.loads(Path(args.tokens).read_text(encoding="utf-8"))
     start = time.perf_counter()
-    with MeteorScorer(jvms=args.meteor_jvms) as scorer:
+    backend = PythonMeteorScorer() if args.meteor_backend == "python" else MeteorScorer(jvms=args.meteor_jvms)
+    with backend as scorer:
         corpus, per = scorer.score(hyps, refs)
     total = time.perf_counter() - start
     return {"times": {"total": total}, "scores": {"meteor": corpus}, "per_caption": {"meteor": per}, **_memory()}
@@ -192,7 +194,7 @@ def run_worker(name: str, args, extra: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [sys.executable, __file__, "--worker", name, "--worker-out", str(out), "--tokenizer", args.tokenizer,
-               "--meteor-jvms", str(args.meteor_jvms)] + (["--limit", str(args.limit)] if args.limit else []) + extra
+               "--meteor-jvms", str(args.meteor_jvms), "--meteor-backend", args.meteor_backend] + (["--limit", str(args.limit)] if args.limit else []) + extra
         subprocess.run(cmd, check=True)
         return json.loads(out.read_text(encoding="utf-8"))
 
@@ -216,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-java"])
     parser.add_argument("--meteor", action="store_true", help="also compare METEOR (starts JVMs; slower)")
+    parser.add_argument("--meteor-backend", default="python", choices=["python", "java"],
+                        help="capeval's METEOR backend (python: no JVM; java: the jar through capeval's driver)")
     parser.add_argument("--meteor-jvms", type=int, default=1)
     parser.add_argument("--meteor-repeat", type=int, default=2, help="runs per side, interleaved ABBA")
     parser.add_argument("--limit", type=int, default=None, help="first N candidates only (development)")
@@ -270,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             "diff": compare(ours_m, theirs_m, ["meteor"]),
             "median_s": median,
             "speedup_of_medians": median["pycoco-meteor"] / median["capeval-meteor"],
-            "jvms": args.meteor_jvms,
+            "jvms": args.meteor_jvms, "backend": args.meteor_backend,
         }
         _print_meteor(report["meteor"])
     report["load_average_after"] = os.getloadavg()
@@ -301,7 +305,8 @@ def _print_fast(fast: dict) -> None:
 
 
 def _print_meteor(m: dict) -> None:
-    print(f"\nMETEOR 1.5 (JVM start-up included; capeval with {m['jvms']} JVM(s)); runs in ABBA order")
+    where = "Python backend, no JVM" if m.get("backend", "java") == "python" else f"jar backend, {m['jvms']} JVM(s)"
+    print(f"\nMETEOR 1.5 (start-up included; pycocoevalcap's JVM, capeval's {where}); runs in ABBA order")
     for side in ("pycocoevalcap", "capeval"):
         runs = m[side]
         walls = ", ".join(f"{r['times']['total']:.2f}" for r in runs)
