@@ -183,3 +183,53 @@ def test_damaged_score_cache_is_moved_aside_and_rebuilt(tmp_path):
     cache._con.execute("UPDATE scores SET payload = '{\"per_caption\": {\"bleu_1\": [\"x\"]}, \"signature\": \"s\"}'")
     assert score_items("bleu_1", ["a dog"], [["a dog"]], cache=cache)["bleu_1"].values.tolist() == [pytest.approx(1.0)]
     cache.close()
+
+
+_OPEN_MANY = """
+import sys, time
+from capeval.lceval.cache import FeatureCache
+from capeval.spice.cache import ParseCache
+from capeval.benchmarks.score_cache import ScoreCache
+folder, start = sys.argv[1], float(sys.argv[2])
+while time.time() < start:
+    time.sleep(0.001)
+for i in range(15):
+    for path in (f"{folder}/features-{i}.sqlite", f"{folder}/parses-{i}.sqlite", f"{folder}/scores-{i}.sqlite"):
+        cache = (FeatureCache("s", 2, path) if "features" in path else
+                 ParseCache("p", path) if "parses" in path else ScoreCache(path))
+        cache.close()
+print("ok")
+"""
+
+
+def test_sqlite_caches_opened_by_several_processes_at_once(tmp_path):
+    """Two or three processes creating the same SQLite cache files at the same moment (as `--processes 2` does with
+    LCEval's feature cache): switching a new file to WAL must wait for the other process, never fail with 'locked'."""
+    import subprocess
+    import sys
+    import time
+
+    start = str(time.time() + 3)
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_MANY, str(tmp_path), start], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-1500:] for _, err in results]
+    assert all(out.strip() == "ok" for out, _ in results)
+
+
+def test_retry_locked_gives_up_on_other_errors():
+    import sqlite3
+
+    from capeval.sqlite_retry import retry_locked
+
+    calls = []
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert retry_locked(locked_twice) == "done" and len(calls) == 3
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        retry_locked(lambda: (_ for _ in ()).throw(sqlite3.OperationalError("no such table: x")))

@@ -93,12 +93,14 @@ class ScoreCache:
             self._open()
 
     def _open(self) -> None:
+        from capeval.sqlite_retry import retry_locked
+
         self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self._con.execute("PRAGMA journal_mode=WAL")
-        self._con.execute(
+        retry_locked(lambda: self._con.execute("PRAGMA journal_mode=WAL"))
+        retry_locked(lambda: self._con.execute(
             "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, created REAL NOT NULL, payload TEXT NOT NULL)"
-        )
-        self._con.execute("SELECT key, payload FROM scores LIMIT 1").fetchall()
+        ))
+        retry_locked(lambda: self._con.execute("SELECT key, payload FROM scores LIMIT 1").fetchall())
 
     def get(self, key: str) -> dict | None:
         """The stored payload, or ``None`` when absent or damaged (then it is recomputed and replaced)."""

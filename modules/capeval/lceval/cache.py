@@ -51,10 +51,13 @@ class FeatureCache:
             self._open()
 
     def _open(self) -> None:
+        from capeval.sqlite_retry import retry_locked
+
         self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(_SCHEMA)
-        self._conn.execute("SELECT settings, item, vector FROM features LIMIT 1").fetchall()
+        # another process opening the same file at this moment can make these fail at once with "locked"
+        retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+        retry_locked(lambda: self._conn.execute(_SCHEMA))
+        retry_locked(lambda: self._conn.execute("SELECT settings, item, vector FROM features LIMIT 1").fetchall())
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``keys`` that are cached (a damaged row counts as missing)."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from capeval.paths import cache_dir
+from capeval.sqlite_retry import retry_locked
 
 RawTuple = tuple[str, ...]
 
@@ -54,16 +54,7 @@ class ParseCache:
         self._retry(lambda: self._conn.execute("SELECT parser, text, tuples FROM parses LIMIT 1").fetchall())
 
     def _retry(self, action):
-        delay = 0.05
-        for attempt in range(self.retries + 1):
-            try:
-                return action()
-            except sqlite3.OperationalError as err:
-                if "locked" not in str(err) and "busy" not in str(err) or attempt == self.retries:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-        return None
+        return retry_locked(action, self.retries)
 
     def get_many(self, texts: Sequence[str]) -> dict[str, list[RawTuple]]:
         """Cached tuples for those of ``texts`` that are in the cache."""
