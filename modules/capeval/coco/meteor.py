@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from capeval.batch import CaptionBatch
-from capeval.meteor.jar import MeteorError, MeteorScorer, _sum_statistics, check_options, sanitize, score_line
+from capeval.meteor.jar import MeteorError, MeteorScorer, check_options, sanitize, score_line
 from capeval.meteor.scorer import PythonMeteorScorer
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.paths import meteor_jar
@@ -98,5 +98,3 @@ class Meteor(CaptionMetric):
         if self.scorer is not _SHARED_PYTHON:
             self.scorer.close()
 
-
-_ = _sum_statistics  # re-exported for the tests of the jar driver

@@ -418,37 +418,18 @@ class MeteorScorer:
         return self.evaluate(self.statistics(hypotheses, references, progress))
 
 
-#: Layout of a METEOR 1.5 statistics line (``MeteorStats.toString``): test length, reference length,
-#: test / reference function words, then per matcher stage (4 for English) test content, reference
-#: content, test function, reference function matches, then chunks, test / reference word matches.
-_STAT_FIELDS = 23
-_CHUNKS = 20
-
-
 def _sum_statistics(statistics: Sequence[str]) -> str | None:
     """The statistics line of the jar's corpus aggregate, or ``None`` if the lines are not 23 fields.
 
-    Mirrors ``MeteorStats.addStats``: every field is added in segment order (doubles, as Java adds
-    them), except that a segment's chunks are not added when it is a perfect match (all words matched
-    in one chunk). Formatted so that Java parses back the same doubles.
+    ``MeteorStats.addStats`` as :func:`capeval.meteor.stats.aggregate` mirrors it (fields added in segment
+    order as Java adds doubles; a perfect segment adds no chunks), formatted as the jar formats statistics.
     """
-    import numpy as np
+    from capeval.meteor.stats import STAT_FIELDS, aggregate, format_stats
 
     rows = [line.split() for line in statistics]
-    if any(len(r) != _STAT_FIELDS for r in rows):
+    if any(len(r) != STAT_FIELDS for r in rows):
         return None
-    table = np.array(rows, dtype=np.float64)
-    stages = table[:, 4:20].reshape(len(rows), 4, 4)
-    test_matches = stages[:, :, 0] + stages[:, :, 2]
-    ref_matches = stages[:, :, 1] + stages[:, :, 3]
-    perfect = (
-        (np.cumsum(test_matches, axis=1)[:, -1] == table[:, 0])
-        & (np.cumsum(ref_matches, axis=1)[:, -1] == table[:, 1])
-        & (table[:, _CHUNKS] == 1)
-    )
-    table[perfect, _CHUNKS] = 0.0
-    totals = np.cumsum(table, axis=0)[-1]  # sequential sums, in segment order (np.sum is pairwise)
-    return " ".join(f"{v:.1f}" if v.is_integer() and abs(v) < 1e15 else repr(v) for v in totals.tolist())
+    return format_stats(aggregate([[float(x) for x in r] for r in rows]))
 
 
 def _is_number(text: str) -> bool:
