@@ -38,7 +38,7 @@ FLICKR_METRICS = ("critic", "critic_img", "critic_plus", "critic_ref", "sentence
 KARPATHY_METRICS = ("critic_ref", "sentence_cosine", "lceval", "lceval_released", "lceval_plus")
 
 CHILD = r'''
-import json, os, resource, sys, time
+import contextlib, json, os, resource, sys, time
 started = time.time()
 spec = json.loads(sys.argv[1])
 import capeval
@@ -50,14 +50,15 @@ if spec["workload"] == "flickr8k":
         if "\t" in line:
             key, caption = line.split("\t", 1)
             groups.setdefault(key.split("#")[0], []).append(caption.strip())
-    names = sorted(n for n in groups if (root / "flickr8k" / "images-224" / n).is_file())[: spec["limit"] or None]
+    folder = root / "flickr8k" / "images-224"  # absent in a captions-only copy (benchmarks/device_bundle.py)
+    names = sorted(n for n in groups if not folder.is_dir() or (folder / n).is_file())[: spec["limit"] or None]
     preds, refs, images = [], [], []
     for name in names:
         caps = groups[name]
         for i, cap in enumerate(caps):
             preds.append(cap)
             refs.append(caps[:i] + caps[i + 1:])
-            images.append(str(root / "flickr8k" / "images-224" / name))
+            images.append(str(folder / name))
 else:
     cands = json.loads((root / "coco_karpathy_test" / "karpathy_cand.json").read_text())
     refmap = {}
@@ -68,37 +69,109 @@ else:
     refs = [refmap[r["image_id"]] for r in rows]
     images = None
 ready = time.time()
-metric = spec["metric"]
+metric, device = spec["metric"], spec["device"]
+info = {}
+if device or spec["autocast"]:
+    import torch
+    info["torch"] = torch.__version__
+    if torch.cuda.is_available() and (device or "cuda").startswith("cuda"):
+        info["card"] = torch.cuda.get_device_name(0)
+
+
+def precision():
+    # --autocast: every forward pass of the timed call in torch.autocast (float16 / bfloat16) on the device's type.
+    if not spec["autocast"]:
+        return contextlib.nullcontext()
+    import torch
+    kind = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type
+    return torch.autocast(kind, dtype=getattr(torch, spec["autocast"]))
+
+
+def synchronize():
+    if device and device.startswith("cuda"):
+        import torch
+        torch.cuda.synchronize()
+
+
 if metric == "image_features":
     from capeval.models.image_encoder import load_image_encoder
     unique = list(dict.fromkeys(images))
     t = time.time()
-    feats = load_image_encoder().encode(unique, progress=False)
+    encoder = load_image_encoder(device=device)
+    loaded = time.time()
+    with precision():
+        values = encoder.encode(unique, progress=False, batch_size=spec["image_batch_size"])
+    synchronize()
     elapsed = time.time() - t
-    out = {"items": len(unique), "unit": "images"}
+    out = {"items": len(unique), "unit": "images", "load_s": loaded - t}
+    values = values.numpy()
+    if spec["again"]:  # every image read, decoded and encoded again (no cache), the model already loaded
+        uncached = load_image_encoder(device=device, cache=False)
+        t = time.time()
+        with precision():
+            uncached.encode(unique, progress=False, batch_size=spec["image_batch_size"])
+        synchronize()
+        out["again_s"] = time.time() - t
 else:
-    kwargs = {"images": images} if metric in spec["image_metrics"] else {}
+    kwargs = dict(spec["options"])
+    if metric in spec["image_metrics"]:
+        kwargs["images"] = images
+    if device:
+        kwargs.update({key: device for key in spec["device_options"].get(metric, ())})
     t = time.time()
-    result = capeval.score(preds, refs, metrics=[metric], progress=False, **kwargs)
+    with precision():
+        result = capeval.score(preds, refs, metrics=[metric], progress=False, **kwargs)
+    synchronize()
     elapsed = time.time() - t
-    value = result[metric]
-    out = {"items": len(preds), "unit": "captions", "value": value,
-           "pairs": sum(len(r) for r in refs)}
+    values = result["per_caption"][metric]
+    out = {"items": len(preds), "unit": "captions", "value": result[metric], "pairs": sum(len(r) for r in refs)}
+    if spec["again"]:  # the same call in the same process: models loaded, caches as the first call left them
+        t = time.time()
+        with precision():
+            capeval.score(preds, refs, metrics=[metric], progress=False, **kwargs)
+        synchronize()
+        out["again_s"] = time.time() - t
+if spec["dump"]:
+    import numpy as np
+    np.save(spec["dump"], np.asarray(values, dtype=np.float32))
 self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-out.update(seconds=elapsed, startup_s=ready - started, peak_rss_mb=self_rss, child_peak_rss_mb=child_rss)
+out.update(info, seconds=elapsed, startup_s=ready - started, peak_rss_mb=self_rss, child_peak_rss_mb=child_rss)
 print("RESULT " + json.dumps(out))
 '''
 
 
+#: The score options that put each metric on a device (``--device``); the critics' image encoder follows the critic.
+DEVICE_OPTIONS = {"critic": ("critic_device",), "critic_img": ("critic_device",), "critic_ref": ("critic_device",),
+                  "critic_plus": ("critic_device",), "sentence_cosine": ("sentence_cosine_device",)}
+
+
 def run_child(spec: dict, cache: Path) -> dict:
-    env = {**os.environ, "CAPEVAL_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT / "modules"),
-           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "CAPEVAL_CACHE_DIR": str(cache), "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")) if p),
+        "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], env=env, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode or not lines:
         raise RuntimeError(f"{spec}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def agreement(reference: Path, other: Path) -> dict:
+    """How far a variant's output (per-caption scores, or image features) lies from the first variant's: the
+    largest absolute difference, the relative error ``‖Δ‖ / ‖ref‖`` and, for scores, Kendall's τ-b between the two."""
+    import numpy as np
+
+    ref, got = np.load(reference).astype(np.float64), np.load(other).astype(np.float64)
+    if ref.shape != got.shape or not np.isfinite(got).all():
+        return {"max_abs_diff": float("nan"), "rel_err": float("nan")}
+    out = {"max_abs_diff": float(np.abs(got - ref).max()),
+           "rel_err": float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))}
+    if ref.ndim == 1:
+        from scipy.stats import kendalltau
+
+        out["kendall_tau"] = float(kendalltau(ref, got).statistic)
+    return out
 
 
 def seed_cache(seed: Path) -> None:
@@ -110,47 +183,112 @@ def seed_cache(seed: Path) -> None:
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
 
 
+def parse_variants(args) -> list[dict]:
+    """The settings each (workload, metric) is run with: ``--variants`` (a JSON list, or a file holding one) of
+    ``{"name", "device", "autocast", "options", "image_batch_size"}`` objects, else one variant from the flags."""
+    if args.variants:
+        text = args.variants if args.variants.lstrip().startswith("[") else Path(args.variants).read_text()
+        variants = json.loads(text)
+    else:
+        variants = [{"name": "default", "device": args.device, "autocast": args.autocast,
+                     "options": json.loads(args.options), "image_batch_size": args.image_batch_size}]
+    names = set()
+    for v in variants:
+        unknown = set(v) - {"name", "device", "autocast", "options", "image_batch_size"}
+        if unknown or "name" not in v or v["name"] in names:
+            raise SystemExit(f"bad variant {v}: needs a unique name; unknown keys {sorted(unknown)}")
+        if v.get("autocast") not in (None, "float16", "bfloat16"):
+            raise SystemExit(f"variant {v['name']}: autocast must be float16 or bfloat16")
+        names.add(v["name"])
+    return variants
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=0, help="first N images (flickr8k) / candidates (karpathy)")
     parser.add_argument("--only", default="", help="comma-separated metrics (and/or image_features) to run")
     parser.add_argument("--workloads", default="flickr8k,karpathy")
+    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: CUDA when available)")
+    parser.add_argument("--autocast", default=None, choices=("float16", "bfloat16"),
+                        help="run the forward passes in torch.autocast with this dtype")
+    parser.add_argument("--options", default="{}", help="extra capeval.score options as JSON (batch sizes ...)")
+    parser.add_argument("--image-batch-size", type=int, default=None, help="image_features: images per batch")
+    parser.add_argument("--variants", default="", help="JSON list (or file) of variants; the first is the reference "
+                        "the others' outputs are compared with")
+    parser.add_argument("--states", default="cold,warm")
+    parser.add_argument("--again", action="store_true", help="repeat each call once in the same process (models "
+                        "loaded): the steady-state rate without model loading")
+    parser.add_argument("--keep-going", action="store_true", help="a failing run becomes a row with its error; the "
+                        "others still run")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     only = {m for m in args.only.split(",") if m}
+    variants = parse_variants(args)
+    states = [s for s in args.states.split(",") if s]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         seed = Path(tmp) / "seed"
-        seed_cache(seed)
+        seed.mkdir()
+        if any(m.startswith("lceval") for m in (only or FLICKR_METRICS)):  # only LCEval reads those tables
+            seed_cache(seed)
         for workload in args.workloads.split(","):
             metrics = (("image_features",) + FLICKR_METRICS) if workload == "flickr8k" else KARPATHY_METRICS
             for metric in metrics:
                 if only and metric not in only:
                     continue
-                cache = Path(tmp) / f"{workload}-{metric}"
-                shutil.copytree(seed, cache)
-                spec = {"workload": workload, "metric": metric, "limit": args.limit, "image_metrics": IMAGE_METRICS}
-                for state in ("cold", "warm"):
-                    t = time.time()
-                    res = run_child(spec, cache)
-                    res.update(workload=workload, metric=metric, state=state, process_s=time.time() - t,
-                               rate=res["items"] / res["seconds"] if res["seconds"] else None)
-                    if "pairs" in res and metric.startswith("critic"):
-                        res["pairs_per_s"] = res["pairs"] / res["seconds"]
-                    rows.append(res)
-                    print(json.dumps(res), file=sys.stderr, flush=True)
-                shutil.rmtree(cache, ignore_errors=True)
-    print("| workload | metric | state | items | seconds | items/s | pairs/s | peak RSS MB (children) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+                for variant in variants:
+                    cache = Path(tmp) / f"{workload}-{metric}-{variant['name']}"
+                    shutil.copytree(seed, cache)
+                    for state in states:
+                        dump = Path(tmp) / f"{workload}-{metric}-{variant['name']}-{state}.npy"
+                        spec = {"workload": workload, "metric": metric, "limit": args.limit,
+                                "image_metrics": IMAGE_METRICS, "device": variant.get("device"),
+                                "autocast": variant.get("autocast"), "options": variant.get("options") or {},
+                                "image_batch_size": variant.get("image_batch_size"), "device_options": DEVICE_OPTIONS,
+                                "again": args.again, "dump": str(dump)}
+                        t = time.time()
+                        try:
+                            res = run_child(spec, cache)
+                        except RuntimeError as err:
+                            if not args.keep_going:
+                                raise
+                            rows.append({"workload": workload, "metric": metric, "variant": variant["name"],
+                                         "state": state, "error": str(err)[-1500:]})
+                            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                            continue
+                        res.update(workload=workload, metric=metric, variant=variant["name"], state=state,
+                                   process_s=time.time() - t,
+                                   rate=res["items"] / res["seconds"] if res["seconds"] else None)
+                        if res.get("again_s"):
+                            res["again_rate"] = res["items"] / res["again_s"]
+                        if "pairs" in res and metric.startswith("critic"):
+                            res["pairs_per_s"] = res["pairs"] / res["seconds"]
+                        reference = Path(tmp) / f"{workload}-{metric}-{variants[0]['name']}-{state}.npy"
+                        if variant is not variants[0] and reference.is_file():
+                            res["vs_" + variants[0]["name"]] = agreement(reference, dump)
+                        rows.append(res)
+                        print(json.dumps(res), file=sys.stderr, flush=True)
+                    shutil.rmtree(cache, ignore_errors=True)
+    print("| workload | metric | variant | state | items | seconds | items/s | again items/s | pairs/s | "
+          "peak RSS MB (children) | vs first variant |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
+        if "error" in r:
+            print(f"| {r['workload']} | {r['metric']} | {r['variant']} | {r['state']} | failed: "
+                  f"{r['error'].strip().splitlines()[-1][:120]} |||||||")
+            continue
         pairs = f"{r['pairs_per_s']:.0f}" if "pairs_per_s" in r else "—"
+        again = f"{r['again_rate']:.0f}" if "again_rate" in r else "—"
         jvm = f" ({r['child_peak_rss_mb']:.0f})" if r["child_peak_rss_mb"] > 50 else ""
-        print(f"| {r['workload']} | {r['metric']} | {r['state']} | {r['items']:,} {r['unit']} | {r['seconds']:.1f} | "
-              f"{r['rate']:.0f} | {pairs} | {r['peak_rss_mb']:.0f}{jvm} |")
+        vs = next((v for k, v in r.items() if k.startswith("vs_")), None)
+        vs = (", ".join(f"{k} {v:.2g}" if k != "kendall_tau" else f"τ {v:.5f}" for k, v in vs.items())
+              if vs else "—")
+        print(f"| {r['workload']} | {r['metric']} | {r['variant']} | {r['state']} | {r['items']:,} {r['unit']} | "
+              f"{r['seconds']:.1f} | {r['rate']:.0f} | {again} | {pairs} | {r['peak_rss_mb']:.0f}{jvm} | {vs} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(), "rows": rows},
-                                        indent=1))
+        args.json.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
+                                         "variants": variants, "rows": rows}, indent=1))
     return 0
 
 

@@ -53,9 +53,10 @@ def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = N
             first[key] = len(unique)
         slot.append(len(unique))
         unique.append(im)
-    key = (cfg.encoder, str(cfg.encoder_resolution), cache)
+    key = (cfg.encoder, str(cfg.encoder_resolution), cache, str(model.device))
     if key not in _ENCODERS:  # kept, like the critics: building the encoder costs seconds per call otherwise
-        _ENCODERS[key] = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache)
+        # on the critic's device: ``critic_device="cpu"`` keeps the whole metric off a GPU
+        _ENCODERS[key] = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache, device=model.device)
     encoder = _ENCODERS[key]
     feats = encoder.encode(unique, kind="pooled", progress=progress_bar)
     if feats.shape[1] != cfg.image_dim:
