@@ -10,7 +10,7 @@ out=${OUT:-out/device}
 mkdir -p "$out"
 root=$(pwd)
 gpu=${GPU:-cuda}  # GPU=cpu rehearses the script on a machine without one
-export CAPEVAL_DATA_DIR=$root/.device/$part/data PYTHONPATH=$root/.device/$part/site:$root/modules PYTHONUNBUFFERED=1
+export CAPEVAL_DATA_DIR=$root/.device/$part/data PYTHONPATH=$root/.device/$part/site:$root/modules${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 py=$(command -v python3 || command -v python)
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$out/gpu-$part.csv"
 "$py" -c "import os, torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'cpus', os.cpu_count())"
