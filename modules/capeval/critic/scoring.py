@@ -32,6 +32,7 @@ import numpy as np
 from capeval.critic.loading import load_critic
 from capeval.critic.vocab import CriticVocab
 from capeval.models._deps import require
+from capeval.models.inference import ieee_float32
 from capeval.progress import progress
 
 _ENCODERS: dict[tuple[str, str, bool], Any] = {}
@@ -121,7 +122,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
         ref_idx = np.array([where[r] for refs in references for r in refs])
     else:
         item, ref_idx = np.arange(n), None
-    with torch.no_grad():
+    with torch.no_grad(), ieee_float32():
         vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
         projected = model.project_images(feats.to(model.device)) if feats is not None else None
         if imageless:

@@ -24,7 +24,8 @@
   per image content, ``settings`` and kind.
 * Device: CUDA when available, else the CPU (``device`` overrides). Features depend on the device, the thread
   count, the batch composition and the CPU speed-ups (channels-last memory, batch norms folded into the
-  convolutions) only at float rounding level (≤ 1e-5); the cache does not separate them.
+  convolutions) only at float rounding level (≤ 1e-5); the cache does not separate them. On a GPU the model runs in
+  IEEE float32, not TF32 (:func:`capeval.models.inference.ieee_float32`).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from typing import Any
 from capeval.models import images as image_io
 from capeval.models._deps import default_device, release_freed_memory, require
 from capeval.models.feature_cache import FeatureCache
-from capeval.models.inference import fold_batchnorm
+from capeval.models.inference import fold_batchnorm, ieee_float32
 from capeval.progress import progress as progress_bar
 
 #: The offline default encoder.
@@ -235,7 +236,7 @@ class ImageEncoder:
         x = batch.to(self.device, non_blocking=True)
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        with torch.inference_mode():
+        with torch.inference_mode(), ieee_float32():
             features = self.model.forward_features(x)
             if kind == "pooled":
                 features = self.model.forward_head(features, pre_logits=True)

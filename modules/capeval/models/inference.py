@@ -10,6 +10,7 @@ copy is compared with the original on a random input and discarded unless they a
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from capeval.models._deps import require
@@ -52,3 +53,22 @@ def fold_batchnorm(model, example):
     if (expected - got).abs().max().item() > FOLD_TOLERANCE * max(1.0, expected.abs().max().item()):
         return model, 0
     return folded, count
+
+
+@contextlib.contextmanager
+def ieee_float32():
+    """Run float32 work on a GPU in full float32 (IEEE) precision, not TF32.
+
+    PyTorch lets cuDNN's convolutions and recurrent layers use TF32 by default (``torch.backends.cudnn.allow_tf32``,
+    10-bit mantissa on Ampere and later): on an H100 that moved EfficientNet-Lite0's features by 2.3e-3 relative and the
+    critic's scores by up to 0.003 against the CPU's (BENCHMARKS.md, the GPU rows). Inside this block both TF32
+    switches (cuDNN, and cuBLAS matmuls) are off, so a score does not depend on the card; the caller's settings are
+    restored on the way out. No effect on the CPU, nor under ``torch.autocast`` (float16/bfloat16 are chosen there).
+    """
+    torch = require("torch")
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

