@@ -52,3 +52,50 @@ def test_a_misleading_layout_is_detected_and_left_alone():
 def test_models_without_batch_norm_are_returned_as_they_are():
     model = timm.create_model("test_vit", pretrained=False, num_classes=0)
     assert fold_batchnorm(model, torch.randn(1, 3, 160, 160)) == (model, 0)
+
+
+def test_ieee_float32_turns_tf32_off_inside_and_restores_the_callers_settings():
+    from capeval.models.inference import ieee_float32
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    try:
+        for outside in ((True, True), (True, False), (False, True)):
+            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = outside
+            with ieee_float32():
+                assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == (False, False)
+            assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == outside
+        torch.backends.cudnn.allow_tf32 = True
+        with pytest.raises(RuntimeError), ieee_float32():
+            raise RuntimeError("a failing forward pass")
+        assert torch.backends.cudnn.allow_tf32 is True
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def test_forward_passes_run_in_ieee_float32(monkeypatch, tiny_critics):
+    """The image encoder and the critic compute inside ieee_float32 (TF32 off on a GPU); so does the sentence encoder
+    (same import; its model is not loaded here)."""
+    import capeval.models.inference as inference
+    from capeval.models.image_encoder import load_image_encoder
+
+    seen = []
+    real = inference.ieee_float32
+
+    def spy():
+        seen.append(True)
+        return real()
+
+    import capeval.critic.scoring as scoring
+    import capeval.models.image_encoder as image_encoder
+    import capeval.models.sentence_encoder as sentence_encoder
+    for module in (image_encoder, scoring, sentence_encoder):
+        assert module.ieee_float32 is real
+        monkeypatch.setattr(module, "ieee_float32", spy)
+    encoder = load_image_encoder(pretrained=False, cache=False, device="cpu")
+    encoder.forward(torch.zeros(1, 3, 224, 224).uniform_())
+    assert len(seen) == 1
+    import capeval
+
+    capeval.score(["a dog runs"], [["a dog is running"]], metrics=["critic_ref"],
+                  critic_ref_model=tiny_critics["critic_ref_model"], progress=False)
+    assert len(seen) == 2
