@@ -93,7 +93,29 @@ def synchronize():
         torch.cuda.synchronize()
 
 
-if metric == "image_features":
+if spec.get("processes"):  # `capeval score --processes N` on the same items, timed end to end (a subprocess)
+    import subprocess, tempfile
+    from pathlib import Path
+    if images is not None and metric in spec["image_metrics"] or metric == "image_features":
+        raise SystemExit("a processes variant runs the text-only metrics")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {name: Path(tmp) / f"{name}.json" for name in ("predictions", "references", "result")}
+        files["predictions"].write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(preds)]))
+        files["references"].write_text(json.dumps({"annotations": [{"image_id": i, "caption": c}
+                                                                    for i, rs in enumerate(refs) for c in rs]}))
+        command = [sys.executable, "-m", "capeval", "score", "--metrics", metric, "--predictions",
+                   str(files["predictions"]), "--references", str(files["references"]), "--processes",
+                   str(spec["processes"]), "--json", str(files["result"])]
+        for key, value in spec["options"].items():
+            command += [f"--{key.replace('_', '-')}", str(value)]
+        t = time.time()
+        subprocess.run(command, check=True, capture_output=True)
+        elapsed = time.time() - t
+        result = json.loads(files["result"].read_text())
+    values = None
+    out = {"items": len(preds), "unit": "captions", "value": result[metric], "pairs": sum(len(r) for r in refs),
+           "processes": spec["processes"]}
+elif metric == "image_features":
     from capeval.models.image_encoder import load_image_encoder
     unique = list(dict.fromkeys(images))
     t = time.time()
@@ -131,7 +153,7 @@ else:
             capeval.score(preds, refs, metrics=[metric], progress=False, **kwargs)
         synchronize()
         out["again_s"] = time.time() - t
-if spec["dump"]:
+if spec["dump"] and values is not None:
     import numpy as np
     np.save(spec["dump"], np.asarray(values, dtype=np.float32))
 self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -185,7 +207,9 @@ def seed_cache(seed: Path) -> None:
 
 def parse_variants(args) -> list[dict]:
     """The settings each (workload, metric) is run with: ``--variants`` (a JSON list, or a file holding one) of
-    ``{"name", "device", "autocast", "options", "image_batch_size"}`` objects, else one variant from the flags."""
+    ``{"name", "device", "autocast", "options", "image_batch_size", "processes"}`` objects, else one variant from
+    the flags. ``processes``: run ``capeval score --processes N`` on the same items instead (text-only metrics; timed
+    end to end, interpreter and imports of every process included)."""
     if args.variants:
         text = args.variants if args.variants.lstrip().startswith("[") else Path(args.variants).read_text()
         variants = json.loads(text)
@@ -194,7 +218,7 @@ def parse_variants(args) -> list[dict]:
                      "options": json.loads(args.options), "image_batch_size": args.image_batch_size}]
     names = set()
     for v in variants:
-        unknown = set(v) - {"name", "device", "autocast", "options", "image_batch_size"}
+        unknown = set(v) - {"name", "device", "autocast", "options", "image_batch_size", "processes"}
         if unknown or "name" not in v or v["name"] in names:
             raise SystemExit(f"bad variant {v}: needs a unique name; unknown keys {sorted(unknown)}")
         if v.get("autocast") not in (None, "float16", "bfloat16"):
@@ -245,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "image_metrics": IMAGE_METRICS, "device": variant.get("device"),
                                 "autocast": variant.get("autocast"), "options": variant.get("options") or {},
                                 "image_batch_size": variant.get("image_batch_size"), "device_options": DEVICE_OPTIONS,
-                                "again": args.again, "dump": str(dump)}
+                                "again": args.again, "dump": str(dump), "processes": variant.get("processes")}
                         t = time.time()
                         try:
                             res = run_child(spec, cache)
@@ -264,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                         if "pairs" in res and metric.startswith("critic"):
                             res["pairs_per_s"] = res["pairs"] / res["seconds"]
                         reference = Path(tmp) / f"{workload}-{metric}-{variants[0]['name']}-{state}.npy"
-                        if variant is not variants[0] and reference.is_file():
+                        if variant is not variants[0] and reference.is_file() and dump.is_file():
                             res["vs_" + variants[0]["name"]] = agreement(reference, dump)
                         rows.append(res)
                         print(json.dumps(res), file=sys.stderr, flush=True)

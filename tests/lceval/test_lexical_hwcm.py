@@ -68,3 +68,26 @@ def test_hwcm_max_over_references():
     out = hwcm_max(BIRD, [other, BIRD], [("lemma", 2), ("dep", 3)])
     assert out.tolist() == pytest.approx([1.0, 1.0])
     assert hwcm_max(BIRD, [], [("lemma", 2)]).tolist() == [0.0]
+
+
+def test_chain_table_counts_what_chains_counts_on_random_forests():
+    """chain_table walks each tree once for all fields; its counts are chains()' for every (field, length)."""
+    import random
+
+    from capeval.lceval.hwcm import chain_table, chains
+
+    rng = random.Random(7)
+    specs = (("lemma", 2), ("lemma", 4), ("dep", 3))
+    for _ in range(300):
+        n = rng.randint(0, 12)
+        rows = []
+        for i in range(n):  # heads point left (a forest), roots to themselves, some out of range (ignored)
+            head = i if i == 0 or rng.random() < 0.2 else rng.choice([rng.randrange(i), n + 3])
+            rows.append((rng.choice("abc"), rng.choice(["nsubj", "det", "ROOT"]), str(head)))
+        table = chain_table(rows, specs)
+        assert set(table) == {("lemma", u) for u in range(1, 5)} | {("dep", u) for u in range(1, 4)}
+        for (field, u), (counts, total) in table.items():
+            expected = chains(rows, field, u)
+            assert counts == expected and total == sum(expected.values())
+    with pytest.raises(ValueError, match="field"):
+        chain_table([("a", "det", "0")], [("pos", 2)])

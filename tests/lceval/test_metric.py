@@ -49,6 +49,48 @@ def test_features_are_cached_and_the_same_from_two_processes(java, tmp_path):
     np.testing.assert_allclose(a, c, rtol=1e-12)
 
 
+def test_features_are_computed_in_steps_stored_after_each(monkeypatch):
+    """Steps of CHUNK_ITEMS items (working memory flat in the number of captions): the same features as one step,
+    each step stored before the next, so an interrupted call keeps the steps it finished."""
+    import capeval.lceval.features as features
+    from capeval.batch import CaptionBatch
+    from capeval.lceval.cache import FeatureCache, item_key
+
+    preds = PREDS * 3 + ["a red bus on a street", "a child eats cake"]
+    refs = REFS * 3 + [["a bus in the city"], ["a kid eating a cake", "a birthday"]]
+    whole = lceval_features(preds, refs, cache=False)  # 5 distinct items in one step
+    monkeypatch.setattr(features, "CHUNK_ITEMS", 2)
+    extractor = features.FeatureExtractor(cache=False)
+    calls = []
+    real = extractor.compute
+    monkeypatch.setattr(extractor, "compute", lambda sub: calls.append(len(sub)) or real(sub))
+    stepped = extractor.extract(CaptionBatch(preds, refs, cleanup=None, progress=False))
+    extractor.close()
+    assert calls == [2, 2, 1]  # 5 distinct items (duplicates computed once)
+    np.testing.assert_allclose(stepped, whole, rtol=1e-12, atol=0)
+
+    extractor = features.FeatureExtractor(cache=True)
+    batch = CaptionBatch(["a green kite in the sky", "a horse in a field", "an old clock tower"],
+                         [["a kite flying"], ["a brown horse grazing"], ["a tall clock tower"]], cleanup=None,
+                         progress=False)
+    steps = iter([real, None])
+
+    def fail_second(sub):
+        step = next(steps)
+        if step is None:
+            raise KeyboardInterrupt  # the user stops the run during the second step
+        return step(sub)
+
+    monkeypatch.setattr(extractor, "compute", fail_second)
+    with pytest.raises(KeyboardInterrupt):
+        extractor.extract(batch)
+    extractor.close()
+    cache = FeatureCache(features.FeatureExtractor().settings_key(batch.tokenizer.name), len(FEATURE_NAMES))
+    kept = cache.get_many([item_key(p, r) for p, r in zip(batch.raw_predictions, batch.raw_references)])
+    cache.close()
+    assert len(kept) == 2  # the first step's two items were stored
+
+
 def test_feature_input_errors():
     with pytest.raises(ValueError, match=r"predictions\[1\]"):
         lceval_features(["a dog", ""], [["x"], ["y"]])

@@ -161,6 +161,23 @@ def test_scores_in_range_and_identical_requests_once(py_scorer):
     assert py_scorer.computed - before == 3  # answered from the statistics cache
 
 
+def test_steps_and_cache_clearing_leave_the_statistics_unchanged(py_scorer, monkeypatch):
+    """Pairs are looked up and aligned in steps, and the sentence cache empties when full (memory flat in the number
+    of captions): tiny steps and a tiny cache give the same lines as one step."""
+    import capeval.meteor.scorer as scorer_module
+
+    rng = random.Random(30)
+    hyps = [_random_caption(rng) for _ in range(60)] + ["a dog runs on the grass"] * 3
+    refs = [[_random_caption(rng) for _ in range(rng.randint(1, 4))] for _ in hyps[:60]] + [["a dog on a lawn"]] * 3
+    expected = PythonMeteorScorer().statistics(hyps, refs)
+    monkeypatch.setattr(scorer_module, "_STEP_PAIRS", 7)
+    monkeypatch.setattr(scorer_module, "_SENTENCE_CACHE_SIZE", 5)
+    small = PythonMeteorScorer()
+    assert small.statistics(hyps, refs) == expected
+    assert len(small._sentences) <= 5 and len(small._prepared) <= 5
+    assert small.computed == 61  # the repeated pair is aligned once, across steps
+
+
 def test_long_hypothesis_finishes(py_scorer):
     long = " ".join(["a dog on the grass with a ball"] * 2500)  # 75,000 characters, 20,000 words
     corpus, per = py_scorer.score([long], [["a dog plays with a ball on the grass"]])

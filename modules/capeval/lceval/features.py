@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from capeval.batch import CaptionBatch
+from capeval.progress import progress
 
 __all__ = ["ALL_FEATURE_NAMES", "FEATURE_NAMES", "GROUPS", "FeatureExtractor", "feature_group_columns",
            "lceval_features"]
@@ -54,6 +55,12 @@ GROUPS = {
 ALL_FEATURE_NAMES = FEATURE_NAMES + ("sentence_max", "sentence_mean", "critic_ref")
 
 HWCM_SPECS = (("lemma", 2), ("lemma", 3), ("lemma", 4), ("dep", 2), ("dep", 3))
+
+#: Items whose features are computed together (:meth:`FeatureExtractor.extract`). The working memory of a call
+#: (parses, scene graphs, METEOR alignments) is that of one step, so it does not grow with the number of captions;
+#: each step's features are stored in the cache before the next starts. Features are per item: the step size
+#: never changes them.
+CHUNK_ITEMS = 2048
 
 
 def feature_group_columns(groups: Sequence[str]) -> list[int]:
@@ -181,17 +188,26 @@ class FeatureExtractor:
             if k in found:
                 out[i] = found[k]
         if missing:
-            # identical (candidate, references) items are computed once
+            # identical (candidate, references) items are computed once, in steps of CHUNK_ITEMS
             first: dict[str, int] = {}
             for i in missing:
                 first.setdefault(keys[i], i)
             todo = list(first.values())
-            fresh = compute(batch.subset(todo))
-            by_key = {keys[i]: fresh[j] for j, i in enumerate(todo)}
+            steps = range(0, len(todo), CHUNK_ITEMS)
+            by_key: dict[str, np.ndarray] = {}
+            for start in progress(steps, total=len(steps), desc="LCEval features (steps)",
+                                  enabled=batch.progress if len(steps) > 1 else False):
+                part = todo[start:start + CHUNK_ITEMS]
+                sub = batch.subset(part)
+                if len(steps) > 1:
+                    sub.progress = False  # one bar over the steps, not one per part per step
+                fresh = np.asarray(compute(sub), dtype=np.float64)
+                done = [(keys[i], fresh[j]) for j, i in enumerate(part)]
+                by_key.update(done)
+                if cache is not None:
+                    cache.put_many(done)  # stored per step: an interrupted call keeps the steps it finished
             for i in missing:
                 out[i] = by_key[keys[i]]
-            if cache is not None:
-                cache.put_many(list(by_key.items()))
         return out
 
     def compute(self, batch: CaptionBatch) -> np.ndarray:

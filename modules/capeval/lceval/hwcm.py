@@ -58,15 +58,26 @@ ChainTable = dict
 
 def chain_table(rows: Sequence[DependencyRow], specs: Sequence[tuple[str, int]]) -> ChainTable:
     """The chains of one parse for every field of ``specs`` and every length up to its ``n``, computed once (what
-    :func:`hwcm_tables` compares; a caption that is the reference of many candidates is walked once)."""
+    :func:`hwcm_tables` compares; a caption that is the reference of many candidates is walked once). The same
+    counts as :func:`chains` for each ``(field, length)``; the tree's paths are walked once for all fields."""
     longest: dict[str, int] = {}
     for field, n in specs:
+        if field not in FIELDS:
+            raise ValueError(f"field must be one of {sorted(FIELDS)}, got {field!r}.")
         longest[field] = max(n, longest.get(field, 0))
     table: ChainTable = {}
-    for field, n in longest.items():
-        for u in range(1, n + 1):
-            counts = chains(rows, field, u)
-            table[(field, u)] = (counts, sum(counts.values()))
+    if not longest:
+        return table
+    kids = _children(rows)
+    values = {field: [row[FIELDS[field]] for row in rows] for field in longest}
+    paths: list[tuple[int, ...]] = [(i,) for i in range(len(rows))]
+    for u in range(1, max(longest.values()) + 1):
+        if u > 1:
+            paths = [p + (k,) for p in paths for k in kids[p[-1]]]
+        for field, n in longest.items():
+            if u <= n:
+                col = values[field]
+                table[(field, u)] = (Counter([tuple([col[i] for i in p]) for p in paths]), len(paths))
     return table
 
 

@@ -26,7 +26,11 @@ __all__ = ["PythonMeteorScorer", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
-_SENTENCE_CACHE_SIZE = 60_000
+#: Pairs whose table n-grams are looked up together (one vectorised lookup per step); the sentences a step prepares
+#: (at most _STEP_PAIRS x (1 + references)) fit in the sentence cache, which is emptied when full, so the memory a
+#: call holds does not grow with its number of captions.
+_STEP_PAIRS = 2048
+_SENTENCE_CACHE_SIZE = 20_000
 _STATS_CACHE_SIZE = 100_000
 
 
@@ -193,23 +197,26 @@ class PythonMeteorScorer:
             if len(refs) == 0:
                 raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
         done = self._stats
-        with self._lock:
-            self._load()
-            todo = [(h, refs) for h, refs in zip(hypotheses, references) if (h, tuple(refs)) not in done]
-            self._lookup_batch({t for h, refs in todo for t in (h, *refs)})
         out: list[str] = []
-        for hypothesis, refs in zip(hypotheses, references):
-            key = (hypothesis, tuple(refs))
-            line = done.get(key)
-            if line is None:
-                line = format_stats(self.segment_stats(hypothesis, refs))
-                self.computed += 1
-                if len(done) >= _STATS_CACHE_SIZE:
-                    done.clear()
-                done[key] = line
-            out.append(line)
-            if progress is not None:
-                progress.update(1)
+        for start in range(0, len(hypotheses), _STEP_PAIRS):  # steps: memory flat in the number of captions
+            step = range(start, min(start + _STEP_PAIRS, len(hypotheses)))
+            with self._lock:
+                self._load()
+                todo = [i for i in step if (hypotheses[i], tuple(references[i])) not in done]
+                self._lookup_batch({t for i in todo for t in (hypotheses[i], *references[i])})
+            for i in step:
+                hypothesis, refs = hypotheses[i], references[i]
+                key = (hypothesis, tuple(refs))
+                line = done.get(key)
+                if line is None:
+                    line = format_stats(self.segment_stats(hypothesis, refs))
+                    self.computed += 1
+                    if len(done) >= _STATS_CACHE_SIZE:
+                        done.clear()
+                    done[key] = line
+                out.append(line)
+                if progress is not None:
+                    progress.update(1)
         return out
 
     def evaluate(self, statistics: Sequence[str]) -> tuple[float, list[float]]:
