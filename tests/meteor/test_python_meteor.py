@@ -162,19 +162,30 @@ def test_scores_in_range_and_identical_requests_once(py_scorer):
 
 
 def test_steps_and_cache_clearing_leave_the_statistics_unchanged(py_scorer, monkeypatch):
-    """Pairs are looked up and aligned in steps, and the sentence cache empties when full (memory flat in the number
-    of captions): tiny steps and a tiny cache give the same lines as one step."""
+    """Pairs are looked up and aligned in steps, and the sentence, n-gram and paraphrase-group caches empty when full
+    (memory flat in the number of captions): tiny steps and tiny caches give the same lines as one step."""
     import capeval.meteor.scorer as scorer_module
 
     rng = random.Random(30)
     hyps = [_random_caption(rng) for _ in range(60)] + ["a dog runs on the grass"] * 3
     refs = [[_random_caption(rng) for _ in range(rng.randint(1, 4))] for _ in hyps[:60]] + [["a dog on a lawn"]] * 3
     expected = PythonMeteorScorer().statistics(hyps, refs)
+    import capeval.meteor.paraphrase as paraphrase_module
+
     monkeypatch.setattr(scorer_module, "_STEP_PAIRS", 7)
     monkeypatch.setattr(scorer_module, "_SENTENCE_CACHE_SIZE", 5)
+    monkeypatch.setattr(paraphrase_module, "GRAM_CACHE_SIZE", 40)  # emptied many times within a step
+    monkeypatch.setattr(paraphrase_module, "GROUP_CACHE_SIZE", 3)
+    table = paraphrase_module.default_table()  # shared by the scorers of this process
+    table._gram_ids.clear()
+    table._groups.clear()
+    clears = []  # sizes at which the n-gram cache was emptied
+    monkeypatch.setattr(table, "_gram_ids", type("Grams", (dict,), {"clear": lambda d: clears.append(len(d)) or
+                                                                     dict.clear(d)})())
     small = PythonMeteorScorer()
     assert small.statistics(hyps, refs) == expected
     assert len(small._sentences) <= 5 and len(small._prepared) <= 5
+    assert len(clears) > 3 and len(table._groups) <= 3
     assert small.computed == 61  # the repeated pair is aligned once, across steps
 
 

@@ -40,6 +40,10 @@ __all__ = ["MAX_PHRASE_WORDS", "ParaphraseTable", "ParaphraseCacheWarning", "def
 
 #: Longest phrase (words) on either side of the English table.
 MAX_PHRASE_WORDS = 7
+#: Bounds of the per-process caches (emptied when full), so the memory a long run holds stops growing: looked-up
+#: n-grams (about 150 bytes each) and phrases' paraphrase groups (built from the table on first use).
+GRAM_CACHE_SIZE = 300_000
+GROUP_CACHE_SIZE = 20_000
 _FORMAT = 1
 _TOKENS = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's delimiters
 
@@ -215,7 +219,10 @@ class ParaphraseTable:
     def resolve(self, grams: Iterable[str]) -> None:
         """Look up the n-grams not seen before, all at once (one ``searchsorted``), into the n-gram cache."""
         known = self._gram_ids
-        new = [g for g in set(grams) if g not in known]
+        wanted_grams = set(grams)
+        if len(known) + len(wanted_grams) > GRAM_CACHE_SIZE:
+            known.clear()  # before looking up: every gram asked for is in the cache afterwards
+        new = [g for g in wanted_grams if g not in known]
         if not new:
             return
         wanted = np.array([phrase_hash(g) for g in new], dtype=np.uint64)
@@ -224,8 +231,6 @@ class ParaphraseTable:
         hit = (self.hashes[where] == wanted).tolist()
         texts, offsets = self._text_bytes, self.offsets
         is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
-        if len(known) > 1_000_000:
-            known.clear()
         for gram, k, ok in zip(new, where.tolist(), hit):
             # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
             if ok and texts[offsets[k] : offsets[k + 1]] == gram.encode("utf-8"):
@@ -244,6 +249,7 @@ class ParaphraseTable:
         known = self._gram_ids
         if grams is None:
             grams = self.grams(words)
+        if any(g[2] not in known for g in grams):  # not resolved yet, or the bounded cache was emptied since
             self.resolve(g[2] for g in grams)
         phrases: list[tuple[int, int, int]] = []
         paraphrases: list[tuple[int, int, int]] = []
@@ -268,7 +274,7 @@ class ParaphraseTable:
             found = {}
             for key, rank in zip((self.keys[lo:hi] & mask).tolist(), self.ranks[lo:hi].tolist()):
                 found[key] = found.get(key, ()) + (rank,)
-            if len(self._groups) >= 50_000:  # bounded: the whole table as dicts would take gigabytes
+            if len(self._groups) >= GROUP_CACHE_SIZE:  # bounded: the whole table as dicts would take gigabytes
                 self._groups.clear()
             self._groups[phrase_id] = found
         return found

@@ -26,9 +26,10 @@ __all__ = ["PythonMeteorScorer", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
-#: Pairs whose table n-grams are looked up together (one vectorised lookup per step); the sentences a step prepares
-#: (at most _STEP_PAIRS x (1 + references)) fit in the sentence cache, which is emptied when full, so the memory a
-#: call holds does not grow with its number of captions.
+#: Pairs whose table n-grams are looked up together (one vectorised lookup per step), so the pending lookups a call
+#: holds do not grow with its number of captions. The sentence and statistics caches are bounded too (emptied when
+#: full): the memory they hold stops growing at 20,000 sentences / 100,000 pairs (the paraphrase table's own caches:
+#: :data:`capeval.meteor.paraphrase.GRAM_CACHE_SIZE`).
 _STEP_PAIRS = 2048
 _SENTENCE_CACHE_SIZE = 20_000
 _STATS_CACHE_SIZE = 100_000
