@@ -286,6 +286,39 @@ def test_scores_average_over_every_reference(trained):
         critic_scores(cands, [refs[0], [], *refs[2:]], image_features=feats, model=model, vocab=vocab)
 
 
+def test_scores_in_steps_equal_one_step(trained, tiny_critics, tmp_path, monkeypatch):
+    """Candidates are scored in steps of STEP_CANDIDATES (memory flat in their number): tiny steps give the same
+    scores, from image features and from image files (encoded per step, shared images encoded once per step)."""
+    import capeval.critic.scoring as scoring
+    from PIL import Image
+
+    table, _, _, test, _, out, _ = trained
+    model, vocab = CriticModel.from_pretrained(out).eval(), CriticVocab.load(out)
+    names = sorted(test)
+    cands, refs, feats = [test[n][0] for n in names], [test[n][1:] for n in names], table.rows(names)
+    whole = scoring.critic_pairs(cands, refs, image_features=feats, model=model, vocab=vocab)
+    monkeypatch.setattr(scoring, "STEP_CANDIDATES", 2)
+    stepped = scoring.critic_pairs(cands, refs, image_features=feats, model=model, vocab=vocab)
+    assert np.array_equal(stepped.item, whole.item)
+    np.testing.assert_allclose(stepped.probability, whole.probability, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(stepped.log_odds, whole.log_odds, rtol=0, atol=1e-5)
+
+    rng = np.random.default_rng(3)
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"im{i}.png")
+        Image.fromarray(rng.integers(0, 255, (40, 50, 3), dtype=np.uint8)).save(paths[-1])
+    cands5 = ["a dog runs", "a cat sleeps", "two men talk", "a red car", "a dog"]
+    refs5 = [["a dog is running"], ["a cat"], ["men talking", "two people"], ["a car"], ["a brown dog", "dogs"]]
+    images5 = [str(paths[i % 3]) for i in range(5)]
+    critic = tiny_critics["critic_model"]
+    monkeypatch.setattr(scoring, "STEP_CANDIDATES", 10_000)
+    one = scoring.critic_scores(cands5, refs5, images=images5, path=critic)
+    monkeypatch.setattr(scoring, "STEP_CANDIDATES", 2)
+    np.testing.assert_allclose(scoring.critic_scores(cands5, refs5, images=images5, path=critic), one,
+                               rtol=0, atol=1e-6)
+
+
 def test_interactions_head_reads_products_and_round_trips(tmp_path):
     model = CriticModel(CriticConfig(vocab_size=20, image_dim=8, interactions=True, **TINY)).eval()
     assert model.classifier[0].in_features == 5 * TINY["hidden_size"]  # img, ref, cand, img*cand, ref*cand

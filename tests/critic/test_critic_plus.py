@@ -98,6 +98,22 @@ def test_score_is_the_formula_with_a_fake_encoder(tiny_critics):
                       image_features=feats)
 
 
+def test_a_stack_scores_in_steps_of_candidates(tiny_critics, tiny_plus, monkeypatch):
+    """CriticScorer.scores runs a stack in steps of STEP_CANDIDATES (memory flat in the number of candidates): the
+    same scores as one step, images sliced per step."""
+    import capeval.critic.scoring as scoring
+    from capeval.critic.stack import load_scorer
+
+    scorer = load_scorer(tiny_plus, device="cpu")
+    preds, refs = PREDS * 3, REFS * 3
+    feats = random_features(len(preds))
+    whole = scorer.scores(preds, refs, image_features=feats)
+    monkeypatch.setattr(scoring, "STEP_CANDIDATES", 4)
+    stepped = scorer.scores(preds, refs, image_features=feats)
+    assert stepped.shape == (9,)
+    np.testing.assert_allclose(stepped, whole, rtol=0, atol=1e-6)
+
+
 def test_a_critic_without_references_shares_its_log_odds_over_the_pairs(tiny_critics):
     model, vocab = load_critic(tiny_critics["critic_img_model"], device="cpu")
     feats = stack_features(PREDS, REFS, members=[(model, vocab)], encoder=FakeEncoder(),

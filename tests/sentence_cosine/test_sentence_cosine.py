@@ -398,3 +398,20 @@ def test_space_tables_equal_capeval_score(encoder):
     assert corpus == [["sentence_cosine", round(want["sentence_cosine"], 4)]]
     assert [row[2] for row in per_caption["data"]] == [round(v, 4) for v in want["per_caption"]["sentence_cosine"]]
     assert signature == want["signature"]
+
+
+def test_predictions_are_scored_in_steps_with_the_same_scores(monkeypatch):
+    """Steps of STEP_PREDICTIONS predictions (memory flat in their number): each step's texts are encoded in one
+    call, and the scores are those of one step."""
+    import capeval.sentence_cosine.scores as scores_module
+
+    preds = [f"caption number {i}" for i in range(7)] + ["", "caption number 2"]
+    refs = [[f"a reference {i % 4}", "one all share"] for i in range(9)]
+    whole = sentence_cosine_scores(preds, refs, encoder=FakeEncoder(), reduce="max")
+    monkeypatch.setattr(scores_module, "STEP_PREDICTIONS", 3)
+    fake = FakeEncoder()
+    stepped = sentence_cosine_scores(preds, refs, encoder=fake, reduce="max")
+    assert len(fake.calls) == 3  # 8 scored predictions (the empty one is not encoded) in steps of 3
+    assert max(len(call) for call in fake.calls) <= 3 + 4 + 1
+    np.testing.assert_allclose(stepped, whole, rtol=0, atol=1e-12)
+    assert stepped[7] == 0.0

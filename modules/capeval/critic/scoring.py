@@ -76,6 +76,12 @@ def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, 
     return torch.cat(out) if out else torch.zeros((0, model.config.hidden_size), device=model.device)
 
 
+#: Candidates scored together (:func:`critic_pairs`): their images encoded, their distinct captions through the
+#: LSTM, their pairs classified; then the next step. The memory a call holds (image features, caption vectors) is
+#: that of one step, whatever the number of candidates; a pair's score does not depend on the step size.
+STEP_CANDIDATES = 8192
+
+
 def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,
                  images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
                  vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
@@ -84,7 +90,8 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
     """The critic's output on every (candidate, reference) pair: what :func:`critic_scores` averages.
 
     Pairs come candidate by candidate, each candidate's references in order (one pair per candidate for a critic
-    that reads no reference). Arguments as :func:`critic_scores`.
+    that reads no reference). Arguments as :func:`critic_scores`. Candidates are scored in steps of
+    :data:`STEP_CANDIDATES`.
     """
     torch = require("torch", what="the critic")
     if model is None:
@@ -99,7 +106,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
         for i, refs in enumerate(references):
             if not refs:
                 raise ValueError(f"references[{i}] is empty: the critic needs at least one reference as context.")
-    feats, imageless = None, False
+    imageless = False
     if cfg.uses_image and images is None and image_features is None and cfg.image_optional:
         imageless = True  # an image_optional critic: its learned "no image" vector is the image context
     elif cfg.uses_image:
@@ -107,17 +114,41 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
             if images is None or len(images) != n:
                 raise ValueError(f"this critic ({cfg.context}) needs one image per candidate ({n}); "
                                  f"got {'none' if images is None else len(images)}.")
-            image_features = encode_images(model, images, progress_bar=progress_bar)
-        feats = torch.as_tensor(image_features, dtype=torch.float32)
-        if feats.shape != (n, cfg.image_dim):
-            raise ValueError(f"image_features must be [{n}, {cfg.image_dim}], got {tuple(feats.shape)}.")
+        else:
+            image_features = torch.as_tensor(image_features, dtype=torch.float32)
+            if image_features.shape != (n, cfg.image_dim):
+                raise ValueError(f"image_features must be [{n}, {cfg.image_dim}], got {tuple(image_features.shape)}.")
     if n == 0:
         return CriticPairs(np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0), n)
-    texts = list(dict.fromkeys([*candidates, *(r for refs in (references or []) for r in refs)]
-                               if cfg.uses_reference else candidates))
+    items, probs, odds = [], [], []
+    for lo in range(0, n, STEP_CANDIDATES):
+        hi = min(n, lo + STEP_CANDIDATES)
+        feats = None
+        if cfg.uses_image and not imageless:
+            feats = (image_features[lo:hi] if image_features is not None else
+                     encode_images(model, [images[i] for i in range(lo, hi)], progress_bar=progress_bar))
+        item, p, log_odds = _step_pairs(model, vocab, [candidates[i] for i in range(lo, hi)],
+                                        [references[i] for i in range(lo, hi)] if cfg.uses_reference else None,
+                                        feats, imageless, batch_size, progress_bar)
+        items.append(item + lo)
+        probs.append(p)
+        odds.append(log_odds)
+    p, log_odds = np.concatenate(probs), np.concatenate(odds)
+    if not (np.isfinite(p).all() and np.isfinite(log_odds).all()):
+        raise ValueError("the critic produced a non-finite score (a damaged model file?).")
+    return CriticPairs(np.concatenate(items), p, log_odds, n)
+
+
+def _step_pairs(model, vocab: CriticVocab, candidates: Sequence[str], references: Sequence[Sequence[str]] | None,
+                feats, imageless: bool, batch_size: int, progress_bar) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(item, P(human), log-odds)`` of the pairs of one step's candidates (``item`` counted from 0)."""
+    torch = require("torch")
+    n = len(candidates)
+    texts = list(dict.fromkeys([*candidates, *(r for refs in references for r in refs)]
+                               if references is not None else candidates))
     where = {t: i for i, t in enumerate(texts)}
     cand_idx = np.array([where[c] for c in candidates])
-    if cfg.uses_reference:
+    if references is not None:
         item = np.concatenate([np.full(len(refs), i) for i, refs in enumerate(references)])
         ref_idx = np.array([where[r] for refs in references for r in refs])
     else:
@@ -137,10 +168,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
             logits = model.classify(cand, ref, img).float()
             probs.append(torch.softmax(logits, -1)[:, 1].cpu())
             odds.append((logits[:, 1] - logits[:, 0]).cpu())
-    p, log_odds = torch.cat(probs).double().numpy(), torch.cat(odds).double().numpy()
-    if not (np.isfinite(p).all() and np.isfinite(log_odds).all()):
-        raise ValueError("the critic produced a non-finite score (a damaged model file?).")
-    return CriticPairs(item, p, log_odds, n)
+    return item, torch.cat(probs).double().numpy(), torch.cat(odds).double().numpy()
 
 
 def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]] | None = None, *,

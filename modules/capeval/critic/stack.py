@@ -348,8 +348,24 @@ class CriticScorer:
             pairs = critic_pairs(candidates, references, images=images, image_features=image_features, model=model,
                                  vocab=vocab, batch_size=batch_size, progress_bar=progress_bar)
             return pairs.mean(pairs.probability)
-        return _stack_scores(self.stack, self.members, self.encoder, candidates, references, images=images,
-                             image_features=image_features, batch_size=batch_size, progress_bar=progress_bar)
+        # a stack in steps of candidates, as critic_pairs scores one critic: its cosines and every member's pairs are
+        # held for one step at a time (memory flat in the number of candidates)
+        from capeval.critic import scoring
+
+        n, step = len(candidates), scoring.STEP_CANDIDATES
+        if n <= step:
+            return _stack_scores(self.stack, self.members, self.encoder, candidates, references, images=images,
+                                 image_features=image_features, batch_size=batch_size, progress_bar=progress_bar)
+
+        def part(values, lo, hi):
+            return None if values is None else [values[i] for i in range(lo, hi)]
+
+        return np.concatenate([
+            _stack_scores(self.stack, self.members, self.encoder, part(candidates, lo, min(n, lo + step)),
+                          part(references, lo, min(n, lo + step)), images=part(images, lo, min(n, lo + step)),
+                          image_features=None if image_features is None else image_features[lo:lo + step],
+                          batch_size=batch_size, progress_bar=progress_bar)
+            for lo in range(0, n, step)])
 
     def member_folders(self) -> list[Path]:
         return [] if self.stack is None else self.stack.member_paths(self.folder)

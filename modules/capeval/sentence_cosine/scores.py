@@ -54,6 +54,8 @@ DEFAULT_MAX_LENGTH = 256
 DEFAULT_BATCH_SIZE = 128
 #: (candidate, reference) pairs whose vectors are gathered at once (bounds memory for large corpora).
 _PAIR_CHUNK = 16_384
+#: Predictions scored together (:func:`scored_steps`): their distinct texts encoded, their pairs scored.
+STEP_PREDICTIONS = 8192
 #: Norms below this mean "no direction" (the encoder's vectors are unit vectors).
 _MIN_NORM = 1e-6
 #: Files of an encoder folder that decide its vectors (its digest in signatures and cache keys).
@@ -161,6 +163,13 @@ class EmbeddedPairs:
         return np.maximum.reduceat(values, offsets)
 
 
+def scored_steps(scored: Sequence[int]) -> list[Sequence[int]]:
+    """``scored`` in steps of :data:`STEP_PREDICTIONS`: each step's texts are encoded and scored before the next, so
+    the vectors held at once are one step's (memory flat in the number of captions). A text shared by two steps is
+    encoded in each; vectors depend on the batch they are encoded in only at float32 rounding level."""
+    return [scored[lo:lo + STEP_PREDICTIONS] for lo in range(0, len(scored), STEP_PREDICTIONS)]
+
+
 def embed_pairs(predictions: Sequence[str], references: Sequence[Sequence[str]], scored: Sequence[int],
                 encode: Callable[[list[str]], Any], dim: int | None = None) -> EmbeddedPairs:
     """Encode each distinct text of the ``scored`` predictions and their references once (``encode(texts) ->
@@ -234,10 +243,11 @@ def sentence_cosine_scores(
     if not scored:
         return out
     model = _load(encoder, device, max_length)
-    pairs = embed_pairs(predictions, references, scored, lambda texts: model.encode(
-        texts, batch_size=batch_size, progress_bar=progress_bar))
-    cosines = np.clip(pairs.per_pair(lambda u, v: np.einsum("ij,ij->i", u, v)), -1.0, 1.0)
-    out[scored] = pairs.reduce(cosines, reduce)
+    for step in scored_steps(scored):
+        pairs = embed_pairs(predictions, references, step, lambda texts: model.encode(
+            texts, batch_size=batch_size, progress_bar=progress_bar))
+        cosines = np.clip(pairs.per_pair(lambda u, v: np.einsum("ij,ij->i", u, v)), -1.0, 1.0)
+        out[step] = pairs.reduce(cosines, reduce)
     if not np.isfinite(out).all():  # cannot happen after the norm check; never hand out a NaN
         raise ValueError("sentence_cosine produced a non-finite score; this is a capeval bug, please report it.")
     return np.clip(out, -1.0, 1.0, out=out)

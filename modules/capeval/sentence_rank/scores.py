@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.sentence_cosine.scores import check_caption_lists, embed_pairs, has_word
+from capeval.sentence_cosine.scores import check_caption_lists, embed_pairs, has_word, scored_steps
 from capeval.sentence_rank.model import SentenceRankModel
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
@@ -62,9 +62,10 @@ def sentence_rank_scores(
 
         encoder = load_sentence_encoder(model.config.encoder, device=device,
                                         max_length=model.config.encoder_max_length)
-    pairs = embed_pairs(predictions, references, scored, lambda texts: encoder.encode(
-        texts, batch_size=batch_size, progress_bar=progress_bar), dim=model.config.dim)
-    out[scored] = pairs.reduce(pairs.per_pair(model.probabilities))
+    for step in scored_steps(scored):  # memory flat in the number of captions
+        pairs = embed_pairs(predictions, references, step, lambda texts: encoder.encode(
+            texts, batch_size=batch_size, progress_bar=progress_bar), dim=model.config.dim)
+        out[step] = pairs.reduce(pairs.per_pair(model.probabilities))
     if not np.isfinite(out).all():
         raise ValueError("sentence_rank produced a non-finite score; this is a capeval bug, please report it.")
     return np.clip(out, 0.0, 1.0, out=out)
