@@ -14,7 +14,10 @@ Workloads:
 Each (workload, metric, state) runs in a fresh Python process, so peak RSS (``ru_maxrss`` of the process and of its
 children: METEOR's JVM for LCEval, before METEOR ran in Python) is its own. ``cold``: an empty capeval cache (image
 features, parses, LCEval features), except COCO val2014's document-frequency table and METEOR's paraphrase cache,
-one-time builds copied in beforehand; ``warm``: the same command again on the cache the cold run left. The timed region is the
+one-time builds copied in beforehand; ``references``: a fresh cache into which another process first scored every
+distinct reference against itself with ``sentence_cosine`` (untimed), so the references' sentence vectors are cached and
+the candidates' are not: an evaluation repeated after a training epoch (the sentence-embedding metrics only);
+``warm``: the same command again on the cache the cold run left. The timed region is the
 ``capeval.score`` call (model loading included: what a user's script pays); ``startup_s`` is the interpreter and
 import time before it. Rates: captions/s (candidates per second); for the critic also (candidate, reference) pairs
 per second. Prints a markdown table and JSON (``--json``).
@@ -36,6 +39,8 @@ IMAGE_METRICS = ("critic", "critic_img", "critic_plus")
 FLICKR_METRICS = ("critic", "critic_img", "critic_plus", "critic_ref", "sentence_cosine", "lceval", "lceval_released",
                   "lceval_plus")
 KARPATHY_METRICS = ("critic_ref", "sentence_cosine", "lceval", "lceval_released", "lceval_plus")
+#: The metrics that read the sentence-vector cache (the ``references`` state).
+SENTENCE_METRICS = ("sentence_cosine", "critic_plus")
 
 CHILD = r'''
 import contextlib, json, os, resource, sys, time
@@ -70,6 +75,13 @@ else:
     images = None
 ready = time.time()
 metric, device = spec["metric"], spec["device"]
+if spec.get("prime"):  # cache the references' sentence vectors (as the metric reads them: cleaned), nothing else
+    texts = list(dict.fromkeys(r for rs in refs for r in rs))
+    capeval.score(texts, [[t] for t in texts], metrics=["sentence_cosine"], progress=False,
+                  cleanup="thumb" if metric == "sentence_cosine" else "none",  # critic_plus reads the raw text
+                  **{k: v for k, v in spec["options"].items() if k.startswith("sentence_cosine")})
+    print("RESULT " + json.dumps({"primed": len(texts)}))
+    raise SystemExit(0)
 info = {}
 if device or spec["autocast"]:
     import torch
@@ -239,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image-batch-size", type=int, default=None, help="image_features: images per batch")
     parser.add_argument("--variants", default="", help="JSON list (or file) of variants; the first is the reference "
                         "the others' outputs are compared with")
-    parser.add_argument("--states", default="cold,warm")
+    parser.add_argument("--states", default="cold,warm", help="comma-separated: cold, references, warm")
     parser.add_argument("--again", action="store_true", help="repeat each call once in the same process (models "
                         "loaded): the steady-state rate without model loading")
     parser.add_argument("--keep-going", action="store_true", help="a failing run becomes a row with its error; the "
@@ -264,15 +276,22 @@ def main(argv: list[str] | None = None) -> int:
                     cache = Path(tmp) / f"{workload}-{metric}-{variant['name']}"
                     shutil.copytree(seed, cache)
                     for state in states:
+                        if state == "references" and metric not in SENTENCE_METRICS:
+                            continue
                         dump = Path(tmp) / f"{workload}-{metric}-{variant['name']}-{state}.npy"
                         spec = {"workload": workload, "metric": metric, "limit": args.limit,
                                 "image_metrics": IMAGE_METRICS, "device": variant.get("device"),
                                 "autocast": variant.get("autocast"), "options": variant.get("options") or {},
                                 "image_batch_size": variant.get("image_batch_size"), "device_options": DEVICE_OPTIONS,
                                 "again": args.again, "dump": str(dump), "processes": variant.get("processes")}
+                        state_cache = cache
+                        if state == "references":  # a fresh cache holding only the references' vectors
+                            state_cache = Path(tmp) / f"{workload}-{metric}-{variant['name']}-references"
+                            shutil.copytree(seed, state_cache)
+                            run_child({**spec, "prime": True}, state_cache)
                         t = time.time()
                         try:
-                            res = run_child(spec, cache)
+                            res = run_child(spec, state_cache)
                         except RuntimeError as err:
                             if not args.keep_going:
                                 raise
@@ -292,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                             res["vs_" + variants[0]["name"]] = agreement(reference, dump)
                         rows.append(res)
                         print(json.dumps(res), file=sys.stderr, flush=True)
+                        if state_cache is not cache:
+                            shutil.rmtree(state_cache, ignore_errors=True)
                     shutil.rmtree(cache, ignore_errors=True)
     print("| workload | metric | variant | state | items | seconds | items/s | again items/s | pairs/s | "
           "peak RSS MB (children) | vs first variant |")

@@ -47,7 +47,7 @@ def fake_encoder(monkeypatch):
     import capeval.models.sentence_encoder as sentence_encoder
     from support.tiny_critic import FakeEncoder
 
-    monkeypatch.setattr(sentence_encoder, "load_sentence_encoder", lambda name=None, device=None: FakeEncoder())
+    monkeypatch.setattr(sentence_encoder, "load_sentence_encoder", lambda name=None, device=None, **_: FakeEncoder())
     return FakeEncoder()
 
 

@@ -63,6 +63,8 @@ Args:
         caption is ignored. Default 256 (about 180 English words).
     sentence_cosine_batch_size (`int`, optional): texts per forward pass. Default 128.
     sentence_cosine_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available.
+    sentence_cosine_cache (`bool`, optional): keep each text's vector in capeval's sentence-vector cache, so a text
+        (e.g. a reference scored after every epoch) is encoded once. Default True; no effect beyond float rounding.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for COCO Caption) are accepted and passed over, because
@@ -137,6 +139,7 @@ class SentenceCosine(CaptionModule, evaluate.Metric):
         sentence_cosine_max_length=256,
         sentence_cosine_batch_size=128,
         sentence_cosine_device=None,
+        sentence_cosine_cache=True,
         empty="error",
     ):
         keys = select_metrics(metrics, _FAMILY)
@@ -152,5 +155,6 @@ class SentenceCosine(CaptionModule, evaluate.Metric):
             sentence_cosine_max_length=sentence_cosine_max_length,
             sentence_cosine_batch_size=sentence_cosine_batch_size,
             sentence_cosine_device=sentence_cosine_device,
+            sentence_cosine_cache=sentence_cosine_cache,
             empty=empty,
         )

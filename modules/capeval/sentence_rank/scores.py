@@ -34,6 +34,7 @@ def sentence_rank_scores(
     batch_size: int = DEFAULT_BATCH_SIZE,
     device: Any = None,
     progress_bar: bool | None = None,
+    cache: bool = True,
 ) -> np.ndarray:
     """float64 ``[len(predictions)]`` scores in [0, 1]: per prediction, the mean over its references of
     σ(s(prediction, reference)); 0 for a prediction without a letter or digit.
@@ -45,6 +46,8 @@ def sentence_rank_scores(
         batch_size: texts per encoder forward pass (no effect on the scores beyond float rounding).
         device: where a loaded encoder runs (default CUDA when available); the model's MLP runs in numpy.
         progress_bar: the encoder's progress bar (``None``: on a terminal, after one second).
+        cache: with ``encoder=None``, read and store the vectors in capeval's sentence-vector cache
+            (:mod:`capeval.models.sentence_cache`; agrees with uncached vectors to float32 rounding).
 
     Raises:
         ValueError: mismatched lengths, an empty reference list, an encoder vector that is zero or not finite, or
@@ -58,10 +61,9 @@ def sentence_rank_scores(
     if not scored:
         return out
     if encoder is None:
-        from capeval.models.sentence_encoder import load_sentence_encoder
+        from capeval.sentence_cosine.scores import _load
 
-        encoder = load_sentence_encoder(model.config.encoder, device=device,
-                                        max_length=model.config.encoder_max_length)
+        encoder = _load(model.config.encoder, device, model.config.encoder_max_length, cache)
     for step in scored_steps(scored):  # memory flat in the number of captions
         pairs = embed_pairs(predictions, references, step, lambda texts: encoder.encode(
             texts, batch_size=batch_size, progress_bar=progress_bar), dim=model.config.dim)

@@ -1,0 +1,274 @@
+"""On-disk cache of sentence vectors: a text is encoded once per encoder settings, later calls read its vector.
+
+Why: an evaluation's references are the same from one call to the next (a model scored after every epoch, a
+benchmark rerun, a Space asked twice), and encoding is nearly all of ``sentence_cosine``'s time on a CPU (about 500
+texts/s with all-MiniLM-L6-v2 on 2 cores). With the cache only the texts never seen before are encoded.
+
+>>> import numpy as np, tempfile
+>>> store = SentenceVectorStore("demo-settings", dim=3, path=tempfile.mkdtemp() + "/vectors.sqlite")
+>>> store.put_many(["a dog"], np.array([[0.6, 0.8, 0.0]], dtype=np.float32))
+>>> sorted(store.get_many(["a dog", "a cat"]))  # only what is stored
+['a dog']
+
+Layout: ``<cache dir>/sentence_vectors/vectors.sqlite``, one row per (settings, text): ``settings`` names the
+encoder (:func:`~capeval.models.sentence_encoder.encoder_identity`: the PyPI package's version, a folder's file
+hash, or a Hub id), its ``max_length`` and a hash of the encoder code, so another model, a model swapped under the
+same folder, or a changed pooling never reads these vectors; ``text`` is the SHA-256 of the text's UTF-8 bytes
+(first 16 bytes). Values: the float32 vector exactly as the encoder returned it (1.5 KB for 384 dimensions; the
+20,000 Karpathy-test candidates and their references, 34,325 distinct texts, take about 60 MB).
+
+A cached vector is the one the text got when first encoded, in whatever batch it was padded with: it equals a fresh
+encoding to float32 rounding (about 1e-7), so scores with and without the cache agree to that level.
+
+Safety, as capeval's other caches: WAL mode, a busy timeout and retries let several processes read and write at
+once; each write is one transaction, so ``kill -9`` never leaves half a row; a row of the wrong length or with a
+NaN / inf is ignored (the text is encoded again and the row replaced); a file that is not an SQLite database is
+moved aside (:func:`capeval.paths.quarantine_cache_file`) and rebuilt; a folder or file that cannot be written keeps
+the vectors in memory for the rest of the process, with one
+:class:`~capeval.models.feature_cache.CacheUnwritableWarning`.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import sqlite3
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from capeval.models.feature_cache import CacheUnwritableWarning
+
+__all__ = ["CachedSentenceEncoder", "SentenceVectorStore", "cached_sentence_encoder", "encoder_settings"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (
+    settings TEXT NOT NULL,
+    text BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (settings, text)
+) WITHOUT ROWID
+"""
+#: Keys looked up per SELECT (SQLite's parameter limit is 32,766 in recent versions, 999 in old ones).
+_LOOKUP_CHUNK = 900
+#: Rows written per transaction.
+_WRITE_CHUNK = 4096
+
+
+def text_key(text: str) -> bytes:
+    """The first 16 bytes of SHA-256 of ``text`` in UTF-8 (lone surrogates escaped, so every str has a key)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def encoder_settings(name: str | os.PathLike | None, max_length: int) -> str:
+    """The cache's settings string for an encoder loaded by :func:`~capeval.models.sentence_encoder.load_sentence_encoder`:
+    its identity, ``max_length`` and a hash of the encoder code (the pooling and normalisation)."""
+    from capeval.models import sentence_encoder
+
+    code = hashlib.sha256(inspect.getsource(sentence_encoder).encode()).hexdigest()[:12]
+    return f"{sentence_encoder.encoder_identity(name)};len={int(max_length)};code={code}"
+
+
+class SentenceVectorStore:
+    """``text -> float32 vector [dim]`` for one ``settings`` string, in an SQLite file (see the module docstring)."""
+
+    def __init__(self, settings: str, dim: int, path: str | os.PathLike | None = None) -> None:
+        self.settings, self.dim = settings, int(dim)
+        self._memory: dict[bytes, np.ndarray] | None = None
+        self._conn: sqlite3.Connection | None = None
+        if path is None:
+            from capeval.paths import cache_root
+
+            path = cache_root() / "sentence_vectors" / "vectors.sqlite"
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._open_checked()
+        except (OSError, sqlite3.OperationalError) as err:
+            if _is_lock(err):
+                raise
+            self._to_memory(err)
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the vectors live in memory (the cache file could not be written)."""
+        return self._memory is not None
+
+    def _open_checked(self) -> None:
+        try:
+            self._open()
+        except sqlite3.DatabaseError as err:
+            if isinstance(err, sqlite3.OperationalError):
+                raise
+            from capeval.paths import quarantine_cache_file
+
+            self.close()
+            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
+            self._open()
+
+    def _open(self) -> None:
+        from capeval.sqlite_retry import retry_locked
+
+        self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+        retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+        retry_locked(lambda: self._conn.execute(_SCHEMA))
+        retry_locked(lambda: self._conn.execute("SELECT settings, text, vector FROM vectors LIMIT 1").fetchall())
+
+    def _to_memory(self, err: BaseException) -> None:
+        self.close()
+        if self._memory is None:
+            self._memory = {}
+            warnings.warn(f"capeval sentence-vector cache: {self.path} cannot be written ({type(err).__name__}: "
+                          f"{err}); keeping sentence vectors in memory for this process (set CAPEVAL_CACHE_DIR to a "
+                          "writable folder to keep them across runs).", CacheUnwritableWarning, stacklevel=4)
+
+    def _valid(self, blob: Any) -> np.ndarray | None:
+        if not isinstance(blob, bytes) or len(blob) != 4 * self.dim:
+            return None
+        vector = np.frombuffer(blob, dtype="<f4")
+        return vector if np.isfinite(vector).all() else None
+
+    def get_many(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those ``texts`` that are stored (float32 ``[dim]``, read-only); a damaged row
+        counts as missing."""
+        keys = {text_key(t): t for t in dict.fromkeys(texts)}
+        found: dict[str, np.ndarray] = {}
+        if self._memory is not None:
+            return {text: self._memory[key] for key, text in keys.items() if key in self._memory}
+        listed = list(keys)
+        for start in range(0, len(listed), _LOOKUP_CHUNK):
+            chunk = listed[start:start + _LOOKUP_CHUNK]
+            try:
+                rows = self._conn.execute(
+                    f"SELECT text, vector FROM vectors WHERE settings = ? AND text IN ({','.join('?' * len(chunk))})",
+                    [self.settings, *chunk]).fetchall()
+            except sqlite3.DatabaseError as err:  # damaged under us: treat the rest as missing, never fail a score
+                warnings.warn(f"capeval sentence-vector cache: reading {self.path} failed ({err}); encoding again.",
+                              RuntimeWarning, stacklevel=2)
+                return found
+            for key, blob in rows:
+                vector = self._valid(blob)
+                if vector is not None and key in keys:
+                    found[keys[key]] = vector
+        return found
+
+    def put_many(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store ``vectors[i]`` for ``texts[i]`` (rows that are not finite, or not ``dim`` wide, are skipped)."""
+        vectors = np.asarray(vectors, dtype="<f4")
+        if vectors.ndim != 2 or vectors.shape != (len(texts), self.dim):
+            raise ValueError(f"put_many needs [{len(texts)}, {self.dim}] vectors, got {vectors.shape}.")
+        finite = np.isfinite(vectors).all(axis=1)
+        rows = [(self.settings, text_key(t), vectors[i].tobytes()) for i, t in enumerate(texts) if finite[i]]
+        if self._memory is not None:
+            self._memory.update((key, np.frombuffer(blob, dtype="<f4")) for _, key, blob in rows)
+            return
+        from capeval.sqlite_retry import retry_locked
+
+        for start in range(0, len(rows), _WRITE_CHUNK):
+            chunk = rows[start:start + _WRITE_CHUNK]
+            try:
+                retry_locked(lambda: self._write(chunk))
+            except sqlite3.DatabaseError as err:
+                if _is_lock(err):
+                    raise
+                self._to_memory(err)  # read-only file, full disk: keep the rest in memory
+                self.put_many([t for i, t in enumerate(texts) if finite[i]][start:], vectors[finite][start:])
+                return
+
+    def _write(self, rows: list[tuple]) -> None:
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+
+
+def _is_lock(err: BaseException) -> bool:
+    return isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err))
+
+
+class CachedSentenceEncoder:
+    """A loaded sentence encoder whose :meth:`encode` reads stored vectors and encodes only the texts never stored
+    (then stores them). Same interface as :class:`~capeval.models.sentence_encoder.SentenceEncoder`."""
+
+    def __init__(self, encoder: Any, store: SentenceVectorStore) -> None:
+        self.encoder, self.store = encoder, store
+        self.name, self.max_length = encoder.name, encoder.max_length
+        #: texts read from the store / encoded, over this object's life (for reports and tests)
+        self.hits = self.misses = 0
+
+    @property
+    def dim(self) -> int:
+        return self.encoder.dim
+
+    @property
+    def device(self):
+        return self.encoder.device
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 128, progress_bar: bool | None = None) -> np.ndarray:
+        """``[len(texts), dim]`` float32 unit vectors: stored ones read, the others encoded and stored."""
+        if isinstance(texts, str):
+            raise TypeError("encode takes a list of texts, not one string.")
+        texts = list(texts)
+        unique = list(dict.fromkeys(texts))
+        found = self.store.get_many(unique)
+        missing = [t for t in unique if t not in found]
+        self.hits += len(unique) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            fresh = np.asarray(self.encoder.encode(missing, batch_size=batch_size, progress_bar=progress_bar),
+                               dtype=np.float32)
+            self.store.put_many(missing, fresh)
+            found.update(zip(missing, fresh))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = found[text]
+        return out
+
+    def similarity(self, a: Sequence[str], b: Sequence[str], **kwargs: Any) -> np.ndarray:
+        """Cosine similarity of ``a[i]`` and ``b[i]`` (float64 ``[n]``)."""
+        if len(a) != len(b):
+            raise ValueError(f"similarity needs lists of the same length, got {len(a)} and {len(b)}.")
+        vectors = self.encode([*a, *b], **kwargs).astype(np.float64)
+        return np.einsum("ij,ij->i", vectors[: len(a)], vectors[len(a):])
+
+
+_STORES: dict[tuple[str, str, int], SentenceVectorStore] = {}
+
+
+def cached_sentence_encoder(name: str | os.PathLike | None = None, *, device: Any = None, max_length: int = 256,
+                            root: str | os.PathLike | None = None) -> Any:
+    """:func:`~capeval.models.sentence_encoder.load_sentence_encoder` (kept per process) with its vectors cached in
+    ``root`` (default ``<cache dir>/sentence_vectors``); the store is opened once per process, folder and settings.
+
+    Only encoders whose identity can be checked are cached: the offline default (its package's version) and a local
+    folder (a hash of its files). A Hub id is returned uncached: its weights can change under the same name."""
+    from capeval.models import sentence_encoder
+
+    name = sentence_encoder.DEFAULT_SENTENCE_ENCODER if name is None else name
+    encoder = sentence_encoder.load_sentence_encoder(name, device=device, max_length=max_length)
+    if not (sentence_encoder.is_default_encoder(name) or os.path.isdir(os.fspath(name))):
+        return encoder
+    settings = encoder_settings(name, max_length)
+    if root is None:
+        from capeval.paths import cache_root
+
+        folder = cache_root() / "sentence_vectors"
+    else:
+        folder = Path(root)
+    key = (str(folder), settings, encoder.dim)
+    store = _STORES.get(key)
+    if store is None or (not store.in_memory and not store.path.exists()):  # a cache folder emptied under us
+        if store is not None:
+            store.close()
+        store = _STORES[key] = SentenceVectorStore(settings, encoder.dim, folder / "vectors.sqlite")
+    return CachedSentenceEncoder(encoder, store)
