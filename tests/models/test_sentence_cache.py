@@ -261,3 +261,20 @@ def test_critic_plus_stack_reads_its_cosines_through_the_cache(counting, tiny_cr
     assert n == 4
     again = load_scorer(str(folder)).scores(candidates, references)
     assert len(counting.encoded) == n and np.array_equal(first, again)
+
+
+def test_a_reference_shared_by_two_steps_is_encoded_once(counting, monkeypatch):
+    from capeval.sentence_cosine import scores
+    from capeval.sentence_cosine.scores import sentence_cosine_scores
+
+    monkeypatch.setattr(scores, "STEP_PREDICTIONS", 2)
+    preds = ["a dog runs", "a cat sleeps", "a dog running", "a cat sleeping"]  # ordered by system, not by image
+    refs = [["a dog"], ["a cat"], ["a dog"], ["a cat"]]
+    stepped = sentence_cosine_scores(preds, refs)
+    assert sorted(counting.encoded) == sorted(["a dog runs", "a cat sleeps", "a dog running", "a cat sleeping",
+                                               "a dog", "a cat"])
+    n = len(counting.encoded)
+    monkeypatch.setattr(scores, "STEP_PREDICTIONS", 8192)
+    whole = sentence_cosine_scores(preds, refs, cache=False)
+    np.testing.assert_allclose(stepped, whole, atol=1e-6)
+    assert len(counting.encoded) == n + 6

@@ -36,28 +36,11 @@ class FeatureCache:
 
     def __init__(self, settings: str, width: int, path: str | Path | None = None) -> None:
         from capeval.paths import cache_dir
+        from capeval.sqlite_retry import connect_or_rebuild
 
         self.settings, self.width = settings, width
         self.path = Path(path) if path is not None else cache_dir("lceval") / "features.sqlite"
-        try:
-            self._open()
-        except sqlite3.DatabaseError as err:
-            if isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err)):
-                raise
-            from capeval.paths import quarantine_cache_file
-
-            self.close()
-            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
-            self._open()
-
-    def _open(self) -> None:
-        from capeval.sqlite_retry import retry_locked
-
-        self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-        # another process opening the same file at this moment can make these fail at once with "locked"
-        retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
-        retry_locked(lambda: self._conn.execute(_SCHEMA))
-        retry_locked(lambda: self._conn.execute("SELECT settings, item, vector FROM features LIMIT 1").fetchall())
+        self._conn = connect_or_rebuild(self.path, _SCHEMA, "SELECT settings, item, vector FROM features LIMIT 1")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The cached vectors of those ``keys`` that are cached (a damaged row counts as missing)."""

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from capeval.models.feature_cache import CacheUnwritableWarning
+from capeval.sqlite_retry import is_locked
 
 __all__ = ["CachedSentenceEncoder", "SentenceVectorStore", "cached_sentence_encoder", "encoder_settings"]
 
@@ -86,9 +87,9 @@ class SentenceVectorStore:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._open_checked()
-        except (OSError, sqlite3.OperationalError) as err:
-            if _is_lock(err):
+            self._open()
+        except (OSError, sqlite3.DatabaseError) as err:
+            if is_locked(err):
                 raise
             self._to_memory(err)
 
@@ -97,25 +98,10 @@ class SentenceVectorStore:
         """Whether the vectors live in memory (the cache file could not be written)."""
         return self._memory is not None
 
-    def _open_checked(self) -> None:
-        try:
-            self._open()
-        except sqlite3.DatabaseError as err:
-            if isinstance(err, sqlite3.OperationalError):
-                raise
-            from capeval.paths import quarantine_cache_file
-
-            self.close()
-            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
-            self._open()
-
     def _open(self) -> None:
-        from capeval.sqlite_retry import retry_locked
+        from capeval.sqlite_retry import connect_or_rebuild
 
-        self._conn = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-        retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
-        retry_locked(lambda: self._conn.execute(_SCHEMA))
-        retry_locked(lambda: self._conn.execute("SELECT settings, text, vector FROM vectors LIMIT 1").fetchall())
+        self._conn = connect_or_rebuild(self.path, _SCHEMA, "SELECT settings, text, vector FROM vectors LIMIT 1")
 
     def _to_memory(self, err: BaseException) -> None:
         self.close()
@@ -172,7 +158,7 @@ class SentenceVectorStore:
             try:
                 retry_locked(lambda: self._write(chunk))
             except sqlite3.DatabaseError as err:
-                if _is_lock(err):
+                if is_locked(err):
                     raise
                 self._to_memory(err)  # read-only file, full disk: keep the rest in memory
                 self.put_many([t for i, t in enumerate(texts) if finite[i]][start:], vectors[finite][start:])
@@ -190,10 +176,6 @@ class SentenceVectorStore:
             except sqlite3.Error:
                 pass
             self._conn = None
-
-
-def _is_lock(err: BaseException) -> bool:
-    return isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err))
 
 
 class CachedSentenceEncoder:

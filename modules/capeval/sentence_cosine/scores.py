@@ -141,8 +141,10 @@ class EmbeddedPairs:
 
 def scored_steps(scored: Sequence[int]) -> list[Sequence[int]]:
     """``scored`` in steps of :data:`STEP_PREDICTIONS`: each step's texts are encoded and scored before the next, so
-    the vectors held at once are one step's (memory flat in the number of captions). A text shared by two steps is
-    encoded in each; vectors depend on the batch they are encoded in only at float32 rounding level."""
+    the vectors held at once are one step's (memory flat in the number of captions). A text shared by two steps (a
+    reference of candidates far apart, e.g. captions ordered by system) is encoded once with the sentence-vector
+    cache (the later step reads it back), in each step without it; vectors depend on the batch they are encoded in
+    only at float32 rounding level."""
     return [scored[lo:lo + STEP_PREDICTIONS] for lo in range(0, len(scored), STEP_PREDICTIONS)]
 
 
