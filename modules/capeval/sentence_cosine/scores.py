@@ -45,7 +45,7 @@ import numpy as np
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, folder_digest, is_default_encoder
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_LENGTH", "EmbeddedPairs", "REDUCTIONS", "check_caption_lists",
-           "embed_pairs", "encoder_label", "has_word", "sentence_cosine_scores"]
+           "embed_pairs", "encoder_label", "has_word", "resolve_encoder", "sentence_cosine_scores"]
 
 #: How the per-reference cosines of one caption become its score.
 REDUCTIONS = ("mean", "max")
@@ -75,7 +75,10 @@ def encoder_label(name: str | os.PathLike | None) -> str:
     return label.replace("|", "_").replace(",", "_")
 
 
-def _load(encoder: Any, device: Any, max_length: int, cache: bool = False):
+def resolve_encoder(encoder: Any, device: Any, max_length: int, cache: bool = False):
+    """The object whose ``encode(texts, batch_size=, progress_bar=)`` gives the vectors: ``encoder`` itself when it
+    has one, else the encoder named (``None``: the offline default), loaded once per process, reading the
+    sentence-vector cache with ``cache=True`` (:func:`~capeval.models.sentence_cache.cached_sentence_encoder`)."""
     if encoder is None or isinstance(encoder, (str, os.PathLike)):
         name = DEFAULT_SENTENCE_ENCODER if encoder is None else encoder
         if cache:
@@ -224,7 +227,7 @@ def sentence_cosine_scores(
     scored = [i for i, p in enumerate(predictions) if has_word(p)]
     if not scored:
         return out
-    model = _load(encoder, device, max_length, cache)
+    model = resolve_encoder(encoder, device, max_length, cache)
     for step in scored_steps(scored):
         pairs = embed_pairs(predictions, references, step, lambda texts: model.encode(
             texts, batch_size=batch_size, progress_bar=progress_bar))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.sentence_cosine.scores import check_caption_lists, embed_pairs, has_word, scored_steps
+from capeval.sentence_cosine.scores import check_caption_lists, embed_pairs, has_word, resolve_encoder, scored_steps
 from capeval.sentence_rank.model import SentenceRankModel
 
 __all__ = ["DEFAULT_BATCH_SIZE", "sentence_rank_scores"]
@@ -61,9 +61,7 @@ def sentence_rank_scores(
     if not scored:
         return out
     if encoder is None:
-        from capeval.sentence_cosine.scores import _load
-
-        encoder = _load(model.config.encoder, device, model.config.encoder_max_length, cache)
+        encoder = resolve_encoder(model.config.encoder, device, model.config.encoder_max_length, cache)
     for step in scored_steps(scored):  # memory flat in the number of captions
         pairs = embed_pairs(predictions, references, step, lambda texts: encoder.encode(
             texts, batch_size=batch_size, progress_bar=progress_bar), dim=model.config.dim)
