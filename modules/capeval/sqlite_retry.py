@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 __all__ = ["connect_or_rebuild", "connect_shared", "is_locked", "retry_locked"]
@@ -36,15 +36,17 @@ def is_locked(err: BaseException) -> bool:
     return isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err))
 
 
-def connect_shared(path, schema: str, probe: str) -> sqlite3.Connection:
+def connect_shared(path, schema: str | Sequence[str], probe: str) -> sqlite3.Connection:
     """A connection to the cache database ``path`` shared by processes: autocommit (callers open their own
-    transactions), a 60 s busy timeout, WAL mode, ``schema`` created; ``probe`` (a SELECT) is run once so that a
-    file that is not a database of this shape fails here (``sqlite3.DatabaseError``), not on first use."""
+    transactions), a 60 s busy timeout, WAL mode, ``schema`` (one statement or several) created; ``probe`` (a SELECT)
+    is run once so that a file that is not a database of this shape fails here (``sqlite3.DatabaseError``), not on
+    first use."""
     conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None, check_same_thread=False)
     try:
         # another process opening the same file at this moment can make these fail at once with "locked"
         retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
-        retry_locked(lambda: conn.execute(schema))
+        for statement in [schema] if isinstance(schema, str) else schema:
+            retry_locked(lambda: conn.execute(statement))
         retry_locked(lambda: conn.execute(probe).fetchall())
     except BaseException:
         conn.close()
@@ -56,7 +58,7 @@ def connect_shared(path, schema: str, probe: str) -> sqlite3.Connection:
 _ACCESS_ERRORS = ("unable to open", "readonly", "read-only", "disk i/o", "permission")
 
 
-def connect_or_rebuild(path, schema: str, probe: str) -> sqlite3.Connection:
+def connect_or_rebuild(path, schema: str | Sequence[str], probe: str) -> sqlite3.Connection:
     """:func:`connect_shared`; a file that is not a usable database of this shape is moved aside
     (:func:`capeval.paths.quarantine_cache_file`, with a warning) and a new one created. ``locked`` / ``busy`` and
     access errors (read-only, no permission, cannot open) are raised: the caller decides (wait, or keep to memory)."""

@@ -87,6 +87,45 @@ def test_damaged_rows_are_ignored_and_replaced(tmp_path):
     assert a.get_many(["nan"]) == {}
 
 
+def test_the_file_is_bounded_and_the_least_recently_used_go_first(tmp_path, monkeypatch):
+    from capeval.models import sentence_cache
+
+    clock = [1_000_000.0]
+    monkeypatch.setattr(sentence_cache, "_now", lambda: clock[0])
+    monkeypatch.setattr(sentence_cache, "MAX_TEXTS", 10)
+    a = store(tmp_path)
+    old = [f"old {i}" for i in range(10)]
+    a.put_many(old, np.ones((10, DIM), np.float32))
+    clock[0] += sentence_cache.REFRESH_SECONDS + 1
+    assert len(a.get_many(old[:2])) == 2  # read: marked as used now
+    clock[0] += 1
+    new = ["new 0", "new 1", "new 2"]
+    a.put_many(new, np.ones((3, DIM), np.float32))  # 13 rows > 10: down to 9
+    left = a.get_many(old + new)
+    assert len(left) == 9
+    assert set(old[:2] + new) <= set(left)  # the 4 removed were among the 8 never read
+    (count,) = a._conn.execute("SELECT COUNT(*) FROM vectors").fetchone()
+    assert count == 9
+    # in memory (unwritable folder) the bound holds too, oldest first
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.warns(CacheUnwritableWarning):
+        b = SentenceVectorStore("s", DIM, blocker / "sub" / "v.sqlite")
+    b.put_many([f"t{i}" for i in range(12)], np.ones((12, DIM), np.float32))
+    assert sorted(b.get_many([f"t{i}" for i in range(12)])) == sorted(f"t{i}" for i in range(3, 12))
+
+
+def test_a_cache_file_of_another_shape_is_rebuilt(tmp_path):
+    con = sqlite3.connect(tmp_path / "v.sqlite")
+    con.execute("CREATE TABLE vectors (settings TEXT, text BLOB, vector BLOB, PRIMARY KEY (settings, text))")
+    con.commit()
+    con.close()
+    with pytest.warns(CacheRebuiltWarning):
+        a = store(tmp_path)
+    a.put_many(["a dog"], np.ones((1, DIM), np.float32))
+    assert list(a.get_many(["a dog"])) == ["a dog"]
+
+
 def test_a_file_that_is_not_sqlite_is_moved_aside_and_rebuilt(tmp_path):
     (tmp_path / "v.sqlite").write_bytes(b"this is not a database" * 100)
     with pytest.warns(CacheRebuiltWarning, match="not a usable SQLite database"):
@@ -199,7 +238,7 @@ rows = np.random.default_rng(0).normal(size=(8192, 384)).astype(np.float32)
 store.put_many([f"caption {i}" for i in range(4096)], rows[:4096])  # one whole transaction
 conn = store._conn
 conn.execute("BEGIN IMMEDIATE")
-conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+conn.executemany("INSERT OR REPLACE INTO vectors (settings, text, vector, used) VALUES (?, ?, ?, 0)",
                  [(store.settings, f"k{i}".encode(), rows[4096 + i].tobytes()) for i in range(4096)])
 os.kill(os.getpid(), signal.SIGKILL)  # killed with the second transaction open
 """

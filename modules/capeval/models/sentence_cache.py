@@ -17,6 +17,10 @@ same folder, or a changed pooling never reads these vectors; ``text`` is the SHA
 (first 16 bytes). Values: the float32 vector exactly as the encoder returned it (1.5 KB for 384 dimensions; the
 20,000 Karpathy-test candidates and their references, 34,325 distinct texts, take about 60 MB).
 
+Size: the file holds at most :data:`MAX_TEXTS` texts (150,000, about 330 MB, all encoders together); past it the
+least recently used tenth is removed, so the new captions a training run produces every epoch do not pile up, while
+its references, read every epoch, stay (a row read is marked as used at most once an hour, so reads rarely write).
+
 A cached vector is the one the text got when first encoded, in whatever batch it was padded with: it equals a fresh
 encoding to float32 rounding (about 1e-7), so scores with and without the cache agree to that level.
 
@@ -33,6 +37,7 @@ import hashlib
 import inspect
 import os
 import sqlite3
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,18 +50,34 @@ from capeval.sqlite_retry import is_locked
 
 __all__ = ["CachedSentenceEncoder", "SentenceVectorStore", "cached_sentence_encoder", "encoder_settings"]
 
-_SCHEMA = """
+# A rowid table: a 1.5 KB vector fits in a leaf page beside its key (a WITHOUT ROWID table would give every row
+# an overflow page: 5.4 KB a text on disk instead of about 2.2 KB, keys and indexes included).
+_SCHEMA = ("""
 CREATE TABLE IF NOT EXISTS vectors (
+    id INTEGER PRIMARY KEY,
     settings TEXT NOT NULL,
     text BLOB NOT NULL,
     vector BLOB NOT NULL,
-    PRIMARY KEY (settings, text)
-) WITHOUT ROWID
-"""
+    used INTEGER NOT NULL,
+    UNIQUE (settings, text)
+)
+""", "CREATE INDEX IF NOT EXISTS vectors_by_use ON vectors (used)")
+_PROBE = "SELECT id, settings, text, vector, used FROM vectors LIMIT 1"
+#: Texts the cache file holds at most (all encoders together; about 2.2 KB each on disk for 384 dimensions, so
+#: about 330 MB): past it the least recently used tenth is removed. A training run's new captions of every epoch would
+#: otherwise pile up; its references, read every epoch, stay.
+MAX_TEXTS = 150_000
+#: A row read is marked as used again at most this often (seconds): reads rarely write.
+REFRESH_SECONDS = 3600
 #: Keys looked up per SELECT (SQLite's parameter limit is 32,766 in recent versions, 999 in old ones).
 _LOOKUP_CHUNK = 900
 #: Rows written per transaction.
 _WRITE_CHUNK = 4096
+
+
+def _now() -> float:
+    """The clock of the ``used`` column (seconds; tests replace it)."""
+    return time.time()
 
 
 def text_key(text: str) -> bytes:
@@ -101,7 +122,7 @@ class SentenceVectorStore:
     def _open(self) -> None:
         from capeval.sqlite_retry import connect_or_rebuild
 
-        self._conn = connect_or_rebuild(self.path, _SCHEMA, "SELECT settings, text, vector FROM vectors LIMIT 1")
+        self._conn = connect_or_rebuild(self.path, _SCHEMA, _PROBE)
 
     def _to_memory(self, err: BaseException) -> None:
         self.close()
@@ -119,27 +140,49 @@ class SentenceVectorStore:
 
     def get_many(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of those ``texts`` that are stored (float32 ``[dim]``, read-only); a damaged row
-        counts as missing."""
+        counts as missing. Rows read are marked as used (at most every :data:`REFRESH_SECONDS`)."""
         keys = {text_key(t): t for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
         if self._memory is not None:
             return {text: self._memory[key] for key, text in keys.items() if key in self._memory}
-        listed = list(keys)
+        listed, stale = list(keys), []
+        now = int(_now())
         for start in range(0, len(listed), _LOOKUP_CHUNK):
             chunk = listed[start:start + _LOOKUP_CHUNK]
             try:
                 rows = self._conn.execute(
-                    f"SELECT text, vector FROM vectors WHERE settings = ? AND text IN ({','.join('?' * len(chunk))})",
-                    [self.settings, *chunk]).fetchall()
+                    f"SELECT text, vector, used FROM vectors WHERE settings = ? AND text IN "
+                    f"({','.join('?' * len(chunk))})", [self.settings, *chunk]).fetchall()
             except sqlite3.DatabaseError as err:  # damaged under us: treat the rest as missing, never fail a score
                 warnings.warn(f"capeval sentence-vector cache: reading {self.path} failed ({err}); encoding again.",
                               RuntimeWarning, stacklevel=2)
                 return found
-            for key, blob in rows:
+            for key, blob, used in rows:
                 vector = self._valid(blob)
                 if vector is not None and key in keys:
                     found[keys[key]] = vector
+                    if not isinstance(used, int) or used < now - REFRESH_SECONDS:
+                        stale.append(key)
+        if stale:
+            self._mark_used(stale, now)
         return found
+
+    def _mark_used(self, keys: list[bytes], now: int) -> None:
+        """Set ``used`` of these rows to ``now`` (best effort: a locked or read-only file keeps the old times)."""
+        from capeval.sqlite_retry import retry_locked
+
+        def update():
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                for start in range(0, len(keys), _LOOKUP_CHUNK):
+                    chunk = keys[start:start + _LOOKUP_CHUNK]
+                    self._conn.execute(f"UPDATE vectors SET used = ? WHERE settings = ? AND text IN "
+                                       f"({','.join('?' * len(chunk))})", [now, self.settings, *chunk])
+
+        try:
+            retry_locked(update, retries=3)
+        except sqlite3.DatabaseError:
+            pass
 
     def put_many(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store ``vectors[i]`` for ``texts[i]`` (rows that are not finite, or not ``dim`` wide, are skipped)."""
@@ -147,9 +190,13 @@ class SentenceVectorStore:
         if vectors.ndim != 2 or vectors.shape != (len(texts), self.dim):
             raise ValueError(f"put_many needs [{len(texts)}, {self.dim}] vectors, got {vectors.shape}.")
         finite = np.isfinite(vectors).all(axis=1)
-        rows = [(self.settings, text_key(t), vectors[i].tobytes()) for i, t in enumerate(texts) if finite[i]]
+        now = int(_now())
+        rows = [(self.settings, text_key(t), vectors[i].tobytes(), now) for i, t in enumerate(texts) if finite[i]]
         if self._memory is not None:
-            self._memory.update((key, np.frombuffer(blob, dtype="<f4")) for _, key, blob in rows)
+            self._memory.update((key, np.frombuffer(blob, dtype="<f4")) for _, key, blob, _ in rows)
+            if len(self._memory) > MAX_TEXTS:  # the oldest entries first (dicts keep insertion order)
+                for key in list(self._memory)[: len(self._memory) - int(0.9 * MAX_TEXTS)]:
+                    del self._memory[key]
             return
         from capeval.sqlite_retry import retry_locked
 
@@ -163,11 +210,29 @@ class SentenceVectorStore:
                 self._to_memory(err)  # read-only file, full disk: keep the rest in memory
                 self.put_many([t for i, t in enumerate(texts) if finite[i]][start:], vectors[finite][start:])
                 return
+        if rows:
+            try:
+                retry_locked(self._evict, retries=3)
+            except sqlite3.DatabaseError:
+                pass  # a locked or damaged file: the next write tries again
+
+    def _evict(self) -> int:
+        """Past :data:`MAX_TEXTS` rows, remove the least recently used down to 90 % of it; the number removed."""
+        (count,) = self._conn.execute("SELECT COUNT(*) FROM vectors INDEXED BY vectors_by_use").fetchone()
+        if count <= MAX_TEXTS:
+            return 0
+        excess = count - int(0.9 * MAX_TEXTS)
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("DELETE FROM vectors WHERE id IN (SELECT id FROM vectors INDEXED BY vectors_by_use "
+                               "ORDER BY used LIMIT ?)", (excess,))
+        return excess
 
     def _write(self, rows: list[tuple]) -> None:
         with self._conn:
             self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", rows)
+            self._conn.executemany("INSERT OR REPLACE INTO vectors (settings, text, vector, used) VALUES (?, ?, ?, ?)",
+                                   rows)
 
     def close(self) -> None:
         if self._conn is not None:
