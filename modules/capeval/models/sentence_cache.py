@@ -14,8 +14,9 @@ Layout: ``<cache dir>/sentence_vectors/vectors.sqlite``, one row per (settings, 
 encoder (:func:`~capeval.models.sentence_encoder.encoder_identity`: the PyPI package's version, a folder's file
 hash, or a Hub id), its ``max_length`` and a hash of the encoder code, so another model, a model swapped under the
 same folder, or a changed pooling never reads these vectors; ``text`` is the SHA-256 of the text's UTF-8 bytes
-(first 16 bytes). Values: the float32 vector exactly as the encoder returned it (1.5 KB for 384 dimensions; the
-20,000 Karpathy-test candidates and their references, 34,325 distinct texts, take about 60 MB).
+(first 16 bytes). Values: the float32 vector exactly as the encoder returned it (1.5 KB for 384 dimensions, about
+2.2 KB a text on disk with its keys; the 20,000 Karpathy-test candidates and their references, 34,325 distinct
+texts, take 74 MB).
 
 Size: the file holds at most :data:`MAX_TEXTS` texts (150,000, about 330 MB, all encoders together); past it the
 least recently used tenth is removed, so the new captions a training run produces every epoch do not pile up, while
