@@ -35,7 +35,6 @@ the vectors in memory for the rest of the process, with one
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import sqlite3
 import time
@@ -47,12 +46,13 @@ from typing import Any
 import numpy as np
 
 from capeval.models.feature_cache import CacheUnwritableWarning
+from capeval.models.sentence_encoder import SentenceEncoder
 from capeval.sqlite_retry import is_locked
 
 __all__ = ["CachedSentenceEncoder", "SentenceVectorStore", "cached_sentence_encoder", "encoder_settings"]
 
 # A rowid table: a 1.5 KB vector fits in a leaf page beside its key (a WITHOUT ROWID table would give every row
-# an overflow page: 5.4 KB a text on disk instead of about 2.2 KB, keys and indexes included).
+# an overflow page: 4.7 KB a text on disk instead of 2.2 KB, keys and indexes included).
 _SCHEMA = ("""
 CREATE TABLE IF NOT EXISTS vectors (
     id INTEGER PRIMARY KEY,
@@ -89,10 +89,9 @@ def text_key(text: str) -> bytes:
 def encoder_settings(name: str | os.PathLike | None, max_length: int) -> str:
     """The cache's settings string for an encoder loaded by :func:`~capeval.models.sentence_encoder.load_sentence_encoder`:
     its identity, ``max_length`` and a hash of the encoder code (the pooling and normalisation)."""
-    from capeval.models import sentence_encoder
+    from capeval.models.sentence_encoder import encoder_code_hash, encoder_identity
 
-    code = hashlib.sha256(inspect.getsource(sentence_encoder).encode()).hexdigest()[:12]
-    return f"{sentence_encoder.encoder_identity(name)};len={int(max_length)};code={code}"
+    return f"{encoder_identity(name)};len={int(max_length)};code={encoder_code_hash()}"
 
 
 class SentenceVectorStore:
@@ -282,12 +281,7 @@ class CachedSentenceEncoder:
             out[i] = found[text]
         return out
 
-    def similarity(self, a: Sequence[str], b: Sequence[str], **kwargs: Any) -> np.ndarray:
-        """Cosine similarity of ``a[i]`` and ``b[i]`` (float64 ``[n]``)."""
-        if len(a) != len(b):
-            raise ValueError(f"similarity needs lists of the same length, got {len(a)} and {len(b)}.")
-        vectors = self.encode([*a, *b], **kwargs).astype(np.float64)
-        return np.einsum("ij,ij->i", vectors[: len(a)], vectors[len(a):])
+    similarity = SentenceEncoder.similarity  # the same dot products, over this class's encode
 
 
 _STORES: dict[tuple[str, str, int], SentenceVectorStore] = {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,21 @@ def encoder_identity(name: str | os.PathLike | None) -> str:
     if os.path.isdir(os.fspath(name)):
         return f"folder:{folder_digest(name)}"
     return f"name:{os.fspath(name)}"
+
+
+@lru_cache(maxsize=1)
+def encoder_code_hash() -> str:
+    """sha256 (12 hex digits) of this module's source: the pooling and normalisation that shape every vector."""
+    import inspect
+    import sys
+
+    return hashlib.sha256(inspect.getsource(sys.modules[__name__]).encode()).hexdigest()[:12]
+
+
+def encoder_fingerprint(name: str | os.PathLike | None) -> str:
+    """``<encoder_identity(name)>;code=<hash of this module>``: what decides an encoder's vectors (the key of the
+    score and sentence-vector caches)."""
+    return f"{encoder_identity(name)};code={encoder_code_hash()}"
 
 
 def _default_model_path():
@@ -159,5 +175,5 @@ class SentenceEncoder:
         return np.einsum("ij,ij->i", vectors[: len(a)], vectors[len(a):])
 
 
-__all__ = ["DEFAULT_SENTENCE_ENCODER", "ENCODER_PACKAGE", "SentenceEncoder", "encoder_identity", "folder_digest",
-           "is_default_encoder", "load_sentence_encoder"]
+__all__ = ["DEFAULT_SENTENCE_ENCODER", "ENCODER_PACKAGE", "SentenceEncoder", "encoder_code_hash",
+           "encoder_fingerprint", "encoder_identity", "folder_digest", "is_default_encoder", "load_sentence_encoder"]

@@ -27,7 +27,6 @@ depends on the texts padded with it only at that level).
 """
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any, ClassVar
 
@@ -39,14 +38,21 @@ from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, ENCODER_PA
 from capeval.sentence_cosine.scores import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, REDUCTIONS, encoder_label,
                                             sentence_cosine_scores)
 
-__all__ = ["SentenceCosine"]
+__all__ = ["SentenceCosine", "flag_option", "positive_int_option"]
 
 
-
-def _positive_int(value: Any, option: str) -> int:
+def positive_int_option(value: Any, option: str) -> int:
+    """``value`` as an int; ``ValueError`` naming ``option`` unless it is an integer >= 1 (``True`` is refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{option} must be a positive integer, got {value!r:.60}.")
     return int(value)
+
+
+def flag_option(value: Any, option: str) -> bool:
+    """``value`` as a bool; ``ValueError`` naming ``option`` unless it is ``True`` or ``False``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{option} must be True or False, got {value!r:.60}.")
+    return bool(value)
 
 
 class SentenceCosine(CaptionMetric):
@@ -73,10 +79,8 @@ class SentenceCosine(CaptionMetric):
         if reduce not in REDUCTIONS:
             raise ValueError(f"sentence_cosine_reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
         for option in ("sentence_cosine_max_length", "sentence_cosine_batch_size"):
-            self.config[option] = _positive_int(self.config[option], option)
-        if not isinstance(self.config["sentence_cosine_cache"], (bool, np.bool_)):
-            raise ValueError(f"sentence_cosine_cache must be True or False, got "
-                             f"{self.config['sentence_cosine_cache']!r:.60}.")
+            self.config[option] = positive_int_option(self.config[option], option)
+        self.config["sentence_cosine_cache"] = flag_option(self.config["sentence_cosine_cache"], "sentence_cosine_cache")
 
     @classmethod
     def check_available(cls) -> None:
@@ -93,14 +97,9 @@ class SentenceCosine(CaptionMetric):
     def cache_token(cls, options: dict[str, Any]) -> str:
         """The encoder's identity (the PyPI package's version for the default, a hash of a folder's files, else the
         name) and the encoder code's hash: what decides the scores besides the options and this package's code."""
-        import hashlib
+        from capeval.models.sentence_encoder import encoder_fingerprint
 
-        from capeval.models import sentence_encoder
-
-        name = options.get("sentence_cosine_encoder") or DEFAULT_SENTENCE_ENCODER
-        identity = sentence_encoder.encoder_identity(name)
-        code = hashlib.sha256(inspect.getsource(sentence_encoder).encode()).hexdigest()[:12]
-        return f"{identity};code={code}"
+        return encoder_fingerprint(options.get("sentence_cosine_encoder") or DEFAULT_SENTENCE_ENCODER)
 
     def signature_value(self) -> str:
         """``enc=<encoder>,reduce=<mean|max>,len=<max_length>``."""
@@ -118,7 +117,7 @@ class SentenceCosine(CaptionMetric):
                                         batch_size=self.config["sentence_cosine_batch_size"],
                                         max_length=self.config["sentence_cosine_max_length"],
                                         device=self.config["sentence_cosine_device"], progress_bar=batch.progress,
-                                        cache=bool(self.config["sentence_cosine_cache"]))
+                                        cache=self.config["sentence_cosine_cache"])
         return [float(s) for s in scores]
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

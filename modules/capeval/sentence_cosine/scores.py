@@ -16,10 +16,10 @@ per-caption values, also in [-1, 1].
 Texts, documented:
 
 * Every distinct text (predictions and references together) is encoded once: a reference shared by many
-  predictions costs one forward pass. With ``cache=True`` (default) once per encoder settings, ever: vectors are
-  kept in capeval's sentence-vector cache (:mod:`capeval.models.sentence_cache`), so the references of an
-  evaluation repeated after each training epoch are read, not encoded. Vectors are renormalised in float64 and the cosines clipped to [-1, 1] (float32
-  rounding gives 1.0000002 for identical texts).
+  predictions costs one forward pass. With ``cache=True`` (default) once per encoder settings: vectors are kept in
+  capeval's sentence-vector cache (:mod:`capeval.models.sentence_cache`), so the references of an evaluation
+  repeated after each training epoch are read, not encoded. Vectors are renormalised in float64 and the cosines
+  clipped to [-1, 1] (float32 rounding gives 1.0000002 for identical texts).
 * A prediction without any letter or digit (empty with ``empty="zero"``, only whitespace, punctuation, emoji or
   zero-width characters) scores 0 and is not encoded, as capeval's other metrics score a caption without words.
   References are encoded whatever they hold: an emoji is the encoder's ``[UNK]`` word piece, a zero-width or control
@@ -59,6 +59,8 @@ _PAIR_CHUNK = 16_384
 STEP_PREDICTIONS = 8192
 #: Norms below this mean "no direction" (the encoder's vectors are unit vectors).
 _MIN_NORM = 1e-6
+
+
 def has_word(text: str) -> bool:
     """Whether ``text`` has a letter or digit (any script): a prediction without one scores 0."""
     return any(ch.isalnum() for ch in text)

@@ -30,6 +30,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.sentence_cosine.metric import flag_option, positive_int_option
 from capeval.sentence_rank.model import SentenceRankModel, model_digest
 from capeval.sentence_rank.scores import DEFAULT_BATCH_SIZE, sentence_rank_scores
 
@@ -76,12 +77,6 @@ def _load(folder: Path) -> SentenceRankModel:
     return _LOADED[key]
 
 
-def _positive_int(value: Any, option: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{option} must be a positive integer, got {value!r:.60}.")
-    return int(value)
-
-
 class SentenceRank(CaptionMetric):
     """Learned ranker on frozen sentence embeddings; per caption and corpus in [0, 1] (see the module docstring)."""
 
@@ -97,10 +92,9 @@ class SentenceRank(CaptionMetric):
         model = self.config["sentence_rank_model"]
         if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model).strip()):
             raise ValueError(f"sentence_rank_model must be a model folder or a shipped name, got {model!r:.60}.")
-        self.config["sentence_rank_batch_size"] = _positive_int(self.config["sentence_rank_batch_size"],
-                                                                 "sentence_rank_batch_size")
-        if not isinstance(self.config["sentence_rank_cache"], (bool, np.bool_)):
-            raise ValueError(f"sentence_rank_cache must be True or False, got {self.config['sentence_rank_cache']!r:.60}.")
+        self.config["sentence_rank_batch_size"] = positive_int_option(self.config["sentence_rank_batch_size"],
+                                                                       "sentence_rank_batch_size")
+        self.config["sentence_rank_cache"] = flag_option(self.config["sentence_rank_cache"], "sentence_rank_cache")
         self.folder = model_folder(model)
         self.model = _load(self.folder)
 
@@ -139,7 +133,7 @@ class SentenceRank(CaptionMetric):
         scores = sentence_rank_scores(batch.predictions, batch.references, model=self.model,
                                       batch_size=self.config["sentence_rank_batch_size"],
                                       device=self.config["sentence_rank_device"], progress_bar=batch.progress,
-                                      cache=bool(self.config["sentence_rank_cache"]))
+                                      cache=self.config["sentence_rank_cache"])
         return [float(s) for s in scores]
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
