@@ -90,6 +90,15 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
             "Wikipedia 2014 + Gigaword 5 (6B tokens)"),
     _source("imagenet-1k-train", "imagenet", "train", (IMAGES,), "ImageNet-1k train images"),
     _source("ontonotes-5", "ontonotes", "all", (CAPTIONS,), "OntoNotes 5 and WordNet 3 (spaCy's English model)"),
+    # --- vision-language models (CLIP-S / PAC-S): not trained by capeval
+    _source("openai-clip-wit-400m", "undisclosed", "all", (IMAGES, CAPTIONS),
+            "OpenAI's WIT: 400 million web image-text pairs, never released or described item by item (its overlap "
+            "with any benchmark is unknown)"),
+    _source("coco-train2014", "coco", "train2014", (IMAGES, CAPTIONS),
+            "COCO train2014 images and their human captions (no benchmark left out)"),
+    _source("pac-s-synthetic-positives", "coco", "train2014", (IMAGES, CAPTIONS),
+            "PAC-S's positive augmentations: BLIP captions of COCO train2014 images and Stable Diffusion images of their "
+            "captions"),
     # --- benchmark data
     _source("flickr8k-test", "flickr8k", "test", (IMAGES, CAPTIONS),
             "Flickr8k test split (1,000 images, their captions)"),
@@ -109,6 +118,18 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("abstract50s-judgments", "abstract50s", "all", (JUDGMENTS,), "ABSTRACT-50S judgments"),
     _source("thumb-machine-captions", "thumb", "all", (CAPTIONS,), "THumB's machine captions (4 systems)"),
     _source("thumb-judgments", "thumb", "all", (JUDGMENTS,), "THumB 1.0 judgments"),
+    # Nebula and Polaris: MS-COCO and nocaps images with those datasets' human references; neither dataset card
+    # nor paper abstract names the splits, so each is declared as all of its dataset (any model trained on COCO
+    # counts as overlapping, whatever split it read).
+    _source("coco-split-unstated", "coco", "all", (IMAGES, CAPTIONS),
+            "MS-COCO images and their human captions (split not stated: counted as all of COCO)"),
+    _source("nocaps-split-unstated", "nocaps", "all", (IMAGES, CAPTIONS),
+            "nocaps images (Open Images) and their human captions (split not stated: counted as all of nocaps)"),
+    _source("polaris-candidates", "polaris", "all", (CAPTIONS,),
+            "Polaris's candidate captions (human-written and ten captioning models')"),
+    _source("polaris-judgments", "polaris", "all", (JUDGMENTS,), "Polaris judgments"),
+    _source("nebula-candidates", "nebula", "all", (CAPTIONS,), "Nebula's candidate captions"),
+    _source("nebula-judgments", "nebula", "all", (JUDGMENTS,), "Nebula judgments"),
 )}
 
 #: ``{dataset: datasets it contains whole}``: Flickr30k includes Flickr8k's images and their captions.
@@ -155,6 +176,10 @@ BENCHMARK_DATA: dict[str, BenchmarkData] = {b.name: b for b in (
     _bench("abstract50s", ("abstract-scenes", "abstract50s-judgments"), "500 Abstract Scenes clip-art scenes"),
     _bench("thumb", ("coco-karpathy-test", "thumb-machine-captions", "thumb-judgments"),
            "500 COCO val2014 images (Karpathy test); 4 systems' captions and one human caption each"),
+    _bench("nebula", ("coco-split-unstated", "nocaps-split-unstated", "nebula-candidates", "nebula-judgments"),
+           "32,978 MS-COCO and nocaps images (splits not stated: all of both counted); candidates, human scores"),
+    _bench("polaris", ("coco-split-unstated", "nocaps-split-unstated", "polaris-candidates", "polaris-judgments"),
+           "MS-COCO and nocaps images (splits not stated: all of both counted); human and ten models' candidates"),
     _bench("coco-karpathy-test", ("coco-karpathy-test",), "5,000 COCO val2014 images (Karpathy test)"),
 )}
 

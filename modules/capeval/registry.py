@@ -41,6 +41,10 @@ _SPECS = (
     MetricSpec("lceval_plus", "capeval.lceval.metric", "LCEvalPlus", ("lceval_plus",)),
     MetricSpec("sentence_cosine", "capeval.sentence_cosine.metric", "SentenceCosine", ("sentence_cosine",)),
     MetricSpec("sentence_rank", "capeval.sentence_rank.metric", "SentenceRank", ("sentence_rank",)),
+    MetricSpec("clip_s", "capeval.vision_language.metric", "ClipS", ("clip_s",)),
+    MetricSpec("ref_clip_s", "capeval.vision_language.metric", "RefClipS", ("ref_clip_s",)),
+    MetricSpec("pac_s", "capeval.vision_language.metric", "PacS", ("pac_s",)),
+    MetricSpec("ref_pac_s", "capeval.vision_language.metric", "RefPacS", ("ref_pac_s",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.
@@ -50,7 +54,8 @@ REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d")
 
 #: Other spellings accepted in ``metrics=`` and on the command line.
-ALIASES = {"cider": "cider_d", "rouge": "rouge_l"}
+ALIASES = {"cider": "cider_d", "rouge": "rouge_l", "clipscore": "clip_s", "refclipscore": "ref_clip_s",
+           "pacscore": "pac_s", "refpacscore": "ref_pac_s"}
 
 
 #: Benchmark loader names (:func:`capeval.benchmarks.load_benchmark`) and whether the benchmark has human
@@ -62,6 +67,8 @@ BENCHMARKS = {
     "pascal50s": True,
     "abstract50s": True,
     "thumb": True,
+    "nebula": True,
+    "polaris": True,
     "coco-karpathy-test": False,
 }
 

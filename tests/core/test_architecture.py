@@ -22,7 +22,8 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
                     "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
-    ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine")),
+    ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine",
+                                    "vision_language")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks and training corpora", ("benchmarks", "corpora")),

@@ -1,0 +1,189 @@
+"""Image and text features of a CLIP backend, each image decoded and encoded once, each text encoded once.
+
+**Images** (:func:`image_features`): every input kind :mod:`capeval.models.images` reads (paths, bytes,
+``datasets.Image`` values, PIL images, arrays), decoded by its rules to 8-bit RGB (EXIF orientation applied,
+transparency composited onto white, 16-bit scaled), then the reference preprocessing of clipscore.py and PAC-S:
+bicubic resize of the shorter side to the model's resolution (Pillow's, through torchvision), centre crop, to
+tensor, CLIP's mean / std. On ordinary RGB or greyscale files this gives the reference's pixels exactly (tested); the
+reference differs on odd files only: it ignores EXIF orientation, drops transparency without compositing, resizes
+palette images with nearest-neighbour and clips 16-bit images (see the metric card). Decoding runs on a thread pool
+(:data:`DECODE_WORKERS`), in steps of :data:`STEP_IMAGES` distinct images, so memory stays bounded; the same
+path given twice is read once, and the same content (SHA-256 of the file bytes or pixels) is encoded once.
+
+**Texts** (:func:`text_features`): ``prefix + text`` tokenized as the reference (:mod:`.tokenizer`); each distinct
+token sequence is encoded once, in batches of similar lengths.
+
+Both keep their features per process in bounded least-recently-used tables keyed by the model's weight fingerprint,
+its dtype and the content (:data:`IMAGE_CACHE_ENTRIES`, :data:`TEXT_CACHE_ENTRIES`): a second metric of the same call
+(``clip_s`` and ``ref_clip_s``) or a second call re-uses them. Features returned are float32 numpy arrays, L2-normalised
+as the reference normalises them (a zero vector stays zero, so no NaN).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from capeval.models._deps import require
+from capeval.progress import progress as progress_bar
+from capeval.vision_language.backends import ClipBackend
+from capeval.vision_language.tokenizer import encode_texts, pad_batch
+
+#: Threads decoding and preprocessing images (Pillow releases the GIL while decoding and resizing).
+DECODE_WORKERS = max(1, min(16, os.cpu_count() or 1))
+#: Distinct images read, decoded and encoded per step (bounds the memory held for pixels and file bytes).
+STEP_IMAGES = 512
+#: Features kept per process (about 2 KB each for a 512-d model).
+IMAGE_CACHE_ENTRIES = 50_000
+TEXT_CACHE_ENTRIES = 200_000
+#: Version of the preprocessing below: part of every image-feature cache key.
+PREPROCESS_VERSION = "clip-reference-1"
+
+
+class _LRU:
+    def __init__(self, size: int):
+        self.size, self.data, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            value = self.data.get(key)
+            if value is not None:
+                self.data.move_to_end(key)
+            return value
+
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.data[key] = value
+            self.data.move_to_end(key)
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.data.clear()
+
+
+_IMAGES = _LRU(IMAGE_CACHE_ENTRIES)
+_TEXTS = _LRU(TEXT_CACHE_ENTRIES)
+
+
+def clear_feature_caches() -> None:
+    """Empty both per-process feature tables (tests, benchmarks of a cold start)."""
+    _IMAGES.clear()
+    _TEXTS.clear()
+
+
+def reference_transform(resolution: int, mean: Sequence[float], std: Sequence[float]):
+    """clipscore.py's / PAC-S's preprocessing of an RGB PIL image: bicubic resize, centre crop, tensor, normalise."""
+    transforms = require("torchvision.transforms", what="CLIP image preprocessing")
+    return transforms.Compose([
+        transforms.Resize(resolution, interpolation=transforms.InterpolationMode.BICUBIC),
+        transforms.CenterCrop(resolution),
+        transforms.ToTensor(),
+        transforms.Normalize(tuple(mean), tuple(std)),
+    ])
+
+
+def normalize_rows(features):
+    """Each row divided by its L2 norm (float32), as clipscore.py does; an all-zero row stays zero."""
+    np = require("numpy")
+    features = np.asarray(features, dtype=np.float32)
+    norms = np.sqrt(np.sum(features ** 2, axis=1, keepdims=True))
+    return np.divide(features, norms, out=np.zeros_like(features), where=norms > 0)
+
+
+def _backend_key(backend: ClipBackend) -> tuple[str, str]:
+    return backend.fingerprint, backend.dtype
+
+
+def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: int = 64,
+                   progress: bool | None = None, desc: str = "CLIP images"):
+    """``[len(images), D]`` normalised float32 features, one row per entry of ``images`` (see the module docstring).
+
+    Errors name the entry (``images[i]``): missing file, unreadable, not an image, too large.
+    """
+    np = require("numpy")
+    torch = require("torch", what="CLIP image features")
+    from capeval.models.images import read_item
+
+    transform = reference_transform(backend.resolution, backend.mean, backend.std)
+    base = (*_backend_key(backend), PREPROCESS_VERSION)
+    # the same path string (or the same object) read once
+    first_of: dict[Any, int] = {}
+    owners: list[int] = []
+    for i, item in enumerate(images):
+        ident = os.fspath(item) if isinstance(item, (str, os.PathLike)) else id(item)
+        owners.append(first_of.setdefault(ident, i))
+    distinct = sorted(set(owners))
+    keys: dict[int, str] = {}
+    rows: dict[str, Any] = {}
+
+    def load(index: int):
+        item = read_item(images[index], index)
+        key = item.key
+        if key in rows or _IMAGES.get((*base, key)) is not None:
+            return index, key, None
+        return index, key, transform(item.decode())
+
+    with progress_bar(None, total=len(distinct), desc=desc, enabled=progress) as bar, \
+            ThreadPoolExecutor(DECODE_WORKERS) as pool:
+        for start in range(0, len(distinct), STEP_IMAGES):
+            step = distinct[start:start + STEP_IMAGES]
+            pending: dict[str, Any] = {}
+            for index, key, pixels in pool.map(load, step):
+                keys[index] = key
+                cached = _IMAGES.get((*base, key))
+                if cached is not None:
+                    rows[key] = cached
+                elif key not in rows and key not in pending:  # (evicted since load() looked: decode it now)
+                    pending[key] = pixels if pixels is not None else transform(read_item(images[index], index).decode())
+            names = list(pending)
+            for b in range(0, len(names), batch_size):
+                chunk = names[b:b + batch_size]
+                features = normalize_rows(backend.image_features(torch.stack([pending[k] for k in chunk])).numpy())
+                for key, row in zip(chunk, features):
+                    rows[key] = row
+                    _IMAGES.put((*base, key), row)
+            bar.update(len(step))
+    dim = next(iter(rows.values())).shape[0] if rows else 0
+    out = np.zeros((len(images), dim), dtype=np.float32)
+    for i, owner in enumerate(owners):
+        out[i] = rows[keys[owner]]
+    return out
+
+
+def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, batch_size: int = 256,
+                  progress: bool | None = None, desc: str = "CLIP texts"):
+    """``([len(texts), D] normalised float32 features, truncated positions)`` for ``prefix + text`` of each text."""
+    np = require("numpy")
+    encoded = encode_texts(texts, prefix, backend.context_length)
+    base = _backend_key(backend)
+    rows: dict[tuple[int, ...], Any] = {}
+    missing = []
+    for ids in dict.fromkeys(encoded.ids):
+        cached = _TEXTS.get((*base, ids))
+        if cached is not None:
+            rows[ids] = cached
+        else:
+            missing.append(ids)
+    missing.sort(key=len)  # batches of similar lengths: little padding
+    with progress_bar(None, total=len(missing), desc=desc, enabled=progress) as bar:
+        for start in range(0, len(missing), batch_size):
+            chunk = missing[start:start + batch_size]
+            features = normalize_rows(backend.text_features(pad_batch(chunk)).numpy())
+            for ids, row in zip(chunk, features):
+                rows[ids] = row
+                _TEXTS.put((*base, ids), row)
+            bar.update(len(chunk))
+    dim = next(iter(rows.values())).shape[0] if rows else 0
+    out = np.zeros((len(texts), dim), dtype=np.float32)
+    for i, ids in enumerate(encoded.ids):
+        out[i] = rows[ids]
+    return out, encoded
+
+
+__all__ = ["DECODE_WORKERS", "IMAGE_CACHE_ENTRIES", "PREPROCESS_VERSION", "STEP_IMAGES", "TEXT_CACHE_ENTRIES",
+           "clear_feature_caches", "image_features", "normalize_rows", "reference_transform", "text_features"]

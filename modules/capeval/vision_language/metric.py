@@ -1,0 +1,237 @@
+"""CLIP-S, RefCLIP-S, PAC-S and RefPAC-S as capeval metrics (``clip_s``, ``ref_clip_s``, ``pac_s``, ``ref_pac_s``).
+
+Per caption (formulas in :mod:`capeval.vision_language.scores`): ``clip_s`` = 2.5·max(cos(image, "A photo depicts " +
+candidate), 0), in [0, 2.5]; ``ref_clip_s`` = the harmonic mean of ``clip_s`` and the largest cosine between the
+candidate and its references (same prefix), in [-1, 2.5) (0 where the reference would divide by zero); ``pac_s`` /
+``ref_pac_s`` the same with ``w = 2.0`` and the PAC-S fine-tuned CLIP. Corpus value: the mean. Captions and references
+are read as given (the CLIP tokenizer cleans and lower-cases them itself); an empty prediction (``empty="zero"``)
+scores 0.
+
+Options (routed by name; the two metrics of a family share them):
+
+* ``clip_model`` (default ``"openai/clip-vit-base-patch32"``, the paper's ViT-B/32) / ``pac_model`` (default: the PAC-S
+  ViT-B/32 checkpoint ``clip_ViT-B-32.pth`` as distributed, looked for in
+  ``<capeval cache>/models/pac-s-clip-vit-b-32/``): a Hub id, an OpenAI name (``ViT-B/32``), ``open_clip:<name>/<tag>``,
+  a folder or a checkpoint file (:mod:`capeval.vision_language.backends`);
+* ``clip_device`` / ``pac_device``: default CUDA when available;
+* ``clip_dtype`` / ``pac_dtype``: ``"float32"`` (default, the reference's CPU path) or ``"float16"`` (GPU only);
+* ``clip_batch_size`` / ``pac_batch_size``: images per forward pass (default 64, the reference's; texts go 4× as many,
+  256). No effect on the scores beyond float rounding;
+* ``clip_prefix`` / ``pac_prefix``: the prompt (default ``"A photo depicts "``; a space is appended if missing).
+
+Signature field: ``clip_s:model=openai/clip-vit-base-patch32#<weights sha256[:8]>,w=2.5,prefix=A%20photo%20depicts%20,
+dtype=float32,img=clip-reference-1``. Texts over 77 CLIP tokens are cut as the reference cuts them (end-of-text kept),
+with one :class:`CaptionTruncatedWarning` per call naming how many and which (the first 10).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+import weakref
+from typing import Any, ClassVar
+from urllib.parse import quote
+
+import numpy as np
+
+from capeval.batch import CaptionBatch
+from capeval.metric import CaptionMetric, MetricOutput
+from capeval.vision_language.scores import CLIP_S_WEIGHT, PAC_S_WEIGHT
+from capeval.vision_language.tokenizer import DEFAULT_PREFIX
+
+#: The default models: the paper's CLIP ViT-B/32 (Hub id) and the PAC-S ViT-B/32 checkpoint (a catalog name).
+DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
+DEFAULT_PAC_MODEL = "pac-s-clip-vit-b-32"
+#: The PAC-S checkpoint's file name as distributed (aimagelab/pacscore's README: ``checkpoints/clip_ViT-B-32.pth``).
+PAC_CHECKPOINT_NAME = "clip_ViT-B-32.pth"
+#: Texts named in the truncation warning.
+WARN_FIRST = 10
+
+
+class CaptionTruncatedWarning(UserWarning):
+    """A caption or reference was longer than CLIP's 77-token context and was cut as the reference cuts it."""
+
+
+def default_pac_checkpoint():
+    """Where the default ``pac_model`` is looked for: ``<capeval cache>/models/pac-s-clip-vit-b-32/clip_ViT-B-32.pth``."""
+    from capeval.paths import cache_root
+
+    return cache_root() / "models" / DEFAULT_PAC_MODEL / PAC_CHECKPOINT_NAME
+
+
+def resolve_model(family: str, value: Any) -> Any:
+    """The model spec a family's option means: the default for ``None``; for PAC-S, the catalog name → its file."""
+    if family == "clip":
+        return DEFAULT_CLIP_MODEL if value is None else value
+    if value is None or (isinstance(value, str) and value == DEFAULT_PAC_MODEL):
+        path = default_pac_checkpoint()
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"pac_model: the PAC-S checkpoint is not at {path}. Download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from "
+                "the link in aimagelab/pacscore's README and put it there, or pass pac_model=<path to the .pth> "
+                "(or a Hub repo id holding it).")
+        return path
+    return value
+
+
+_TRUNCATION_WARNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_references: bool,
+                   stacklevel: int = 6) -> None:
+    """One :class:`CaptionTruncatedWarning` per batch naming the texts cut at ``context_length`` tokens (``stacklevel``
+    6: the line that called :func:`capeval.score`)."""
+    from capeval.vision_language.tokenizer import encode_texts
+
+    seen = _TRUNCATION_WARNED.setdefault(batch, set())
+    labels = [f"predictions[{i}]" for i in encode_texts(batch.raw_predictions, prefix, context_length).truncated]
+    if with_references:
+        flat = [(i, j, r) for i, refs in enumerate(batch.raw_references) for j, r in enumerate(refs)]
+        cut = encode_texts([r for _, _, r in flat], prefix, context_length).truncated
+        labels += [f"references[{flat[k][0]}][{flat[k][1]}]" for k in cut]
+    new = [label for label in labels if label not in seen]
+    if not new:
+        return
+    seen.update(new)
+    shown = ", ".join(new[:WARN_FIRST]) + (f" and {len(new) - WARN_FIRST} more" if len(new) > WARN_FIRST else "")
+    warnings.warn(f"{len(new)} text(s) longer than CLIP's {context_length}-token context were cut to "
+                  f"{context_length} tokens (the end-of-text token kept), as clipscore.py and PAC-S cut them: {shown}.",
+                  CaptionTruncatedWarning, stacklevel=stacklevel)
+
+
+class _VisionLanguageMetric(CaptionMetric):
+    """A CLIP-based score of one family (``clip`` or ``pac``), with or without the references."""
+
+    uses_tokens: ClassVar[bool] = False
+    needs_images: ClassVar[bool] = True
+    family: ClassVar[str] = "clip"
+    weight: ClassVar[float] = CLIP_S_WEIGHT
+    with_references: ClassVar[bool] = False
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        from capeval.sentence_cosine.metric import positive_int_option
+
+        f = self.family
+        self.config[f"{f}_batch_size"] = positive_int_option(self.config[f"{f}_batch_size"], f"{f}_batch_size")
+        model = self.config[f"{f}_model"]
+        if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model).strip()):
+            raise ValueError(f"{f}_model must be a Hub id, an open_clip name, a folder or a checkpoint file, got "
+                             f"{model!r:.60}.")
+        prefix = self.config[f"{f}_prefix"]
+        if not isinstance(prefix, str):
+            raise ValueError(f"{f}_prefix must be a string, got {type(prefix).__name__} ({prefix!r:.60}).")
+        from capeval.vision_language.backends import DTYPES
+
+        if self.config[f"{f}_dtype"] not in DTYPES:
+            raise ValueError(f"{f}_dtype must be one of {list(DTYPES)}, got {self.config[f'{f}_dtype']!r:.60}.")
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.models._deps import require
+
+        require("torch", "torchvision", "open_clip", "transformers", what=f"the {cls.name} metric")
+
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        """The weights' fingerprint (the model is loaded once per process to compute it)."""
+        return cls._backend_for({**cls.options, **options}).fingerprint
+
+    @classmethod
+    def _backend_for(cls, config: dict[str, Any]):
+        from capeval.vision_language.backends import load_clip
+
+        f = cls.family
+        spec = resolve_model(f, config.get(f"{f}_model"))
+        return load_clip(spec, device=config.get(f"{f}_device"), dtype=config.get(f"{f}_dtype") or "float32",
+                         option=f"{f}_model")
+
+    def _backend(self):
+        return self._backend_for(self.config)
+
+    def signature_value(self, backend) -> str:
+        from capeval.vision_language.features import PREPROCESS_VERSION
+        from capeval.vision_language.tokenizer import normalize_prefix
+
+        prefix = quote(normalize_prefix(self.config[f"{self.family}_prefix"]), safe="")
+        refs = ",refs=max" if self.with_references else ""
+        return (f"model={backend.label}#{backend.fingerprint[:8]},w={self.weight:g},prefix={prefix},"
+                f"dtype={backend.dtype},img={PREPROCESS_VERSION}{refs}")
+
+    def prepare(self, batch: CaptionBatch) -> list[float]:
+        """Each caption's score (independent of the others: ``--processes N`` splits captions and images)."""
+        from capeval.vision_language.features import image_features, text_features
+        from capeval.vision_language.scores import harmonic_mean, image_text_scores, reference_scores
+
+        if batch.images is None:
+            raise ValueError(f"{self.name} needs images= (one per prediction).")
+        f = self.family
+        backend = self._backend()
+        size = self.config[f"{f}_batch_size"]
+        prefix = self.config[f"{f}_prefix"]
+        images = image_features(backend, batch.images, batch_size=size, progress=batch.progress,
+                                desc=f"{self.name} images")
+        candidates, _ = text_features(backend, batch.raw_predictions, prefix=prefix, batch_size=4 * size,
+                                      progress=batch.progress, desc=f"{self.name} captions")
+        scores = image_text_scores(images, candidates, self.weight)
+        if self.with_references:
+            owners = [i for i, refs in enumerate(batch.raw_references) for _ in refs]
+            flat = [r for refs in batch.raw_references for r in refs]
+            references, _ = text_features(backend, flat, prefix=prefix, batch_size=4 * size, progress=batch.progress,
+                                          desc=f"{self.name} references")
+            scores = harmonic_mean(scores, reference_scores(candidates, references, owners))
+        empty = [i for i, p in enumerate(batch.raw_predictions) if not p.strip()]
+        scores[empty] = 0.0
+        return [float(s) for s in scores]
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        backend = self._backend()
+        warn_truncated(batch, self.config[f"{self.family}_prefix"], backend.context_length, self.with_references)
+        prepared = self._prepared
+        if prepared is not None and len(prepared) != len(batch):
+            raise ValueError(f"{self.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
+        per = [float(s) for s in (prepared if prepared is not None else self.prepare(batch))]
+        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
+                            signature=self.signature_value(backend))
+
+
+def _options(family: str, default_model: str | None) -> dict[str, Any]:
+    return {f"{family}_model": default_model, f"{family}_device": None, f"{family}_dtype": "float32",
+            f"{family}_batch_size": 64, f"{family}_prefix": DEFAULT_PREFIX}
+
+
+class ClipS(_VisionLanguageMetric):
+    """CLIP-S (Hessel et al. 2021): 2.5·max(cos(image, caption), 0), reference-free."""
+
+    name = "clip_s"
+    options: ClassVar[dict[str, Any]] = _options("clip", DEFAULT_CLIP_MODEL)
+
+
+class RefClipS(_VisionLanguageMetric):
+    """RefCLIP-S: the harmonic mean of CLIP-S and the best candidate-reference cosine."""
+
+    name = "ref_clip_s"
+    with_references = True
+    options: ClassVar[dict[str, Any]] = _options("clip", DEFAULT_CLIP_MODEL)
+
+
+class PacS(_VisionLanguageMetric):
+    """PAC-S (Sarto et al. 2023): 2.0·max(cos, 0) with the positive-augmented CLIP."""
+
+    name = "pac_s"
+    family = "pac"
+    weight = PAC_S_WEIGHT
+    options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)
+
+
+class RefPacS(_VisionLanguageMetric):
+    """RefPAC-S: the harmonic mean of PAC-S and the best candidate-reference cosine (PAC-S's CLIP)."""
+
+    name = "ref_pac_s"
+    family = "pac"
+    weight = PAC_S_WEIGHT
+    with_references = True
+    options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)
+
+
+__all__ = ["CaptionTruncatedWarning", "ClipS", "DEFAULT_CLIP_MODEL", "DEFAULT_PAC_MODEL", "PAC_CHECKPOINT_NAME",
+           "PacS", "RefClipS", "RefPacS", "default_pac_checkpoint", "resolve_model", "warn_truncated"]
