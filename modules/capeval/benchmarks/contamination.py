@@ -21,7 +21,7 @@ from typing import Any
 
 from capeval.benchmarks.blend import is_blend, parse_blend
 from capeval.catalog import DEFAULTS, MODEL_OPTIONS, MODELS, canonical, training_sources
-from capeval.provenance import SOURCES, benchmark_data, overlaps
+from capeval.provenance import SOURCES, UNDISCLOSED, benchmark_data, overlaps
 from capeval.registry import resolve
 
 #: Metric families with nothing trained (document frequencies and uniqueness tables are corpus statistics).
@@ -100,6 +100,9 @@ def contamination(key: str, benchmark: str, subset: str | None = None,
     reasons: list[str] = []
     for name in models:
         for source, path in training_sources(name):
+            if source.dataset == UNDISCLOSED:
+                reasons.append(f"unknown: {' → '.join(path)} was trained on {source.description}")
+                continue
             hits = [SOURCES[b] for b in data.sources if overlaps(source, SOURCES[b], data.name)]
             for hit in hits:
                 reasons.append(f"{' → '.join(path)} was trained on {source.description}, which overlaps the "

@@ -110,6 +110,22 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sentence-rank-model", metavar="DIR|NAME",
                         help="the sentence_rank metric's model: a `capeval sentence-rank train` folder (experimental; "
                              "no model is shipped yet, see docs/benchmarks/measurements.md §12)")
+    from capeval.vision_language.metric import DEFAULT_CLIP_MODEL, DEFAULT_PAC_MODEL, PAC_CHECKPOINT_NAME
+
+    parser.add_argument("--clip-model", metavar="ID|NAME|DIR|FILE",
+                        help="clip_s / ref_clip_s: a Hub id (default: " + DEFAULT_CLIP_MODEL + ", read from the "
+                             "Hugging Face cache), an OpenAI name (ViT-B/32), open_clip:NAME/TAG, a transformers "
+                             "folder or an OpenAI-format checkpoint file")
+    parser.add_argument("--pac-model", metavar="FILE|ID",
+                        help=f"pac_s / ref_pac_s: the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed) or a Hub "
+                             f"repo holding it (default: {DEFAULT_PAC_MODEL}, looked for in capeval's cache folder)")
+    for family in ("clip", "pac"):
+        parser.add_argument(f"--{family}-dtype", choices=["float32", "float16"], default=None,
+                            help=f"{family}_s / ref_{family}_s arithmetic: float32 (default, the reference's) or "
+                                 "float16 (GPU only)")
+        parser.add_argument(f"--{family}-device", metavar="DEVICE", default=None,
+                            help=f"{family}_s / ref_{family}_s device: cpu, cuda, cuda:1 ... (default: CUDA when "
+                                 "available)")
 
 
 def model_options(args: argparse.Namespace) -> dict:
@@ -121,5 +137,7 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("lceval_plus_model", args.lceval_plus_model),
                               ("sentence_cosine_encoder", getattr(args, "sentence_cosine_encoder", None)),
                               ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)),
-                              ("sentence_rank_model", getattr(args, "sentence_rank_model", None)))
+                              ("sentence_rank_model", getattr(args, "sentence_rank_model", None)),
+                              *((f"{family}_{what}", getattr(args, f"{family}_{what}", None))
+                                for family in ("clip", "pac") for what in ("model", "dtype", "device")))
             if v is not None}
