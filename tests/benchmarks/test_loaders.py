@@ -201,6 +201,8 @@ def test_abstract50s_reference_sampling_is_seeded():
         ("pascal50s", {}, "pair_pascal.mat"),
         ("abstract50s", {}, "abstract48S.json"),
         ("thumb", {}, "mscoco_THumB-1.0.jsonl"),
+        ("nebula", {}, "nebula_test.json"),
+        ("polaris", {"split": "train"}, "polaris_train.json"),
         ("coco-karpathy-test", {}, "karpathy_ref.json"),
     ],
 )
@@ -211,8 +213,8 @@ def test_missing_files_name_path_and_format(tmp_path, name, settings, missing):
 
 def test_every_registered_name_has_a_missing_file_case():
     assert set(BENCHMARK_NAMES) == {
-        "flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb",
-        "coco-karpathy-test",
+        "flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb", "nebula",
+        "polaris", "coco-karpathy-test",
     }
 
 

@@ -1,7 +1,8 @@
 """Human-judgment benchmarks for caption metrics: loaders, statistics, the harness and its reports.
 
 Modules, in data-flow order: the loaders (``flickr8k``, ``composite``, ``pascal50s``, ``abstract50s``,
-``thumb``, ``coco_karpathy``; file helpers in ``files``) yield the record types of ``records``;
+``thumb``, ``nebula`` and ``polaris`` (both read by ``judgment_sets``; Hub datasets by ``hub_dataset``),
+``coco_karpathy``; file helpers in ``files``) yield the record types of ``records``;
 ``stats`` holds the correlation / accuracy statistics; ``scorers`` scores items with any capeval
 metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``capeval bench``;
 ``report`` prints its tables beside the published numbers and draws plots. ``robustness`` runs
@@ -15,7 +16,8 @@ human judgments).
 
 Metrics that read images also take ``images=bench.images()``: one image file path per candidate, in
 :meth:`Benchmark.candidates` order (``None`` when some image is not under the data directory; the loaders look
-in ``files.FLICKR8K_IMAGE_DIRS``, ``PASCAL_IMAGE_DIRS``... or a loader's ``image_dir=``).
+in ``files.FLICKR8K_IMAGE_DIRS``, ``PASCAL_IMAGE_DIRS``... or a loader's ``image_dir=``); for Nebula and Polaris
+read from their Hub datasets, the datasets' own ``Image`` values (``{"bytes", "path"}``).
 
 Benchmarks (``load_benchmark`` names; settings are the loader's keyword arguments):
 
@@ -28,6 +30,8 @@ composite              subset=8k|30k|coco|all, drop_matched_reference  Kendall t
 pascal50s              references=expert|all|k, seed                   pairwise accuracy
 abstract50s            references=all|k, seed, hc_pairs                pairwise accuracy
 thumb                  include_human, target=total|P|R                 Pearson
+nebula                 split=test|validation|train, image_dir          Kendall tau-c
+polaris                split=test|validation|train, image_dir          Kendall tau-c
 coco-karpathy-test     systems                                         (no judgments)
 =====================  ==============================================  =========================
 
@@ -49,7 +53,9 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
     from capeval.benchmarks.coco_karpathy import load_coco_karpathy
     from capeval.benchmarks.composite import load_composite
     from capeval.benchmarks.flickr8k import load_crowdflower, load_expert
+    from capeval.benchmarks.nebula import load_nebula
     from capeval.benchmarks.pascal50s import load_pascal50s
+    from capeval.benchmarks.polaris import load_polaris
     from capeval.benchmarks.thumb import load_thumb
 
     return {
@@ -59,6 +65,8 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
         "pascal50s": load_pascal50s,
         "abstract50s": load_abstract50s,
         "thumb": load_thumb,
+        "nebula": load_nebula,
+        "polaris": load_polaris,
         "coco-karpathy-test": load_coco_karpathy,
     }
 

@@ -4,9 +4,9 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
 
 * **Scoring groups.** Corpus-dependent metrics (CIDEr-D's document frequencies) depend on which
   items are scored together. Each benchmark set is scored in one call — all candidates of
-  Flickr8k / COMPOSITE, the ``a`` and ``b`` candidates of all pairs for PASCAL-50S / ABSTRACT-50S,
-  the 2,500 (with Human) or 2,000 (without Human) THumB captions — and THumB's system-level scores
-  are computed per system. With pycocoevalcap's CIDEr-D these groupings reproduce the published
+  Flickr8k / COMPOSITE / a Nebula or Polaris split, the ``a`` and ``b`` candidates of all pairs for
+  PASCAL-50S / ABSTRACT-50S, the 2,500 (with Human) or 2,000 (without Human) THumB captions — and THumB's
+  system-level scores are computed per system. With pycocoevalcap's CIDEr-D these groupings reproduce the published
   Flickr8k-Expert τ-c, PASCAL-50S accuracies and THumB Pearson / system values exactly.
 * **Images.** Metrics that read images (``needs_images``, e.g. ``critic``) get each candidate's image
   file (:meth:`Benchmark.images`: the pair's image for both candidates of a pair); a benchmark with any
@@ -16,8 +16,8 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
   (CIDEr-D on its 0-10 scale).
 * **Headline.** Every metric's entry (and every COMPOSITE subset's) holds ``headline``: the benchmark's own
   statistic with a 95 % percentile-bootstrap interval when ``bootstrap`` > 0 (:func:`headline_statistic`). Resampled
-  units: Flickr8k / COMPOSITE candidate items (all rows of an item together), PASCAL-50S / ABSTRACT-50S pairs
-  within their category, THumB captions. Seeded by the first of ``seeds``.
+  units: Flickr8k / COMPOSITE / Nebula / Polaris candidate items (all rows of an item together), PASCAL-50S /
+  ABSTRACT-50S pairs within their category, THumB captions. Seeded by the first of ``seeds``.
 * **Comparisons.** ``compare=[(A, B), ...]``: a paired bootstrap of headline(A) − headline(B) on the same resamples
   (:func:`capeval.benchmarks.stats.paired_bootstrap_difference`), in :attr:`BenchResult.comparisons`.
 """
@@ -78,10 +78,13 @@ class _Scorer:
         self.image_metrics = [spec for spec in self.metrics if needs_images(spec)]
 
     def check_images(self, bench: Benchmark) -> list[str] | None:
-        """``bench``'s image paths (:meth:`Benchmark.images`); ``ValueError`` naming the benchmark and the
-        metrics when a metric reads images and some record has no image file."""
+        """``bench``'s images (:meth:`Benchmark.images`: file paths, or the images a Hub dataset carries), ``None``
+        when no metric reads images (nothing is read then); ``ValueError`` naming the benchmark and the metrics when
+        a metric reads images and some record has no image file."""
+        if not self.image_metrics:
+            return None
         images = bench.images()
-        if images is None and self.image_metrics:
+        if images is None:
             missing = bench.missing_images()
             raise ValueError(
                 f"{', '.join(self.image_metrics)} read images, but {len(missing)} image(s) of benchmark {bench.name} "

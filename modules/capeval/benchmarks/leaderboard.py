@@ -62,6 +62,8 @@ BENCHMARK_LABELS = {
     "pascal50s": "PASCAL-50S",
     "abstract50s": "ABSTRACT-50S",
     "thumb": "THumB",
+    "nebula": "Nebula",
+    "polaris": "Polaris",
 }
 #: Known protocol / reference variants per benchmark, in column order (others follow: integers, then by name).
 VARIANT_ORDER = {
@@ -71,6 +73,8 @@ VARIANT_ORDER = {
     "pascal50s": ("expert", "all"),
     "abstract50s": ("all",),
     "thumb": ("with_human",),
+    "nebula": ("test", "validation", "train"),
+    "polaris": ("test", "validation", "train"),
 }
 SUBSET_ORDER = ("all", "8k", "30k", "coco")
 STATISTIC_LABELS = {"tau_c": "τ-c", "tau_b": "τ-b", "pearson": "Pearson", "spearman": "Spearman", "avg": "avg %"}
@@ -395,6 +399,8 @@ def _variant_and_subset(benchmark: str, settings: Mapping[str, Any]) -> tuple[st
         return str(settings.get("refs") or "expert"), "all"
     if benchmark == "abstract50s":
         return str(settings.get("refs") or "all"), "all"
+    if benchmark in ("nebula", "polaris"):
+        return str(settings.get("split") or "test"), "all"
     return "with_human", "all"
 
 

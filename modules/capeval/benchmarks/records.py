@@ -14,7 +14,7 @@ the protocol reports. :meth:`Benchmark.evaluate` turns metric scores into that s
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,10 @@ class Benchmark:
         statistic: what :meth:`evaluate` reports: one of :data:`STATISTICS`.
         files: the source files that were read.
         notes: facts worth printing with the results (dropped items, known caveats).
+        embedded_images: for a benchmark whose files carry the images themselves (a Hugging Face dataset's
+            ``Image`` column), a function returning one image per record in record order (a ``datasets.Image``
+            value: ``{"bytes": ..., "path": ...}``); called once, by the first :meth:`images`. ``None``: the
+            images are files, :attr:`CaptionRecord.image_path`.
     """
 
     name: str
@@ -118,6 +122,7 @@ class Benchmark:
     statistic: str
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    embedded_images: Callable[[], Sequence[Any]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -125,6 +130,7 @@ class Benchmark:
         kinds = {type(r) for r in self.records}
         if len(kinds) > 1:
             raise ValueError(f"{self.name}: records mix {sorted(k.__name__ for k in kinds)}.")
+        self._embedded: list[Any] | None = None
 
     # -- shape ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -144,7 +150,7 @@ class Benchmark:
     def counts(self) -> dict[str, int]:
         """Basic counts: items, judgments (rows entering a correlation), images, images on disk."""
         images = {r.image_id for r in self.records}
-        on_disk = {r.image_id for r in self.records if r.image_path is not None}
+        on_disk = images if self.embedded_images else {r.image_id for r in self.records if r.image_path is not None}
         out = {"items": len(self.records), "images": len(images), "images_available": len(on_disk)}
         if self.is_pairwise:
             out["ties"] = sum(r.is_tie for r in self.records)
@@ -165,16 +171,27 @@ class Benchmark:
             return [list(r.references) for r in self.records for _ in range(2)]
         return [list(r.references) for r in self.records]
 
-    def images(self) -> list[str] | None:
-        """Image file paths aligned with :meth:`candidates` (pairs: the pair's image twice), or ``None`` when
-        any record has no image file (:attr:`CaptionRecord.image_path` is ``None``; see :meth:`missing_images`)."""
+    def images(self) -> list[Any] | None:
+        """Images aligned with :meth:`candidates` (pairs: the pair's image twice): the files' paths, or the
+        images the benchmark's files carry (:attr:`embedded_images`); ``None`` when some record has no image file
+        (:attr:`CaptionRecord.image_path` is ``None``; see :meth:`missing_images`)."""
+        repeat = 2 if self.is_pairwise else 1
+        if self.embedded_images is not None:
+            if self._embedded is None:
+                values = list(self.embedded_images())
+                if len(values) != len(self.records):
+                    raise ValueError(f"{self.name}: {len(values)} embedded images for {len(self.records)} records.")
+                self._embedded = values
+            return [value for value in self._embedded for _ in range(repeat)]
         if self.missing_images():
             return None
-        repeat = 2 if self.is_pairwise else 1
         return [str(r.image_path) for r in self.records for _ in range(repeat)]
 
     def missing_images(self) -> list[str]:
-        """The distinct image ids whose file was not found, in record order (empty when every image is there)."""
+        """The distinct image ids whose file was not found, in record order (empty when every image is there, or
+        when the benchmark's files carry the images: :attr:`embedded_images`)."""
+        if self.embedded_images is not None:
+            return []
         return list(dict.fromkeys(r.image_id for r in self.records if r.image_path is None))
 
     # -- evaluation ----------------------------------------------------------------------------
