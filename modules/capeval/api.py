@@ -30,6 +30,8 @@ SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_ch
 #: A metric that needs no image, named in the error when an image-reading metric gets no ``images=``
 #: (when it is registered).
 IMAGE_FREE_ALTERNATIVE = "critic_ref"
+#: The metrics that need no image, named by that error too (the reference-based counterparts of the image metrics).
+IMAGE_FREE_METRICS = ("bleu", "meteor", "rouge_l", "cider_d", "spice", "sentence_cosine", "critic_ref", "lceval")
 
 
 #: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
@@ -187,8 +189,9 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
     max_chars = check_max_caption_chars(max_caption_chars)
     routed = _split_options(selected, options)
-    imgs = check_images(images, len(preds), _image_metrics(selected), IMAGE_FREE_ALTERNATIVE)
+    imgs = check_images(images, len(preds), _image_metrics(selected), IMAGE_FREE_ALTERNATIVE, IMAGE_FREE_METRICS)
     batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress, images=imgs)
+    batch.metric_names = tuple(selected)  # what every metric of this call reads (one warning per call, not per metric)
     limited = [name for name in selected if metric_class(name).limits_length]
     if limited and max_chars is not None:
         check_caption_lengths(preds, refs, max_chars, limited)

@@ -24,6 +24,11 @@ def citations() -> dict[str, str]:
     return dict(_load()["citations"])
 
 
+def entries() -> list[dict]:
+    """Every entry, in file order (``capeval verify`` re-measures them all)."""
+    return list(_load()["entries"])
+
+
 def published(benchmark: str, protocol: str | None = None, statistic: str | None = None) -> list[dict]:
     """Entries for ``benchmark`` (optionally one protocol / statistic), in file order."""
     return [

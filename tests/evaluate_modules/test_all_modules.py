@@ -27,12 +27,28 @@ MODULES = {
                "lceval_released"),
     "sentence_cosine": ("SentenceCosine", "predictions=['A dog runs.'], references=[['A dog runs fast.']]",
                         "sentence_cosine"),
+    # {images}, {clip_model}, {pac_model}: filled from the tiny_clip fixture (a random CLIP saved in tmp; no weights
+    # are shipped or downloadable offline)
+    "clip_score": ("ClipScore", "predictions=['A dog runs.', 'A cat sleeps.'], references=[['A dog runs fast.'], "
+                   "'A cat.'], images={images}, clip_model={clip_model!r}", "clip_s"),
+    "pac_score": ("PacScore", "predictions=['A dog runs.', 'A cat sleeps.'], references=[['A dog runs fast.'], "
+                  "'A cat.'], images={images}, pac_model={pac_model!r}", "pac_s"),
 }
+#: Modules that score with a CLIP: the torch stack and open_clip, and a tiny random checkpoint in the smoke test.
+VISION_MODULES = ("clip_score", "pac_score")
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "Values from Popular Papers", "## Limitations and Bias", "## Citation")
 
 
 pytestmark = pytest.mark.usefixtures("fresh_cache")
+
+
+def _needs(name: str, weights: bool = False) -> None:
+    """:func:`support.needs` (or :func:`support.needs_weights`), and for the CLIP modules their packages."""
+    (needs_weights if weights else needs)(name)
+    if name in VISION_MODULES:
+        for module in ("torch", "torchvision", "open_clip", "transformers"):
+            pytest.importorskip(module)
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -119,7 +135,7 @@ def test_caption_module_equals_capeval_score(name, java):
 def test_script_doctests_pass_evaluates_harness(name, java):
     """The examples use the Hub ids (``evaluate.load("capeval/<name>")``) and pass the steps of evaluate's
     ``test_metric_common.py`` (no ELLIPSIS, ids mapped to the local folders)."""
-    needs_weights(name)  # the examples score with the shipped weights
+    _needs(name, weights=True)  # the examples score with the shipped weights (the CLIP modules' scoring is +SKIP)
     assert run_module_doctests(name) >= 2
     script = (ROOT / "metrics" / name / f"{name}.py").read_text(encoding="utf-8")
     assert f'evaluate.load("capeval/{name}")' in script and 'evaluate.load("metrics/' not in script
@@ -127,7 +143,7 @@ def test_script_doctests_pass_evaluates_harness(name, java):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_card_doctest_blocks_run(name, java):
-    needs_weights(name)
+    _needs(name, weights=True)
     text = (ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if ">>>" in b]
     if not blocks:
@@ -153,7 +169,7 @@ def test_script_has_one_import_per_line(name):
 def test_space_app_builds_the_blocks(name, monkeypatch):
     """Each app.py builds gradio Blocks around its module, from any working directory, without launching."""
     gr = pytest.importorskip("gradio")
-    needs(name)
+    _needs(name)
     monkeypatch.chdir("/")  # the app must find its script wherever it is started from
     app = runpy.run_path(str(ROOT / "metrics" / name / "app.py"), run_name="app")
     assert isinstance(app["demo"], gr.Blocks)
@@ -161,10 +177,14 @@ def test_space_app_builds_the_blocks(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java):
-    """HF_HUB_OFFLINE is read when huggingface_hub is imported: check loading in a fresh interpreter."""
-    needs_weights(name)
+def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request):
+    """HF_HUB_OFFLINE is read when huggingface_hub is imported: check loading in a fresh interpreter (the CLIP
+    modules with a tiny random checkpoint and noise images: their real weights are not available offline)."""
+    _needs(name, weights=True)
     _, kwargs, key = MODULES[name]
+    if name in VISION_MODULES:
+        tiny = request.getfixturevalue("tiny_clip")
+        kwargs = kwargs.format(images=tiny["images"][:2], clip_model=tiny["clip_model"], pac_model=tiny["pac_model"])
     code = f"import evaluate, sys; m = evaluate.load(sys.argv[1]); print(repr(m.compute({kwargs})[{key!r}]))"
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")])}
@@ -172,4 +192,7 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java):
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     value = float(out.stdout.strip().splitlines()[-1])
-    assert 0.0 < value <= 5.0
+    if name in VISION_MODULES:  # random weights: a negative cosine is clipped to 0; w = 2.5 (CLIP-S) or 2.0 (PAC-S)
+        assert 0.0 <= value <= 2.5
+    else:
+        assert 0.0 < value <= 5.0

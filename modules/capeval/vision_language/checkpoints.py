@@ -19,6 +19,7 @@ loading into a float32 model, does not do).
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -62,8 +63,9 @@ def read_state_dict(path: str | os.PathLike, *, what: str = "clip_model") -> dic
         try:
             state = torch.load(str(path), map_location="cpu", weights_only=True)
         except Exception as err:  # noqa: BLE001 - the unpickler raises many types
-            raise ValueError(f"{what}: {path} could not be read as weights only ({type(err).__name__}: "
-                             f"{str(err)[:300]}). capeval never unpickles code: save the state dict itself "
+            first = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[0][:200] if str(err).strip() else ""
+            raise ValueError(f"{what}: {path} could not be read as weights only ({type(err).__name__}: {first}). "
+                             "capeval never unpickles code: save the state dict itself "
                              "(torch.save(model.state_dict(), ...)) or a safetensors file.") from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]

@@ -2,7 +2,9 @@
 
 Per caption (formulas in :mod:`capeval.vision_language.scores`): ``clip_s`` = 2.5·max(cos(image, "A photo depicts " +
 candidate), 0), in [0, 2.5]; ``ref_clip_s`` = the harmonic mean of ``clip_s`` and the largest cosine between the
-candidate and its references (same prefix), in [-1, 2.5) (0 where the reference would divide by zero); ``pac_s`` /
+candidate and its references (same prefix): in [0, 1.43] when that cosine is ≥ 0 (the harmonic mean of a value in
+[0, 2.5] and one in [0, 1]), unbounded where it is negative and close to minus the image-text score, 0 where the
+reference would divide by zero (both 0); ``pac_s`` /
 ``ref_pac_s`` the same with ``w = 2.0`` and the PAC-S fine-tuned CLIP. Corpus value: the mean. Captions and references
 are read as given (the CLIP tokenizer cleans and lower-cases them itself); an empty prediction (``empty="zero"``)
 scores 0.
@@ -82,6 +84,8 @@ def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_r
     6: the line that called :func:`capeval.score`)."""
     from capeval.vision_language.tokenizer import encode_texts
 
+    # the references too when another metric of the call reads them: one warning for the whole call
+    with_references = with_references or bool(set(getattr(batch, "metric_names", ())) & {"ref_clip_s", "ref_pac_s"})
     seen = _TRUNCATION_WARNED.setdefault(batch, set())
     labels = [f"predictions[{i}]" for i in encode_texts(batch.raw_predictions, prefix, context_length).truncated]
     if with_references:

