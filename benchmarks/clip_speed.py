@@ -178,6 +178,7 @@ def main() -> int:
     p.add_argument("--reference-workers", type=int, default=8)
     p.add_argument("--data", default=os.environ.get("CAPEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     p.add_argument("--work", type=Path, default=Path("/tmp/capeval-clip-speed"))
+    p.add_argument("--scores-out", type=Path, help="write every variant's per-caption scores here (JSON)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help=argparse.SUPPRESS)
     p.add_argument("--hf-folder", help=argparse.SUPPRESS)
@@ -209,6 +210,8 @@ def main() -> int:
         shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in results[variant].items() if k != "scores"}
         print(json.dumps(shown), flush=True)
     _compare(results)
+    if args.scores_out:
+        args.scores_out.write_text(json.dumps({name: r["scores"] for name, r in results.items()}))
     return 0
 
 
