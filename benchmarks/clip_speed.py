@@ -86,10 +86,25 @@ def run_variant(name: str, args) -> dict:
         load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
         out["load_s"] = time.perf_counter() - t0
         metrics = ["clip_s"] if name == "capeval-clip_s" else ["clip_s", "ref_clip_s"]
+        profiler = None
+        if args.profile_out:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
         t1 = time.perf_counter()
         result = capeval.score(cands, refs, metrics=metrics, images=paths, clip_model=args.checkpoint,
                                clip_device=args.device, clip_dtype=args.dtype)
         out["score_s"] = time.perf_counter() - t1
+        if profiler is not None:
+            import io
+            import pstats
+
+            profiler.disable()
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(40)
+            Path(args.profile_out).mkdir(parents=True, exist_ok=True)
+            (Path(args.profile_out) / f"profile-{name}-{args.dtype}.txt").write_text(text.getvalue())
         scores = {k: result["per_caption"][k] for k in metrics}
     elif name == "reference":
         from support import clip_reference as ref
@@ -179,6 +194,7 @@ def main() -> int:
     p.add_argument("--data", default=os.environ.get("CAPEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     p.add_argument("--work", type=Path, default=Path("/tmp/capeval-clip-speed"))
     p.add_argument("--scores-out", type=Path, help="write every variant's per-caption scores here (JSON)")
+    p.add_argument("--profile-out", help="write a cProfile listing of each capeval variant's scoring into this folder")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help=argparse.SUPPRESS)
     p.add_argument("--hf-folder", help=argparse.SUPPRESS)
@@ -202,6 +218,8 @@ def main() -> int:
         command = [sys.executable, __file__, "--child", variant, "--images", str(args.images), "--device", args.device,
                    "--dtype", args.dtype, "--reference-workers", str(args.reference_workers), "--data", args.data,
                    "--checkpoint", str(checkpoint), "--hf-folder", str(folder)]
+        if args.profile_out:
+            command += ["--profile-out", args.profile_out]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(json.dumps({"variant": variant, "error": done.stderr[-2000:]}), flush=True)

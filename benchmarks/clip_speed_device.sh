@@ -15,7 +15,7 @@ py=$(command -v python3 || command -v python)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.csv"
 "$py" -c "import os, torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'cpus', os.cpu_count())"
 "$py" benchmarks/clip_speed.py --images "$images" --device "$device" --work /tmp/clip-speed \
-  --variants capeval,capeval-clip_s,reference,torchmetrics --scores-out "$out/scores-fp32.json" 2>&1 | tee "$out/clip-speed-fp32.jsonl"
+  --variants capeval,capeval-clip_s,reference,torchmetrics --scores-out "$out/scores-fp32.json" ${PROFILE:+--profile-out "$out"} 2>&1 | tee "$out/clip-speed-fp32.jsonl"
 if [ "$device" != cpu ]; then
   "$py" benchmarks/clip_speed.py --images "$images" --device "$device" --dtype float16 --work /tmp/clip-speed \
     --variants capeval,reference --scores-out "$out/scores-fp16.json" 2>&1 | tee "$out/clip-speed-fp16.jsonl"

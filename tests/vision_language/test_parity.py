@@ -286,3 +286,20 @@ def _write_tokenizer_files(folder) -> None:
     merges = sorted(bpe.bpe_ranks, key=bpe.bpe_ranks.get)
     (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
                                        encoding="utf-8")
+
+
+def test_the_numpy_preprocessing_is_bitwise_torchvisions(images):
+    """ToTensor + Normalize written in numpy give torchvision's values bit for bit (and Resize / CenterCrop are
+    torchvision's own)."""
+    from PIL import Image
+
+    from capeval.vision_language.features import reference_transform
+
+    expected_transform = ref.reference_transform(224)
+    ours = reference_transform(224, (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
+    for path in images:
+        image = Image.open(path).convert("RGB")
+        expected = expected_transform(image).numpy()
+        got = ours(image)
+        assert got.dtype == np.float32 and got.shape == expected.shape
+        assert np.array_equal(got, expected)

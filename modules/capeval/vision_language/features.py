@@ -76,15 +76,33 @@ def clear_feature_caches() -> None:
     _TEXTS.clear()
 
 
-def reference_transform(resolution: int, mean: Sequence[float], std: Sequence[float]):
-    """clipscore.py's / PAC-S's preprocessing of an RGB PIL image: bicubic resize, centre crop, tensor, normalise."""
-    transforms = require("torchvision.transforms", what="CLIP image preprocessing")
-    return transforms.Compose([
-        transforms.Resize(resolution, interpolation=transforms.InterpolationMode.BICUBIC),
-        transforms.CenterCrop(resolution),
-        transforms.ToTensor(),
-        transforms.Normalize(tuple(mean), tuple(std)),
-    ])
+class _ReferencePreprocess:
+    """clipscore.py's / PAC-S's preprocessing of an RGB PIL image: bicubic resize of the shorter side and centre crop
+    (torchvision on the PIL image, i.e. Pillow), then ``ToTensor`` and ``Normalize`` written in numpy with the same
+    float32 operations in the same order (bit for bit the same values, tested): torch operations in the decoding threads
+    would each start the intra-op thread pool (16 threads × 16 threads on a 16-core GPU machine). Returns a ``3×R×R``
+    float32 array."""
+
+    def __init__(self, resolution: int, mean: Sequence[float], std: Sequence[float]):
+        np = require("numpy")
+        transforms = require("torchvision.transforms", what="CLIP image preprocessing")
+        self.geometry = transforms.Compose([
+            transforms.Resize(resolution, interpolation=transforms.InterpolationMode.BICUBIC),
+            transforms.CenterCrop(resolution),
+        ])
+        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
+        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
+        self.scale = np.float32(255)
+
+    def __call__(self, image):
+        np = require("numpy")
+        pixels = np.asarray(self.geometry(image), dtype=np.uint8).transpose(2, 0, 1).astype(np.float32) / self.scale
+        return (pixels - self.mean) / self.std
+
+
+def reference_transform(resolution: int, mean: Sequence[float], std: Sequence[float]) -> _ReferencePreprocess:
+    """The reference preprocessing for a model of ``resolution`` pixels (see :class:`_ReferencePreprocess`)."""
+    return _ReferencePreprocess(resolution, mean, std)
 
 
 def normalize_rows(features):
@@ -143,7 +161,8 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
             names = list(pending)
             for b in range(0, len(names), batch_size):
                 chunk = names[b:b + batch_size]
-                features = normalize_rows(backend.image_features(torch.stack([pending[k] for k in chunk])).numpy())
+                pixels = torch.from_numpy(np.stack([pending[k] for k in chunk]))
+                features = normalize_rows(backend.image_features(pixels).numpy())
                 for key, row in zip(chunk, features):
                     rows[key] = row
                     _IMAGES.put((*base, key), row)
