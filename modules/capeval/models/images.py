@@ -42,6 +42,8 @@ from typing import Any
 
 from capeval.models._deps import require
 
+#: The EXIF orientation tag (values 2-8 rotate or mirror the picture; 1 or none leave it as stored).
+_ORIENTATION = 0x0112
 #: Largest image decoded (pixels): Pillow's decompression-bomb error threshold (2 × ``Image.MAX_IMAGE_PIXELS``).
 MAX_PIXELS = 178_956_970
 #: Native resolution: the shorter side is upscaled to at least this many pixels (a 1×1 image becomes 32×32).
@@ -179,7 +181,8 @@ def decode_bytes(data: bytes, label: str):
             image = Image.open(io.BytesIO(data))
             _check_pixels(image.size, label)
             image.load()
-            image = ImageOps.exif_transpose(image)
+            if image.getexif().get(_ORIENTATION, 1) in range(2, 9):  # else exif_transpose would only copy the pixels
+                image = ImageOps.exif_transpose(image)
     except Image.DecompressionBombError:
         raise ValueError(f"{label} is larger than Pillow's decompression-bomb limit; downscale it first.") from None
     except (OSError, SyntaxError, Image.UnidentifiedImageError, ValueError) as err:
