@@ -162,3 +162,32 @@ def test_the_command_line_gives_the_python_scores(checkpoint, pngs, tmp_path, ca
     for key in ("clip_s", "ref_clip_s"):
         assert printed[key] == pytest.approx(expected[key], abs=1e-6)
         assert np.allclose(printed["per_caption"][key], expected["per_caption"][key], atol=1e-6)
+
+
+class _Decoder:
+    """A tokenizer stand-in: row ``[i, ...]`` decodes to ``captions[i]``."""
+
+    def __init__(self, captions):
+        self.captions = captions
+
+    def batch_decode(self, rows, skip_special_tokens=True):
+        return [self.captions[int(row[0])] for row in rows]
+
+
+class _EvalPrediction:
+    def __init__(self, predictions, label_ids):
+        self.predictions, self.label_ids = predictions, label_ids
+
+
+def test_the_trainer_helper_scores_with_images_and_options(checkpoint, pngs):
+    from capeval.hf import compute_metrics
+
+    captions = ["a dog runs", "two cats", "a red car"]
+    references = [["a dog"], ["cats sleeping", "two cats"], ["a car"]]
+    metrics_fn = compute_metrics(_Decoder(captions), metrics=["clip_s", "ref_clip_s"], references=references,
+                                 images=pngs, clip_model=checkpoint)
+    got = metrics_fn(_EvalPrediction(np.array([[0, 9], [1, 9], [2, 9]]), None))
+    expected = capeval.score(captions, references, metrics=["clip_s", "ref_clip_s"], images=pngs,
+                             clip_model=checkpoint)
+    assert got == {"clip_s": pytest.approx(expected["clip_s"], abs=1e-7),
+                   "ref_clip_s": pytest.approx(expected["ref_clip_s"], abs=1e-7)}
