@@ -198,6 +198,14 @@ def _load(spec: str | os.PathLike, option: str) -> ClipBackend:
                      f"({', '.join(OPENAI_NAMES)}) or open_clip:<name>[/<pretrained>].")
 
 
+def _first_sentence(err: BaseException, limit: int = 160) -> str:
+    """The first sentence of an exception's message, at most ``limit`` characters."""
+    text = " ".join(str(err).split())
+    end = text.find(". ")
+    text = text if end < 0 else text[:end + 1]
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _fetch_hint(repo: str) -> str:
     return (f"fetch it once online with `huggingface-cli download {repo}` (or `hf download {repo}`), then it is read "
             "from the Hugging Face cache offline")
@@ -209,7 +217,7 @@ def _from_hub(repo: str, option: str) -> ClipBackend:
         files = _cached_or_listed_files(hub, repo)
     except Exception as err:  # noqa: BLE001 - offline, missing repo, no network: one message
         raise OSError(f"{option}={repo!r}: the model is not in the Hugging Face cache and the Hub cannot be reached "
-                      f"({type(err).__name__}: {str(err)[:200]}); {_fetch_hint(repo)}.") from None
+                      f"({type(err).__name__}: {_first_sentence(err)}); {_fetch_hint(repo)}.") from None
     if "config.json" in files:
         return _from_transformers(repo, option, label=repo)
     checkpoints = [f for f in files if f.endswith(CHECKPOINT_SUFFIXES)]
