@@ -67,7 +67,8 @@ Args:
     critic_ref_model (`str`, optional): folder of a reference-only critic, "critic-coco-ref", or an image + reference
         critic trained with image_optional, "critic-flickr8k-joint" (scored with its "no image" vector; the
         default), or the paper's "critic-flickr8k-ref" (a reproduction, not recommended for ranking captions).
-    critic_img_model (`str`, optional): folder of an image-only critic. Default: `critic-flickr8k-img`.
+    critic_img_model (`str`): folder or name of an image-only critic, required by critic_img (there is no default:
+        the paper's `critic-flickr8k-img` is at chance on human judgments; name it to use it anyway).
     critic_plus_model (`str`, optional): folder of a critic_plus combiner (`capeval critic fit-plus`), which
         names its critic and sentence encoder. Default: the shipped `critic-flickr8k-plus`.
     critic_batch_size (`int`, optional): caption pairs per forward pass. Default 4096.
@@ -123,7 +124,7 @@ Examples:
     >>> from PIL import Image
     >>> photos = [Image.open(path) for path in images]
     >>> every = critic.compute(predictions=predictions, references=references, images=photos,
-    ...                        metrics=["critic", "critic_ref", "critic_img"])
+    ...                        metrics=["critic", "critic_ref", "critic_img"], critic_img_model="critic-flickr8k-img")
     >>> [key for key in every if key.startswith("critic")]
     ['critic', 'critic_ref', 'critic_img']
     >>> round(every["critic"], 6) == round(result["critic"], 6)

@@ -126,14 +126,29 @@ class CriticRef(_CriticMetric):
     options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None}
 
 
+#: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
+NO_IMAGE_ONLY_DEFAULT = (
+    "critic_img has no default model: the only image-only critic capeval has, critic-flickr8k-img, is at chance on "
+    "human judgments (Flickr8k-Expert τ-c .005; it judges machine style, not whether the caption fits the image; "
+    "BENCHMARKS.md, 'critic_img'). Use clip_s or pac_s (the image, no reference), critic (image + reference) or "
+    "critic_ref (reference only); or pass critic_img_model='critic-flickr8k-img' (or your own image-only critic) to "
+    "score with it anyway.")
+
+
 class CriticImg(_CriticMetric):
-    """The critic with the image as the only context (no reference read)."""
+    """The critic with the image as the only context (no reference read). No default model: one must be named
+    (:data:`NO_IMAGE_ONLY_DEFAULT` says why)."""
 
     name = "critic_img"
     context = "image"
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None}
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.config["critic_img_model"] is None:
+            raise ValueError(NO_IMAGE_ONLY_DEFAULT)
 
 
 class CriticPlus(CaptionMetric):
