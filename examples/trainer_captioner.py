@@ -7,9 +7,11 @@ cached). Half of them are used to fine-tune the captioner for ``--steps`` steps,
 before and after, with ``Seq2SeqTrainer(predict_with_generate=True).evaluate()`` and
 ``capeval.hf.compute_metrics``. The datasets have one caption per row (five rows per image); each image's
 generated caption is scored once against its five references, looked up by image id. A few steps on a handful of
-images change little: the point is the plumbing, in well under a minute on a CPU.
+images change little: the point is the plumbing, in well under a minute on a CPU. The default 20 images leave 10 to
+evaluate on: CIDEr-D takes its document frequencies from the evaluated images' references, which says little below
+ten images (capeval's ``SmallCorpusWarning``).
 
-    python examples/trainer_captioner.py [--max-images 16] [--steps 10]
+    python examples/trainer_captioner.py [--max-images 20] [--steps 10]
 
 Needs the Flickr8k captions and images: ``$CAPEVAL_DATA_DIR/flickr8k`` (``Flickr8k.token.txt``,
 ``Flickr_8k.devImages.txt``, ``images-224/``), default ``../shared/data``. Nothing is downloaded.
@@ -76,8 +78,9 @@ def flickr8k_dev(max_images: int, data_dir=None):
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-images", type=int, default=16,
-                        help="Flickr8k dev images used: the first half fine-tunes, the second half evaluates (16)")
+    parser.add_argument("--max-images", type=int, default=20,
+                        help="Flickr8k dev images used: the first half fine-tunes, the second half evaluates (20: "
+                             "CIDEr-D's document frequencies need at least 10 evaluated images)")
     parser.add_argument("--steps", type=int, default=10, help="fine-tuning steps between the evaluations (10)")
     parser.add_argument("--data-dir", help="folder holding flickr8k/ (default: $CAPEVAL_DATA_DIR or ../shared/data)")
     args = parser.parse_args(argv)

@@ -4,7 +4,9 @@ A tiny ``VisionEncoderDecoderModel`` (a ViT encoder and a GPT-2 decoder with cro
 built from configs) is trained for a few steps on synthetic pictures of coloured squares. The dataset has one
 caption per row, three rows per image (COCO has five), and ``Seq2SeqTrainer.evaluate()`` scores the generated
 captions with ``capeval.hf.compute_metrics``: one caption per image against all three references of its image.
-It evaluates on the training pictures: the point is the plumbing, not generalisation.
+It evaluates on the training pictures: the point is the plumbing, not generalisation. There are 16 of them (two of
+each colour and side): CIDEr-D takes its document frequencies from the evaluated images' references, which says
+little below ten images (capeval's ``SmallCorpusWarning``), so evaluate on at least ten.
 
     python examples/trainer_compute_metrics.py [--steps 150]
 
@@ -113,7 +115,7 @@ def main(argv=None) -> dict:
     set_seed(0)
     tokenizer = make_tokenizer()
     model = make_model(tokenizer)
-    rows = make_rows()
+    rows = make_rows(images_per_combination=2)  # 16 images: CIDEr-D's document frequencies need at least 10
     with tempfile.TemporaryDirectory() as output_dir:
         trainer = make_trainer(
             model, tokenizer, rows, rows, output_dir=output_dir, steps=args.steps,

@@ -90,7 +90,7 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
         for metric, (name, keys) in zip(instances, selected.items()):
             bar.set_postfix_str(name)
             if metric.uses_tokens and not warned:
-                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties, stacklevel=4)
+                warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties)
                 warned = True
             try:
                 out = metric.compute(batch)

@@ -108,7 +108,8 @@ def quarantine_cache_file(path: Path, why: str) -> Path | None:
     Returns the new location (``None`` if the file could not be moved; it is then deleted if possible).
     """
     import time
-    import warnings
+
+    from capeval.validation import warn_at_caller
 
     target = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
     try:
@@ -124,5 +125,5 @@ def quarantine_cache_file(path: Path, why: str) -> Path | None:
             path.with_name(path.name + suffix).unlink()
         except OSError:
             pass
-    warnings.warn(f"cache file {path} {why}; moved aside to {target} and rebuilt.", CacheRebuiltWarning, stacklevel=3)
+    warn_at_caller(f"cache file {path} {why}; moved aside to {target} and rebuilt.", CacheRebuiltWarning)
     return target

@@ -33,6 +33,20 @@ def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "",
     )
 
 
+def write(line: str, file=None) -> None:
+    """Print ``line`` on ``file`` (default stderr) on a line of its own: an open progress bar is cleared first and
+    drawn again below it, so that a warning never lands inside a bar's line."""
+    tqdm.write(line, file=sys.stderr if file is None else file)
+
+
+def working(desc: str, *, enabled: bool | None = None):
+    """A line for one long step of unknown length (``with working("building ..."):``): ``desc`` alone, no count,
+    rate or ETA; cleared when the step ends. ``enabled=None`` shows it only on a terminal (at once: the step is
+    known to be long), ``True`` forces it on, ``False`` off."""
+    return tqdm(total=None, desc=desc, bar_format="{desc}", disable=None if enabled is None else not enabled,
+                leave=False, dynamic_ncols=True)
+
+
 def _stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()

@@ -32,6 +32,28 @@ class EmptyCaptionWarning(UserWarning):
     """A prediction is empty or whitespace only and ``empty="zero"`` scored it 0 on every metric."""
 
 
+class OptionError(ValueError):
+    """A ``ValueError`` whose advice names keyword arguments of :func:`capeval.score` (``images=``,
+    ``max_caption_chars``); ``cli`` says the same in ``capeval score``'s words (its flags), which the command prints
+    instead."""
+
+    def __init__(self, message: str, cli: str | None = None) -> None:
+        super().__init__(message)
+        self.cli = message if cli is None else cli
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` pointing at the first line outside capeval (the line that called :func:`capeval.score`,
+    ...), so that the printed location and the user's warning filters name the user's own code."""
+    level, frame = 2, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
 def _describe(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -209,8 +231,11 @@ def check_images(
             hint = f", or use {alternative}, which needs no image" if alternative and alternative not in needing else ""
             if image_free:
                 hint += f" (metrics that need no image: {', '.join(image_free)})"
-            raise ValueError(f"{names} {verb} one image per prediction: pass images= (one per prediction, in "
-                             f"prediction order){hint}.")
+            raise OptionError(f"{names} {verb} one image per prediction: pass images= (one per prediction, in "
+                              f"prediction order){hint}.",
+                              cli=f"{names} {verb} one image per prediction: give --images FILE (one image path per "
+                                  f"prediction, in prediction order) or --image-dir DIR (the images named by the "
+                                  f"predictions' image ids){hint}.")
         return None
     if isinstance(images, (str, bytes, os.PathLike, dict)) or (
             _is_in_memory_image(images) and getattr(images, "ndim", 0) != 4):
@@ -245,12 +270,14 @@ def check_max_caption_chars(value: Any) -> int | None:
 def check_caption_lengths(
     predictions: Sequence[str], references: Sequence[Sequence[str]], max_chars: int, metrics: Sequence[str]
 ) -> None:
-    """Raise ``ValueError`` naming the first caption longer than ``max_chars`` characters."""
+    """Raise ``ValueError`` (:class:`OptionError`) naming the first caption longer than ``max_chars`` characters."""
     def fail(where: str, text: str) -> None:
-        raise ValueError(
-            f"{where} has {len(text):,} characters; {', '.join(metrics)} accept at most {max_chars:,} "
-            f"(max_caption_chars; pass a larger value, or None for no limit, if this caption is intended)."
-        )
+        found = (f"{where} has {len(text):,} characters; {', '.join(metrics)} "
+                 f"{'accepts' if len(metrics) == 1 else 'accept'} at most {max_chars:,}")
+        raise OptionError(
+            f"{found} (max_caption_chars; pass a larger value, or None for no limit, if this caption is intended).",
+            cli=f"{found} (--max-caption-chars; give a larger N, or --max-caption-chars none for no limit, if this "
+                "caption is intended).")
 
     for i, p in enumerate(predictions):
         if len(p) > max_chars:
@@ -272,11 +299,10 @@ def warn_empty(predictions: Sequence[str]) -> list[int]:
     """
     empty = [i for i, p in enumerate(predictions) if p == ""]
     if empty:
-        warnings.warn(
+        warn_at_caller(
             f"{len(empty)} empty prediction(s) scored 0 on every metric (empty=\"zero\"): "
             f"{_items([f'predictions[{i}]' for i in empty])}.",
             EmptyCaptionWarning,
-            stacklevel=3,
         )
     return empty
 
@@ -285,7 +311,6 @@ def warn_wordless(
     prediction_tokens: Sequence[Sequence[str]],
     reference_tokens: Sequence[Sequence[Sequence[str]]],
     skip: Sequence[int] = (),
-    stacklevel: int = 3,
 ) -> None:
     """Warn (:class:`WordlessCaptionWarning`) naming captions whose token list is empty.
 
@@ -297,11 +322,10 @@ def warn_wordless(
     where += [f"references[{i}][{j}]" for i, refs in enumerate(reference_tokens) for j, t in enumerate(refs) if not t]
     if where:
         shown = _items(where)
-        warnings.warn(
+        warn_at_caller(
             f"{len(where)} caption(s) have no word token (only punctuation, symbols or invisible characters): "
             f"{shown}. They are scored like pycocoevalcap scores them (a prediction without words scores 0).",
             WordlessCaptionWarning,
-            stacklevel=stacklevel,
         )
 
 

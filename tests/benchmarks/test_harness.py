@@ -64,6 +64,22 @@ def test_correlation_layout_composite_subsets():
     assert "sharif2019 tau" in text  # the LCEval paper's numbers are printed beside
 
 
+def test_empty_published_cells_print_a_dash_as_the_leaderboard_does():
+    """A metric the papers did not report: its published cells read "—" (as in ``capeval leaderboard``), not blank."""
+    from capeval.benchmarks.harness import BenchResult
+
+    entry = {"tau_b": 0.41, "tau_c": 0.43, "pearson": 0.5, "spearman": 0.6}
+    result = BenchResult(benchmark="composite", settings={}, results={"cider_d": dict(entry), "mine": dict(entry)})
+    (_, headers, _), = tables(result)
+    published = len(headers) - 5  # metric, tau_b, tau_c, pearson, spearman, then the papers' columns
+    text = render(result, "text")
+    mine = next(line for line in text.splitlines() if line.startswith("mine"))
+    assert mine.split()[5:] == ["—"] * published, text
+    markdown = render(result, "markdown")
+    mine = next(line for line in markdown.splitlines() if line.startswith("| mine"))
+    assert [cell.strip() for cell in mine.strip("|").split("|")][5:] == ["—"] * published, markdown
+
+
 def test_correlation_tables_put_the_protocols_statistic_first():
     """The variant of Kendall's τ a protocol reports leads its table, labelled, so it is not read off the wrong
     column (CLIPScore's Flickr8k-Expert protocol: τ-c; Cui et al.'s: τ-b)."""

@@ -10,6 +10,9 @@ from capeval.signature import build_signature, nrefs_field, parse_signature
 from capeval.text.cleanup import thumb_cleanup
 from capeval.validation import normalize_inputs
 
+# a handful of captions on purpose: CIDEr-D's SmallCorpusWarning is expected, not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
+
 
 @pytest.mark.parametrize(
     "raw, clean",
@@ -92,3 +95,22 @@ def test_the_garbage_collector_pauses_only_for_metrics_that_make_no_cycles(monke
 
     assert [n for n in ("bleu", "meteor", "rouge_l", "cider_d", "spice", "critic", "lceval")
             if metric_class(n).pauses_gc] == ["bleu", "meteor", "rouge_l", "cider_d"]
+
+
+def test_warnings_point_at_the_line_that_called_score():
+    """EmptyCaptionWarning, WordlessCaptionWarning and CIDEr-D's SmallCorpusWarning name the caller's file and line,
+    not a line inside capeval, so that the printed location and the user's filters are about their own code."""
+    import inspect
+    import warnings
+
+    import capeval
+    from capeval.coco.cider import SmallCorpusWarning
+    from capeval.validation import EmptyCaptionWarning, WordlessCaptionWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        capeval.score(["a dog", "", "..."], [["a dog runs"], ["a cat"], ["a bird"]], metrics="bleu,cider_d", empty="zero")
+    assert {EmptyCaptionWarning, WordlessCaptionWarning, SmallCorpusWarning} <= {w.category for w in caught}
+    assert [(w.filename, w.lineno) for w in caught] == [(__file__, line)] * len(caught), \
+        [(w.category.__name__, w.filename, w.lineno) for w in caught]

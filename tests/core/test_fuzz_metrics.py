@@ -32,7 +32,8 @@ from capeval.text.cleanup import CLEANUPS, thumb_cleanup
 from capeval.text.ptb import _PERIOD_WORDS, PTBTokenizer
 from capeval.validation import WordlessCaptionWarning
 
-pytestmark = pytest.mark.timeout(600)
+# tiny corpora on purpose: CIDEr-D's SmallCorpusWarning is expected, not what these tests check
+pytestmark = [pytest.mark.timeout(600), pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")]
 
 FAST = "bleu,rouge_l,cider_d"
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

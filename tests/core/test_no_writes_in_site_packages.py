@@ -8,6 +8,9 @@ import pytest
 import capeval
 from capeval.paths import pycocoevalcap_dir
 
+# a handful of captions on purpose: CIDEr-D's SmallCorpusWarning is expected, not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
+
 
 def _snapshot(*roots: Path) -> dict[str, float]:
     return {str(p): p.stat().st_mtime for root in roots for p in root.rglob("*") if p.is_file()

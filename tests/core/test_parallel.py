@@ -15,6 +15,9 @@ from capeval.cli import main
 from capeval.parallel import launch_command
 from support import needs, run_python
 
+# a handful of captions on purpose: CIDEr-D's SmallCorpusWarning is expected, not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
+
 # 7 items (an uneven split), a caption repeated across the two halves, 1 to 3 references per item
 PREDICTIONS = ["a dog runs on the grass", "a cat sits on a red mat", "two birds fly over the sea",
                "a dog runs on the grass", "a man rides a brown horse", "a child eats an apple", "a boat on a lake"]
@@ -167,14 +170,20 @@ def test_every_learned_metric_with_two_processes_equals_one(tmp_path):
     needs("lceval")
     from capeval.io import example_images
 
-    metrics = "critic,critic_ref,critic_img,critic_plus,lceval,lceval_released,lceval_plus,sentence_cosine"
+    from support.clip_reference import tiny_checkpoints
+
+    clip_model = tiny_checkpoints(tmp_path / "clip")["clip_model"]  # a tiny random CLIP: clip_s / ref_clip_s split too
+    metrics = ("critic,critic_ref,critic_img,critic_plus,lceval,lceval_released,lceval_plus,sentence_cosine,"
+               "clip_s,ref_clip_s")
     p, r = _write_inputs(tmp_path)
     photos = [str(path) for path in example_images()]
     images = [photos[i % len(photos)] for i in range(len(PREDICTIONS))]
     (tmp_path / "images.txt").write_text("\n".join(images) + "\n")
-    one = json.loads(json.dumps(capeval.score(PREDICTIONS, REFERENCES, metrics=metrics, images=images)))
+    one = json.loads(json.dumps(capeval.score(PREDICTIONS, REFERENCES, metrics=metrics, images=images,
+                                              critic_img_model="critic-flickr8k-img", clip_model=clip_model)))
     args = ["score", "--predictions", str(p), "--references", str(r), "--metrics", metrics,
-            "--images", str(tmp_path / "images.txt")]
+            "--images", str(tmp_path / "images.txt"), "--critic-img-model", "critic-flickr8k-img",
+            "--clip-model", clip_model]
     for name, command in (("two", ["-m", "capeval", *args, "--processes", "2"]),
                           ("launched", launch_command(2, args)[1:])):
         out = tmp_path / f"{name}.json"

@@ -216,4 +216,5 @@ def test_the_example_script_runs_offline(tmp_path):
     lines = out.stdout.splitlines()
     assert any(line.startswith("eval_cider_d = ") for line in lines)
     assert any(line.startswith("signature: nrefs:3|") for line in lines), out.stdout
+    assert "SmallCorpusWarning" not in out.stderr  # it evaluates on enough images for CIDEr-D's document frequencies
 

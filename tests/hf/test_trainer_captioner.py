@@ -165,3 +165,17 @@ def test_the_example_runs_on_flickr8k_images(capsys):
     assert any(line.startswith("after 1 steps: ") for line in lines)
     assert any(line.startswith("signature: nrefs:5|") for line in lines)
     assert set(results) == {"before", "after"} and results["before"]["eval_cider_d"] > 0
+
+
+def test_the_default_evaluates_on_enough_images_for_cider_d(capsys):
+    """The example's default run evaluates on at least the images CIDEr-D's own document frequencies need, so it does
+    not trigger the SmallCorpusWarning that capeval gives below them."""
+    import re
+
+    from capeval.coco.cider import MIN_DF_DOCUMENTS
+
+    with pytest.raises(SystemExit):
+        EXAMPLE.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    default = int(re.search(r"the second half evaluates \((\d+)", text).group(1))
+    assert default - default // 2 >= MIN_DF_DOCUMENTS

@@ -146,6 +146,33 @@ def test_paraphrase_cache_faults(tmp_path, monkeypatch):
         assert len(paraphrase_module.default_table()) == 4
 
 
+def test_the_one_time_table_build_has_its_own_line_before_the_meteor_bar(tmp_path, monkeypatch, capsys):
+    """Building the paraphrase table (about 17 s, once per cache folder) shows a line of its own that says so, with no
+    rate or ETA, and it happens before METEOR's bar over the captions opens, so that bar's rate is the captions'."""
+    import gzip
+
+    import capeval.coco.meteor as meteor_metric
+
+    source = tmp_path / "paraphrase-en.gz"
+    with gzip.open(source, "wt", encoding="utf-8") as f:
+        f.write("\n".join(_tiny_lines()) + "\n")
+    monkeypatch.setattr(paraphrase_module, "paraphrase_file", lambda: source)
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    monkeypatch.setattr(meteor_metric, "_SHARED_PYTHON", None)  # a scorer that has not loaded its data yet
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    capsys.readouterr()
+    capeval.score(["a big dog on a sofa", "two cats"], [["a large dog on a couch"], ["two cats"]], metrics="meteor",
+                  progress=True)
+    err = capsys.readouterr().err
+    assert paraphrase_module.BUILD_DESC in err and "once" in paraphrase_module.BUILD_DESC
+    assert err.index(paraphrase_module.BUILD_DESC) < err.index("METEOR:"), err
+    build_line = err[err.index(paraphrase_module.BUILD_DESC):].split("\r")[0]
+    assert "it/s" not in build_line and "<" not in build_line  # no rate, no ETA
+    capsys.readouterr()
+    paraphrase_module.default_table(progress=True)  # built: nothing to say
+    assert paraphrase_module.BUILD_DESC not in capsys.readouterr().err
+
+
 # -- behaviour -------------------------------------------------------------------------------------------------
 
 

@@ -235,7 +235,7 @@ def test_a_100000_character_caption_is_truncated_not_refused(encoder):
     got = capeval.score([huge], refs, metrics="sentence_cosine")["per_caption"]["sentence_cosine"][0]
     shorter = capeval.score([unit * 100], refs, metrics="sentence_cosine")["per_caption"]["sentence_cosine"][0]
     assert math.isfinite(got) and got == pytest.approx(shorter, abs=1e-6)  # the same first 256 word pieces
-    with pytest.raises(ValueError, match="meteor accept at most 5,000"):
+    with pytest.raises(ValueError, match="meteor accepts at most 5,000"):
         capeval.score([huge], refs, metrics="sentence_cosine,meteor")
 
 

@@ -105,3 +105,5 @@ def test_cli_report_prints_tables(capsys):
     human = next(line for line in out.splitlines() if line.startswith("Human"))
     assert "4.820" in human and "4.564" in human and " 327 " in human
     assert "boot:n=200,seed=12345,ci=0.9,unit=image" in out
+    assert "note: #worst differs from the paper's Table 3 (73/136/158/199/284 here, 65/128/150/190/269 in the paper) " \
+           "while #best matches it exactly" in out

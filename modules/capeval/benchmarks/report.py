@@ -228,11 +228,16 @@ def _scaled(value: float | None, scale: float) -> float | None:
     return None if value is None else scale * value
 
 
+#: A cell without a number (not published, not measured), as ``capeval leaderboard`` prints it.
+NOT_MEASURED = "—"
+
+
 def render(result: BenchResult, fmt: str = "text") -> str:
     table = text_table if fmt == "text" else markdown_table
     parts = []
     for title, headers, rows in tables(result):
         parts.append(f"## {title}" if fmt == "markdown" else title)
+        rows = [[NOT_MEASURED if cell is None else cell for cell in row] for row in rows]
         parts.append(table(headers, _mark_contaminated(result, headers, rows), digits=3))
         parts.append("")
     parts += contamination_notes(result)

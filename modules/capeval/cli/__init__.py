@@ -14,8 +14,31 @@ import sys
 from capeval._version import __version__
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, wrapping lines between words only: a model name (``lceval-caption-flickr8k-coco``) is
+    never broken at its hyphens."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(self._whitespace_matcher.sub(" ", text).strip(), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(self._whitespace_matcher.sub(" ", text).strip(), width, initial_indent=indent,
+                             subsequent_indent=indent, break_on_hyphens=False)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``capeval``'s parsers (the sub-commands' too): :class:`HelpFormatter` unless one is given."""
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="capeval", description="Image-caption evaluation (capeval).")
+    parser = ArgumentParser(prog="capeval", description="Image-caption evaluation (capeval).")
     parser.add_argument("--version", action="version", version=f"capeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
@@ -38,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = os.environ.get("CAPEVAL_DEBUG", "") not in ("", "0")
-    from capeval.progress import quiet_third_party_bars
+    from capeval.progress import quiet_third_party_bars, write
 
     quiet_third_party_bars()  # transformers' / huggingface_hub's bars only on a terminal, as capeval's own
     previous = warnings.showwarning
-    if not debug:
-        warnings.showwarning = lambda message, category, *rest, **kw: print(
+    if not debug:  # on a line of its own, above an open progress bar
+        warnings.showwarning = lambda message, category, *rest, **kw: write(
             f"capeval {args.command}: warning: {message}", file=sys.stderr
         )
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, check_output_path,
                                 model_options, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
-from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES, OptionError
 
 __all__ = ["check_output_path", "example_files", "register", "run"]  # check_output_path: its old home
 
@@ -162,7 +162,10 @@ def run(args: argparse.Namespace) -> int:
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
         extra = {} if images is None else {"images": [images[i] for i in s_rows]}  # pair keeps prediction order
-        results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
+        try:
+            results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
+        except OptionError as err:  # advice in this command's words: --images FILE, not images=
+            raise ValueError(err.cli) from err
     if not main_process:
         return 0  # the main process prints and writes the result
 
@@ -171,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         ((ids, preds, result),) = results
         source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
                   f"{pred_path.name} / {ref_path.name}")
-        print(f"{len(preds)} predictions scored against {source}", file=out)
+        print(f"{_count(len(preds), 'prediction')} scored against {source}", file=out)
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
         print(f"signature: {result['signature']}", file=out)
         if args.per_caption:
@@ -189,9 +192,9 @@ def run(args: argparse.Namespace) -> int:
         payload = result
     else:
         sizes = [len(p) for _, p, _ in results]
-        print(f"{sum(sizes)} predictions for {len(set(map(str, ids)))} images in {pred_path.name}: scored as "
-              f"{len(results)} captioners (the k-th caption of every image = captioner k; "
-              f"{' / '.join(map(str, sizes))} captions) against {ref_path.name}", file=out)
+        print(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
+              f"{pred_path.name}: scored as {_count(len(results), 'captioner')} (the k-th caption of every image = "
+              f"captioner k; {' / '.join(map(str, sizes))} captions) against {ref_path.name}", file=out)
         if len(set(sizes)) > 1:
             print("capeval score: warning: the captioners have different numbers of captions, so their scores "
                   "come from different image sets (CIDEr-D document frequencies too)", file=sys.stderr)
@@ -211,10 +214,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(n: int, noun: str) -> str:
+    """``"1 prediction"``, ``"2 predictions"``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _shown(caption: str, width: int = 60) -> str:
-    """A caption on one table line: whitespace runs as one space, cut to ``width`` characters with an ellipsis."""
+    """A caption on one table line: whitespace runs as one space, cut to ``width`` terminal columns (a wide character
+    takes two) with an ellipsis."""
+    from capeval.render import display_width
+
     text = " ".join(str(caption).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    if display_width(text) <= width:
+        return text
+    text = text[:width]  # a character takes at least one column
+    while display_width(text) > width - 1:
+        text = text[:-1]
+    return text + "…"
 
 
 def _images(args: argparse.Namespace, ids, n: int, pred_path: Path) -> list[str] | None:

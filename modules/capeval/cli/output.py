@@ -83,33 +83,40 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     ``--lceval-released-model`` (LCEval model folders or shipped names); ``--sentence-cosine-encoder`` (alias
     ``--sentence-encoder``) and ``--sentence-cosine-reduce`` (the sentence_cosine metric's encoder and reduction);
     ``--sentence-rank-model`` (the sentence_rank metric's model folder)."""
+    from capeval.catalog import DEFAULTS, MODELS, default_available
+
     for flag, what in (("--critic-model", "critic"), ("--critic-ref-model", "critic_ref"),
                        ("--critic-img-model", "critic_img")):
         parser.add_argument(flag, metavar="DIR|NAME", help=f"the {what} metric's model: a `capeval critic train` folder "
-                                                           "or a shipped critic's name (default: the shipped one)")
+                                                           f"or a shipped critic's name (default: {DEFAULTS[what]})")
     parser.add_argument("--critic-plus-model", metavar="DIR|NAME",
                         help="the critic_plus metric's combiner: a `capeval critic fit-plus` folder or a shipped name "
-                             "(default: critic-flickr8k-plus)")
+                             f"(default: {DEFAULTS['critic_plus']})")
     parser.add_argument("--lceval-model", metavar="DIR|NAME",
                         help="the lceval metric's network: a `capeval lceval train` folder or a shipped name "
-                             "(default: lceval-flickr8k-coco; caption-level: lceval-caption-flickr8k-coco)")
+                             f"(default: {DEFAULTS['lceval']})")
+    released = [name for name, model in MODELS.items() if model.metric == "lceval_released"]
     parser.add_argument("--lceval-released-model", metavar="DIR|NAME",
-                        help="the lceval_released metric's layer: lceval-released-9990 (default) or lceval-released-8010")
+                        help=f"the lceval_released metric's layer: {' or '.join(released)} "
+                             f"(default: {DEFAULTS['lceval_released']})")
     parser.add_argument("--lceval-plus-model", metavar="DIR|NAME",
                         help="the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
-                             "(default: lceval-plus-caption-flickr8k-coco)")
+                             f"(default: {DEFAULTS['lceval_plus']})")
     parser.add_argument("--sentence-cosine-encoder", "--sentence-encoder", dest="sentence_cosine_encoder",
                         metavar="NAME|DIR",
-                        help="the sentence_cosine metric's sentence encoder: all-minilm-l6-v2 (default, offline), "
-                             "a transformers encoder folder or a Hub name (needs the network or the local HF cache)")
+                        help=f"the sentence_cosine metric's sentence encoder: {DEFAULTS['sentence_cosine']} (default, "
+                             "offline), a transformers encoder folder or a Hub name (needs the network or the local HF "
+                             "cache)")
     from capeval.sentence_cosine.scores import REDUCTIONS
 
     parser.add_argument("--sentence-cosine-reduce", choices=list(REDUCTIONS), default=None,
                         help="the sentence_cosine metric's reduction of the cosines over a caption's references "
                              "(default: mean)")
+    shipped = ("" if default_available("sentence_rank") else
+               ", not shipped yet: train one, see docs/benchmarks/measurements.md §12")
     parser.add_argument("--sentence-rank-model", metavar="DIR|NAME",
-                        help="the sentence_rank metric's model: a `capeval sentence-rank train` folder (experimental; "
-                             "no model is shipped yet, see docs/benchmarks/measurements.md §12)")
+                        help="the sentence_rank metric's model (experimental): a `capeval sentence-rank train` folder "
+                             f"or a shipped name (default: {DEFAULTS['sentence_rank']}{shipped})")
     from capeval.vision_language.metric import DEFAULT_CLIP_MODEL, DEFAULT_PAC_MODEL, PAC_CHECKPOINT_NAME
 
     parser.add_argument("--clip-model", metavar="ID|NAME|DIR|FILE",

@@ -22,7 +22,6 @@ Document frequencies (option ``cider_df``):
 """
 from __future__ import annotations
 
-import warnings
 from typing import ClassVar
 
 import numpy as np
@@ -32,6 +31,7 @@ from capeval.batch import CaptionBatch
 from capeval.coco.document_frequency import coco_document_frequency, reference_document_frequency
 from capeval.coco.ngrams import BatchNgrams, batch_ngrams
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.validation import warn_at_caller
 
 __all__ = ["CiderD", "DF_CHOICES", "MIN_DF_DOCUMENTS", "SmallCorpusWarning", "cider_from_ngrams"]
 
@@ -121,12 +121,12 @@ class CiderD(CaptionMetric):
         if self.df_mode == "references":
             df, n_docs = reference_document_frequency(ng)
             if n_docs < MIN_DF_DOCUMENTS:
-                warnings.warn(
+                warn_at_caller(
                     f"CIDEr-D's document frequencies come from the references of only {n_docs} prediction(s) "
                     f"(cider_df='references', pycocoevalcap's default): n-grams shared by them weigh little or "
                     f"nothing{' and a single prediction always scores 0' if n_docs == 1 else ''}. To score a few "
                     "captions on COCO's scale, pass cider_df='coco-val2014' (--cider-df coco-val2014).",
-                    SmallCorpusWarning, stacklevel=2)
+                    SmallCorpusWarning)
         else:
             table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer)
             df = table.lookup(ng.table.gram_strings())

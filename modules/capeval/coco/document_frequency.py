@@ -22,7 +22,6 @@ import os
 import tempfile
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import scipy.sparse as sp
 from capeval.coco.ngrams import BatchNgrams, ngrams_of
 from capeval.paths import CacheRebuiltWarning, cache_dir
 from capeval.text import Tokenizer, get_tokenizer
+from capeval.validation import warn_at_caller
 
 __all__ = [
     "CacheRebuiltWarning", "DocumentFrequency", "coco_document_frequency", "document_frequency_from_captions",
@@ -208,7 +208,7 @@ def _shape_problem(payload, settings: dict) -> str | None:
 
 
 def _unusable(path: Path, why: str) -> None:
-    warnings.warn(f"CIDEr-D document-frequency cache {path} {why}; rebuilding it.", CacheRebuiltWarning, stacklevel=4)
+    warn_at_caller(f"CIDEr-D document-frequency cache {path} {why}; rebuilding it.", CacheRebuiltWarning)
     return None
 
 

@@ -91,6 +91,8 @@ class Meteor(CaptionMetric):
 
         hypotheses = [" ".join(t) for t in batch.prediction_tokens]
         references = [[" ".join(t) for t in refs] for refs in batch.reference_tokens]
+        if isinstance(self.scorer, PythonMeteorScorer):  # its one-time set-up before the bar, not in the first item
+            self.scorer.load(progress=batch.progress)
         with progress(None, total=len(hypotheses), desc="METEOR", enabled=batch.progress) as bar:
             return self.scorer.statistics(hypotheses, references, progress=bar)
 

@@ -26,7 +26,6 @@ import os
 import re
 import tempfile
 import threading
-import warnings
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,6 +34,8 @@ import numpy as np
 
 from capeval.meteor.resources import paraphrase_file
 from capeval.paths import cache_dir, quarantine_cache_file
+from capeval.progress import working
+from capeval.validation import warn_at_caller
 
 __all__ = ["MAX_PHRASE_WORDS", "ParaphraseTable", "ParaphraseCacheWarning", "default_table"]
 
@@ -289,8 +290,14 @@ def _cache_path(source: Path) -> Path:
     return cache_dir("meteor") / f"paraphrase-en-v{_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}.npz"
 
 
-def default_table() -> ParaphraseTable:
-    """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached)."""
+#: The bar shown while the table is built from pycocoevalcap's file (once per cache folder: the next runs read the
+#: cached arrays in about a second).
+BUILD_DESC = "building METEOR's paraphrase table (once, ~20 s; cached for later runs)"
+
+
+def default_table(progress: bool | None = None) -> ParaphraseTable:
+    """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached), under a
+    :data:`BUILD_DESC` bar (``progress``: as :func:`capeval.progress.progress`; no count, rate or ETA)."""
     global _DEFAULT
     with _LOCK:
         if _DEFAULT is not None:
@@ -307,15 +314,16 @@ def default_table() -> ParaphraseTable:
                 return _DEFAULT
             except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
                 quarantine_cache_file(path, f"could not be read ({err})")
-        table = ParaphraseTable.from_file(source)
-        if path is not None:
-            try:
-                table.save(path)
-            except OSError as err:
-                path, reason = None, str(err)
+        with working(BUILD_DESC, enabled=progress):
+            table = ParaphraseTable.from_file(source)
+            if path is not None:
+                try:
+                    table.save(path)
+                except OSError as err:
+                    path, reason = None, str(err)
         if path is None:
-            warnings.warn(f"METEOR's paraphrase cache could not be written ({reason}); the table is kept in memory "
-                          "for this process and rebuilt in the next one. Set CAPEVAL_CACHE_DIR to a writable folder.",
-                          ParaphraseCacheWarning, stacklevel=2)
+            warn_at_caller(f"METEOR's paraphrase cache could not be written ({reason}); the table is kept in memory "
+                           "for this process and rebuilt in the next one. Set CAPEVAL_CACHE_DIR to a writable folder.",
+                           ParaphraseCacheWarning)
         _DEFAULT = table
         return table

@@ -85,7 +85,14 @@ class PythonMeteorScorer:
         self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
 
     # -- resources -------------------------------------------------------------------------------
-    def _load(self) -> None:
+    def load(self, progress: bool | None = None) -> None:
+        """Load the language data now rather than at the first caption, so that a progress bar over the captions
+        measures the captions only; the paraphrase table's one-time build shows a bar of its own (``progress``:
+        as :func:`capeval.progress.progress`)."""
+        with self._lock:
+            self._load(progress)
+
+    def _load(self, progress: bool | None = None) -> None:
         if self._loaded:
             return
         from capeval.meteor.resources import function_words
@@ -97,7 +104,7 @@ class PythonMeteorScorer:
         if self.use_paraphrase:
             from capeval.meteor.paraphrase import default_table
 
-            self._table = default_table()
+            self._table = default_table(progress=progress)
         else:
             self._table = None
         self._loaded = True

@@ -21,12 +21,12 @@ import hashlib
 import os
 import time
 import uuid
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from capeval.models._deps import require
 from capeval.paths import cache_dir, cache_root
+from capeval.validation import warn_at_caller
 
 #: Temporary files older than this (seconds) were left by a killed process and are removed.
 STALE_SECONDS = 600
@@ -60,9 +60,9 @@ class FeatureCache:
     def _to_memory(self, folder: Path, err: OSError) -> None:
         if self._memory is None:
             self._memory = {}
-            warnings.warn(f"capeval feature cache: {folder} cannot be written ({type(err).__name__}: {err}); keeping "
-                          "image features in memory for this process (set CAPEVAL_CACHE_DIR to a writable folder to "
-                          "keep them across runs).", CacheUnwritableWarning, stacklevel=3)
+            warn_at_caller(f"capeval feature cache: {folder} cannot be written ({type(err).__name__}: {err}); keeping "
+                           "image features in memory for this process (set CAPEVAL_CACHE_DIR to a writable folder to "
+                           "keep them across runs).", CacheUnwritableWarning)
 
     def path(self, key: str, kind: str) -> Path:
         return self.dir / key[:2] / f"{key}.{kind}.safetensors"
@@ -99,8 +99,8 @@ class FeatureCache:
                 problem = check(tensor)
         if problem is None:
             return tensor
-        warnings.warn(f"capeval feature cache: removing invalid entry {path} ({problem}); recomputing.",
-                      RuntimeWarning, stacklevel=2)
+        warn_at_caller(f"capeval feature cache: removing invalid entry {path} ({problem}); recomputing.",
+                       RuntimeWarning)
         try:
             path.unlink()
         except (FileNotFoundError, PermissionError):

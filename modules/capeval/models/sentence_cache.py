@@ -38,7 +38,6 @@ import hashlib
 import os
 import sqlite3
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ import numpy as np
 from capeval.models.feature_cache import CacheUnwritableWarning
 from capeval.models.sentence_encoder import SentenceEncoder
 from capeval.sqlite_retry import is_locked
+from capeval.validation import warn_at_caller
 
 __all__ = ["CachedSentenceEncoder", "SentenceVectorStore", "cached_sentence_encoder", "encoder_settings"]
 
@@ -128,9 +128,9 @@ class SentenceVectorStore:
         self.close()
         if self._memory is None:
             self._memory = {}
-            warnings.warn(f"capeval sentence-vector cache: {self.path} cannot be written ({type(err).__name__}: "
-                          f"{err}); keeping sentence vectors in memory for this process (set CAPEVAL_CACHE_DIR to a "
-                          "writable folder to keep them across runs).", CacheUnwritableWarning, stacklevel=4)
+            warn_at_caller(f"capeval sentence-vector cache: {self.path} cannot be written ({type(err).__name__}: "
+                           f"{err}); keeping sentence vectors in memory for this process (set CAPEVAL_CACHE_DIR to a "
+                           "writable folder to keep them across runs).", CacheUnwritableWarning)
 
     def _valid(self, blob: Any) -> np.ndarray | None:
         if not isinstance(blob, bytes) or len(blob) != 4 * self.dim:
@@ -154,8 +154,8 @@ class SentenceVectorStore:
                     f"SELECT text, vector, used FROM vectors WHERE settings = ? AND text IN "
                     f"({','.join('?' * len(chunk))})", [self.settings, *chunk]).fetchall()
             except sqlite3.DatabaseError as err:  # damaged under us: treat the rest as missing, never fail a score
-                warnings.warn(f"capeval sentence-vector cache: reading {self.path} failed ({err}); encoding again.",
-                              RuntimeWarning, stacklevel=2)
+                warn_at_caller(f"capeval sentence-vector cache: reading {self.path} failed ({err}); encoding again.",
+                               RuntimeWarning)
                 return found
             for key, blob, used in rows:
                 vector = self._valid(blob)

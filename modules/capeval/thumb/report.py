@@ -77,5 +77,24 @@ def format_report(result: dict[str, Any], fmt: str = "text", paper: bool = False
             "P, R: 1-5 (higher is better); Flu./Con./Inc.: mean penalty points (lower is better); "
             "#best/#worst: images where the system is best/worst in both P and R (ties count)."
         )
+    if paper and rows:
+        lines += _worst_note(result)
     lines.append(f"signature: {result['signature']}")
     return "\n".join(lines)
+
+
+def _worst_note(result: dict[str, Any]) -> list[str]:
+    """The note under a ``--paper`` report whose #worst counts differ from the paper's Table 3 (the THumB 1.0 release
+    gives 8-15 more per system; docs/benchmarks/thumb.md)."""
+    systems = [s for s in system_order(result) if s in TABLE3 and result["systems"][s]["strictly_worst"] is not None]
+    ours = [result["systems"][s]["strictly_worst"] for s in systems]
+    theirs = [TABLE3[s][1] for s in systems]
+    if ours == theirs:
+        return []
+    best = all(result["systems"][s]["strictly_best"] == TABLE3[s][0] for s in systems)
+    return [f"note: #worst differs from the paper's Table 3 ({'/'.join(map(str, ours))} here, "
+            f"{'/'.join(map(str, theirs))} in the paper){' while #best matches it exactly' if best else ''}. No "
+            "definition of best/worst tried reproduces the paper's #worst row (the one used here, best or worst in "
+            "both P and R with ties counting, reproduces its #best row); most likely the released file is not the one "
+            "the paper's tables were computed from (the 2022 data fix changed Human captions). See "
+            "docs/benchmarks/thumb.md, Table 3."]

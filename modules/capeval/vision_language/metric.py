@@ -28,7 +28,6 @@ with one :class:`CaptionTruncatedWarning` per call naming how many and which (th
 from __future__ import annotations
 
 import os
-import warnings
 import weakref
 from typing import Any, ClassVar
 from urllib.parse import quote
@@ -37,6 +36,7 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.validation import warn_at_caller
 from capeval.vision_language.scores import CLIP_S_WEIGHT, PAC_S_WEIGHT
 from capeval.vision_language.tokenizer import DEFAULT_PREFIX
 
@@ -80,10 +80,9 @@ _TRUNCATION_WARNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _BATCH_FEATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_references: bool,
-                   stacklevel: int = 6) -> None:
-    """One :class:`CaptionTruncatedWarning` per batch naming the texts cut at ``context_length`` tokens (``stacklevel``
-    6: the line that called :func:`capeval.score`)."""
+def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_references: bool) -> None:
+    """One :class:`CaptionTruncatedWarning` per batch naming the texts cut at ``context_length`` tokens (pointing at
+    the line that called :func:`capeval.score`)."""
     from capeval.vision_language.tokenizer import encode_texts
 
     # the references too when another metric of the call reads them: one warning for the whole call
@@ -99,9 +98,9 @@ def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_r
         return
     seen.update(new)
     shown = ", ".join(new[:WARN_FIRST]) + (f" and {len(new) - WARN_FIRST} more" if len(new) > WARN_FIRST else "")
-    warnings.warn(f"{len(new)} text(s) longer than CLIP's {context_length}-token context were cut to "
-                  f"{context_length} tokens (the end-of-text token kept), as clipscore.py and PAC-S cut them: {shown}.",
-                  CaptionTruncatedWarning, stacklevel=stacklevel)
+    warn_at_caller(f"{len(new)} text(s) longer than CLIP's {context_length}-token context were cut to "
+                   f"{context_length} tokens (the end-of-text token kept), as clipscore.py and PAC-S cut them: {shown}.",
+                   CaptionTruncatedWarning)
 
 
 class _VisionLanguageMetric(CaptionMetric):
