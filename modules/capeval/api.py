@@ -25,7 +25,8 @@ from capeval.validation import (
 __all__ = ["available_metrics", "option_names", "score"]
 
 #: ``score``'s own keywords besides the captions (the metric options come from the registry).
-SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "images")
+SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "images",
+                  "language_check")
 
 #: A metric that needs no image, named in the error when an image-reading metric gets no ``images=``
 #: (when it is registered).
@@ -118,6 +119,7 @@ def score(
     max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
     empty: str = "error",
     images: Sequence[Any] | None = None,
+    language_check: bool = True,
     **options: Any,
 ) -> dict[str, Any]:
     """Score captions with any subset of capeval's metrics in one call.
@@ -151,6 +153,9 @@ def score(
             (``ValueError`` naming it), with no ``None`` entry; accepted and ignored when none is (so
             ``evaluate.combine`` can send it to every module), the length and entry types still checked.
             Files are read, and decoded, only by the metrics that need them.
+        language_check: ``True`` (default): one :class:`capeval.NonEnglishWarning` names the predictions and
+            references that do not look English (script, function words, accented letters: :mod:`capeval.language`);
+            every metric here was built for English captions. ``False`` silences it. Never changes a score.
         **options: metric options, e.g. ``cider_df="coco-val2014"``, ``meteor_backend="java"``.
 
     Returns:
@@ -174,14 +179,15 @@ def score(
         gc.disable()
     try:
         return _score(predictions, references, selected, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
-                      max_caption_chars=max_caption_chars, empty=empty, images=images, options=options)
+                      max_caption_chars=max_caption_chars, empty=empty, images=images, language_check=language_check,
+                      options=options)
     finally:
         if pause:
             gc.enable()
 
 
 def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, progress, max_caption_chars, empty,
-           images, options: dict[str, Any]) -> dict[str, Any] | None:
+           images, language_check, options: dict[str, Any]) -> dict[str, Any] | None:
     """:func:`score` after the metrics were resolved."""
     share = _SHARE.get()
     preds, refs = normalize_inputs(predictions, references, empty=empty)
@@ -196,7 +202,14 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
     if limited and max_chars is not None:
         check_caption_lengths(preds, refs, max_chars, limited)
 
+    if not isinstance(language_check, bool):
+        raise TypeError(f"language_check must be True or False, got {type(language_check).__name__} "
+                        f"({language_check!r:.60}).")
     empties = warn_empty(preds)
+    if language_check and (share is None or share.is_main):
+        from capeval.language import warn_non_english
+
+        warn_non_english(preds, refs)
     instances = []  # constructed first: every option is checked before anything is computed
     try:
         for name in selected:

@@ -18,7 +18,7 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 #: Rooms in data-flow order: a module may import its own room and rooms listed before it, never later ones.
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "paths", "progress", "signature", "validation", "io", "java",
-                    "published", "render", "testing", "registry", "provenance", "catalog", "model_store",
+                    "published", "render", "testing", "registry", "provenance", "catalog", "model_store", "language",
                     "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),

@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with lceval / lceval_released / lceval_plus: add each caption's LCEval features to the JSON "
                         "result (under lceval_features / lceval_released_features / lceval_plus_features) and print "
                         "them with --per-caption")
+    p.add_argument("--no-language-check", action="store_true",
+                   help="do not warn about predictions or references that do not look English (capeval's metrics "
+                        "were built for English captions; the check never changes a score)")
     p.add_argument("--processes", type=_positive, default=1, metavar="N",
                    help="split the heavy per-caption work (SPICE parsing, METEOR) over N processes started with "
                         "accelerate (pip install accelerate); the scores are identical to one process. "
@@ -152,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
                    meteor_backend=args.meteor_backend, meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
+                   language_check=not args.no_language_check,
                    progress=args.progress, **model_options(args))
     if getattr(args, "features", False):
         learned = [name for name in selected if name in ("lceval", "lceval_released", "lceval_plus")]
