@@ -71,8 +71,8 @@ def non_english(text: str) -> bool:
         if accented < 2 or accented * 20 < len(letters):
             accented = 0
     words = text.lower().replace(",", " ").replace(".", " ").split()
-    if len(words) < MIN_WORDS:
-        return False
+    if len(words) < MIN_WORDS or (not accented and FOREIGN_FUNCTION_WORDS.isdisjoint(words)):
+        return False  # most English texts end here
     english = sum(w in ENGLISH_FUNCTION_WORDS for w in words)
     foreign = sum(w in FOREIGN_FUNCTION_WORDS for w in words)
     return (foreign >= 2 and foreign > english) or (accented > 0 and english == 0)
@@ -84,9 +84,11 @@ class NonEnglishWarning(UserWarning):
 
 def non_english_items(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
     """``predictions[i]`` / ``references[i][j]`` labels of the texts :func:`non_english` flags, in order."""
-    where = [f"predictions[{i}]" for i, p in enumerate(predictions) if non_english(p)]
-    where += [f"references[{i}][{j}]" for i, refs in enumerate(references) for j, r in enumerate(refs)
-              if non_english(r)]
+    flagged = {t for t in {*predictions, *(r for refs in references for r in refs)} if non_english(t)}
+    if not flagged:
+        return []
+    where = [f"predictions[{i}]" for i, p in enumerate(predictions) if p in flagged]
+    where += [f"references[{i}][{j}]" for i, refs in enumerate(references) for j, r in enumerate(refs) if r in flagged]
     return where
 
 
