@@ -7,7 +7,8 @@ Modules, in data-flow order: the loaders (``flickr8k``, ``composite``, ``pascal5
 metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``capeval bench``;
 ``report`` prints its tables beside the published numbers and draws plots. ``robustness`` runs
 ``capeval robustness`` (Cui et al. 2018 §3.4: metric scores of transformed Flickr8k test captions, no
-human judgments).
+human judgments). ``verify`` runs ``capeval verify``: every published number re-measured through the harness and
+marked reproduced / differs / skipped with its reason.
 
 >>> from capeval.benchmarks import load_benchmark            # doctest: +SKIP
 >>> bench = load_benchmark("flickr8k-expert", protocol="clipscore")
