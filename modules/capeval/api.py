@@ -25,8 +25,8 @@ from capeval.validation import (
 __all__ = ["available_metrics", "option_names", "score"]
 
 #: ``score``'s own keywords besides the captions (the metric options come from the registry).
-SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "images",
-                  "language_check")
+SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "language_check",
+                  "images")
 
 #: A metric that needs no image, named in the error when an image-reading metric gets no ``images=``
 #: (when it is registered).

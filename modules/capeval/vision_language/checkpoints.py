@@ -65,8 +65,8 @@ def read_state_dict(path: str | os.PathLike, *, what: str = "clip_model") -> dic
         except Exception as err:  # noqa: BLE001 - the unpickler raises many types
             first = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[0][:200] if str(err).strip() else ""
             raise ValueError(f"{what}: {path} could not be read as weights only ({type(err).__name__}: {first}). "
-                             "capeval never unpickles code: save the state dict itself "
-                             "(torch.save(model.state_dict(), ...)) or a safetensors file.") from None
+                             "capeval never unpickles code: save the state dict itself (model.state_dict(), "
+                             "tensors only) or a safetensors file.") from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
