@@ -118,8 +118,8 @@ def score(
     progress: bool | None = None,
     max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
     empty: str = "error",
-    images: Sequence[Any] | None = None,
     language_check: bool = True,
+    images: Sequence[Any] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Score captions with any subset of capeval's metrics in one call.
