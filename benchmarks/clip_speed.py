@@ -60,16 +60,6 @@ def workload(data: Path, count: int):
     return paths, cands, refs, images_dir
 
 
-def _write_tokenizer(folder: Path) -> None:
-    from open_clip.tokenizer import SimpleTokenizer
-
-    bpe = SimpleTokenizer()
-    names = {"<start_of_text>": "<|startoftext|>", "<end_of_text>": "<|endoftext|>"}
-    (folder / "vocab.json").write_text(json.dumps({names.get(t, t): i for t, i in bpe.encoder.items()}))
-    merges = sorted(bpe.bpe_ranks, key=bpe.bpe_ranks.get)
-    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n")
-
-
 def run_variant(name: str, args) -> dict:
     """One variant in this process; returns its measurements."""
     import numpy as np
@@ -128,7 +118,9 @@ def run_variant(name: str, args) -> dict:
         hf = CLIPModel.from_pretrained(str(folder)).eval().to(args.device)
         processor = CLIPProcessor(image_processor=CLIPImageProcessor(), tokenizer=CLIPTokenizer(
             str(folder / "vocab.json"), str(folder / "merges.txt")))
-        metric = CLIPScore(model_name_or_path=lambda: (_TensorFeatures(hf), processor)).to(args.device)
+        from support.clip_reference import TensorFeatures
+
+        metric = CLIPScore(model_name_or_path=lambda: (TensorFeatures(hf), processor)).to(args.device)
         out["load_s"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         per = []
@@ -147,25 +139,6 @@ def run_variant(name: str, args) -> dict:
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     out["scores"] = scores
     return out
-
-
-class _TensorFeatures:
-    """transformers 5's ``get_*_features`` return output objects that torchmetrics 1.9 cannot read: tensors here."""
-
-    def __init__(self, model):
-        self.model, self.config = model, model.config
-
-    def to(self, device):
-        self.model.to(device)
-        return self
-
-    def get_image_features(self, *a, **k):
-        out = self.model.get_image_features(*a, **k)
-        return getattr(out, "pooler_output", out)
-
-    def get_text_features(self, *a, **k):
-        out = self.model.get_text_features(*a, **k)
-        return getattr(out, "pooler_output", out)
 
 
 def reference_on_device(ref, model, paths, cands, refs, args):
@@ -212,7 +185,7 @@ def main() -> int:
         model = ref.random_openai_clip(ref.VIT_B_32, seed=0).half().float()
         ref.save_state_dict(model, checkpoint)
         ref.to_transformers_folder(model, ref.VIT_B_32, folder)
-        _write_tokenizer(folder)
+        ref.write_tokenizer_files(folder)
     results = {}
     for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:
         command = [sys.executable, __file__, "--child", variant, "--images", str(args.images), "--device", args.device,

@@ -263,6 +263,44 @@ def to_transformers_folder(model, dims: dict, folder) -> None:
         hf.save_pretrained(str(folder))
 
 
-__all__ = ["TINY", "TINY_RN", "VIT_B_32", "require_clip_stack", "tiny_checkpoints", "extract_all_captions", "extract_all_images", "import_openai_clip",
+class TensorFeatures:
+    """A transformers CLIPModel whose ``get_*_features`` return tensors: transformers 5 returns output objects, which
+    torchmetrics 1.9's CLIPScore cannot read (``'BaseModelOutputWithPooling' object has no attribute 'norm'``)."""
+
+    def __init__(self, model):
+        self.model, self.config = model, model.config
+
+    def to(self, device):
+        self.model.to(device)
+        return self
+
+    def get_image_features(self, *args, **kwargs):
+        out = self.model.get_image_features(*args, **kwargs)
+        return getattr(out, "pooler_output", out)
+
+    def get_text_features(self, *args, **kwargs):
+        out = self.model.get_text_features(*args, **kwargs)
+        return getattr(out, "pooler_output", out)
+
+
+def write_tokenizer_files(folder) -> None:
+    """vocab.json / merges.txt of OpenAI's BPE (from open_clip's bundled file, OpenAI's special-token spellings) for
+    transformers' CLIPTokenizer."""
+    import json
+    from pathlib import Path
+
+    from open_clip.tokenizer import SimpleTokenizer
+
+    folder = Path(folder)
+    bpe = SimpleTokenizer()
+    names = {"<start_of_text>": "<|startoftext|>", "<end_of_text>": "<|endoftext|>"}
+    (folder / "vocab.json").write_text(json.dumps({names.get(t, t): i for t, i in bpe.encoder.items()}),
+                                       encoding="utf-8")
+    merges = sorted(bpe.bpe_ranks, key=bpe.bpe_ranks.get)
+    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
+                                       encoding="utf-8")
+
+
+__all__ = ["TensorFeatures", "write_tokenizer_files", "TINY", "TINY_RN", "VIT_B_32", "require_clip_stack", "tiny_checkpoints", "extract_all_captions", "extract_all_images", "import_openai_clip",
            "random_openai_clip", "reference_scores", "reference_transform", "save_state_dict",
            "to_transformers_folder"]

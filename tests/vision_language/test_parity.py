@@ -236,7 +236,7 @@ def test_torchmetrics_clip_score_relation(tiny, tmp_path, images):
 
     model, _ = tiny
     ref.to_transformers_folder(model, ref.TINY, tmp_path / "hf")
-    _write_tokenizer_files(tmp_path / "hf")
+    ref.write_tokenizer_files(tmp_path / "hf")
     from transformers import CLIPModel
 
     hf = CLIPModel.from_pretrained(str(tmp_path / "hf")).eval()
@@ -247,45 +247,12 @@ def test_torchmetrics_clip_score_relation(tiny, tmp_path, images):
     n = 6
     tensors = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1) for p in images[:n]]
     with torch.no_grad():
-        tm, _ = _clip_score_update(tensors, CAPTIONS[:n], TensorFeatures(hf), processor)
+        tm, _ = _clip_score_update(tensors, CAPTIONS[:n], ref.TensorFeatures(hf), processor)
     ours = capeval.score(CAPTIONS[:n], REFERENCES[:n], metrics="clip_s", images=images[:n],
                          clip_model=str(tmp_path / "hf"), clip_prefix="")["per_caption"]["clip_s"]
     expected = 2.5 * np.clip(tm.numpy() / 100.0, 0, None)
     # transformers' own image resize differs from torchvision's at the level of single pixel values
     assert np.abs(np.array(ours) - expected).max() < 2e-3
-
-
-class TensorFeatures:
-    """A transformers CLIPModel whose ``get_*_features`` return tensors: transformers 5 returns output objects, which
-    torchmetrics 1.9's CLIPScore cannot read (``'BaseModelOutputWithPooling' object has no attribute 'norm'``)."""
-
-    def __init__(self, model):
-        self.model, self.config = model, model.config
-
-    def to(self, device):
-        self.model.to(device)
-        return self
-
-    def get_image_features(self, *args, **kwargs):
-        out = self.model.get_image_features(*args, **kwargs)
-        return getattr(out, "pooler_output", out)
-
-    def get_text_features(self, *args, **kwargs):
-        out = self.model.get_text_features(*args, **kwargs)
-        return getattr(out, "pooler_output", out)
-
-
-def _write_tokenizer_files(folder) -> None:
-    """vocab.json / merges.txt of OpenAI's BPE (from open_clip's bundled file) for transformers' CLIPTokenizer."""
-    from open_clip.tokenizer import SimpleTokenizer
-
-    bpe = SimpleTokenizer()
-    names = {"<start_of_text>": "<|startoftext|>", "<end_of_text>": "<|endoftext|>"}  # OpenAI's spelling
-    vocab = {names.get(token, token): index for token, index in bpe.encoder.items()}
-    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    merges = sorted(bpe.bpe_ranks, key=bpe.bpe_ranks.get)
-    (folder / "merges.txt").write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n",
-                                       encoding="utf-8")
 
 
 def test_the_numpy_preprocessing_is_bitwise_torchvisions(images):
