@@ -131,6 +131,14 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                "PAC-S (Sarto et al. 2023): CLIP ViT-B/32 fine-tuned with positive-augmented contrastive learning on "
                "COCO; pac_s and ref_pac_s. The authors' checkpoint clip_ViT-B-32.pth (aimagelab/pacscore README link)",
                location="external"),
+    ModelEntry("sup-simcse-roberta-base", None, "pretrained", ("roberta-pretraining-text", "snli-mnli-pairs"), (),
+               "supervised SimCSE RoBERTa-base (Gao et al. 2021), Polos's text encoder", location="external",
+               hub_id="princeton-nlp/sup-simcse-roberta-base"),
+    ModelEntry("polos", "polos", "paper", ("polaris-train", "coco-split-unstated", "nocaps-split-unstated"),
+               ("openai-clip-vit-b-32", "sup-simcse-roberta-base"),
+               "Polos (Wada et al. 2024): SimCSE + CLIP ViT-B/32 features and a feed-forward head trained on "
+               "Polaris's human judgments. The authors' reprod.ckpt (keio-smilab24/Polos README link)",
+               location="external"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
@@ -150,6 +158,7 @@ DEFAULTS: dict[str, str] = {
     "ref_clip_s": "openai-clip-vit-b-32",
     "pac_s": "pac-s-clip-vit-b-32",
     "ref_pac_s": "pac-s-clip-vit-b-32",
+    "polos": "polos",
 }
 
 #: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
@@ -172,7 +181,7 @@ MODEL_OPTIONS: dict[str, str] = {
     "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
     "sentence_rank": "sentence_rank_model", "clip_s": "clip_model", "ref_clip_s": "clip_model", "pac_s": "pac_model",
-    "ref_pac_s": "pac_model",
+    "ref_pac_s": "pac_model", "polos": "polos_model",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).

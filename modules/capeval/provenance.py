@@ -102,6 +102,14 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("pac-s-synthetic-positives", "coco", "train2014", (IMAGES, CAPTIONS),
             "PAC-S's positive augmentations: BLIP captions of COCO train2014 images and Stable Diffusion images of their "
             "captions"),
+    # --- Polos (Wada et al. 2024): trained on Polaris's train split, from SimCSE and CLIP
+    _source("polaris-train", "polaris", "train", (CAPTIONS, JUDGMENTS),
+            "Polaris train split: candidates, references and human judgments (images: MS-COCO and nocaps)"),
+    _source("snli-mnli-pairs", "flickr30k", "all", (CAPTIONS,),
+            "SNLI + MNLI entailment pairs (supervised SimCSE); SNLI's premises are Flickr30k captions, which include "
+            "Flickr8k's"),
+    _source("roberta-pretraining-text", "web-text", "roberta", (CAPTIONS,),
+            "RoBERTa's 160 GB of pre-training text (BookCorpus, Wikipedia, CC-News, OpenWebText, Stories)"),
     # --- benchmark data
     _source("flickr8k-test", "flickr8k", "test", (IMAGES, CAPTIONS),
             "Flickr8k test split (1,000 images, their captions)"),

@@ -45,6 +45,7 @@ _SPECS = (
     MetricSpec("ref_clip_s", "capeval.vision_language.metric", "RefClipS", ("ref_clip_s",)),
     MetricSpec("pac_s", "capeval.vision_language.metric", "PacS", ("pac_s",)),
     MetricSpec("ref_pac_s", "capeval.vision_language.metric", "RefPacS", ("ref_pac_s",)),
+    MetricSpec("polos", "capeval.vision_language.metric", "Polos", ("polos",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

@@ -126,6 +126,18 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pac-model", metavar="FILE|ID",
                         help=f"pac_s / ref_pac_s: the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed) or a Hub "
                              f"repo holding it (default: {DEFAULT_PAC_MODEL}, looked for in capeval's cache folder)")
+    parser.add_argument("--polos-model", metavar="DIR|FILE",
+                        help="polos: the released checkpoint's folder (reprod.ckpt + hparams.yaml) or the .ckpt / "
+                             ".safetensors file (default: looked for in capeval's cache folder, models/polos/, then "
+                             "in the reference's ~/.cache/torch/yuigawada/reprod/)")
+    parser.add_argument("--polos-text-model", metavar="ID|DIR",
+                        help="polos: the SimCSE encoder's configuration and tokenizer (default: the checkpoint's "
+                             "pretrained_model, princeton-nlp/sup-simcse-roberta-base, from the Hugging Face cache)")
+    parser.add_argument("--polos-batch-size", metavar="N", type=int, default=None,
+                        help="polos: items per batch, in input order (default 32, the reference's evaluation; a "
+                             "Polos score depends slightly on the other items of its batch)")
+    parser.add_argument("--polos-device", metavar="DEVICE", default=None,
+                        help="polos device: cpu, cuda, cuda:1 ... (default: CUDA when available)")
     for family in ("clip", "pac"):
         parser.add_argument(f"--{family}-dtype", choices=["float32", "float16"], default=None,
                             help=f"{family}_s / ref_{family}_s arithmetic: float32 (default, the reference's) or "
@@ -146,5 +158,7 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)),
                               ("sentence_rank_model", getattr(args, "sentence_rank_model", None)),
                               *((f"{family}_{what}", getattr(args, f"{family}_{what}", None))
-                                for family in ("clip", "pac") for what in ("model", "dtype", "device")))
+                                for family in ("clip", "pac") for what in ("model", "dtype", "device")),
+                              *((f"polos_{what}", getattr(args, f"polos_{what}", None))
+                                for what in ("model", "text_model", "batch_size", "device")))
             if v is not None}

@@ -15,8 +15,9 @@ token sequence is encoded once, in batches of similar lengths.
 
 Both keep their features per process in bounded least-recently-used tables keyed by the model's weight fingerprint,
 its dtype and the content (:data:`IMAGE_CACHE_ENTRIES`, :data:`TEXT_CACHE_ENTRIES`): a second metric of the same call
-(``clip_s`` and ``ref_clip_s``) or a second call re-uses them. Features returned are float32 numpy arrays, L2-normalised
-as the reference normalises them (a zero vector stays zero, so no NaN).
+(``clip_s`` and ``ref_clip_s``, or ``polos``) or a second call re-uses them. Features are kept as the model gives them and
+returned as float32 numpy arrays, L2-normalised as clipscore.py normalises them (a zero vector stays zero, so no NaN),
+or raw with ``normalize=False`` (Polos reads the unnormalised ``encode_image`` / ``encode_text`` outputs).
 """
 from __future__ import annotations
 
@@ -118,8 +119,9 @@ def _backend_key(backend: ClipBackend) -> tuple[str, str]:
 
 
 def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: int = 64,
-                   progress: bool | None = None, desc: str = "CLIP images"):
-    """``[len(images), D]`` normalised float32 features, one row per entry of ``images`` (see the module docstring).
+                   progress: bool | None = None, desc: str = "CLIP images", normalize: bool = True):
+    """``[len(images), D]`` float32 features, one row per entry of ``images``, L2-normalised unless ``normalize`` is
+    false (see the module docstring).
 
     Errors name the entry (``images[i]``): missing file, unreadable, not an image, too large.
     """
@@ -162,17 +164,19 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
             for b in range(0, len(names), batch_size):
                 chunk = names[b:b + batch_size]
                 pixels = torch.from_numpy(np.stack([pending[k] for k in chunk]))
-                features = normalize_rows(backend.image_features(pixels).numpy())
+                features = backend.image_features(pixels).numpy()
                 for key, row in zip(chunk, features):
                     rows[key] = row
                     _IMAGES.put((*base, key), row)
             bar.update(len(step))
-    return _gather(rows, [keys[owner] for owner in owners])
+    gathered = _gather(rows, [keys[owner] for owner in owners])
+    return normalize_rows(gathered) if normalize else gathered
 
 
 def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, batch_size: int = 256,
-                  progress: bool | None = None, desc: str = "CLIP texts"):
-    """``([len(texts), D] normalised float32 features, truncated positions)`` for ``prefix + text`` of each text."""
+                  progress: bool | None = None, desc: str = "CLIP texts", normalize: bool = True):
+    """``([len(texts), D] float32 features, the encoding)`` for ``prefix + text`` of each text, L2-normalised unless
+    ``normalize`` is false; the encoding (:func:`.tokenizer.encode_texts`) names the truncated positions."""
     encoded = encode_texts(texts, prefix, backend.context_length)
     base = _backend_key(backend)
     rows: dict[tuple[int, ...], Any] = {}
@@ -187,12 +191,13 @@ def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, ba
     with progress_bar(None, total=len(missing), desc=desc, enabled=progress) as bar:
         for start in range(0, len(missing), batch_size):
             chunk = missing[start:start + batch_size]
-            features = normalize_rows(backend.text_features(pad_batch(chunk)).numpy())
+            features = backend.text_features(pad_batch(chunk)).numpy()
             for ids, row in zip(chunk, features):
                 rows[ids] = row
                 _TEXTS.put((*base, ids), row)
             bar.update(len(chunk))
-    return _gather(rows, encoded.ids), encoded
+    gathered = _gather(rows, encoded.ids)
+    return (normalize_rows(gathered) if normalize else gathered), encoded
 
 
 def _gather(rows: dict, keys: Sequence) -> Any:

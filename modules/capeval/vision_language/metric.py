@@ -86,7 +86,7 @@ def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_r
     from capeval.vision_language.tokenizer import encode_texts
 
     # the references too when another metric of the call reads them: one warning for the whole call
-    with_references = with_references or bool(set(getattr(batch, "metric_names", ())) & {"ref_clip_s", "ref_pac_s"})
+    with_references = with_references or bool(set(getattr(batch, "metric_names", ())) & {"ref_clip_s", "ref_pac_s", "polos"})
     seen = _TRUNCATION_WARNED.setdefault(batch, set())
     labels = [f"predictions[{i}]" for i in encode_texts(batch.raw_predictions, prefix, context_length).truncated]
     if with_references:
@@ -251,5 +251,125 @@ class RefPacS(_VisionLanguageMetric):
     options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)
 
 
-__all__ = ["CaptionTruncatedWarning", "ClipS", "DEFAULT_CLIP_MODEL", "DEFAULT_PAC_MODEL", "PAC_CHECKPOINT_NAME",
-           "PacS", "RefClipS", "RefPacS", "default_pac_checkpoint", "resolve_model", "warn_truncated"]
+DEFAULT_POLOS_MODEL = "polos"
+
+
+def polos_checkpoint_places() -> list:
+    """Where the default ``polos_model`` is looked for, in order: ``<capeval cache>/models/polos/`` and the reference's
+    own cache, ``~/.cache/torch/yuigawada/reprod/`` (each a folder holding ``reprod.ckpt`` and ``hparams.yaml``)."""
+    from pathlib import Path
+
+    from capeval.paths import cache_root
+
+    return [cache_root() / "models" / DEFAULT_POLOS_MODEL, Path.home() / ".cache" / "torch" / "yuigawada" / "reprod"]
+
+
+def resolve_polos_model(value: Any) -> Any:
+    """The checkpoint ``polos_model`` means: the default (``None`` or ``"polos"``) → the first folder of
+    :func:`polos_checkpoint_places` holding a ``.ckpt``; anything else as given."""
+    if value is not None and not (isinstance(value, str) and value == DEFAULT_POLOS_MODEL):
+        return value
+    places = polos_checkpoint_places()
+    for place in places:
+        if place.is_dir() and any(p.suffix == ".ckpt" for p in place.iterdir()):
+            return place
+    from capeval.vision_language.polos import CHECKPOINT_URL
+
+    raise FileNotFoundError(
+        f"polos_model: the Polos checkpoint is not in {places[0]} (nor in the reference's cache {places[1]}). "
+        f"Download {CHECKPOINT_URL} (keio-smilab24/Polos README), unzip it and put reprod/'s files (reprod.ckpt, "
+        "hparams.yaml) in the first folder, or pass polos_model=<that folder or the .ckpt>.")
+
+
+class Polos(CaptionMetric):
+    """Polos (Wada et al. 2024): SimCSE + CLIP features of the candidate, its references and the image, a feed-forward
+    network trained on Polaris' human judgments; in (0, 1), the maximum over the references
+    (:mod:`capeval.vision_language.polos`: the batch rule, the checkpoint).
+
+    Options: ``polos_model`` (default: the released checkpoint, looked for where :func:`polos_checkpoint_places`
+    says; or a folder / ``.ckpt`` / ``.safetensors``), ``polos_text_model`` (the SimCSE encoder's configuration and
+    tokenizer: default the checkpoint's ``pretrained_model``, a Hub id read through the Hugging Face cache, or a
+    folder), ``polos_device``, ``polos_batch_size`` (default 32, the reference's evaluation: scores depend on the batch,
+    see the module). Signature field: ``polos:model=<folder/file>#<sha256[:8]>,text=<encoder>,batch=32,
+    refs=batch-min,prefix=A%20photo%20depicts%20,img=clip-reference-1``.
+    """
+
+    name = "polos"
+    uses_tokens: ClassVar[bool] = False
+    needs_images: ClassVar[bool] = True
+    options: ClassVar[dict[str, Any]] = {"polos_model": DEFAULT_POLOS_MODEL, "polos_text_model": None,
+                                         "polos_device": None, "polos_batch_size": 32}
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        from capeval.sentence_cosine.metric import positive_int_option
+
+        self.config["polos_batch_size"] = positive_int_option(self.config["polos_batch_size"], "polos_batch_size")
+        for option in ("polos_model", "polos_text_model"):
+            value = self.config[option]
+            if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
+                raise ValueError(f"{option} must be a folder, a file or a Hub id, got {value!r:.60}.")
+
+    @classmethod
+    def check_available(cls) -> None:
+        from capeval.models._deps import require
+
+        require("torch", "torchvision", "open_clip", "transformers", what="the polos metric")
+
+    @classmethod
+    def _model_for(cls, config: dict[str, Any]):
+        from capeval.vision_language.features import reference_transform
+        from capeval.vision_language.polos import load_polos
+        from capeval.vision_language.tokenizer import warm_up
+
+        model = load_polos(resolve_polos_model(config.get("polos_model")), text_model=config.get("polos_text_model"),
+                           device=config.get("polos_device"))
+        warm_up()
+        reference_transform(model.clip.resolution, model.clip.mean, model.clip.std)
+        return model
+
+    @classmethod
+    def cache_token(cls, options: dict[str, Any]) -> str:
+        return cls._model_for({**cls.options, **options}).fingerprint
+
+    def signature_value(self, model) -> str:
+        from capeval.vision_language.features import PREPROCESS_VERSION
+        from capeval.vision_language.polos import POLOS_PREFIX
+
+        text = self.config["polos_text_model"] or model.checkpoint.text_model
+        return (f"model={model.label}#{model.fingerprint[:8]},text={text},batch={self.config['polos_batch_size']},"
+                f"refs=batch-min,prefix={quote(POLOS_PREFIX, safe='')},img={PREPROCESS_VERSION}")
+
+    def _scores(self, batch: CaptionBatch):
+        from capeval.vision_language.polos import polos_scores
+
+        if batch.images is None:
+            raise ValueError(f"{self.name} needs images= (one per prediction).")
+        model = self._model_for(self.config)
+        return model, polos_scores(model, batch.raw_predictions, batch.raw_references, batch.images,
+                                   batch_size=self.config["polos_batch_size"], progress=batch.progress)
+
+    def compute(self, batch: CaptionBatch) -> MetricOutput:
+        from capeval.vision_language.polos import POLOS_PREFIX
+
+        model, result = self._scores(batch)
+        warn_truncated(batch, POLOS_PREFIX, model.clip.context_length, True)
+        if result.cut_candidates or result.cut_references:
+            labels = ([f"predictions[{i}]" for i in result.cut_candidates]
+                      + [f"references[{i}][{j}]" for i, j in result.cut_references])
+            shown = ", ".join(labels[:WARN_FIRST]) + (f" and {len(labels) - WARN_FIRST} more"
+                                                      if len(labels) > WARN_FIRST else "")
+            warn_at_caller(f"{len(labels)} text(s) longer than the Polos text encoder's {model.max_tokens} tokens were "
+                           f"cut to {model.max_tokens} (the reference would fail on them): {shown}.",
+                           CaptionTruncatedWarning)
+        per = [float(s) for s in result.scores]
+        empty = [i for i, p in enumerate(batch.raw_predictions) if not p.strip()]
+        for i in empty:
+            per[i] = 0.0
+        return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
+                            signature=self.signature_value(model))
+
+
+__all__ = ["CaptionTruncatedWarning", "ClipS", "DEFAULT_CLIP_MODEL", "DEFAULT_PAC_MODEL", "DEFAULT_POLOS_MODEL",
+           "PAC_CHECKPOINT_NAME", "PacS", "Polos", "RefClipS", "RefPacS", "default_pac_checkpoint",
+           "polos_checkpoint_places", "resolve_model", "resolve_polos_model", "warn_truncated"]
