@@ -162,8 +162,12 @@ def test_classification_of_the_published_table():
     assert reasons(benchmark="thumb", source="kasai2022", statistic="pearson", metric="cider_d") == {v.THUMB_TABLE4}
     assert reasons(benchmark="coco2015", metric="spice") == {v.COCO2015_CAPTIONS}
     # metrics capeval does not have
-    for name in ("tiger", "bert_s_pp", "nubia", "spider", "wmd", "nneval", "bertscore", "refonlyc", "polos"):
+    for name in ("tiger", "bert_s_pp", "nubia", "spider", "wmd", "nneval", "bertscore", "refonlyc"):
         assert all("not a capeval metric" in r.reason for r in rows if r.metric == name), name
+    # Polos is one now: its Flickr8k and Polaris rows are targets (COMPOSITE's keep the reference-text reason)
+    polos = {r.benchmark: r.reason for r in rows if r.metric == "polos"}
+    assert {b for b, why in polos.items() if why is None} >= {"flickr8k-expert", "flickr8k-crowdflower", "polaris"}
+    assert polos["composite"] == v.COMPOSITE_TEXT
     assert all("not a metric" in r.reason for r in rows if r.metric == "inter-human")
     # targets: the classical rows measured with exactly the published protocol
     targets = {(r.metric, r.benchmark, r.source) for r in rows if r.reason is None}

@@ -28,3 +28,12 @@ def tiny_clip(tmp_path_factory) -> dict:
     from support.clip_reference import tiny_checkpoints
 
     return tiny_checkpoints(tmp_path_factory.mktemp("tiny-clip"))
+
+
+@pytest.fixture(scope="session")
+def tiny_polos(tmp_path_factory) -> dict:
+    """What the polos module needs offline: a tiny Polos checkpoint in the released layout (a random RoBERTa and a random
+    OpenAI-code CLIP, :func:`support.polos_reference.tiny_polos`: ``polos_model``) and three noise PNGs (``images``)."""
+    from support.polos_reference import tiny_polos
+
+    return tiny_polos(tmp_path_factory.mktemp("tiny-polos"))

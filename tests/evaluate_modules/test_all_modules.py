@@ -33,9 +33,12 @@ MODULES = {
                    "'A cat.'], images={images}, clip_model={clip_model!r}", "clip_s"),
     "pac_score": ("PacScore", "predictions=['A dog runs.', 'A cat sleeps.'], references=[['A dog runs fast.'], "
                   "'A cat.'], images={images}, pac_model={pac_model!r}", "pac_s"),
+    # {images}, {polos_model}: the tiny_polos fixture (a random RoBERTa + CLIP in the released checkpoint's layout)
+    "polos": ("Polos", "predictions=['A dog runs.', 'A cat sleeps.'], references=[['A dog runs fast.'], 'A cat.'], "
+              "images={images}, polos_model={polos_model!r}", "polos"),
 }
 #: Modules that score with a CLIP: the torch stack and open_clip, and a tiny random checkpoint in the smoke test.
-VISION_MODULES = ("clip_score", "pac_score")
+VISION_MODULES = ("clip_score", "pac_score", "polos")
 CARD_SECTIONS = ("## Metric Description", "## How to Use", "### Inputs", "### Output Values",
                  "Values from Popular Papers", "## Limitations and Bias", "## Citation")
 
@@ -182,7 +185,10 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
     modules with a tiny random checkpoint and noise images: their real weights are not available offline)."""
     _needs(name, weights=True)
     _, kwargs, key = MODULES[name]
-    if name in VISION_MODULES:
+    if name == "polos":
+        tiny = request.getfixturevalue("tiny_polos")
+        kwargs = kwargs.format(images=tiny["images"][:2], polos_model=tiny["polos_model"])
+    elif name in VISION_MODULES:
         tiny = request.getfixturevalue("tiny_clip")
         kwargs = kwargs.format(images=tiny["images"][:2], clip_model=tiny["clip_model"], pac_model=tiny["pac_model"])
     code = f"import evaluate, sys; m = evaluate.load(sys.argv[1]); print(repr(m.compute({kwargs})[{key!r}]))"
@@ -192,7 +198,9 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     value = float(out.stdout.strip().splitlines()[-1])
-    if name in VISION_MODULES:  # random weights: a negative cosine is clipped to 0; w = 2.5 (CLIP-S) or 2.0 (PAC-S)
+    if name == "polos":  # a sigmoid
+        assert 0.0 < value < 1.0
+    elif name in VISION_MODULES:  # random weights: a negative cosine is clipped to 0; w = 2.5 (CLIP-S) or 2.0 (PAC-S)
         assert 0.0 <= value <= 2.5
     else:
         assert 0.0 < value <= 5.0

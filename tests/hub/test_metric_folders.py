@@ -35,9 +35,12 @@ COMPUTE = {
                        references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
     "pac_score": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
                       references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
+    # + a tiny Polos checkpoint in the released layout (fixture tiny_polos_checkpoint)
+    "polos": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
+                  references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
 }
 #: The modules that need the torch stack (capeval[learned]) and read a CLIP checkpoint.
-LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score")
+LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score", "polos")
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,14 @@ def tiny_clip_checkpoints(tmp_path_factory) -> dict:
     from support.clip_reference import tiny_checkpoints
 
     return tiny_checkpoints(tmp_path_factory.mktemp("tiny-clip"), images=2, same_model=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_polos_checkpoint(tmp_path_factory) -> dict:
+    """A tiny Polos checkpoint in the released layout and two noise PNGs (:func:`support.polos_reference.tiny_polos`)."""
+    from support.polos_reference import tiny_polos
+
+    return tiny_polos(tmp_path_factory.mktemp("tiny-polos"), images=2)
 
 
 def _compute_kwargs(name: str, request) -> dict:
@@ -62,6 +73,9 @@ def _compute_kwargs(name: str, request) -> dict:
         tiny = request.getfixturevalue("tiny_clip_checkpoints")
         option = "clip_model" if name == "clip_score" else "pac_model"
         kwargs.update({option: tiny[option], "images": tiny["images"]})
+    if name == "polos":
+        tiny = request.getfixturevalue("tiny_polos_checkpoint")
+        kwargs.update(polos_model=tiny["polos_model"], images=tiny["images"])
     return kwargs
 
 

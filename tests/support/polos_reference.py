@@ -229,3 +229,18 @@ def reference_scores(ref, candidates, references, image_paths, *, batch_size: in
                 batch_scores.append(ref["head"](x))
             scores += torch.max(torch.stack(batch_scores), dim=0).values.reshape(-1).tolist()
     return np.asarray(scores, dtype=np.float64)
+
+
+def tiny_polos(folder, *, images: int = 3) -> dict:
+    """A tiny Polos in the released layout under ``folder``: ``polos_model`` (the ``reprod/`` folder), the text
+    encoder folder (``text``), the CLIP (``clip_model``) and ``images`` noise PNGs. Skips without the CLIP stack."""
+    from support.clip_reference import TINY, random_openai_clip, require_clip_stack
+    from support.images import write_pngs
+
+    require_clip_stack()
+    folder = Path(folder)
+    text = text_encoder_folder(folder / "simcse")
+    clip_model = random_openai_clip(TINY, seed=3)
+    checkpoint = write_checkpoint(folder / "reprod", clip_model, text)
+    return {"polos_model": str(checkpoint.parent), "text": str(text), "clip_model": clip_model,
+            "images": [str(p) for p in write_pngs(folder / "images", images, size=(64, 48))]}

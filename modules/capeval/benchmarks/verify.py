@@ -54,6 +54,8 @@ KEY_OF = {"refclip_s": "ref_clip_s", "refpac_s": "ref_pac_s"}
 VISION_LANGUAGE = frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "tiger"})
 #: capeval's vision-language metrics, by model family.
 CLIP_FAMILY = {"clip_s": "clip", "ref_clip_s": "clip", "pac_s": "pac", "ref_pac_s": "pac"}
+#: capeval's metrics that read images and external weights: the CLIP family and Polos.
+IMAGE_METRICS = frozenset(CLIP_FAMILY) | {"polos"}
 #: Example outputs of the reference repositories (``published.json`` benchmarks that are not ``capeval bench``'s).
 EXAMPLES = {
     "clipscore-example": "clipscore_example",
@@ -73,7 +75,6 @@ NOT_IN_CAPEVAL = {
     "nneval": "NNEval (Sharif et al. 2018)",
     "bertscore": "BERTScore (Zhang et al. 2020)",
     "refonlyc": "RefOnlyC (Kasai et al. 2022)",
-    "polos": "Polos (Wada et al. 2024: CLIP + SimCSE trained on Polaris)",
     "critic_no_da": "the critic trained without data augmentation (Cui et al. released no weights; capeval ships no "
                     "such model)",
 }
@@ -435,6 +436,8 @@ def weights_reason(key: str) -> str | None:
     """Why the default weights of vision-language metric ``key`` are not here (``None``: they are); never downloads."""
     from capeval.vision_language.metric import DEFAULT_CLIP_MODEL, PAC_CHECKPOINT_NAME, default_pac_checkpoint
 
+    if key == "polos":
+        return _polos_weights_reason()
     if CLIP_FAMILY.get(key) == "clip":
         try:
             import huggingface_hub
@@ -449,6 +452,34 @@ def weights_reason(key: str) -> str | None:
     if not path.is_file():
         return (f"PAC-S weights not found at {path}: download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from the link in "
                 "aimagelab/pacscore's README and put it there")
+    return None
+
+
+def _polos_weights_reason() -> str | None:
+    """Why the released Polos checkpoint or its text encoder's configuration is not here (``None``: both are)."""
+    from capeval.vision_language.metric import resolve_polos_model
+
+    try:
+        folder = resolve_polos_model(None)
+    except FileNotFoundError as err:
+        return _one_line(err)
+    from capeval.vision_language.polos import DEFAULT_TEXT_MODEL, read_checkpoint
+
+    try:
+        text_model = read_checkpoint(folder).text_model
+    except (OSError, ValueError) as err:
+        return _one_line(err)
+    if Path(text_model).is_dir():
+        return None
+    try:
+        import huggingface_hub
+
+        huggingface_hub.snapshot_download(text_model, local_files_only=True)
+    except ImportError as err:
+        return f"{err}"
+    except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
+        return (f"Polos's text encoder configuration and tokenizer are not in the Hugging Face cache: "
+                f"huggingface-cli download {text_model or DEFAULT_TEXT_MODEL}")
     return None
 
 
@@ -559,7 +590,7 @@ class Probe:
         return None
 
     def __call__(self, job: Job, key: str) -> str | None:
-        if key in CLIP_FAMILY:
+        if key in IMAGE_METRICS:
             from capeval.registry import metric_class
 
             try:
@@ -570,7 +601,7 @@ class Probe:
             if why:
                 return why
         why = self.data(job)
-        if why or key not in CLIP_FAMILY:
+        if why or key not in IMAGE_METRICS:
             return why
         return self.images(job)
 
@@ -610,7 +641,7 @@ def measure(job: Job, keys: Sequence[str], *, use_cache: bool = True, show_progr
     from capeval.api import score
     from capeval.coco.cider import SmallCorpusWarning
 
-    with_images = any(k in CLIP_FAMILY for k in keys)
+    with_images = any(k in IMAGE_METRICS for k in keys)
     out: dict[str, Any] = {}
     for name, (preds, refs, images) in _example_sets(job.name, with_images).items():
         extra = {"images": [str(p) for p in images]} if with_images and images is not None else {}
