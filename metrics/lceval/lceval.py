@@ -93,6 +93,10 @@ Returns:
     lceval, lceval_released, lceval_plus (`float`): the selected ones: mean P(human) over the captions, 0 to 1, higher = more
         human-like. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
+    coverage (`dict`): per key above, the share (0 to 1) of the content words WMD and MOWE read (prediction and
+        references) that the word vectors know (lceval_plus: the lower of that and its critic's vocabulary
+        coverage); an OutOfVocabularyWarning names unknown words when it is more than 3 points below the share on
+        Flickr8k's training captions (99.5 %). coverage_per_caption (`dict`): the same per prediction.
     lceval_features, lceval_released_features, lceval_plus_features (`list` of `dict`): with the `*_features`
         options, per prediction the features by name ("p1" ... "hwcm_dep3"; lceval_plus also "sentence_max",
         "sentence_mean", "critic_ref"), each in [0, 1].
@@ -116,7 +120,7 @@ Examples:
     >>> result = lceval.compute(predictions=predictions, references=references, metrics="lceval_released",
     ...                         lceval_released_features=True)
     >>> sorted(result)
-    ['lceval_released', 'lceval_released_features', 'per_caption', 'signature']
+    ['coverage', 'coverage_per_caption', 'lceval_released', 'lceval_released_features', 'per_caption', 'signature']
     >>> scores = result["per_caption"]["lceval_released"]
     >>> all(0 < p < 1 for p in scores[:2]), scores[2]  # the caption without words scores 0
     (True, 0.0)

@@ -83,6 +83,10 @@ Returns:
         higher = more human-like. critic_plus (`float`): mean over the captions of the combiner's probability,
         0 to 1, averaged over the references. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
+    coverage (`dict`): per key above, the share (0 to 1) of the tokens the critic read (the first 15 of the
+        prediction and, where read, of each reference) that its vocabulary knows; the others share one unknown
+        vector. An OutOfVocabularyWarning names unknown words when the share is more than 3 points below the
+        critic's on its training captions (98.8 to 100 %). coverage_per_caption (`dict`): the same per prediction.
     signature (`str`): the critic (the shipped name, or the folder name and a hash of its files), its context
         and "refs=mean", e.g. "nrefs:1|clean:none|critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean|...".
 
@@ -105,14 +109,14 @@ Examples:
     ...               ["a cup of coffee with a spoon on a wooden table"]]
     >>> result = critic.compute(predictions=predictions, references=references, images=images)
     >>> sorted(result), all(0 <= p <= 1 for p in result["per_caption"]["critic"])
-    (['critic', 'per_caption', 'signature'], True)
+    (['coverage', 'coverage_per_caption', 'critic', 'per_caption', 'signature'], True)
     >>> result["signature"].split("|")[2]
     'critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean'
 
     Without images the default is the reference-only critic; the image critics must then be left out:
 
     >>> sorted(critic.compute(predictions=predictions, references=references))
-    ['critic_ref', 'per_caption', 'signature']
+    ['coverage', 'coverage_per_caption', 'critic_ref', 'per_caption', 'signature']
     >>> try:
     ...     critic.compute(predictions=predictions, references=references, metrics="critic")
     ... except ValueError as err:

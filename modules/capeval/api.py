@@ -102,7 +102,11 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
                 check_finite(out.per_caption[key], f"per_caption[{key!r}]")
                 result[key] = out.corpus[key]
                 per_caption[key] = out.per_caption[key]
-            extras.update(out.extra)
+            for key, value in out.extra.items():  # per-metric tables (coverage) merge; other entries are one metric's
+                if isinstance(value, dict) and isinstance(extras.get(key), dict):
+                    extras[key].update(value)
+                else:
+                    extras[key] = value
             fields.append((name, out.signature))
             bar.update()
     return result, per_caption, extras, fields

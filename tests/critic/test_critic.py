@@ -235,6 +235,12 @@ def test_training_log_checkpoints_and_selection(trained):
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["epoch-1", "epoch-2", "epoch-3"]
     vocab = CriticVocab.load(out)
     assert set(vocab.words[4:]) <= set(WORDS)  # built from the training captions only
+    # the OutOfVocabularyWarning's baseline: every training token is in a vocabulary built from them
+    coverage = log["vocabulary_coverage"]
+    assert coverage["share"] == 1.0 and coverage["tokens"] > 0 and coverage["captions"] > 0
+    from capeval.critic.stack import training_coverage
+
+    assert training_coverage(out) == 1.0
 
 
 def test_resume_equals_an_uninterrupted_run(trained, tmp_path):

@@ -130,7 +130,8 @@ def test_critic_tables_equal_capeval_score(critic_module, tiny_critics, photos):
                                                           tiny_critics)
     want = capeval.score(parse_predictions(CRITIC_PREDICTIONS), parse_references(CRITIC_REFERENCES, 3),
                          metrics=CRITIC_KEYS, images=photos, **tiny_critics)
-    assert corpus == [[k, round(want[k], DIGITS)] for k in CRITIC_KEYS]
+    assert corpus == [[k, round(want[k], DIGITS)] for k in CRITIC_KEYS] + [
+        [f"{k} vocabulary coverage", round(want["coverage"][k], DIGITS)] for k in CRITIC_KEYS]
     assert per_caption["headers"] == ["#", "image", "caption", *CRITIC_KEYS]
     assert [row[:3] for row in per_caption["data"]] == [
         [1, "chelsea.jpg", "a tabby cat looking at the camera"], [2, "astronaut.jpg", "a woman astronaut in an orange suit"],
@@ -148,16 +149,19 @@ def test_one_image_serves_every_line_and_critic_ref_needs_none(critic_module, ti
                                                   ["critic_img"], tiny_critics)
     want = capeval.score(["a cat", "a striped cat sitting"], [["a cat with stripes"], ["a tabby cat"]],
                          metrics="critic_img", images=photos[:1] * 2, **tiny_critics)
-    assert corpus == [["critic_img", round(want["critic_img"], DIGITS)]]
+    assert corpus == [["critic_img", round(want["critic_img"], DIGITS)],
+                      ["critic_img vocabulary coverage", round(want["coverage"]["critic_img"], DIGITS)]]
     assert [row[1] for row in per_caption["data"]] == ["chelsea.jpg", "chelsea.jpg"]
     corpus, per_caption, signature = score_image_captions(critic_module.compute, CRITIC_KEYS, None, preds, refs,
                                                           ["critic_ref"], tiny_critics)
     want = capeval.score(["a cat", "a striped cat sitting"], [["a cat with stripes"], ["a tabby cat"]],
                          metrics="critic_ref", **tiny_critics)
-    assert corpus == [["critic_ref", round(want["critic_ref"], DIGITS)]] and "ctx=reference" in signature
+    assert corpus == [["critic_ref", round(want["critic_ref"], DIGITS)],
+                      ["critic_ref vocabulary coverage", round(want["coverage"]["critic_ref"], DIGITS)]]
+    assert "ctx=reference" in signature
     assert [row[1] for row in per_caption["data"]] == ["", ""]
     corpus, _, _ = score_image_captions(critic_module.compute, CRITIC_KEYS, [], preds, refs, None, tiny_critics)
-    assert [row[0] for row in corpus] == ["critic_ref"]  # the module's default without images
+    assert [row[0] for row in corpus] == ["critic_ref", "critic_ref vocabulary coverage"]  # the default without images
 
 
 @pytest.mark.parametrize("images, predictions, references, metrics, message", [
@@ -225,7 +229,8 @@ def test_lceval_tables_equal_capeval_score(tiny_lceval, java):
                                                             LCEVAL_METRICS, options)
     preds, refs = parse_predictions(LCEVAL_PREDICTIONS), parse_references(LCEVAL_REFERENCES, 2)
     want = capeval.score(preds, refs, metrics=list(LCEVAL_METRICS), lceval_features=True, **options)
-    assert corpus == [[k, round(want[k], DIGITS)] for k in LCEVAL_METRICS]
+    assert corpus == [[k, round(want[k], DIGITS)] for k in LCEVAL_METRICS] + [
+        [f"{k} vocabulary coverage", round(want["coverage"][k], DIGITS)] for k in LCEVAL_METRICS]
     assert per_caption["headers"] == ["#", "caption", *LCEVAL_METRICS]
     assert per_caption["data"] == [[i + 1, p, *(round(want["per_caption"][k][i], DIGITS) for k in LCEVAL_METRICS)]
                                    for i, p in enumerate(preds)]
@@ -236,7 +241,8 @@ def test_lceval_tables_equal_capeval_score(tiny_lceval, java):
     assert signature == want["signature"]
     corpus, per_caption, features, _ = score_lceval(module.compute, LCEVAL_PREDICTIONS, LCEVAL_REFERENCES,
                                                     ["lceval_released"], options)
-    assert [row[0] for row in corpus] == ["lceval_released"] and per_caption["headers"][2:] == ["lceval_released"]
+    assert [row[0] for row in corpus] == ["lceval_released", "lceval_released vocabulary coverage"]
+    assert per_caption["headers"][2:] == ["lceval_released"]
     assert [row[2] for row in features["data"]] == ["lceval_released"] * 2
 
 

@@ -163,9 +163,10 @@ def _wait_for_first_column(page, elem_id: str, values: list[str]) -> None:
 
 def _check_critic_tables(page, want: dict, keys: list[str], captions: list[str], images: list[str]) -> None:
     corpus = _table(page, "corpus")
-    assert [row[0] for row in corpus] == keys
+    assert [row[0] for row in corpus] == keys + [f"{k} vocabulary coverage" for k in keys]
     for key, shown in corpus:
-        assert float(shown) == round(want[key], DIGITS), key
+        value = want["coverage"][key.split()[0]] if key.endswith("coverage") else want[key]
+        assert float(shown) == round(value, DIGITS), key
     per_caption = _table(page, "per_caption")
     assert len(per_caption) == len(captions)
     for i, row in enumerate(per_caption):
@@ -221,7 +222,8 @@ def test_critic_space_in_a_browser(browser, tiny_critics, tiny_plus, monkeypatch
         # critic_plus, ticked beside critic (it is not ticked at first)
         _set_metrics(page, ["critic", "critic_plus"])
         page.click("#score")
-        _wait_for_first_column(page, "corpus", ["critic", "critic_plus"])
+        _wait_for_first_column(page, "corpus", ["critic", "critic_plus", "critic vocabulary coverage",
+                                                "critic_plus vocabulary coverage"])
         want = capeval.score(two, parse_references(refs, 2), metrics="critic,critic_plus",
                              images=[photos[1], photos[0]], **models)
         _check_critic_tables(page, want, ["critic", "critic_plus"], two, ["astronaut.jpg", "chelsea.jpg"])
@@ -245,7 +247,7 @@ def test_critic_space_in_a_browser(browser, tiny_critics, tiny_plus, monkeypatch
                            "critic, critic_img read the image: upload one image per caption line")
         _set_metrics(page, ["critic_ref"])
         page.click("#score")
-        _wait_for_first_column(page, "corpus", ["critic_ref"])
+        _wait_for_first_column(page, "corpus", ["critic_ref", "critic_ref vocabulary coverage"])
         page.screenshot(path=str(ARTIFACTS / "learned_critic-critic-ref.png"), full_page=True)
         want = capeval.score(two, parse_references(refs, 2), metrics="critic_ref", **tiny_critics)
         _check_critic_tables(page, want, ["critic_ref"], two, ["", ""])
@@ -277,9 +279,10 @@ def test_lceval_space_in_a_browser(browser, tiny_lceval, java, monkeypatch):
         want = capeval.score(captions, parse_references(LCEVAL_EXAMPLE[1], 3), metrics=metrics, lceval_features=True,
                              lceval_model=tiny_lceval)
         corpus = _table(page, "corpus")
-        assert [row[0] for row in corpus] == metrics
+        assert [row[0] for row in corpus] == metrics + [f"{k} vocabulary coverage" for k in metrics]
         for key, shown in corpus:
-            assert float(shown) == round(want[key], DIGITS), key
+            value = want["coverage"][key.split()[0]] if key.endswith("coverage") else want[key]
+            assert float(shown) == round(value, DIGITS), key
         per_caption = _table(page, "per_caption")
         assert len(per_caption) == 3
         for i, row in enumerate(per_caption):
@@ -303,7 +306,7 @@ def test_lceval_space_in_a_browser(browser, tiny_lceval, java, monkeypatch):
         if box.is_checked():
             box.click()
         page.click("#score")
-        _wait_for_first_column(page, "corpus", ["lceval_released"])
+        _wait_for_first_column(page, "corpus", ["lceval_released", "lceval_released vocabulary coverage"])
         _wait_for_first_column(page, "features", ["1", "2"])
         page.screenshot(path=str(ARTIFACTS / "lceval-released.png"), full_page=True)
         want = capeval.score(two, parse_references(refs, 2), metrics="lceval_released", lceval_released_features=True)

@@ -180,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{pred_path.name} / {ref_path.name}")
         print(f"{_count(len(preds), 'prediction')} scored against {source}", file=out)
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
+        if result.get("coverage"):
+            print(coverage_line(result["coverage"]), file=out)
         print(f"signature: {result['signature']}", file=out)
         if args.per_caption:
             rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
@@ -205,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
         headers = ["metric", *(f"captioner {k + 1}" for k in range(len(results)))]
         print(text_table(headers, [(k, *(r[k] for _, _, r in results)) for k in keys]), file=out)
         for k, (_, _, r) in enumerate(results):
+            if r.get("coverage"):
+                print(f"captioner {k + 1}: {coverage_line(r['coverage'])}", file=out)
             print(f"signature (captioner {k + 1}): {r['signature']}", file=out)
         if args.per_caption:
             for k, (s_ids, s_preds, r) in enumerate(results):
@@ -216,6 +220,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json_out:
         write_json(args.json_out, payload)
     return 0
+
+
+def coverage_line(coverage: dict[str, float]) -> str:
+    """``vocabulary coverage: critic_ref 98.8%, lceval 99.6%`` (the share of the tokens each learned metric read that
+    its vocabulary knows; :mod:`capeval.coverage`)."""
+    return "vocabulary coverage: " + ", ".join(f"{name} {share:.1%}" for name, share in coverage.items())
 
 
 def _count(n: int, noun: str) -> str:

@@ -85,18 +85,24 @@ class _CriticMetric(CaptionMetric):
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        return _mean_output(self, batch, self._scorer()[3])
+        scorer, _, uses_reference, signature = self._scorer()
+        return _mean_output(self, batch, signature, scorer, uses_reference)
 
 
-def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str) -> MetricOutput:
+def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, scorer, uses_reference: bool) -> MetricOutput:
     """Per-caption scores (the gathered :meth:`prepare` entries when handed over, ``--processes N``, else
-    :meth:`prepare` here) and their mean as the corpus score."""
+    :meth:`prepare` here), their mean as the corpus score, and the critics' vocabulary coverage
+    (:mod:`capeval.coverage`: ``result["coverage"]``, an :class:`~capeval.coverage.OutOfVocabularyWarning` when low)."""
+    from capeval.coverage import result_extra, warn_if_low
+
     prepared = metric._prepared
     if prepared is not None and len(prepared) != len(batch):
         raise ValueError(f"{metric.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
     per = [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
+    coverage = scorer.coverage(batch.raw_predictions, batch.raw_references if uses_reference else None)
+    warn_if_low(metric.name, coverage)
     return MetricOutput(corpus={metric.name: float(np.mean(per)) if per else 0.0}, per_caption={metric.name: per},
-                        signature=signature)
+                        signature=signature, extra=result_extra(metric.name, coverage))
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -203,4 +209,5 @@ class CriticPlus(CaptionMetric):
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        return _mean_output(self, batch, self._scorer()[1])
+        scorer, signature = self._scorer()
+        return _mean_output(self, batch, signature, scorer, True)

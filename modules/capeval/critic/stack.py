@@ -370,6 +370,24 @@ class CriticScorer:
     def member_folders(self) -> list[Path]:
         return [] if self.stack is None else self.stack.member_paths(self.folder)
 
+    def coverage(self, candidates: Sequence[str], references: Sequence[Sequence[str]] | None):
+        """The vocabulary coverage of ``candidates`` (and ``references`` when given) for these critics: each
+        critic's vocabulary over the tokens it reads (the first ``max_length`` of each text), the lowest of them
+        (:mod:`capeval.coverage`); baselines from the critics' ``training.json``."""
+        from capeval.coverage import lowest, measure
+        from capeval.critic.vocab import critic_tokens
+
+        folders = self.member_folders() or [self.folder]
+        found = []
+        for (_, vocab), folder in zip(self.members, folders):
+            cut = vocab.max_length
+            items = [[critic_tokens(c)[:cut], *([critic_tokens(r)[:cut] for r in refs] if references is not None
+                                                 else [])]
+                     for c, refs in zip(candidates, references if references is not None else [()] * len(candidates))]
+            found.append(measure(items, vocab.index, baseline=training_coverage(folder),
+                                 vocabulary=f"{model_label(folder)}'s vocabulary ({len(vocab) - 4:,} words)"))
+        return lowest(found)
+
     def digest(self) -> str:
         """The digest of every file that changes the scores (the stack's and its critics')."""
         return weights_digest(self.folder, *self.member_folders())
@@ -377,6 +395,20 @@ class CriticScorer:
     def label(self) -> str:
         """How signatures name it: a catalog name, else ``<folder name>@<digest>``."""
         return model_label(self.folder, *self.member_folders())
+
+
+def training_coverage(folder: str | os.PathLike) -> float | None:
+    """The vocabulary coverage of a critic's training captions, as its ``training.json`` records it
+    (``vocabulary_coverage.share``), or ``None``."""
+    import json
+
+    path = Path(folder) / "training.json"
+    try:
+        value = json.loads(path.read_text(encoding="utf-8")).get("vocabulary_coverage") or {}
+    except (OSError, ValueError):
+        return None
+    share = value.get("share") if isinstance(value, dict) else None
+    return float(share) if isinstance(share, (int, float)) else None
 
 
 def load_scorer(path: str | os.PathLike | None = None, context: str = "image+reference", *, device: Any = None,

@@ -75,6 +75,16 @@ def _word_vector_rows(vocab: CriticVocab, name: str, seed: int) -> tuple[np.ndar
     return rows, found
 
 
+def _vocabulary_coverage(vocab: CriticVocab, captions: list[str]) -> dict[str, Any]:
+    """The share of the training captions' tokens (the first ``max_length`` of each) that ``vocab`` knows."""
+    from capeval.coverage import measure
+    from capeval.critic.vocab import critic_tokens
+
+    cov = measure([[critic_tokens(c)[:vocab.max_length]] for c in captions], vocab.index)
+    return {"share": round(cov.share, 4), "known": cov.known, "tokens": cov.total, "captions": len(captions),
+            "source": "training captions"}
+
+
 class _Encoder:
     """Caption text -> (ids, length), memoised (captions repeat across epochs)."""
 
@@ -215,6 +225,8 @@ def train_critic(
                             "config": cfg.to_dict(), "feature_settings": features.settings,
                             "train_images": len(images), "vocabulary": len(vocab), "words_with_vectors": found,
                             "epochs": [], "best_epoch": None, "best_dev": None}
+    if "vocabulary_coverage" not in log:  # the baseline of the OutOfVocabularyWarning (capeval.coverage)
+        log["vocabulary_coverage"] = _vocabulary_coverage(vocab, [c for i in images for c in train[i]])
     words = training_vocabulary(train)
     sampler = NegativeSampler(train, mix=opts["mix"], system=system, samples=samples,
                               nearest=NearestImages(images, features.rows(images)), vocabulary=words,

@@ -98,6 +98,12 @@ def score_captions(compute: Callable[..., dict], keys: Sequence[str], prediction
     return corpus, per_caption, result.get("signature", "")
 
 
+def coverage_rows(result: Mapping[str, Any]) -> list[list[Any]]:
+    """Corpus-table rows ``["<metric> vocabulary coverage", share]`` for the learned metrics that report one (the
+    share of the tokens they read that their vocabulary knows, :mod:`capeval.coverage`)."""
+    return [[f"{name} vocabulary coverage", _round(share)] for name, share in (result.get("coverage") or {}).items()]
+
+
 def _score_tables(compute: Callable[..., dict], keys: Sequence[str], predictions_text: str, references_text: str,
                   metrics: Sequence[str] | None, options: Mapping[str, Any] | None = None,
                   errors: tuple[type[Exception], ...] = (ValueError, TypeError)):
@@ -116,7 +122,7 @@ def _score_tables(compute: Callable[..., dict], keys: Sequence[str], predictions
     except errors as err:
         raise SpaceInputError(str(err)) from err
     shown = [k for k in keys if k in result]
-    corpus = [[k, _round(result[k])] for k in shown]
+    corpus = [[k, _round(result[k])] for k in shown] + coverage_rows(result)
     per_caption = {"headers": ["#", "caption", *shown],
                    "data": [[i + 1, p, *(_round(result["per_caption"][k][i]) for k in shown)]
                             for i, p in enumerate(predictions)]}
@@ -264,7 +270,7 @@ def score_image_captions(compute: Callable[..., dict], keys: Sequence[str], imag
     except (ValueError, TypeError, OSError) as err:
         raise SpaceInputError(_name_images(str(err), given)) from err
     shown = [k for k in keys if k in result]
-    corpus = [[k, _round(result[k])] for k in shown]
+    corpus = [[k, _round(result[k])] for k in shown] + coverage_rows(result)
     per_caption = {"headers": ["#", "image", "caption", *shown],
                    "data": [[i + 1, os.path.basename(given[i]) if given else "", p,
                              *(_round(result["per_caption"][k][i]) for k in shown)]

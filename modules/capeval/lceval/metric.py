@@ -97,7 +97,7 @@ class _LCEvalMetric(CaptionMetric):
         wordless = np.array([not any(ch.isalnum() for t in tokens for ch in t) for tokens in batch.prediction_tokens],
                             dtype=bool)
         scores = np.where(wordless, 0.0, scores)
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = self._coverage(batch)
         if self.config[self._opt("features")]:
             from capeval.lceval.features import ALL_FEATURE_NAMES
 
@@ -105,6 +105,28 @@ class _LCEvalMetric(CaptionMetric):
         return MetricOutput(corpus={self.name: float(scores.mean()) if len(scores) else 0.0},
                             per_caption={self.name: [float(s) for s in scores]},
                             signature=self.signature_value(), extra=extra)
+
+    def _coverage(self, batch: CaptionBatch) -> dict[str, Any]:
+        """The word vectors' coverage of the content words WMD and MOWE read (and, for a model that reads LCEval+'s
+        critic, that critic's; the lowest), with an OutOfVocabularyWarning when low (:mod:`capeval.coverage`)."""
+        from capeval.coverage import lowest, measure, result_extra, warn_if_low
+        from capeval.lceval.stopwords import content_words
+        from capeval.models.word_vectors import DEFAULT_WORD_VECTORS
+
+        items = [[content_words(" ".join(c)), *(content_words(" ".join(r)) for r in refs)]
+                 for c, refs in zip(batch.prediction_tokens, batch.reference_tokens)]
+        default = self.extractor.word_vectors == DEFAULT_WORD_VECTORS
+        found = [measure(items, self.extractor.vectors, baseline=GLOVE_BASELINE if default else None,
+                         vocabulary=f"the word vectors ({self.extractor.vector_label()}, {len(self.extractor.vectors):,}"
+                                    " words)", effect="WMD and MOWE leave them out")]
+        if self.model.config.uses_extra:
+            from capeval.critic.stack import load_scorer
+
+            scorer = load_scorer(self.model.config.extra_critic, "reference")
+            found.append(scorer.coverage(batch.raw_predictions, batch.raw_references))
+        coverage = lowest(found)
+        warn_if_low(self.name, coverage)
+        return result_extra(self.name, coverage)
 
     def signature_value(self) -> str:
         from capeval.lceval.features import FEATURES_VERSION
@@ -133,6 +155,11 @@ def _extra_critic_label(model) -> str | None:
 
     folder = critic_folder(config.extra_critic, "reference")
     return f"{catalog_name_of(folder) or folder.name}@{weights_digest(folder)[:10]}"
+
+
+#: GloVe 6B's coverage of the content words of Flickr8k train's 30,000 human captions (PTB tokens, stop words
+#: removed): the baseline of LCEval's word features (BENCHMARKS.md, "Vocabulary coverage").
+GLOVE_BASELINE = 0.9953
 
 
 class LCEval(_LCEvalMetric):

@@ -1,0 +1,65 @@
+"""Vocabulary coverage in the learned metrics' results (capeval.coverage): the shipped critics and LCEval on photo
+captions (no warning) and on captions of another domain (names, words a Flickr8k vocabulary lacks: a warning naming
+them), several metrics in one call, the command line."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+import capeval
+from capeval.coverage import OutOfVocabularyWarning
+
+pytest.importorskip("torch")
+
+PHOTO = (["a dog runs on the grass", "two men ride bikes down a street"],
+         [["a brown dog running on grass"], ["two people riding bicycles"]])
+#: Clip-art-scene style captions: a character's name and words outside a 10,000-word Flickr8k vocabulary.
+CARTOON = (["jenny is frightened by the thunderstorm", "mike sits in the sandbox near the campfire"],
+           [["jenny is scared of the thunderstorm"], ["mike plays in the sandbox by the campfire"]])
+
+
+def test_critic_ref_reports_coverage_and_stays_quiet_on_photo_captions():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutOfVocabularyWarning)
+        result = capeval.score(*PHOTO, metrics="critic_ref")
+    assert result["coverage"] == {"critic_ref": 1.0}
+    assert result["coverage_per_caption"] == {"critic_ref": [1.0, 1.0]}
+
+
+def test_critic_ref_warns_on_words_its_vocabulary_lacks():
+    with pytest.warns(OutOfVocabularyWarning) as caught:
+        result = capeval.score(*CARTOON, metrics="critic_ref")
+    share = result["coverage"]["critic_ref"]
+    assert share < 0.9
+    per = result["coverage_per_caption"]["critic_ref"]
+    assert len(per) == 2 and min(per) < 1 and share == pytest.approx(
+        sum(per[i] * n for i, n in enumerate((12, 18))) / 30, abs=0.2)  # shares of tokens, not of captions
+    message = str(caught[0].message)
+    assert "critic_ref:" in message and "critic-flickr8k-joint" in message and "'thunderstorm'" in message
+    assert "98.8%" in message  # the baseline recorded in the shipped critic's training.json
+
+
+def test_lceval_reports_glove_coverage_and_several_metrics_merge():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OutOfVocabularyWarning)
+        result = capeval.score(["a dog runs on the grass", "a zqxvbn wxqpz on the grass"],
+                               [["a brown dog running on grass"], ["a dog on grass"]],
+                               metrics=["lceval", "critic_ref"], cider_df="coco-val2014")
+    assert set(result["coverage"]) == {"lceval", "critic_ref"}
+    assert result["coverage_per_caption"]["lceval"][0] == 1.0 > result["coverage_per_caption"]["lceval"][1]
+
+
+def test_the_command_line_prints_the_coverage(tmp_path, capsys):
+    from capeval.cli import main
+
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(CARTOON[0])]))
+    refs = tmp_path / "r.json"
+    refs.write_text(json.dumps({str(i): r for i, r in enumerate(CARTOON[1])}))
+    assert main(["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "critic_ref"]) == 0
+    printed = capsys.readouterr()
+    share = printed.out.split("vocabulary coverage: critic_ref ")[1].split("%")[0]
+    assert float(share) < 90
+    assert f"capeval score: warning: critic_ref: {share}% of the" in printed.err and "'sandbox'" in printed.err
