@@ -70,7 +70,7 @@ class _CriticMetric(CaptionMetric):
                              f"{context!r}.")
         context_label = f"{self.context},image=none" if no_image else self.context
         return (scorer, "image" in context and not no_image, "reference" in context,
-                f"model={scorer.label()},ctx={context_label},refs=mean")
+                f"model={scorer.label()},ctx={context_label},refs=mean{_oov_field(self.config)}")
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (per caption, independent of the others: ``--processes N`` splits the captions and
@@ -81,7 +81,8 @@ class _CriticMetric(CaptionMetric):
             raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
         preds = batch.raw_predictions
         scores = scorer.scores(preds, batch.raw_references if uses_reference else None, images=images,
-                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress)
+                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress,
+                               oov=self.config["critic_oov"])
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
@@ -99,10 +100,20 @@ def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, sco
     if prepared is not None and len(prepared) != len(batch):
         raise ValueError(f"{metric.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
     per = [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
-    coverage = scorer.coverage(batch.raw_predictions, batch.raw_references if uses_reference else None)
+    coverage = scorer.coverage(batch.raw_predictions, batch.raw_references if uses_reference else None,
+                               metric.config["critic_oov"])
     warn_if_low(metric.name, coverage)
     return MetricOutput(corpus={metric.name: float(np.mean(per)) if per else 0.0}, per_caption={metric.name: per},
                         signature=signature, extra=result_extra(metric.name, coverage))
+
+
+def _oov_field(config: dict[str, Any]) -> str:
+    """The signature's record of ``critic_oov`` (checked here): nothing for ``"unk"`` (the critic as trained, the
+    signatures before the option existed), ``,oov=glove-map`` for the vocabulary expansion."""
+    from capeval.critic.expansion import check_oov
+
+    oov = check_oov(config["critic_oov"])
+    return "" if oov == "unk" else f",oov={oov}"
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -119,7 +130,8 @@ class Critic(_CriticMetric):
 
     name = "critic"
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None}
+    options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None,
+                                         "critic_oov": "unk"}
 
 
 class CriticRef(_CriticMetric):
@@ -129,7 +141,8 @@ class CriticRef(_CriticMetric):
     context = "reference"
     model_option = "critic_ref_model"
     needs_images: ClassVar[bool] = False
-    options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None}
+    options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None,
+                                         "critic_oov": "unk"}
 
 
 #: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
@@ -149,7 +162,8 @@ class CriticImg(_CriticMetric):
     context = "image"
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None}
+    options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None,
+                                         "critic_oov": "unk"}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -165,7 +179,7 @@ class CriticPlus(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
-                                         "critic_device": None}
+                                         "critic_device": None, "critic_oov": "unk"}
 
     @classmethod
     def check_available(cls) -> None:
@@ -195,7 +209,8 @@ class CriticPlus(CaptionMetric):
             raise ValueError(f"critic_plus_model {folder} is not a critic_plus combiner (one critic and the sentence "
                              "cosine: combiner.json, `capeval critic fit-plus`).")
         critic = model_label(scorer.member_folders()[0])
-        return scorer, (f"model={model_label(folder)},critic={critic},encoder={scorer.encoder.name},refs=mean")
+        return scorer, (f"model={model_label(folder)},critic={critic},encoder={scorer.encoder.name},refs=mean"
+                        f"{_oov_field(self.config)}")
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (independent of the others: ``--processes N`` splits them)."""
@@ -205,7 +220,8 @@ class CriticPlus(CaptionMetric):
             raise ValueError(f"{self.name} needs images= (one per prediction).")
         preds = batch.raw_predictions
         scores = scorer.scores(preds, batch.raw_references, images=images,
-                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress)
+                               batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress,
+                               oov=self.config["critic_oov"])
         return _zero_wordless(scores, preds)
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

@@ -136,12 +136,19 @@ class CriticModel(transformers.PreTrainedModel):
             self.embed.weight.copy_(vectors)
             self.embed.weight[self.config.pad_token_id] = 0
 
-    def encode_captions(self, ids, lengths):
-        """``[n, hidden_size]``: the LSTM output at position ``length - 1`` of each caption (see the module docstring)."""
+    def encode_captions(self, ids, lengths, extra_embeddings=None):
+        """``[n, hidden_size]``: the LSTM output at position ``length - 1`` of each caption (see the module docstring).
+        ``extra_embeddings`` (``[k, embed_dim]``): rows for ids ``vocab_size`` .. ``vocab_size + k - 1`` (words mapped
+        into the embedding space, :mod:`capeval.critic.expansion`)."""
         if ids.shape[0] == 0:
             return ids.new_zeros((0, self.config.hidden_size), dtype=self.embed.weight.dtype)
         lengths = lengths.clamp(min=1, max=ids.shape[1])
-        out, _ = self.lstm(self.drop(self.embed(ids)))
+        if extra_embeddings is not None and len(extra_embeddings):
+            table = torch.cat([self.embed.weight, extra_embeddings.to(self.embed.weight)])
+            embedded = nn.functional.embedding(ids, table, padding_idx=self.embed.padding_idx)
+        else:
+            embedded = self.embed(ids)
+        out, _ = self.lstm(self.drop(embedded))
         last = out[torch.arange(ids.shape[0], device=ids.device), lengths - 1]
         return self.drop(last)
 

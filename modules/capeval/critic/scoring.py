@@ -65,14 +65,24 @@ def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = N
     return feats[require("torch").as_tensor(slot)]
 
 
-def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, progress_bar):
+def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, progress_bar, oov: str = "unk"):
     torch = require("torch")
     out = []
     chunks = range(0, len(texts), batch_size)
+    expansion = None
+    if oov == "glove-map":
+        from capeval.critic.expansion import expansion_for
+
+        expansion = expansion_for(model, vocab)
     for start in progress(chunks, total=len(chunks), desc="critic: captions", enabled=progress_bar):
-        ids, lengths = vocab.encode(texts[start:start + batch_size])
+        if expansion is None:
+            ids, lengths = vocab.encode(texts[start:start + batch_size])
+            extra = None
+        else:
+            ids, lengths = expansion.encode(texts[start:start + batch_size])
+            extra = torch.as_tensor(expansion.extra, device=model.device)
         out.append(model.encode_captions(torch.as_tensor(ids, device=model.device),
-                                         torch.as_tensor(lengths, device=model.device)))
+                                         torch.as_tensor(lengths, device=model.device), extra))
     return torch.cat(out) if out else torch.zeros((0, model.config.hidden_size), device=model.device)
 
 
@@ -86,12 +96,13 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
                  images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
                  vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
                  context: str = "image+reference", batch_size: int = 4096,
-                 progress_bar: bool | None = None) -> CriticPairs:
+                 progress_bar: bool | None = None, oov: str = "unk") -> CriticPairs:
     """The critic's output on every (candidate, reference) pair: what :func:`critic_scores` averages.
 
     Pairs come candidate by candidate, each candidate's references in order (one pair per candidate for a critic
     that reads no reference). Arguments as :func:`critic_scores`. Candidates are scored in steps of
-    :data:`STEP_CANDIDATES`.
+    :data:`STEP_CANDIDATES`. ``oov``: ``"unk"`` (words outside the vocabulary are ``<unk>``) or ``"glove-map"``
+    (mapped from their GloVe vectors, :mod:`capeval.critic.expansion`).
     """
     torch = require("torch", what="the critic")
     if model is None:
@@ -129,7 +140,7 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
                      encode_images(model, [images[i] for i in range(lo, hi)], progress_bar=progress_bar))
         item, p, log_odds = _step_pairs(model, vocab, [candidates[i] for i in range(lo, hi)],
                                         [references[i] for i in range(lo, hi)] if cfg.uses_reference else None,
-                                        feats, imageless, batch_size, progress_bar)
+                                        feats, imageless, batch_size, progress_bar, oov)
         items.append(item + lo)
         probs.append(p)
         odds.append(log_odds)
@@ -140,7 +151,8 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
 
 
 def _step_pairs(model, vocab: CriticVocab, candidates: Sequence[str], references: Sequence[Sequence[str]] | None,
-                feats, imageless: bool, batch_size: int, progress_bar) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                feats, imageless: bool, batch_size: int, progress_bar,
+                oov: str = "unk") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(item, P(human), log-odds)`` of the pairs of one step's candidates (``item`` counted from 0)."""
     torch = require("torch")
     n = len(candidates)
@@ -154,7 +166,7 @@ def _step_pairs(model, vocab: CriticVocab, candidates: Sequence[str], references
     else:
         item, ref_idx = np.arange(n), None
     with torch.no_grad(), ieee_float32():
-        vectors = _encode_texts(model, vocab, texts, 2048, progress_bar)
+        vectors = _encode_texts(model, vocab, texts, 2048, progress_bar, oov)
         projected = model.project_images(feats.to(model.device)) if feats is not None else None
         if imageless:
             projected = model.missing_image_vectors(n).float()
@@ -175,14 +187,15 @@ def critic_scores(candidates: Sequence[str], references: Sequence[Sequence[str]]
                   images: Sequence[Any] | None = None, image_features: Any = None, model: Any = None,
                   vocab: CriticVocab | None = None, path: str | os.PathLike | None = None,
                   context: str = "image+reference", batch_size: int = 4096,
-                  progress_bar: bool | None = None) -> np.ndarray:
+                  progress_bar: bool | None = None, oov: str = "unk") -> np.ndarray:
     """P(human) of each candidate in [0, 1] (float64 ``[n]``), averaged over its references (see module docstring).
 
     ``model``/``vocab`` (or ``path``, or the shipped critic of ``context``) choose the critic; its config decides
     whether references and/or images are read. The per-pair probabilities are :func:`critic_pairs`'.
     """
     pairs = critic_pairs(candidates, references, images=images, image_features=image_features, model=model,
-                         vocab=vocab, path=path, context=context, batch_size=batch_size, progress_bar=progress_bar)
+                         vocab=vocab, path=path, context=context, batch_size=batch_size, progress_bar=progress_bar,
+                         oov=oov)
     return pairs.mean(pairs.probability)
 
 

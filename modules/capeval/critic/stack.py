@@ -271,7 +271,7 @@ class StackFeatures:
 def stack_features(candidates: Sequence[str], references: Sequence[Sequence[str]] | None, *,
                    members: Sequence[tuple[Any, Any]], encoder: Any = None, images: Sequence[Any] | None = None,
                    image_features: Any = None, batch_size: int = 4096,
-                   progress_bar: bool | None = None) -> StackFeatures:
+                   progress_bar: bool | None = None, oov: str = "unk") -> StackFeatures:
     """Every member's log-odds (and, with ``encoder``, the sentence cosine) on the stack's pairs: one pair per
     reference when the cosine is read or any member reads a reference, else one per candidate. Images (or
     ``image_features``, shared by the members that read an image: encoded once) as
@@ -301,7 +301,7 @@ def stack_features(candidates: Sequence[str], references: Sequence[Sequence[str]
         pairs = critic_pairs(candidates, references if model.config.uses_reference else None,
                              images=images if reads_image else None,
                              image_features=image_features if reads_image else None, model=model, vocab=vocab,
-                             batch_size=batch_size, progress_bar=progress_bar)
+                             batch_size=batch_size, progress_bar=progress_bar, oov=oov)
         columns.append(pairs.log_odds if model.config.uses_reference or not per_reference else pairs.log_odds[item])
     log_odds = np.stack(columns, axis=1) if n else np.zeros((0, len(members)))
     cosine = None
@@ -341,12 +341,13 @@ class CriticScorer:
 
     def scores(self, candidates: Sequence[str], references: Sequence[Sequence[str]] | None, *,
                images: Sequence[Any] | None = None, image_features: Any = None, batch_size: int = 4096,
-               progress_bar: bool | None = None) -> np.ndarray:
-        """Each candidate's score in [0, 1] (float64 ``[n]``): the critic's P(human), or the stack's formula."""
+               progress_bar: bool | None = None, oov: str = "unk") -> np.ndarray:
+        """Each candidate's score in [0, 1] (float64 ``[n]``): the critic's P(human), or the stack's formula.
+        ``oov``: :mod:`capeval.critic.expansion`."""
         if self.stack is None:
             model, vocab = self.members[0]
             pairs = critic_pairs(candidates, references, images=images, image_features=image_features, model=model,
-                                 vocab=vocab, batch_size=batch_size, progress_bar=progress_bar)
+                                 vocab=vocab, batch_size=batch_size, progress_bar=progress_bar, oov=oov)
             return pairs.mean(pairs.probability)
         # a stack in steps of candidates, as critic_pairs scores one critic: its cosines and every member's pairs are
         # held for one step at a time (memory flat in the number of candidates)
@@ -355,7 +356,8 @@ class CriticScorer:
         n, step = len(candidates), scoring.STEP_CANDIDATES
         if n <= step:
             return _stack_scores(self.stack, self.members, self.encoder, candidates, references, images=images,
-                                 image_features=image_features, batch_size=batch_size, progress_bar=progress_bar)
+                                 image_features=image_features, batch_size=batch_size, progress_bar=progress_bar,
+                                 oov=oov)
 
         def part(values, lo, hi):
             return None if values is None else [values[i] for i in range(lo, hi)]
@@ -364,28 +366,36 @@ class CriticScorer:
             _stack_scores(self.stack, self.members, self.encoder, part(candidates, lo, min(n, lo + step)),
                           part(references, lo, min(n, lo + step)), images=part(images, lo, min(n, lo + step)),
                           image_features=None if image_features is None else image_features[lo:lo + step],
-                          batch_size=batch_size, progress_bar=progress_bar)
+                          batch_size=batch_size, progress_bar=progress_bar, oov=oov)
             for lo in range(0, n, step)])
 
     def member_folders(self) -> list[Path]:
         return [] if self.stack is None else self.stack.member_paths(self.folder)
 
-    def coverage(self, candidates: Sequence[str], references: Sequence[Sequence[str]] | None):
+    def coverage(self, candidates: Sequence[str], references: Sequence[Sequence[str]] | None, oov: str = "unk"):
         """The vocabulary coverage of ``candidates`` (and ``references`` when given) for these critics: each
         critic's vocabulary over the tokens it reads (the first ``max_length`` of each text), the lowest of them
-        (:mod:`capeval.coverage`); baselines from the critics' ``training.json``."""
+        (:mod:`capeval.coverage`); baselines from the critics' ``training.json``. With ``oov="glove-map"`` a word
+        with a GloVe vector counts as known (:mod:`capeval.critic.expansion`)."""
         from capeval.coverage import lowest, measure
         from capeval.critic.vocab import critic_tokens
 
         folders = self.member_folders() or [self.folder]
         found = []
-        for (_, vocab), folder in zip(self.members, folders):
+        for (model, vocab), folder in zip(self.members, folders):
             cut = vocab.max_length
             items = [[critic_tokens(c)[:cut], *([critic_tokens(r)[:cut] for r in refs] if references is not None
                                                  else [])]
                      for c, refs in zip(candidates, references if references is not None else [()] * len(candidates))]
-            found.append(measure(items, vocab.index, baseline=training_coverage(folder),
-                                 vocabulary=f"{model_label(folder)}'s vocabulary ({len(vocab) - 4:,} words)"))
+            label = f"{model_label(folder)}'s vocabulary ({len(vocab) - 4:,} words)"
+            if oov == "glove-map":
+                from capeval.critic.expansion import expansion_for
+
+                expansion = expansion_for(model, vocab)
+                found.append(measure(items, expansion.known, baseline=training_coverage(folder),
+                                     vocabulary=f"{label} and GloVe's, mapped", effect="they share one unknown vector"))
+            else:
+                found.append(measure(items, vocab.index, baseline=training_coverage(folder), vocabulary=label))
         return lowest(found)
 
     def digest(self) -> str:
