@@ -26,20 +26,21 @@ from pathlib import Path
 import numpy as np
 
 METRIC = "critic_ref"
+_TABLE: dict = {}
 CANDIDATE_POOL = 100_000
 
 
 def replacement_table(vocab, vectors) -> tuple[dict, np.ndarray, list[str]]:
     pool = [i for i, w in enumerate(vectors.words[:CANDIDATE_POOL])
             if w.isalpha() and len(w) >= 3 and w not in vocab.index]
-    matrix = np.asarray(vectors.vectors[np.asarray(pool)], dtype=np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = np.array(vectors.vectors[np.asarray(pool)], dtype=np.float32)
+    matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     return {}, matrix, [vectors.words[i] for i in pool]
 
 
 def nearest(word: str, vectors, matrix: np.ndarray, names: list[str]) -> str:
-    v = np.asarray(vectors[word], dtype=np.float32)
-    v /= np.linalg.norm(v)
+    v = np.array(vectors[word], dtype=np.float32)
+    v = v / np.linalg.norm(v)
     return names[int(np.argmax(matrix @ v))]
 
 
@@ -54,7 +55,7 @@ def shift(texts: list[str], vocab, vectors, share: float, seed: int) -> tuple[li
     total = sum(counts.values())
     types = sorted(w for w in counts if w in vocab.index and w.isalpha() and w in vectors.index)
     random.Random(seed).shuffle(types)
-    _, matrix, names = replacement_table(vocab, vectors)
+    matrix, names = _TABLE.get("t") or _TABLE.setdefault("t", replacement_table(vocab, vectors)[1:])
     chosen: dict[str, str] = {}
     replaced = 0
     for word in types:

@@ -30,7 +30,7 @@ def test_critic_ref_reports_coverage_and_stays_quiet_on_photo_captions():
 
 def test_critic_ref_warns_on_words_its_vocabulary_lacks():
     with pytest.warns(OutOfVocabularyWarning) as caught:
-        result = capeval.score(*CARTOON, metrics="critic_ref")
+        result = capeval.score(*CARTOON, metrics="critic_ref", critic_oov="unk")
     share = result["coverage"]["critic_ref"]
     assert share < 0.9
     per = result["coverage_per_caption"]["critic_ref"]
@@ -40,6 +40,16 @@ def test_critic_ref_warns_on_words_its_vocabulary_lacks():
     assert "critic_ref:" in message and "critic-flickr8k-joint" in message and "'thunderstorm'" in message
     assert "98.8%" in message  # the baseline recorded in the shipped critic's training.json
 
+
+def test_with_the_default_glove_map_those_words_are_known_and_words_without_a_vector_still_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OutOfVocabularyWarning)
+        result = capeval.score(*CARTOON, metrics="critic_ref")
+    assert result["coverage"] == {"critic_ref": 1.0} and "oov=glove-map" in result["signature"]
+    with pytest.warns(OutOfVocabularyWarning, match="'zqxvbn'"):
+        result = capeval.score(["zqxvbn wxqpz qqzzvv", "a dog"], [["zqxvbn is wxqpz"], ["a dog runs"]],
+                               metrics="critic_ref")
+    assert result["coverage_per_caption"]["critic_ref"][1] == 1.0
 
 def test_lceval_reports_glove_coverage_and_several_metrics_merge():
     with warnings.catch_warnings():
@@ -58,7 +68,8 @@ def test_the_command_line_prints_the_coverage(tmp_path, capsys):
     preds.write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(CARTOON[0])]))
     refs = tmp_path / "r.json"
     refs.write_text(json.dumps({str(i): r for i, r in enumerate(CARTOON[1])}))
-    assert main(["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "critic_ref"]) == 0
+    assert main(["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "critic_ref",
+                 "--critic-oov", "unk"]) == 0
     printed = capsys.readouterr()
     share = printed.out.split("vocabulary coverage: critic_ref ")[1].split("%")[0]
     assert float(share) < 90

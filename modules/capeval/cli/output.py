@@ -126,6 +126,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pac-model", metavar="FILE|ID",
                         help=f"pac_s / ref_pac_s: the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed) or a Hub "
                              f"repo holding it (default: {DEFAULT_PAC_MODEL}, looked for in capeval's cache folder)")
+    parser.add_argument("--critic-oov", choices=["glove-map", "unk"], default=None,
+                        help="the critics' words outside their vocabulary: glove-map (default: mapped into the "
+                             "critic's embedding space from their GloVe vectors) or unk (one unknown vector, the "
+                             "critic as trained)")
     parser.add_argument("--polos-model", metavar="DIR|FILE",
                         help="polos: the released checkpoint's folder (reprod.ckpt + hparams.yaml) or the .ckpt / "
                              ".safetensors file (default: looked for in capeval's cache folder, models/polos/, then "
@@ -157,6 +161,7 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("sentence_cosine_encoder", getattr(args, "sentence_cosine_encoder", None)),
                               ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)),
                               ("sentence_rank_model", getattr(args, "sentence_rank_model", None)),
+                              ("critic_oov", getattr(args, "critic_oov", None)),
                               *((f"{family}_{what}", getattr(args, f"{family}_{what}", None))
                                 for family in ("clip", "pac") for what in ("model", "dtype", "device")),
                               *((f"polos_{what}", getattr(args, f"polos_{what}", None))

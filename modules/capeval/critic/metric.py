@@ -16,8 +16,11 @@ scores with its learned "no image" vector, ``image=none`` in the signature), ``c
 
 Text handling, documented: the critic reads the captions as given (lower-cased, its own word tokens, the first 15
 kept: a 100,000-character caption costs no more than a short one); a caption with no word token (empty, or only
-punctuation / emoji) scores 0, as the n-gram metrics score it; words outside the vocabulary (other languages,
-misspellings) are ``<unk>`` and still get a probability.
+punctuation / emoji) scores 0, as the n-gram metrics score it. Words outside the vocabulary: ``critic_oov``
+(``"glove-map"`` by default: a word with a GloVe 6B vector gets the embedding the critic's fitted GloVe → embedding map
+gives it, :mod:`capeval.critic.expansion`; ``"unk"``: every such word is ``<unk>``, the critic as trained); words
+without a GloVe vector (other scripts, most misspellings) are ``<unk>`` either way and still get a probability. The
+result reports the share of known tokens (``result["coverage"]``, :mod:`capeval.coverage`).
 """
 from __future__ import annotations
 
@@ -28,6 +31,10 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
+
+#: The critics' default ``critic_oov``: unknown words mapped from GloVe (:mod:`capeval.critic.expansion`), chosen by
+#: the vocabulary-shift criterion written in BENCHMARKS.md before its run ("Vocabulary shift", 2026-11-27).
+DEFAULT_OOV = "glove-map"
 
 
 class _CriticMetric(CaptionMetric):
@@ -108,12 +115,11 @@ def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, sco
 
 
 def _oov_field(config: dict[str, Any]) -> str:
-    """The signature's record of ``critic_oov`` (checked here): nothing for ``"unk"`` (the critic as trained, the
-    signatures before the option existed), ``,oov=glove-map`` for the vocabulary expansion."""
+    """The signature's record of ``critic_oov`` (checked here): ``,oov=glove-map`` (the default since 2026-11-27) or
+    ``,oov=unk`` (the critic as trained; signatures from before the option existed had no field and meant this)."""
     from capeval.critic.expansion import check_oov
 
-    oov = check_oov(config["critic_oov"])
-    return "" if oov == "unk" else f",oov={oov}"
+    return f",oov={check_oov(config['critic_oov'])}"
 
 
 def _zero_wordless(scores, preds) -> list[float]:
@@ -131,7 +137,7 @@ class Critic(_CriticMetric):
     name = "critic"
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": "unk"}
+                                         "critic_oov": DEFAULT_OOV}
 
 
 class CriticRef(_CriticMetric):
@@ -142,7 +148,7 @@ class CriticRef(_CriticMetric):
     model_option = "critic_ref_model"
     needs_images: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": "unk"}
+                                         "critic_oov": DEFAULT_OOV}
 
 
 #: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
@@ -163,7 +169,7 @@ class CriticImg(_CriticMetric):
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": "unk"}
+                                         "critic_oov": DEFAULT_OOV}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -179,7 +185,7 @@ class CriticPlus(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
-                                         "critic_device": None, "critic_oov": "unk"}
+                                         "critic_device": None, "critic_oov": DEFAULT_OOV}
 
     @classmethod
     def check_available(cls) -> None:
