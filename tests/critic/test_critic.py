@@ -641,7 +641,7 @@ def test_critic_ref_scores_an_image_optional_critic_without_images(tiny_critics,
         model.no_image.copy_(torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(3)))
     model.save_pretrained(folder)
     preds, refs = ["a cat looking at the camera", "an astronaut in a suit"], [["a striped cat"], ["an astronaut"]]
-    out = capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=str(folder))
+    out = capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=str(folder), critic_oov="unk")
     expected = critic_scores(preds, refs, model=model.eval(), vocab=vocab)
     assert out["per_caption"]["critic_ref"] == pytest.approx(list(expected), abs=1e-9)
     assert "ctx=reference,image=none" in out["signature"]

@@ -141,7 +141,7 @@ def test_registered_metrics_read_an_ensemble_folder(tiny_critics, tmp_path):
 
     folder = _ensemble_folder(tiny_critics, tmp_path)
     images = [str(p) for p in example_images()[:3]]
-    out = capeval.score(PREDS, REFS, metrics=["critic"], images=images, critic_model=str(folder))
+    out = capeval.score(PREDS, REFS, metrics=["critic"], images=images, critic_model=str(folder), critic_oov="unk")
     per = out["per_caption"]["critic"]
     assert out["critic"] == pytest.approx(np.mean(per)) and all(0 < s < 1 for s in per)
     assert np.allclose(per, ensemble_scores(PREDS, REFS, images=images, path=folder), atol=1e-9)

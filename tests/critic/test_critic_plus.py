@@ -181,7 +181,8 @@ def test_registered_metric_through_capeval_score(tiny_critics, tiny_plus, fake_e
 
     folder = tiny_plus
     images = [str(p) for p in example_images()[:3]]
-    out = capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(folder))
+    out = capeval.score(PREDS, REFS, metrics=["critic_plus"], images=images, critic_plus_model=str(folder),
+                        critic_oov="unk")
     per = out["per_caption"]["critic_plus"]
     assert out["critic_plus"] == pytest.approx(np.mean(per)) and all(0 <= s <= 1 for s in per)
     combiner = CriticStack.load(folder)

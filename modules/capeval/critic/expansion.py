@@ -4,7 +4,8 @@ from their GloVe vectors, instead of all falling to one ``<unk>`` embedding (the
 
 A critic's embeddings started from GloVe 6B 50-d and moved in training. :class:`VocabularyExpansion` fits one affine
 map ``e ≈ g·W + b`` from the GloVe vector ``g`` to the trained embedding ``e`` of every vocabulary word that has a
-GloVe vector (ridge least squares, :data:`RIDGE`, in float64), then gives any other word with a GloVe vector (400,000
+GloVe vector (ridge least squares, :data:`RIDGE`, in float64: defined for any number of words; the shipped
+``critic-flickr8k-joint`` fits it on 9,699 words with R² .965), then gives any other word with a GloVe vector (400,000
 words) the embedding ``g·W + b``. Words without a GloVe vector stay ``<unk>``. The map is a fixed function of the
 critic's weights and GloVe: a word gets the same embedding in every call, whatever else is scored.
 
@@ -50,8 +51,8 @@ class VocabularyExpansion:
     def __init__(self, vocab: CriticVocab, embeddings: np.ndarray, vectors):
         self.vocab, self.vectors = vocab, vectors
         fitted = [(i, vectors.index[w]) for i, w in enumerate(vocab.words) if i > EOS and w in vectors.index]
-        if len(fitted) < 2 * (vectors.dim + 1):
-            raise ValueError(f"only {len(fitted)} vocabulary words have a GloVe vector: too few to fit the map.")
+        if not fitted:  # (the ridge makes the map defined for any other number of words)
+            raise ValueError("no vocabulary word has a GloVe vector: the map cannot be fitted; use critic_oov='unk'.")
         glove = np.asarray(vectors.vectors[np.asarray([r for _, r in fitted])], dtype=np.float64)
         trained = np.asarray(embeddings, dtype=np.float64)[[i for i, _ in fitted]]
         self.map = fit_map(glove, trained)

@@ -101,8 +101,9 @@ def critic_pairs(candidates: Sequence[str], references: Sequence[Sequence[str]] 
 
     Pairs come candidate by candidate, each candidate's references in order (one pair per candidate for a critic
     that reads no reference). Arguments as :func:`critic_scores`. Candidates are scored in steps of
-    :data:`STEP_CANDIDATES`. ``oov``: ``"unk"`` (words outside the vocabulary are ``<unk>``) or ``"glove-map"``
-    (mapped from their GloVe vectors, :mod:`capeval.critic.expansion`).
+    :data:`STEP_CANDIDATES`. ``oov``: ``"unk"`` (words outside the vocabulary are ``<unk>``: the critic as trained,
+    this function's default, which training and its dev evaluations use) or ``"glove-map"`` (mapped from their GloVe
+    vectors, :mod:`capeval.critic.expansion`: the default of the ``critic*`` metrics of :func:`capeval.score`).
     """
     torch = require("torch", what="the critic")
     if model is None:
