@@ -80,7 +80,7 @@ def test_default_is_critic_with_images_and_critic_ref_without(module, tiny_criti
     assert sorted(with_images) == ["coverage", "coverage_per_caption", "critic", "per_caption", "signature"]
     _same(with_images, capeval.score(PREDICTIONS, REFERENCES, metrics="critic", images=paths, **tiny_critics))
     without = module.compute(predictions=PREDICTIONS, references=REFERENCES, **tiny_critics)
-    assert sorted(without) == ["critic_ref", "per_caption", "signature"]
+    assert sorted(without) == ["coverage", "coverage_per_caption", "critic_ref", "per_caption", "signature"]
     _same(without, capeval.score(PREDICTIONS, REFERENCES, metrics="critic_ref", **tiny_critics))
 
 
