@@ -291,7 +291,8 @@ class Polos(CaptionMetric):
     tokenizer: default the checkpoint's ``pretrained_model``, a Hub id read through the Hugging Face cache, or a
     folder), ``polos_device``, ``polos_batch_size`` (default 32, the reference's evaluation: scores depend on the batch,
     see the module). Signature field: ``polos:model=<folder/file>#<sha256[:8]>,text=<encoder>,batch=32,
-    refs=batch-min,prefix=A%20photo%20depicts%20,img=clip-reference-1``.
+    refs=batch-min,prefix=A%20photo%20depicts%20,img=clip-reference-1``. No per-item :meth:`prepare`: a score depends
+    on its batch, so ``capeval score --processes N`` computes Polos in the main process, on the whole input in order.
     """
 
     name = "polos"
