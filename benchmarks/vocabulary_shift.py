@@ -89,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     scorer = load_scorer(None, "reference")
     vocab = scorer.members[0][1]
     vectors = load_word_vectors("glove-6b-50d")
-    out: dict = {"metric": METRIC, "model": scorer.label(), "share": args.share, "seed": args.seed, "benchmarks": {}}
+    from capeval.critic.expansion import expansion_for
+
+    expansion = expansion_for(*scorer.members[0])
+    out: dict = {"metric": METRIC, "model": scorer.label(), "share": args.share, "seed": args.seed,
+                 "map": {"fitted_words": expansion.fitted_words, "r2": round(expansion.r2, 4)}, "benchmarks": {}}
+    print(f"map: fitted on {expansion.fitted_words:,} words, R² {expansion.r2:.4f}", file=sys.stderr)
     for name in args.benchmarks:
         bench = load_benchmark(name)
         cands, refs = bench.candidates(), bench.references()

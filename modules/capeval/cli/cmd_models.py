@@ -48,6 +48,12 @@ def run(args: argparse.Namespace) -> int:
               r["status"], f"hub:{r['hub_repo']}" if r["hub_repo"] else r["location"], r["size_mb"]] for r in rows]
     out = text_stream(args.json_out)
     print(text_table(["model", "metric", "default of", "status", "where", "MB"], table, digits=2), file=out)
+    if any(str(r["metric"] or "").startswith("critic") for r in rows):
+        from capeval.critic.metric import DEFAULT_OOV
+
+        print(f"critic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by default "
+              f"(critic_oov={DEFAULT_OOV!r}, since 2026-11-27; --critic-oov unk scores with the critic as trained)",
+              file=out)
     if args.training_data:
         for r in rows:
             print(f"\n{r['name']}:", file=out)

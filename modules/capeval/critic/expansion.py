@@ -45,7 +45,8 @@ class VocabularyExpansion:
     """A critic's vocabulary plus every GloVe word, the latter embedded by the fitted map (module docstring).
 
     :meth:`encode` works as :meth:`CriticVocab.encode` but gives a GloVe word outside the vocabulary an id
-    ``len(vocab) + k``; :attr:`extra` holds their embeddings (row ``k``), grown as new words appear.
+    ``len(vocab) + k``; :attr:`extra` holds their embeddings (row ``k``), grown as new words appear (the array is
+    rebuilt once per call that met new words, not once per word).
     """
 
     def __init__(self, vocab: CriticVocab, embeddings: np.ndarray, vectors):
@@ -60,7 +61,15 @@ class VocabularyExpansion:
         pred = np.hstack([glove, np.ones((len(glove), 1))]) @ self.map
         self.r2 = float(1 - ((pred - trained) ** 2).sum() / ((trained - trained.mean(0)) ** 2).sum())
         self.ids: dict[str, int] = {}
-        self.extra = np.zeros((0, self.map.shape[1]), dtype=np.float32)
+        self._rows: list[np.ndarray] = []
+        self._extra = np.zeros((0, self.map.shape[1]), dtype=np.float32)
+
+    @property
+    def extra(self) -> np.ndarray:
+        """``[k, embed_dim]`` float32: the embeddings of the mapped words, row ``k`` for id ``len(vocab) + k``."""
+        if len(self._extra) != len(self._rows):
+            self._extra = np.asarray(self._rows, dtype=np.float32).reshape(len(self._rows), self.map.shape[1])
+        return self._extra
 
     def known(self, word: str) -> bool:
         """Whether ``word`` has an embedding: in the vocabulary, or mapped from its GloVe vector."""
@@ -77,7 +86,7 @@ class VocabularyExpansion:
         if row is None:
             return UNK
         vector = np.append(np.asarray(self.vectors.vectors[row], dtype=np.float64), 1.0) @ self.map
-        self.extra = np.vstack([self.extra, vector.astype(np.float32)[None, :]])
+        self._rows.append(vector.astype(np.float32))
         self.ids[token] = i = len(self.vocab) + len(self.ids)
         return i
 

@@ -38,6 +38,27 @@ def _is_torchscript(path: Path) -> bool:
         return False
 
 
+def read_weights(path: Path, what: str, *, allowed: tuple = (),
+                 hint: str = "save the state dict itself (model.state_dict(), tensors only) or a safetensors file"):
+    """What a ``.safetensors`` file or a PyTorch file holds, read without running code: safetensors' loader, or
+    ``torch.load(weights_only=True)`` with ``allowed`` classes besides tensors and containers. ``ValueError`` naming
+    ``what`` and the file (with ``hint``, the way out) for anything unreadable that way."""
+    torch = require("torch", what=what)
+    if path.suffix == ".safetensors":
+        safetensors_torch = require("safetensors.torch", what="reading .safetensors checkpoints")
+        try:
+            return safetensors_torch.load_file(str(path), device="cpu")
+        except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
+            raise ValueError(f"{what}: {path} is not a readable safetensors file ({err}).") from None
+    try:
+        with torch.serialization.safe_globals(list(allowed)):
+            return torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - the unpickler raises many types
+        first = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[0][:200] if str(err).strip() else ""
+        raise ValueError(f"{what}: {path} could not be read as weights only ({type(err).__name__}: {first}). "
+                         f"capeval never unpickles code: {hint}.") from None
+
+
 def read_state_dict(path: str | os.PathLike, *, what: str = "clip_model") -> dict[str, Any]:
     """The OpenAI-format CLIP state dict in ``path`` (float tensors on the CPU; see the module docstring).
 
@@ -48,25 +69,13 @@ def read_state_dict(path: str | os.PathLike, *, what: str = "clip_model") -> dic
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what}: no such checkpoint file {path}.")
-    if path.suffix == ".safetensors":
-        safetensors_torch = require("safetensors.torch", what="reading .safetensors checkpoints")
-        try:
-            state = safetensors_torch.load_file(str(path), device="cpu")
-        except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
-            raise ValueError(f"{what}: {path} is not a readable safetensors file ({err}).") from None
-    elif _is_torchscript(path):
+    if path.suffix != ".safetensors" and _is_torchscript(path):
         try:
             state = torch.jit.load(str(path), map_location="cpu").state_dict()
         except Exception as err:  # noqa: BLE001 - TorchScript raises RuntimeError and others
             raise ValueError(f"{what}: {path} is a TorchScript archive that could not be loaded ({err}).") from None
     else:
-        try:
-            state = torch.load(str(path), map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - the unpickler raises many types
-            first = re.sub(r"\x1b\[[0-9;]*m", "", str(err)).strip().splitlines()[0][:200] if str(err).strip() else ""
-            raise ValueError(f"{what}: {path} could not be read as weights only ({type(err).__name__}: {first}). "
-                             "capeval never unpickles code: save the state dict itself (model.state_dict(), "
-                             "tensors only) or a safetensors file.") from None
+        state = read_weights(path, what)
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     if not isinstance(state, dict):
@@ -127,4 +136,4 @@ def build_openai_clip(state: dict[str, Any]):
     return model.float().eval()
 
 
-__all__ = ["REQUIRED_KEYS", "build_openai_clip", "infer_architecture", "read_state_dict"]
+__all__ = ["REQUIRED_KEYS", "build_openai_clip", "infer_architecture", "read_state_dict", "read_weights"]

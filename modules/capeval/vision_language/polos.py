@@ -131,26 +131,18 @@ def read_checkpoint(spec: str | os.PathLike, *, option: str = "polos_model") -> 
     ``FileNotFoundError`` for a missing file; ``ValueError`` naming ``option`` and the file for anything else that is
     not such a checkpoint (a pickle that would run code, another model, hyper-parameters capeval cannot follow).
     """
-    torch = require("torch", what="Polos checkpoints")
+    import argparse
+
+    from capeval.vision_language.checkpoints import read_weights
+
     path = _checkpoint_file(Path(spec).expanduser(), option)
     extra: dict = {}
+    loaded = read_weights(path, option, allowed=(argparse.Namespace,),
+                          hint="give the Lightning checkpoint as distributed, or its state dict as a safetensors "
+                               "file with hparams.yaml beside it")
     if path.suffix == ".safetensors":
-        safetensors_torch = require("safetensors.torch", what="reading .safetensors checkpoints")
-        try:
-            state = safetensors_torch.load_file(str(path), device="cpu")
-        except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
-            raise ValueError(f"{option}: {path} is not a readable safetensors file ({err}).") from None
+        state = loaded
     else:
-        import argparse
-
-        try:
-            with torch.serialization.safe_globals([argparse.Namespace]):
-                loaded = torch.load(str(path), map_location="cpu", weights_only=True)
-        except Exception as err:  # noqa: BLE001 - the unpickler raises many types
-            first = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
-            raise ValueError(f"{option}: {path} could not be read as weights only ({type(err).__name__}: {first}). "
-                             "capeval never unpickles code: give the Lightning checkpoint as distributed, or its "
-                             "state dict as a safetensors file with hparams.yaml beside it.") from None
         if not isinstance(loaded, dict):
             raise ValueError(f"{option}: {path} holds a {type(loaded).__name__}, not a checkpoint.")
         state = loaded.get("state_dict", loaded)
@@ -443,7 +435,7 @@ def polos_scores(model: PolosModel, candidates: Sequence[str], references: Seque
             items = range(lo, hi)
             ids, cut = model.tokenize([candidates[i] for i in items])
             cut_c += [lo + k for k in cut]
-            c = model.sentence_embeddings(ids)
+            c = model.sentence_embeddings(ids).cpu()
             v = torch.from_numpy(vision[lo:hi])
             tc = torch.from_numpy(text_c[lo:hi])
             keep = min(len(references[i]) for i in items)
@@ -453,8 +445,7 @@ def polos_scores(model: PolosModel, candidates: Sequence[str], references: Seque
                 cut_r += [(lo + k, j) for k in cut]
                 r = model.sentence_embeddings(ref_ids).cpu()
                 tr = torch.from_numpy(text_r[[starts[i] + j for i in items]])
-                c_cpu = c.cpu()
-                x = torch.cat((r, c_cpu, torch.abs(c_cpu - r), c_cpu * r, v, tc, torch.abs(v - tc), v * tc,
+                x = torch.cat((r, c, torch.abs(c - r), c * r, v, tc, torch.abs(v - tc), v * tc,
                                torch.abs(tr - tc), tr * tc), dim=1)
                 s = model.head_scores(x)
                 best = s if best is None else torch.maximum(best, s)
