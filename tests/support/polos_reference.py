@@ -24,10 +24,12 @@ CORPUS = ["a dog runs on the grass", "two cats sleep on a red blanket", "a man r
           "a woman holds an umbrella in the rain", "a bird sits on a branch", "the car is parked near the house"]
 
 
-def text_encoder_folder(folder, *, seed: int = 0, max_positions: int = 42):
-    """A tiny RoBERTa (2 layers, 32 wide) and a byte-level BPE tokenizer trained on :data:`CORPUS`, saved as a
-    transformers folder (the role of ``princeton-nlp/sup-simcse-roberta-base``). ``max_positions`` includes
-    RoBERTa's two reserved positions (40 usable tokens by default)."""
+def text_encoder_folder(folder, *, seed: int = 0, max_positions: int = 42, hidden: int = 32, heads: int = 2,
+                        intermediate: int = 64, layers: int = 2):
+    """A tiny RoBERTa (2 layers, 32 wide; ``hidden=768, heads=12, intermediate=3072`` gives RoBERTa-base's widths)
+    and a byte-level BPE tokenizer trained on :data:`CORPUS`, saved as a transformers folder (the role of
+    ``princeton-nlp/sup-simcse-roberta-base``). ``max_positions`` includes RoBERTa's two reserved positions (40 usable
+    tokens by default)."""
     import torch
     import transformers
     from tokenizers import ByteLevelBPETokenizer, processors
@@ -43,8 +45,8 @@ def text_encoder_folder(folder, *, seed: int = 0, max_positions: int = 42):
                                                      eos_token="</s>", unk_token="<unk>", pad_token="<pad>",
                                                      mask_token="<mask>", cls_token="<s>", sep_token="</s>")
     tokenizer.save_pretrained(str(folder))
-    config = transformers.RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                                        num_attention_heads=2, intermediate_size=64,
+    config = transformers.RobertaConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=layers,
+                                        num_attention_heads=heads, intermediate_size=intermediate,
                                         max_position_embeddings=max_positions, pad_token_id=1, bos_token_id=0,
                                         eos_token_id=2)
     torch.manual_seed(seed)

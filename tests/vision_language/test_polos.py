@@ -199,3 +199,17 @@ def test_files_that_are_not_polos_checkpoints_are_refused(setup, tmp_path):
     with pytest.raises(ValueError, match="polos_batch_size"):
         capeval.score(["a dog"], [["a dog"]], metrics="polos", images=setup["images"][:1], polos_batch_size=0,
                       polos_model=str(setup["checkpoint"]))
+
+
+def test_the_released_widths_score_as_the_reference(tmp_path):
+    """RoBERTa-base's widths (768, 12 heads), CLIP ViT-B/32's (512-d features) and the released head (2,304, 1,152):
+    the 6,144-wide concatenation the reference hard-codes (768·4 + 512·6). Two layers each, to stay fast."""
+    clip = cref.require_clip_stack()
+    text = pref.text_encoder_folder(tmp_path / "simcse", hidden=768, heads=12, intermediate=3072)
+    clip_model = cref.random_openai_clip(dict(cref.VIT_B_32, vision_layers=2, transformer_layers=2), seed=5)
+    checkpoint = pref.write_checkpoint(tmp_path / "reprod", clip_model, text, hidden_sizes=(2304, 1152))
+    pngs = [str(p) for p in write_pngs(tmp_path / "images", 4, size=(320, 240))]
+    expected = pref.reference_scores(pref.load_reference(checkpoint, clip), CANDIDATES[:4], REFERENCES[:4], pngs)
+    result = capeval.score(CANDIDATES[:4], REFERENCES[:4], metrics="polos", images=pngs,
+                           polos_model=str(checkpoint))
+    assert np.max(np.abs(np.asarray(result["per_caption"]["polos"]) - expected)) <= TOL
