@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if any(str(r["metric"] or "").startswith("critic") for r in rows):
         from capeval.critic.metric import DEFAULT_OOV
 
-        print(f"critic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by default "
+        print(f"\ncritic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by default "
               f"(critic_oov={DEFAULT_OOV!r}, since 2026-11-27; --critic-oov unk scores with the critic as trained)",
               file=out)
     if args.training_data:
