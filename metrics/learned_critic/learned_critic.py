@@ -77,15 +77,21 @@ Args:
         critic's embedding space from their GloVe vectors by a map fitted on its vocabulary; it kept Flickr8k-Expert
         τ-c at .451 and PASCAL-50S at 81.6 % where a tenth of the words were swapped for unseen ones, against .381
         and 75.3 % with "unk") or "unk" (one unknown vector, the critic as trained). Enters the signature (oov=).
+    critic_scale (`str`, optional): "auto" (default: the readable scale for the shipped default critics
+        critic-flickr8k-joint and critic-flickr8k-plus, the raw probability for any other), "readable" (ValueError
+        for a critic without a shipped map) or "raw" (P(human)). The readable scale is a fixed, strictly
+        increasing map (rankings and Kendall τ unchanged): about the share of human captions of unseen images
+        (COCO for critic_ref; Flickr8k dev with their images for critic and critic_plus) that score lower against
+        their own image's other captions, 0.5 the median one. Enters the signature (scale=).
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
     `evaluate.combine` sends every option to every module; an option no capeval module knows raises ValueError.
 
 Returns:
-    critic, critic_ref, critic_img (`float`): the selected ones: mean P(human) over the captions, 0 to 1,
-        higher = more human-like. critic_plus (`float`): mean over the captions of the combiner's probability,
-        0 to 1, averaged over the references. A caption with no word token (only punctuation or emoji) scores 0.
+    critic, critic_ref, critic_img (`float`): the selected ones: the mean over the captions of P(human) (raw) or
+        of its readable value (the default for the shipped critics, see critic_scale), 0 to 1, higher = more
+        human-like. critic_plus (`float`): the same for the combiner's probability, averaged over the references. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
     coverage (`dict`): per key above, the share (0 to 1) of the tokens the critic read (the first 15 of the
         prediction and, where read, of each reference) that its vocabulary knows; the others share one unknown
@@ -93,7 +99,8 @@ Returns:
         critic's on its training captions (98.8 to 100 %). coverage_per_caption (`dict`): the same per prediction.
     signature (`str`): the critic (the shipped name, or the folder name and a hash of its files), its context
         "refs=mean" and oov=, e.g.
-        "nrefs:1|clean:none|critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map|...".
+        "nrefs:1|clean:none|critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map,
+        scale=readable@<digest>|...".
 
 Raises:
     ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
@@ -115,8 +122,9 @@ Examples:
     >>> result = critic.compute(predictions=predictions, references=references, images=images)
     >>> sorted(result), all(0 <= p <= 1 for p in result["per_caption"]["critic"])
     (['coverage', 'coverage_per_caption', 'critic', 'per_caption', 'signature'], True)
-    >>> result["signature"].split("|")[2]
-    'critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map'
+    >>> field = result["signature"].split("|")[2]  # the critic, its context, oov= and the scale (with its map's digest)
+    >>> field.split(",scale=")[0], field.split(",scale=")[1][:9]
+    ('critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map', 'readable@')
 
     Without images the default is the reference-only critic; the image critics must then be left out:
 
@@ -142,7 +150,7 @@ Examples:
     critic_plus (beyond the paper): the caption-level critic and the all-MiniLM-L6-v2 sentence cosine, combined:
 
     >>> plus = critic.compute(predictions=predictions, references=references, images=images, metrics="critic_plus")
-    >>> plus["signature"].split("|")[2]
+    >>> plus["signature"].split("|")[2].split(",scale=")[0]
     'critic_plus:model=critic-flickr8k-plus,critic=critic-flickr8k-caption,encoder=all-minilm-l6-v2,refs=mean,oov=glove-map'
     >>> [round(p, 1) for p in plus["per_caption"]["critic_plus"]]  # 0 to 1; all three captions fit
     [1.0, 0.8, 1.0]
@@ -177,6 +185,7 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
         critic_batch_size=4096,
         critic_device=None,
         critic_oov="glove-map",
+        critic_scale="auto",
         empty="error",
     ):
         if metrics is None:  # the paper's critic when there are images, else the one that needs none
@@ -197,5 +206,6 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
             critic_batch_size=critic_batch_size,
             critic_device=critic_device,
             critic_oov=critic_oov,
+            critic_scale=critic_scale,
             empty=empty,
         )

@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "paths", "progress", "signature", "validation", "io", "java",
                     "published", "render", "testing", "registry", "provenance", "catalog", "model_store", "language",
-                    "coverage", "sqlite_retry")),
+                    "coverage", "scales", "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine",

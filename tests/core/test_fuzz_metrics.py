@@ -33,7 +33,8 @@ from capeval.text.ptb import _PERIOD_WORDS, PTBTokenizer
 from capeval.validation import WordlessCaptionWarning
 
 # tiny corpora on purpose: CIDEr-D's SmallCorpusWarning is expected, not what these tests check
-pytestmark = [pytest.mark.timeout(600), pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")]
+pytestmark = [pytest.mark.timeout(600), pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning"),
+              pytest.mark.filterwarnings("ignore::capeval.NonEnglishWarning")]  # fuzzed text is not English by design
 
 FAST = "bleu,rouge_l,cider_d"
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

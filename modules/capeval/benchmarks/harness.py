@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from capeval.benchmarks.score_cache import ScoreCache
-from capeval.benchmarks.scorers import ItemScores, needs_images, score_items
+from capeval.benchmarks.scorers import ItemScores, needs_images, raw_scale_options, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.benchmarks.blend import is_blend
@@ -117,7 +117,9 @@ class _Scorer:
         from capeval.api import score
 
         extra = {"images": images} if needs_images(spec_key) else {}
-        return float(score(predictions, references, metrics=[spec_key], progress=self.progress, **self.options,
+        ((family, _),) = resolve([spec_key]).items()
+        options = {**dict.fromkeys(raw_scale_options(family), "raw"), **self.options}
+        return float(score(predictions, references, metrics=[spec_key], progress=self.progress, **options,
                            **extra)[spec_key])
 
 

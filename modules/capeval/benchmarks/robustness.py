@@ -326,7 +326,9 @@ def _score(family: str, key: str, predictions: list[str], references: list[list[
         items = score_items(key, predictions, references, cache=cache, options=options, show_progress=show_progress)
         return items[key].values, items[key].signature
     from capeval._version import __version__
+    from capeval.benchmarks.scorers import raw_scale_options
 
+    options = {**dict.fromkeys(raw_scale_options(family), "raw"), **(options or {})}
     cache_key = make_key(kind="capeval", metric=family, options=options, version=__version__,
                          code=_capeval_fingerprint(family), data=data_fingerprint(predictions, references),
                          images=list(images), image_content=file_fingerprint(sorted(set(images))))

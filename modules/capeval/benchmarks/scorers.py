@@ -69,6 +69,16 @@ def needs_images(spec: str) -> bool:
         return False
 
 
+def raw_scale_options(metric: str) -> list[str]:
+    """``metric``'s readable-scale options (:mod:`capeval.scales`: ``critic_scale``, ``lceval_scale``, ...): the
+    benchmarks score on the raw scale unless the caller names one. The readable scale is strictly increasing, so rank
+    statistics (Kendall τ, pairwise accuracy) would not move, but Pearson's r would."""
+    try:
+        return [k for k in metric_class(metric).options if k.endswith("_scale")]
+    except ImportError:
+        return []
+
+
 def score_items(
     spec: str,
     predictions: Sequence[str],
@@ -82,7 +92,8 @@ def score_items(
     """Return ``{result key: ItemScores}`` for ``spec`` on the items (cached).
 
     For a capeval metric family (``bleu``) every key is returned; for a single key (``bleu_4``) only it.
-    ``options`` are passed to ``capeval.score`` (``cleanup``, ``tokenizer``, metric options). ``images``: one
+    ``options`` are passed to ``capeval.score`` (``cleanup``, ``tokenizer``, metric options; a learned metric's
+    ``*_scale`` defaults to ``"raw"`` here, :func:`raw_scale_options`). ``images``: one
     per item (image file paths, for the cache key; see :func:`capeval.score` for the other kinds, which are
     scored but not cached), passed only to a metric that reads images (:func:`needs_images`); ``ValueError``
     naming the metric when it is ``None`` for one.
@@ -94,6 +105,8 @@ def score_items(
         return {spec: _score_blend(spec, predictions, references, images, cache, options, show_progress)}
     selected = resolve([spec])
     ((metric, keys),) = selected.items()
+    for option in raw_scale_options(metric):
+        options.setdefault(option, "raw")
     parts: dict[str, Any] = {}
     if needs_images(metric):
         if images is None:

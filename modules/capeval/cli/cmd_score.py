@@ -182,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
         if result.get("coverage"):
             print(coverage_line(result["coverage"]), file=out)
+        if scale_line(result["signature"]):
+            print(scale_line(result["signature"]), file=out)
         print(f"signature: {result['signature']}", file=out)
         if args.per_caption:
             rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
@@ -226,6 +228,16 @@ def coverage_line(coverage: dict[str, float]) -> str:
     """``vocabulary coverage: critic_ref 98.8%, lceval 99.6%`` (the share of the tokens each learned metric read that
     its vocabulary knows; :mod:`capeval.coverage`)."""
     return "vocabulary coverage: " + ", ".join(f"{name} {share:.1%}" for name, share in coverage.items())
+
+
+def scale_line(signature: str) -> str:
+    """``readable scale (...): critic_ref, lceval`` for the metrics the signature records on the readable scale
+    (:mod:`capeval.scales`), "" when none."""
+    names = [field.split(":", 1)[0] for field in signature.split("|") if ",scale=readable@" in field]
+    if not names:
+        return ""
+    return ("readable scale (the share of human captions of unseen images that score lower; 0.5 = the median human "
+            f"caption; --scale raw for the probability): {', '.join(names)}")
 
 
 def _count(n: int, noun: str) -> str:

@@ -130,6 +130,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the critics' words outside their vocabulary: glove-map (default: mapped into the "
                              "critic's embedding space from their GloVe vectors) or unk (one unknown vector, the "
                              "critic as trained)")
+    parser.add_argument("--scale", choices=["auto", "readable", "raw"], default=None,
+                        help="the learned metrics' scale (critic, critic_ref, critic_plus, lceval, lceval_plus): auto "
+                             "(default for capeval score: the shipped default models' readable scale, the share of "
+                             "human captions a caption beats; other models raw), readable, or raw (the model's "
+                             "probability; what capeval bench reads unless told)")
     parser.add_argument("--polos-model", metavar="DIR|FILE",
                         help="polos: the released checkpoint's folder (reprod.ckpt + hparams.yaml) or the .ckpt / "
                              ".safetensors file (default: looked for in capeval's cache folder, models/polos/, then "
@@ -162,6 +167,8 @@ def model_options(args: argparse.Namespace) -> dict:
                               ("sentence_cosine_reduce", getattr(args, "sentence_cosine_reduce", None)),
                               ("sentence_rank_model", getattr(args, "sentence_rank_model", None)),
                               ("critic_oov", getattr(args, "critic_oov", None)),
+                              *((option, getattr(args, "scale", None))
+                                for option in ("critic_scale", "lceval_scale", "lceval_plus_scale")),
                               *((f"{family}_{what}", getattr(args, f"{family}_{what}", None))
                                 for family in ("clip", "pac") for what in ("model", "dtype", "device")),
                               *((f"polos_{what}", getattr(args, f"polos_{what}", None))

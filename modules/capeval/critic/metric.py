@@ -21,6 +21,10 @@ punctuation / emoji) scores 0, as the n-gram metrics score it. Words outside the
 gives it, :mod:`capeval.critic.expansion`; ``"unk"``: every such word is ``<unk>``, the critic as trained); words
 without a GloVe vector (other scripts, most misspellings) are ``<unk>`` either way and still get a probability. The
 result reports the share of known tokens (``result["coverage"]``, :mod:`capeval.coverage`).
+
+Scale: ``critic_scale`` (``"auto"``: the shipped default models' readable scale, else the raw probability;
+``"readable"``; ``"raw"``; :mod:`capeval.scales`), applied to each caption's score; the corpus score is their mean.
+The signature says which (``scale=``).
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.scales import DEFAULT_SCALE, check_scale, scale_field
 
 #: The critics' default ``critic_oov``: unknown words mapped from GloVe (:mod:`capeval.critic.expansion`), chosen by
 #: the vocabulary-shift criterion written in BENCHMARKS.md before its run ("Vocabulary shift", 2026-11-27).
@@ -41,6 +46,10 @@ class _CriticMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     context: ClassVar[str] = "image+reference"
     model_option: ClassVar[str] = "critic_model"
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        check_scale(self.config["critic_scale"], "critic_scale")
 
     @classmethod
     def check_available(cls) -> None:
@@ -61,6 +70,12 @@ class _CriticMetric(CaptionMetric):
         members = CriticStack.load(folder).member_paths(folder) if is_stack(folder) else []
         return weights_digest(folder, *members)
 
+    def _readable(self):
+        """The readable scale ``critic_scale`` selects for the configured critic, or ``None`` (raw)."""
+        from capeval.critic.loading import critic_folder
+
+        return _scale_of(self, critic_folder(self.config[self.model_option], self.context))
+
     def _scorer(self):
         """``(scorer, uses_image, uses_reference, signature)`` of the configured critic (loaded once per process)."""
         from capeval.critic.stack import load_scorer
@@ -77,7 +92,8 @@ class _CriticMetric(CaptionMetric):
                              f"{context!r}.")
         context_label = f"{self.context},image=none" if no_image else self.context
         return (scorer, "image" in context and not no_image, "reference" in context,
-                f"model={scorer.label()},ctx={context_label},refs=mean{_oov_field(self.config)}")
+                f"model={scorer.label()},ctx={context_label},refs=mean{_oov_field(self.config)}"
+                f"{scale_field(self._readable())}")
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (per caption, independent of the others: ``--processes N`` splits the captions and
@@ -94,19 +110,36 @@ class _CriticMetric(CaptionMetric):
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         scorer, _, uses_reference, signature = self._scorer()
-        return _mean_output(self, batch, signature, scorer, uses_reference)
+        return _mean_output(self, batch, signature, scorer, uses_reference, self._readable())
 
 
-def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, scorer, uses_reference: bool) -> MetricOutput:
+def _scale_of(metric: CaptionMetric, folder) -> Any:
+    """The readable scale (:mod:`capeval.scales`) ``critic_scale`` selects for ``metric`` scoring with the critic (or
+    combiner) in ``folder``: a shipped map applies to the catalog model and weights it was fitted for."""
+    from capeval.critic.loading import weights_digest
+    from capeval.critic.stack import CriticStack, is_stack
+    from capeval.model_store import catalog_name_of
+    from capeval.scales import scale_for
+
+    members = CriticStack.load(folder).member_paths(folder) if is_stack(folder) else []
+    return scale_for(metric.name, metric.config["critic_scale"], option="critic_scale",
+                     model=catalog_name_of(folder), weights=weights_digest(folder, *members))
+
+
+def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, scorer, uses_reference: bool,
+                 scale=None) -> MetricOutput:
     """Per-caption scores (the gathered :meth:`prepare` entries when handed over, ``--processes N``, else
-    :meth:`prepare` here), their mean as the corpus score, and the critics' vocabulary coverage
-    (:mod:`capeval.coverage`: ``result["coverage"]``, an :class:`~capeval.coverage.OutOfVocabularyWarning` when low)."""
+    :meth:`prepare` here) on the chosen scale (``scale``, a :class:`~capeval.scales.ReadableScale`, or ``None`` for
+    raw), their mean as the corpus score, and the critics' vocabulary coverage (:mod:`capeval.coverage`:
+    ``result["coverage"]``, an :class:`~capeval.coverage.OutOfVocabularyWarning` when low)."""
     from capeval.coverage import result_extra, warn_if_low
 
     prepared = metric._prepared
     if prepared is not None and len(prepared) != len(batch):
         raise ValueError(f"{metric.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
     per = [float(s) for s in (prepared if prepared is not None else metric.prepare(batch))]
+    if scale is not None:
+        per = [float(s) for s in scale(per)]
     coverage = scorer.coverage(batch.raw_predictions, batch.raw_references if uses_reference else None,
                                metric.config["critic_oov"])
     warn_if_low(metric.name, coverage)
@@ -137,7 +170,7 @@ class Critic(_CriticMetric):
     name = "critic"
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV}
+                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
 
 
 class CriticRef(_CriticMetric):
@@ -148,7 +181,7 @@ class CriticRef(_CriticMetric):
     model_option = "critic_ref_model"
     needs_images: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV}
+                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
 
 
 #: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
@@ -169,7 +202,7 @@ class CriticImg(_CriticMetric):
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV}
+                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -185,7 +218,11 @@ class CriticPlus(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
-                                         "critic_device": None, "critic_oov": DEFAULT_OOV}
+                                         "critic_device": None, "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        check_scale(self.config["critic_scale"], "critic_scale")
 
     @classmethod
     def check_available(cls) -> None:
@@ -216,7 +253,13 @@ class CriticPlus(CaptionMetric):
                              "cosine: combiner.json, `capeval critic fit-plus`).")
         critic = model_label(scorer.member_folders()[0])
         return scorer, (f"model={model_label(folder)},critic={critic},encoder={scorer.encoder.name},refs=mean"
-                        f"{_oov_field(self.config)}")
+                        f"{_oov_field(self.config)}{scale_field(self._readable())}")
+
+    def _readable(self):
+        """The readable scale ``critic_scale`` selects for the configured combiner, or ``None`` (raw)."""
+        from capeval.critic.loading import critic_folder
+
+        return _scale_of(self, critic_folder(self.config["critic_plus_model"] or self.options["critic_plus_model"]))
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (independent of the others: ``--processes N`` splits them)."""
@@ -232,4 +275,4 @@ class CriticPlus(CaptionMetric):
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         scorer, signature = self._scorer()
-        return _mean_output(self, batch, signature, scorer, True)
+        return _mean_output(self, batch, signature, scorer, True, self._readable())

@@ -12,7 +12,10 @@ reference-only critic; :mod:`capeval.lceval.extra`, needs torch).
 Options (``lceval_`` / ``lceval_released_`` / ``lceval_plus_`` prefixed): ``*_model`` (a shipped name or a ``capeval lceval train``
 folder; defaults ``lceval-flickr8k-coco`` / ``lceval-released-9990``), ``*_word_vectors`` (``None`` = the vectors
 the model was trained with; a word2vec / GloVe text file for the authors' setting), ``*_features`` (add the
-feature vectors to the result under ``lceval_features``), ``*_cache`` (the feature cache, default True).
+feature vectors to the result under ``lceval_features``), ``*_cache`` (the feature cache, default True);
+``lceval_scale`` / ``lceval_plus_scale`` (``"auto"``: the readable scale of the shipped default model, else the raw
+probability; ``"readable"``; ``"raw"``; :mod:`capeval.scales`), applied per caption, the corpus score their mean.
+``lceval_released`` stays on the authors' raw scale (it exists to reproduce their numbers).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.scales import DEFAULT_SCALE, check_scale, scale_field
 
 __all__ = ["LCEval", "LCEvalPlus", "LCEvalReleased"]
 
@@ -32,6 +36,8 @@ class _LCEvalMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
     default_model: ClassVar[str]
+    #: Whether the metric has a ``<name>_scale`` option (:mod:`capeval.scales`).
+    has_scale: ClassVar[bool] = True
 
     @classmethod
     def _opt(cls, key: str) -> str:
@@ -42,6 +48,8 @@ class _LCEvalMetric(CaptionMetric):
         for key in ("features", "cache"):
             if not isinstance(self.config[self._opt(key)], bool):
                 raise TypeError(f"{self._opt(key)} must be True or False, got {self.config[self._opt(key)]!r:.60}.")
+        if self.has_scale:
+            check_scale(self.config[self._opt("scale")], self._opt("scale"))
         from capeval.lceval.model import LCEvalModel
 
         self.model = LCEvalModel.from_pretrained(self.config[self._opt("model")])
@@ -97,6 +105,9 @@ class _LCEvalMetric(CaptionMetric):
         wordless = np.array([not any(ch.isalnum() for t in tokens for ch in t) for tokens in batch.prediction_tokens],
                             dtype=bool)
         scores = np.where(wordless, 0.0, scores)
+        scale = self._readable()
+        if scale is not None:
+            scores = scale(scores)
         extra: dict[str, Any] = self._coverage(batch)
         if self.config[self._opt("features")]:
             from capeval.lceval.features import ALL_FEATURE_NAMES
@@ -128,6 +139,19 @@ class _LCEvalMetric(CaptionMetric):
         warn_if_low(self.name, coverage)
         return result_extra(self.name, coverage)
 
+    def _readable(self):
+        """The readable scale ``<name>_scale`` selects for the configured model, or ``None`` (raw; always for
+        ``lceval_released``)."""
+        if not self.has_scale:
+            return None
+        from capeval.lceval.model import model_folder
+        from capeval.model_store import catalog_name_of
+        from capeval.scales import scale_for
+
+        folder = model_folder(self.config[self._opt("model")])
+        return scale_for(self.name, self.config[self._opt("scale")], option=self._opt("scale"),
+                         model=catalog_name_of(folder), weights=self.cache_token(self.config))
+
     def signature_value(self) -> str:
         from capeval.lceval.features import FEATURES_VERSION
         from capeval.spice.parser import model_identity
@@ -136,7 +160,8 @@ class _LCEvalMetric(CaptionMetric):
         label = model if "/" not in model else f"{model.rstrip('/').rsplit('/', 1)[-1]}@{self.cache_token(self.config)}"
         critic = f",critic={_extra_critic_label(self.model.config)}" if self.model.config.uses_extra else ""
         return (f"model={label},feat={FEATURES_VERSION},vec={self.extractor.vector_label()},"
-                f"parser={model_identity(self.extractor.parser_model)}{critic}")
+                f"parser={model_identity(self.extractor.parser_model)}{critic}"
+                f"{scale_field(self._readable()) if self.has_scale else ''}")
 
     def close(self) -> None:
         self.extractor.close()
@@ -168,7 +193,7 @@ class LCEval(_LCEvalMetric):
     name: ClassVar[str] = "lceval"
     default_model: ClassVar[str] = DEFAULTS["lceval"]
     options: ClassVar[dict[str, Any]] = {"lceval_model": DEFAULTS["lceval"], "lceval_word_vectors": None,
-                                         "lceval_features": False, "lceval_cache": True}
+                                         "lceval_features": False, "lceval_cache": True, "lceval_scale": DEFAULT_SCALE}
 
 
 class LCEvalReleased(_LCEvalMetric):
@@ -176,6 +201,7 @@ class LCEvalReleased(_LCEvalMetric):
 
     name: ClassVar[str] = "lceval_released"
     default_model: ClassVar[str] = DEFAULTS["lceval_released"]
+    has_scale: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {"lceval_released_model": DEFAULTS["lceval_released"],
                                          "lceval_released_word_vectors": None, "lceval_released_features": False,
                                          "lceval_released_cache": True}
@@ -188,7 +214,8 @@ class LCEvalPlus(_LCEvalMetric):
     name: ClassVar[str] = "lceval_plus"
     default_model: ClassVar[str] = DEFAULTS["lceval_plus"]
     options: ClassVar[dict[str, Any]] = {"lceval_plus_model": DEFAULTS["lceval_plus"], "lceval_plus_word_vectors": None,
-                                         "lceval_plus_features": False, "lceval_plus_cache": True}
+                                         "lceval_plus_features": False, "lceval_plus_cache": True,
+                                         "lceval_plus_scale": DEFAULT_SCALE}
 
     @classmethod
     def check_available(cls) -> None:
