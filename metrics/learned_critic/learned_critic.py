@@ -152,7 +152,11 @@ Examples:
     >>> plus = critic.compute(predictions=predictions, references=references, images=images, metrics="critic_plus")
     >>> plus["signature"].split("|")[2].split(",scale=")[0]
     'critic_plus:model=critic-flickr8k-plus,critic=critic-flickr8k-caption,encoder=all-minilm-l6-v2,refs=mean,oov=glove-map'
-    >>> [round(p, 1) for p in plus["per_caption"]["critic_plus"]]  # 0 to 1; all three captions fit
+    >>> [round(p, 1) for p in plus["per_caption"]["critic_plus"]]  # readable: among Flickr8k dev's human captions
+    [0.6, 0.2, 0.9]
+    >>> raw = critic.compute(predictions=predictions, references=references, images=images, metrics="critic_plus",
+    ...                      critic_scale="raw")
+    >>> [round(p, 1) for p in raw["per_caption"]["critic_plus"]]  # the combiner's probabilities: all three fit
     [1.0, 0.8, 1.0]
 """
 

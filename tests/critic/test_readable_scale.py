@@ -67,3 +67,26 @@ def test_the_benchmarks_read_the_raw_scale_unless_told(tmp_path):
     assert items.values == pytest.approx(raw["per_caption"]["critic_ref"], abs=1e-12)
     told = score_items("critic_ref", CANDIDATES[:3], REFERENCES[:3], options={"critic_scale": "auto"})["critic_ref"]
     assert "scale=readable@" in told.signature
+
+
+def test_the_command_line_says_which_scale_and_takes_scale_raw(tmp_path, capsys):
+    import json
+
+    from capeval.cli import main
+
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"image_id": i, "caption": c} for i, c in enumerate(CANDIDATES[:3])]))
+    refs = tmp_path / "r.json"
+    refs.write_text(json.dumps({str(i): r for i, r in enumerate(REFERENCES[:3])}))
+    args = ["score", "--predictions", str(preds), "--references", str(refs), "--metrics", "critic_ref",
+            "--no-language-check"]
+    assert main(args) == 0
+    default = capsys.readouterr().out
+    assert "readable scale (" in default and "): critic_ref" in default and "scale=readable@" in default
+    assert main([*args, "--scale", "raw", "--json", str(tmp_path / "raw.json")]) == 0
+    raw_out = capsys.readouterr().out
+    assert "readable scale" not in raw_out and "scale=raw" in raw_out
+    raw = json.loads((tmp_path / "raw.json").read_text())
+    direct = capeval.score(CANDIDATES[:3], REFERENCES[:3], metrics="critic_ref", critic_scale="raw",
+                           language_check=False)
+    assert raw["critic_ref"] == pytest.approx(direct["critic_ref"], abs=1e-12)
