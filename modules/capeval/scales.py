@@ -23,7 +23,9 @@ two captioners' corpus means differ in the third decimal. The readable scale spr
   ``--scale`` on the CLI): ``"auto"`` (default: the readable scale when the configured model is the shipped default
   the map was fitted for, identified by its weights' digest, else raw), ``"readable"`` (an error when there is no map),
   ``"raw"`` (the model's probabilities as before). The signature always says which (``scale=raw`` or
-  ``scale=readable@<digest of the map>``). The corpus value is the mean of the per-caption values on the chosen scale.
+  ``scale=readable@<digest of the map>``). The corpus value is the mean of the per-caption values on the chosen scale:
+  a mean of a non-linear map, so two corpora's means can come out in a different order on the two scales (measured:
+  BENCHMARKS.md, "Readable scales"), while per-caption rankings never do.
 
 The maps of the shipped defaults are ``capeval/data/readable_scales.json``, written by
 ``benchmarks/fit_scales.py`` (its command and the quantiles it measured are in BENCHMARKS.md, "Readable scales").
