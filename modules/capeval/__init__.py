@@ -14,8 +14,9 @@ Everything heavier (SPICE parsing, benchmarks, Hub export) is imported lazily.
 from capeval._version import __version__
 from capeval.api import available_metrics, score
 from capeval.coverage import OutOfVocabularyWarning
+from capeval.dataset_scoring import score_dataset
 from capeval.language import NonEnglishWarning
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EmptyCaptionWarning, WordlessCaptionWarning
 
 __all__ = ["DEFAULT_MAX_CAPTION_CHARS", "EmptyCaptionWarning", "NonEnglishWarning", "OutOfVocabularyWarning",
-           "WordlessCaptionWarning", "__version__", "available_metrics", "score"]
+           "WordlessCaptionWarning", "__version__", "available_metrics", "score", "score_dataset"]

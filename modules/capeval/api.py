@@ -37,6 +37,8 @@ IMAGE_FREE_METRICS = ("bleu", "meteor", "rouge_l", "cider_d", "spice", "sentence
 
 #: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
 _SHARE: ContextVar = ContextVar("capeval_score_share", default=None)
+#: While set (a dict), :func:`score` records each metric's mergeable corpus state there (:func:`score_with_states`).
+_STATES: ContextVar = ContextVar("capeval_score_states", default=None)
 
 
 def option_names() -> set[str]:
@@ -102,6 +104,9 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
                 check_finite(out.per_caption[key], f"per_caption[{key!r}]")
                 result[key] = out.corpus[key]
                 per_caption[key] = out.per_caption[key]
+            states = _STATES.get()
+            if states is not None:
+                states[name] = out.state
             for key, value in out.extra.items():  # per-metric tables (coverage) merge; other entries are one metric's
                 if isinstance(value, dict) and isinstance(extras.get(key), dict):
                     extras[key].update(value)
@@ -253,3 +258,15 @@ def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence
         return score(predictions, references, metrics, **kwargs)
     finally:
         _SHARE.reset(token)
+
+
+def score_with_states(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
+                      metrics: Sequence[str] | str | None = None, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`score`'s result and ``{metric: its MetricOutput.state}`` (``None`` for a metric whose corpus value is the
+    mean of its per-caption values): what :func:`capeval.score_dataset` merges over chunks."""
+    states: dict[str, Any] = {}
+    token = _STATES.set(states)
+    try:
+        return score(predictions, references, metrics, **kwargs), states
+    finally:
+        _STATES.reset(token)

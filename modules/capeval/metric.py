@@ -17,12 +17,17 @@ class MetricOutput:
     per_caption: one float per prediction by result key.
     signature: this metric's signature field value (e.g. ``"closest"``).
     extra: additional result entries (e.g. ``{"spice_details": [...]}``), merged into the result.
+    state: for a metric whose corpus value is not the mean of its per-caption values (BLEU's summed counts, METEOR's
+        aggregate of statistics lines), what the corpus value is computed from, JSON-able and mergeable over batches
+        by the class's :meth:`CaptionMetric.corpus_from_states` (:func:`capeval.score_dataset` scores a dataset in
+        chunks and merges them); ``None`` when the corpus value is the mean of the per-caption values.
     """
 
     corpus: dict[str, float]
     per_caption: dict[str, list[float]]
     signature: str
     extra: dict[str, Any] = field(default_factory=dict)
+    state: Any = None
 
 
 class CaptionMetric(ABC):
@@ -69,6 +74,12 @@ class CaptionMetric(ABC):
     def keys(self) -> tuple[str, ...]:
         """Result keys of this metric family, from :data:`capeval.registry.REGISTRY`."""
         return result_keys(self.name)
+
+    @classmethod
+    def corpus_from_states(cls, states: list[Any]) -> dict[str, float]:
+        """The corpus values of the batches whose :attr:`MetricOutput.state` are ``states`` (in batch order), as one
+        call on all their items would give them. Only metrics that set ``state`` implement it."""
+        raise NotImplementedError(f"{cls.name} has no mergeable corpus state.")
 
     @classmethod
     def check_available(cls) -> None:

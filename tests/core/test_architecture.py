@@ -25,7 +25,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine",
                                     "vision_language")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
-    ("api", ("api", "parallel", "", "hf", "rerank", "captioning")),  # "" = the top-level package capeval/__init__.py
+    ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring")),  # "" = the top-level package capeval/__init__.py
     ("benchmarks and training corpora", ("benchmarks", "corpora")),
     ("hub", ("hub",)),
     ("cli", ("cli", "__main__")),

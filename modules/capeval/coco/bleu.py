@@ -21,7 +21,7 @@ from capeval.batch import CaptionBatch
 from capeval.coco.ngrams import BatchNgrams, batch_ngrams
 from capeval.metric import CaptionMetric, MetricOutput
 
-__all__ = ["Bleu", "bleu_from_ngrams"]
+__all__ = ["Bleu", "bleu_from_ngrams", "bleu_from_totals", "merge_totals"]
 
 TINY = 1e-15
 SMALL = 1e-9
@@ -80,20 +80,33 @@ def bleu_from_ngrams(ng: BatchNgrams, max_n: int = 4) -> tuple[list[float], np.n
     short = ratio < 1
     per_caption[short] *= np.exp(1 - 1 / ratio[short])[:, None]
 
-    total_correct = [int(c) for c in correct.sum(axis=0).round()]
-    total_guess = [int(g) for g in guess.sum(axis=0)]
-    total_test = int(test_len.sum())
-    total_ref = int(ref_len.sum())
+    totals = {"correct": [int(c) for c in correct.sum(axis=0).round()], "guess": [int(g) for g in guess.sum(axis=0)],
+              "testlen": int(test_len.sum()), "reflen": int(ref_len.sum())}
+    return bleu_from_totals(totals, max_n), per_caption, totals
+
+
+def bleu_from_totals(totals: dict, max_n: int = 4) -> list[float]:
+    """Corpus BLEU-1..max_n from summed counts (``correct`` / ``guess`` per order, ``testlen``, ``reflen``): integer
+    sums, so batches' totals add up to the whole corpus's exactly (:func:`merge_totals`)."""
     corpus: list[float] = []
     bleu = 1.0
     for k in range(max_n):
-        bleu *= float(total_correct[k] + TINY) / (total_guess[k] + SMALL)
+        bleu *= float(totals["correct"][k] + TINY) / (totals["guess"][k] + SMALL)
         corpus.append(bleu ** (1.0 / (k + 1)))
-    ratio_corpus = (total_test + TINY) / (total_ref + SMALL)
+    ratio_corpus = (totals["testlen"] + TINY) / (totals["reflen"] + SMALL)
     if ratio_corpus < 1:
         corpus = [b * math.exp(1 - 1 / ratio_corpus) for b in corpus]
-    totals = {"correct": total_correct, "guess": total_guess, "testlen": total_test, "reflen": total_ref}
-    return corpus, per_caption, totals
+    return corpus
+
+
+def merge_totals(parts: list[dict]) -> dict:
+    """The element-wise sum of several batches' BLEU totals."""
+    if not parts:
+        raise ValueError("no BLEU totals to merge.")
+    width = len(parts[0]["correct"])
+    return {"correct": [sum(int(p["correct"][k]) for p in parts) for k in range(width)],
+            "guess": [sum(int(p["guess"][k]) for p in parts) for k in range(width)],
+            "testlen": sum(int(p["testlen"]) for p in parts), "reflen": sum(int(p["reflen"]) for p in parts)}
 
 
 class Bleu(CaptionMetric):
@@ -105,9 +118,15 @@ class Bleu(CaptionMetric):
     options: ClassVar[dict] = {}
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
-        corpus, per_caption, _ = bleu_from_ngrams(batch_ngrams(batch, 4), 4)
+        corpus, per_caption, totals = bleu_from_ngrams(batch_ngrams(batch, 4), 4)
         return MetricOutput(
             corpus={key: float(corpus[k]) for k, key in enumerate(self.keys)},
             per_caption={key: per_caption[:, k].tolist() for k, key in enumerate(self.keys)},
             signature="closest",
+            state=totals,
         )
+
+    @classmethod
+    def corpus_from_states(cls, states: list) -> dict[str, float]:
+        corpus = bleu_from_totals(merge_totals(states), 4)
+        return {f"bleu_{k + 1}": float(value) for k, value in enumerate(corpus)}

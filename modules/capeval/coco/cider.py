@@ -19,6 +19,10 @@ Document frequencies (option ``cider_df``):
 * ``"coco-val2014"``: from the captions of all 40,504 COCO val2014 images, computed once with the
   batch's clean-up and tokenizer and cached (see :mod:`capeval.coco.document_frequency`); ``N = 40504``. Useful to
   score small sets or single captions on the COCO scale.
+* a :class:`~capeval.coco.document_frequency.DocumentFrequency` counted over the references of a larger set that
+  contains this batch, one document per prediction (``settings["source"] == "references"``; what
+  :func:`capeval.score_dataset` counts in its first pass): the batch then scores exactly as it would inside that set
+  with ``"references"``, and the signature says ``df=refs``.
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from capeval.batch import CaptionBatch
-from capeval.coco.document_frequency import coco_document_frequency, reference_document_frequency
+from capeval.coco.document_frequency import (DocumentFrequency, coco_document_frequency,
+                                             reference_document_frequency)
 from capeval.coco.ngrams import BatchNgrams, batch_ngrams
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.validation import warn_at_caller
@@ -112,13 +117,22 @@ class CiderD(CaptionMetric):
     def __init__(self, **options) -> None:
         super().__init__(**options)
         mode = self.config["cider_df"]
-        if not isinstance(mode, str) or mode not in DF_CHOICES:
-            raise ValueError(f"cider_df={mode!r} is not supported; choose one of {sorted(DF_CHOICES)}.")
+        self.table: DocumentFrequency | None = None
+        if isinstance(mode, DocumentFrequency):
+            if mode.settings.get("source") != "references":
+                raise ValueError("cider_df as a DocumentFrequency table must be counted over the references of a set "
+                                 "that contains the batch (settings['source'] == 'references').")
+            self.table, mode = mode, "references"
+        elif not isinstance(mode, str) or mode not in DF_CHOICES:
+            raise ValueError(f"cider_df={mode!r:.80} is not supported; choose one of {sorted(DF_CHOICES)}.")
         self.df_mode = mode
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         ng = batch_ngrams(batch, N_MAX)
-        if self.df_mode == "references":
+        if self.table is not None:  # the references' frequencies over a larger set (score_dataset's first pass)
+            df = self.table.lookup(ng.table.gram_strings())
+            n_docs = self.table.n_documents
+        elif self.df_mode == "references":
             df, n_docs = reference_document_frequency(ng)
             if n_docs < MIN_DF_DOCUMENTS:
                 warn_at_caller(

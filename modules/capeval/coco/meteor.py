@@ -83,7 +83,15 @@ class Meteor(CaptionMetric):
         elif len(prepared) != len(batch):
             raise ValueError(f"meteor: {len(prepared)} prepared statistics for a batch of {len(batch)}.")
         corpus, per_caption = self.scorer.evaluate(prepared)
-        return MetricOutput(corpus={"meteor": corpus}, per_caption={"meteor": per_caption}, signature="1.5-en-norm")
+        return MetricOutput(corpus={"meteor": corpus}, per_caption={"meteor": per_caption}, signature="1.5-en-norm",
+                            state=list(prepared))
+
+    @classmethod
+    def corpus_from_states(cls, states: list) -> dict[str, float]:
+        """The jar's aggregate over every batch's statistics lines, in order (the same sums as one call)."""
+        from capeval.meteor.stats import aggregate, parse_stats, score
+
+        return {"meteor": float(score(aggregate(parse_stats(line) for lines in states for line in lines)))}
 
     def prepare(self, batch: CaptionBatch) -> list[str]:
         """The jar's statistics line per item (the heavy part); :meth:`compute` evaluates them all at once."""

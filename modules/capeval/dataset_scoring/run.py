@@ -1,0 +1,499 @@
+""":func:`score_dataset`: score a dataset where it lives, in chunks, resumably, over processes or machines.
+
+The numbers are :func:`capeval.score`'s on the whole data (the rows that were not skipped), corpus values included:
+
+* per caption, every metric but two scores an item from that item alone, so a chunk's per-caption values are the
+  whole call's; CIDEr-D's depend on document frequencies over every row's references, so with ``cider_df=
+  "references"`` a first pass counts them over all rows (``cider-df.parquet``) and each chunk scores with that table
+  (:class:`~capeval.coco.document_frequency.DocumentFrequency`); Polos normalises over its batches of 32, so the chunk
+  size must be a multiple of ``polos_batch_size``; SPICE-U's uniqueness is a property of the whole set and is refused;
+* per corpus, BLEU's summed counts and METEOR's statistics lines are kept per chunk (the metrics' mergeable
+  :attr:`~capeval.metric.MetricOutput.state`) and merged in row order; every other corpus value is the mean of the
+  per-caption values, summed exactly (``math.fsum``) over the shards. A metric whose corpus value is neither is
+  refused when its first chunk shows it.
+
+Chunk ``k`` holds rows ``[k * chunk_size, (k + 1) * chunk_size)`` of the input in its order; with ``processes=N`` (or
+``accelerate launch``), chunk ``k`` goes to process ``k % N``. Each chunk is written once, atomically
+(:mod:`capeval.dataset_scoring.store`), so the output is the same whatever the number of processes and however
+often the run was interrupted.
+"""
+from __future__ import annotations
+
+import math
+import os
+import traceback
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.dataset_scoring import store
+from capeval.dataset_scoring.sources import Source, open_source
+
+ON_ERROR = ("raise", "skip")
+DEFAULT_CHUNK_SIZE = 2000
+#: Metrics that cannot be scored chunk by chunk, and why.
+WHOLE_SET_ONLY = {"spice_u": "SPICE-U's uniqueness counts concepts over the whole set of captions at once"}
+#: Skipped rows named in result.json (all of them are counted).
+MAX_LISTED = 1000
+
+
+@dataclass
+class _Run:
+    """Everything a process needs to score its chunks (picklable: sent to spawned workers)."""
+
+    data: Any
+    split: str | None
+    folder: Path
+    selected: dict[str, list[str]]
+    columns: dict[str, str | None]
+    chunk_size: int
+    on_error: str
+    score_kwargs: dict[str, Any]
+    options: dict[str, Any]
+    language_check: bool
+    progress: bool | None
+    cider_table: bool = False
+    source: Source | None = field(default=None, repr=False)
+
+    def open(self) -> Source:
+        if self.source is None:
+            self.source = open_source(self.data, split=self.split)
+        return self.source
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["source"] = None
+        return state
+
+
+def score_dataset(
+    data: Any,
+    metrics: Sequence[str] | str | None = None,
+    output_dir: str | os.PathLike | None = None,
+    *,
+    prediction_column: str = "prediction",
+    references_column: str = "references",
+    image_column: str | None = None,
+    id_column: str | None = "id",
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    split: str | None = None,
+    processes: int = 1,
+    on_error: str = "raise",
+    cleanup: str = "thumb",
+    tokenizer: str = "ptb",
+    max_caption_chars: int | None = None,
+    empty: str = "error",
+    language_check: bool = True,
+    progress: bool | None = None,
+    **options: Any,
+) -> dict[str, Any] | None:
+    """Score every row of ``data`` with ``metrics`` into ``output_dir`` (see :mod:`capeval.dataset_scoring`).
+
+    Args:
+        data: a ``datasets.Dataset`` / ``IterableDataset`` (or a ``DatasetDict`` with ``split``), a path of a parquet
+            or JSON-lines file or of a folder of them (sorted by name), or a Hub dataset id with ``split`` (streamed).
+        metrics: as :func:`capeval.score` (default BLEU, METEOR, ROUGE-L, CIDEr-D).
+        output_dir: the output folder (new, empty, or one this function wrote with the same settings: resumed).
+        prediction_column / references_column: the caption and its references (one string or a list of strings).
+        image_column: one image per row (a path, relative paths resolved against the data files' folder, or a
+            ``datasets.Image`` value), for metrics that read images.
+        id_column: copied into the output shards; ``None`` writes the row number (``row``) instead.
+        chunk_size: rows per chunk (memory and the granularity of resuming); positive.
+        processes: score the chunks in this many processes on this machine (``accelerate launch`` does the same
+            across GPUs and machines, see :func:`capeval.dataset_scoring.distributed_state`).
+        on_error: a row with an empty or missing prediction or references, a wrong type, or a caption over
+            ``max_caption_chars``: ``"raise"`` (``ValueError`` naming the row and its id) or ``"skip"`` (left out of
+            every score, listed in ``result.json``).
+        cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`
+            (``max_caption_chars=None`` here means capeval's default limit; ``0`` none).
+
+    Returns:
+        The content of ``output_dir/result.json``: corpus values under :func:`capeval.score`'s keys,
+        ``"signature"``, ``"rows"`` (scored), ``"skipped"`` (``{"count", "rows": [{"row", "id", "why"}]}``),
+        ``"chunks"``; ``None`` in a non-main process of a distributed run.
+    """
+    from capeval.registry import metric_class, resolve
+    from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, check_max_caption_chars
+
+    if output_dir is None:
+        raise TypeError("score_dataset needs output_dir= (the folder the shards and result.json go to).")
+    folder = Path(output_dir)
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r:.60}.")
+    for name, value in (("chunk_size", chunk_size), ("processes", processes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r:.60}.")
+    if not isinstance(tokenizer, str):
+        raise TypeError("score_dataset takes the tokenizer by name (ptb, ptb-ctx, ptb-java): the settings are "
+                        "recorded in the output folder.")
+    limit = DEFAULT_MAX_CAPTION_CHARS if max_caption_chars is None else (check_max_caption_chars(max_caption_chars)
+                                                                        or None)
+    selected = resolve(metrics)
+    for name in selected:
+        if name in WHOLE_SET_ONLY:
+            raise ValueError(f"{name} cannot be scored chunk by chunk ({WHOLE_SET_ONLY[name]}); score it with "
+                             "capeval.score on the whole set.")
+    if "polos" in selected:
+        batch = int(options.get("polos_batch_size") or metric_class("polos").options["polos_batch_size"])
+        if chunk_size % batch:
+            raise ValueError(f"polos scores in batches of {batch} (polos_batch_size) that a score depends on slightly; "
+                             f"chunk_size must be a multiple of it (got {chunk_size}).")
+    from capeval.api import _split_options
+
+    _split_options(selected, options)  # unknown options fail here, before any work
+    needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
+    if needs_images and image_column is None:
+        raise ValueError(f"{', '.join(needs_images)} read(s) images: give image_column= (--image-column), the column "
+                         "with one image per row.")
+    columns = {"prediction": prediction_column, "references": references_column,
+               "image": image_column if needs_images else None, "id": id_column}
+    cider_table = "cider_d" in selected and options.get("cider_df", "references") == "references"
+    run = _Run(data=data, split=split, folder=folder, selected=selected, columns=columns, chunk_size=chunk_size,
+               on_error=on_error, score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit,
+                                                "empty": empty},
+               options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table)
+    source = run.open()
+    _check_columns(source, columns)
+    settings = {"input": source.fingerprint, "columns": columns, "metrics": selected,
+                "options": _jsonable(options), "chunk_size": chunk_size, "on_error": on_error,
+                **_jsonable(run.score_kwargs), "capeval": _version()}
+
+    state = distributed_state() if processes == 1 else None
+    is_main = state is None or state.is_main_process
+    if is_main:
+        store.open_folder(folder, settings)
+        store.remove_temporaries(folder)
+        if cider_table:
+            _first_pass(run)
+    if state is not None:
+        state.wait_for_everyone()
+        _score_chunks(run, state.process_index, state.num_processes)
+        state.wait_for_everyone()
+        return _finalize(run) if is_main else None
+    if processes == 1:
+        _score_chunks(run, 0, 1)
+    else:
+        _spawn(run, processes)
+    return _finalize(run)
+
+
+def distributed_state():
+    """accelerate's ``PartialState`` when this process is one of several launched by ``accelerate launch`` /
+    torchrun (``WORLD_SIZE`` > 1), else ``None``: the processes split the chunks, the main one writes the result."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    from accelerate import PartialState
+
+    return PartialState()
+
+
+def _version() -> str:
+    from capeval._version import __version__
+
+    return __version__
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return f"{type(value).__name__}:{value!r:.200}"
+
+
+def _check_columns(source: Source, columns: dict[str, str | None]) -> None:
+    """Every named column exists (when the source says which it has): ``ValueError`` naming the missing one."""
+    if source.columns is None:
+        return
+    for role, name in columns.items():
+        if name is not None and name not in source.columns:
+            hint = " (id_column=None numbers the rows instead)" if role == "id" else ""
+            raise ValueError(f"{source.description} has no column {name!r} ({role} column){hint}; its columns: "
+                             f"{', '.join(source.columns)}.")
+
+
+def _wanted(run: _Run) -> list[str]:
+    return list(dict.fromkeys(c for c in run.columns.values() if c is not None))
+
+
+def _row_problem(pred: Any, refs: Any, image: Any, run: _Run) -> tuple[str | None, list[str] | None]:
+    """``(why the row cannot be scored or None, its references as a list)``."""
+    limit = run.score_kwargs["max_caption_chars"]
+    cols = run.columns
+    if not isinstance(pred, str):
+        return f"{cols['prediction']} is {type(pred).__name__}, not a string", None
+    if not pred.strip() and run.score_kwargs["empty"] == "error":
+        return f"{cols['prediction']} is empty (empty='zero' scores it 0)", None
+    if isinstance(refs, str):
+        refs = [refs]
+    if not isinstance(refs, (list, tuple)) or not refs:
+        return f"{cols['references']} is {'an empty list' if isinstance(refs, (list, tuple)) else type(refs).__name__}" \
+               ", not a reference string or a non-empty list of them", None
+    for j, ref in enumerate(refs):
+        if not isinstance(ref, str) or not ref.strip():
+            return f"{cols['references']}[{j}] is {'empty' if isinstance(ref, str) else type(ref).__name__}", None
+    if limit is not None:
+        from capeval.registry import metric_class
+
+        if any(metric_class(n).limits_length for n in run.selected):
+            longest = max([pred, *refs], key=len)
+            if len(longest) > limit:
+                return f"a caption of {len(longest):,} characters exceeds max_caption_chars={limit:,}", None
+    if cols["image"] is not None and image is None:
+        return f"{cols['image']} is missing", None
+    return None, list(refs)
+
+
+def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
+    """``(ids, predictions, references, images, skipped)`` of chunk ``k``'s scorable rows; a bad row raises with
+    ``on_error="raise"``."""
+    cols = run.columns
+    n = len(batch[cols["prediction"]])
+    first = k * run.chunk_size
+    ids = batch[cols["id"]] if cols["id"] is not None else list(range(first, first + n))
+    images = batch[cols["image"]] if cols["image"] is not None else [None] * n
+    kept_ids, preds, refs, imgs, skipped = [], [], [], [], []
+    for i in range(n):
+        why, row_refs = _row_problem(batch[cols["prediction"]][i], batch[cols["references"]][i], images[i], run)
+        if why is not None:
+            if run.on_error == "raise":
+                raise ValueError(f"row {first + i} (id {ids[i]!r:.80}): {why}. on_error='skip' (--on-error skip) "
+                                 "scores the other rows and lists this one in result.json.")
+            skipped.append({"row": first + i, "id": _jsonable(ids[i]), "why": why})
+            continue
+        kept_ids.append(ids[i])
+        preds.append(batch[cols["prediction"]][i])
+        refs.append(row_refs)
+        imgs.append(_image(images[i], source))
+    return kept_ids, preds, refs, (imgs if cols["image"] is not None else None), skipped
+
+
+def _image(value: Any, source: Source) -> Any:
+    if isinstance(value, str) and not os.path.isabs(value) and source.base_dir is not None:
+        candidate = source.base_dir / value
+        if candidate.exists() or not os.path.exists(value):
+            return str(candidate)
+    return value
+
+
+def _first_pass(run: _Run) -> None:
+    """CIDEr-D's document frequencies over every scorable row's references (one document per row), unless a
+    previous run of this folder counted them already."""
+    path = run.folder / store.CIDER_DF
+    if path.is_file():
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from capeval.batch import CaptionBatch
+    from capeval.coco.document_frequency import reference_document_frequency
+    from capeval.coco.ngrams import batch_ngrams
+    from capeval.progress import progress
+    from capeval.validation import normalize_inputs
+
+    source = run.open()
+    counts: dict[str, int] = {}
+    documents = 0
+    with progress(None, total=source.num_rows, desc="score-dataset: CIDEr-D document frequencies",
+                  enabled=run.progress) as bar:
+        for k, batch in enumerate(source.batches(run.chunk_size, _wanted(run))):
+            _, preds, refs, _, _ = _chunk_rows(run, k, batch, source)
+            bar.update(len(batch[run.columns["prediction"]]))
+            if not preds:
+                continue
+            preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
+            tokens = CaptionBatch(preds, refs, cleanup=run.score_kwargs["cleanup"],
+                                  tokenizer=run.score_kwargs["tokenizer"], progress=False)
+            ng = batch_ngrams(tokens, 4)
+            df, n_docs = reference_document_frequency(ng)
+            documents += n_docs
+            for gram, count in zip(ng.table.gram_strings(), df.tolist()):
+                if count:
+                    counts[gram] = counts.get(gram, 0) + int(count)
+    table = pa.table({"gram": list(counts), "df": pa.array(list(counts.values()), pa.int64())})
+    table = table.replace_schema_metadata({store.META_KEY: f'{{"documents": {documents}}}'.encode()})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    store.write_atomic(path, sink.getvalue().to_pybytes())
+
+
+def _cider_table(run: _Run):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from capeval.coco.document_frequency import DocumentFrequency
+
+    table = pq.read_table(run.folder / store.CIDER_DF)
+    documents = json.loads(table.schema.metadata[store.META_KEY])["documents"]
+    df = dict(zip(table.column("gram").to_pylist(), table.column("df").to_pylist()))
+    return DocumentFrequency(df, documents, {"source": "references", "rows": documents})
+
+
+def _score_chunks(run: _Run, rank: int, world: int) -> None:
+    """Score the chunks ``k`` with ``k % world == rank`` that have no shard yet; then record how many chunks the
+    input has (``plan.json``)."""
+    from capeval.api import score_with_states
+    from capeval.language import non_english_items
+    from capeval.progress import progress
+
+    source = run.open()
+    options = dict(run.options)
+    if run.cider_table:
+        options["cider_df"] = _cider_table(run)
+    caught: dict[type, list] = {}
+    chunks = rows_total = 0
+    with progress(None, total=source.num_rows, desc="score-dataset", enabled=run.progress if rank == 0 else False) \
+            as bar:
+        bar.unit = "rows"
+        for k, batch in enumerate(source.batches(run.chunk_size, _wanted(run))):
+            n = len(batch[run.columns["prediction"]])
+            chunks, rows_total = k + 1, rows_total + n
+            if k % world != rank or store.read_record(store.shard_path(run.folder, k)) is not None:
+                bar.update(n)
+                continue
+            ids, preds, refs, images, skipped = _chunk_rows(run, k, batch, source)
+            record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
+                                      "skipped": skipped, "signature": None, "nrefs": [], "states": {},
+                                      "non_english": []}
+            id_name = run.columns["id"] or "row"
+            columns: dict[str, list] = {id_name: ids}
+            if preds:
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    result, states = score_with_states(preds, refs, list(run.selected), images=images,
+                                                       progress=False, language_check=False,
+                                                       **run.score_kwargs, **options)
+                for w in seen:
+                    caught.setdefault(w.category, []).append(str(w.message))
+                for name, keys in run.selected.items():
+                    for key in keys:
+                        columns[key] = [float(v) for v in result["per_caption"][key]]
+                    if states.get(name) is not None:
+                        record["states"][name] = states[name]
+                    else:
+                        _check_mean(name, keys, result)
+                record["signature"] = result["signature"]
+                record["nrefs"] = sorted({len(r) for r in refs})
+                if run.language_check:
+                    flagged = non_english_items(preds, refs)
+                    rows = sorted({int(label.split("[")[1].split("]")[0]) for label in flagged})
+                    record["non_english"] = [_jsonable(ids[i]) for i in rows]
+            else:
+                for keys in run.selected.values():
+                    for key in keys:
+                        columns[key] = []
+            store.write_shard(run.folder, k, columns, record)
+            bar.update(n)
+    store.write_json(run.folder / store.PLAN, {"chunks": chunks, "input_rows": rows_total})
+    for category, messages in caught.items():
+        more = f" (and {len(messages) - 1} more such warning(s) over the chunks)" if len(messages) > 1 else ""
+        warnings.warn(f"{messages[0]}{more}", category, stacklevel=3)
+
+
+def _check_mean(name: str, keys: list[str], result: dict) -> None:
+    """A metric without a mergeable state must have corpus value = mean of per-caption values (else refuse)."""
+    for key in keys:
+        values = result["per_caption"][key]
+        mean = math.fsum(values) / len(values)
+        if abs(mean - result[key]) > 1e-9 * max(1.0, abs(mean)):
+            raise ValueError(f"{key}'s corpus value is not the mean of its per-caption values ({result[key]!r} vs "
+                             f"{mean!r}), and {name} keeps no mergeable corpus state: it cannot be scored chunk by "
+                             "chunk. Score it with capeval.score on the whole set.")
+
+
+def _worker(run: _Run, rank: int, world: int) -> None:
+    try:
+        _score_chunks(run, rank, world)
+    except BaseException:
+        store.write_atomic(run.folder / f".error-{rank}.txt", traceback.format_exc().encode("utf-8"))
+        raise
+
+
+def _spawn(run: _Run, processes: int) -> None:
+    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process; the first failure raises."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for stale in run.folder.glob(".error-*.txt"):
+        stale.unlink()
+    workers = [context.Process(target=_worker, args=(run, rank, processes), name=f"capeval-score-dataset-{rank}")
+               for rank in range(processes)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    failed = [(rank, w.exitcode) for rank, w in enumerate(workers) if w.exitcode != 0]
+    if failed:
+        rank, code = failed[0]
+        path = run.folder / f".error-{rank}.txt"
+        detail = path.read_text(encoding="utf-8").strip().splitlines()[-1] if path.is_file() else f"exit code {code}"
+        raise RuntimeError(f"score_dataset: process {rank} of {processes} failed: {detail}. The chunks written so far "
+                           "are kept; the same call resumes.")
+
+
+def _finalize(run: _Run) -> dict[str, Any]:
+    """Merge the shards in chunk order into ``result.json``."""
+    import json
+
+    from capeval.registry import metric_class
+
+    plan_path = run.folder / store.PLAN
+    if not plan_path.is_file():
+        raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    sums: dict[str, list[float]] = {}
+    states: dict[str, list] = {name: [] for name in run.selected}
+    rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
+    signature = None
+    for k in range(plan["chunks"]):
+        path = store.shard_path(run.folder, k)
+        record = store.read_record(path)
+        if record is None:
+            raise RuntimeError(f"{path} is missing or unreadable: chunk {k} was not scored; run the same call again.")
+        rows += record["rows"]
+        skipped_count += len(record["skipped"])
+        skipped.extend(record["skipped"][: max(0, MAX_LISTED - len(skipped))])
+        nrefs.update(record["nrefs"])
+        non_english.extend(record["non_english"][: max(0, 10 - len(non_english))])
+        signature = signature or record["signature"]
+        if record["rows"]:
+            columns = store.read_columns(path)
+            for keys in run.selected.values():
+                for key in keys:
+                    sums.setdefault(key, []).append(math.fsum(columns[key]))
+            for name, state in record["states"].items():
+                states[name].append(state)
+    if rows == 0:
+        raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
+    result: dict[str, Any] = {}
+    for name, keys in run.selected.items():
+        if states[name]:
+            result.update(metric_class(name).corpus_from_states(states[name]))
+        else:
+            result.update({key: math.fsum(sums[key]) / rows for key in keys})
+    fields = signature.split("|")
+    fields = [f"nrefs:{next(iter(nrefs)) if len(nrefs) == 1 else 'var'}" if f.startswith("nrefs:") else f
+              for f in fields]
+    result["signature"] = "|".join(fields)
+    result["rows"] = rows
+    result["skipped"] = {"count": skipped_count, "rows": skipped}
+    result["chunks"] = plan["chunks"]
+    result["shards"] = f"{store.SHARDS}/part-*.parquet"
+    if non_english and run.language_check:
+        from capeval.language import NonEnglishWarning
+
+        warnings.warn(f"rows with id(s) {', '.join(map(repr, non_english))} hold captions that do not look English "
+                      "(script or function words); capeval's metrics were built for English captions. "
+                      "language_check=False (--no-language-check) silences this.", NonEnglishWarning, stacklevel=3)
+        result["non_english_ids"] = non_english
+    store.write_json(run.folder / store.RESULT, result)
+    return result

@@ -1,0 +1,212 @@
+"""Where :func:`capeval.score_dataset` reads rows from: a ``datasets.Dataset`` / ``IterableDataset``, a Hub dataset id
+(streamed through ``datasets``), or parquet / JSON-lines files or folders of shards.
+
+Every source yields its rows in one fixed order, as column batches of exactly ``size`` rows (the last may be shorter),
+and has a JSON-able ``fingerprint`` that identifies the input (an output folder refuses another input).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: File name endings read as parquet / JSON lines.
+PARQUET = (".parquet",)
+JSONL = (".jsonl", ".json")
+
+
+@dataclass
+class Source:
+    """One input. ``columns``: the column names when known before reading (``None`` for a stream that does not say);
+    ``num_rows``: the row count when known (progress bars, ETA); ``base_dir``: where relative image paths are
+    resolved (the data files' folder)."""
+
+    description: str
+    fingerprint: dict[str, Any]
+    columns: list[str] | None
+    num_rows: int | None
+    _batches: Any = field(repr=False, default=None)
+    base_dir: Path | None = None
+
+    def batches(self, size: int, columns: Sequence[str]) -> Iterator[dict[str, list]]:
+        """``{column: values}`` of ``size`` consecutive rows at a time, in the source's order."""
+        return _rechunk(self._batches(size, list(columns)), size)
+
+
+def _rechunk(batches: Iterator[dict[str, list]], size: int) -> Iterator[dict[str, list]]:
+    """The rows of ``batches`` regrouped into batches of exactly ``size`` (the last may be shorter)."""
+    pending: dict[str, list] | None = None
+    for batch in batches:
+        if pending is None:
+            pending = {k: list(v) for k, v in batch.items()}
+        else:
+            for k, v in batch.items():
+                pending[k].extend(v)
+        while pending and len(next(iter(pending.values()))) >= size:
+            yield {k: v[:size] for k, v in pending.items()}
+            pending = {k: v[size:] for k, v in pending.items()}
+    if pending and len(next(iter(pending.values()))):
+        yield pending
+
+
+def open_source(data: Any, *, split: str | None = None) -> Source:
+    """The :class:`Source` of ``data``: a ``datasets.Dataset`` / ``IterableDataset`` (or a ``DatasetDict`` with
+    ``split``), a path of a parquet / JSON-lines file or of a folder of them (read in sorted name order), or a Hub
+    dataset id (``split`` required; streamed)."""
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        if path.exists():
+            return _file_source(path)
+        if isinstance(data, os.PathLike) or "/" not in str(data) and not str(data).strip():
+            raise FileNotFoundError(f"{data}: no such file or folder.")
+        return _hub_source(str(data), split)
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - datasets is in the extra that score_dataset needs
+        datasets = None
+    if datasets is not None:
+        if isinstance(data, datasets.DatasetDict) or isinstance(data, datasets.IterableDatasetDict):
+            if split is None:
+                raise ValueError(f"data is a DatasetDict with splits {sorted(data)}: give split=.")
+            if split not in data:
+                raise ValueError(f"split {split!r} is not one of {sorted(data)}.")
+            data = data[split]
+        if isinstance(data, datasets.Dataset):
+            return _dataset_source(data)
+        if isinstance(data, datasets.IterableDataset):
+            return _iterable_source(data, description="an IterableDataset")
+    raise TypeError(f"data must be a datasets.Dataset or IterableDataset, a Hub dataset id or the path of parquet / "
+                    f"JSON-lines files; got {type(data).__name__}.")
+
+
+def _dataset_source(ds) -> Source:
+    import datasets
+
+    def batches(size: int, columns: list[str]) -> Iterator[dict[str, list]]:
+        view = ds.select_columns(columns)
+        for name in columns:  # image values as {"bytes", "path"}: capeval decodes only for metrics that read them
+            if isinstance(view.features[name], datasets.Image) and view.features[name].decode:
+                view = view.cast_column(name, datasets.Image(decode=False))
+        for start in range(0, len(view), size):
+            yield view[start:start + size]
+
+    return Source(f"a Dataset of {len(ds):,} rows", {"kind": "datasets.Dataset", "fingerprint": ds._fingerprint,
+                                                     "rows": len(ds)}, list(ds.column_names), len(ds), batches)
+
+
+def _iterable_source(ds, *, description: str, identity: dict | None = None) -> Source:
+    import datasets
+
+    info = ds.info
+    total = None
+    split = getattr(ds, "split", None)
+    if info is not None and info.splits and split is not None and str(split) in info.splits:
+        total = info.splits[str(split)].num_examples or None
+
+    def batches(size: int, columns: list[str]) -> Iterator[dict[str, list]]:
+        view = ds.select_columns(columns)
+        features = view.features or {}
+        for name in columns:
+            if isinstance(features.get(name), datasets.Image) and features[name].decode:
+                view = view.cast_column(name, datasets.Image(decode=False))
+        yield from view.iter(batch_size=size)
+
+    fingerprint = identity or {"kind": "datasets.IterableDataset", "name": getattr(info, "dataset_name", None),
+                               "config": getattr(info, "config_name", None), "split": str(split),
+                               "version": str(getattr(info, "version", None))}
+    columns = list(ds.column_names) if ds.column_names is not None else None
+    return Source(description, fingerprint, columns, total, batches)
+
+
+def _hub_source(dataset_id: str, split: str | None) -> Source:
+    if not split:
+        raise ValueError(f"{dataset_id!r} is not a file or folder here; as a Hugging Face Hub dataset id it needs "
+                         "a split (split= / --split).")
+    import datasets
+
+    ds = datasets.load_dataset(dataset_id, split=split, streaming=True)
+    return _iterable_source(ds, description=f"the Hub dataset {dataset_id} ({split}, streamed)",
+                            identity={"kind": "hub", "id": dataset_id, "split": split})
+
+
+def _data_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(PARQUET + JSONL)
+                   and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    if not files:
+        raise FileNotFoundError(f"{path}: no parquet (.parquet) or JSON-lines (.jsonl / .json) file in this folder.")
+    return files
+
+
+def _file_source(path: Path) -> Source:
+    files = _data_files(path)
+    kinds = {"parquet" if f.name.lower().endswith(PARQUET) else "jsonl" for f in files}
+    if len(kinds) > 1:
+        raise ValueError(f"{path}: mixes parquet and JSON-lines files; give one kind.")
+    (kind,) = kinds
+    fingerprint = {"kind": kind, "files": [[str(f.relative_to(path)) if f != path else f.name, f.stat().st_size,
+                                            f.stat().st_mtime_ns] for f in files]}
+    base = path if path.is_dir() else path.parent
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        metas = [pq.ParquetFile(f) for f in files]
+        columns = list(metas[0].schema_arrow.names)
+        for f, meta in zip(files[1:], metas[1:]):
+            if list(meta.schema_arrow.names) != columns:
+                raise ValueError(f"{f}: its columns {list(meta.schema_arrow.names)} differ from {files[0].name}'s "
+                                 f"{columns}; every shard needs the same columns.")
+        total = sum(meta.metadata.num_rows for meta in metas)
+
+        def batches(size: int, wanted: list[str]) -> Iterator[dict[str, list]]:
+            for f in files:
+                for record_batch in pq.ParquetFile(f).iter_batches(batch_size=size, columns=wanted):
+                    yield record_batch.to_pydict()
+
+        return Source(f"{len(files)} parquet file(s) under {path}", fingerprint, columns, total, batches, base)
+
+    def rows(f: Path) -> Iterator[dict]:
+        with open(f, encoding="utf-8") as handle:
+            text = handle.read(1)
+            handle.seek(0)
+            if text == "[":  # a JSON list of objects
+                data = json.load(handle)
+                if not isinstance(data, list):
+                    raise ValueError(f"{f}: expected JSON lines (one object per line) or a JSON list of objects.")
+                yield from (_object(item, f, n) for n, item in enumerate(data, 1))
+                return
+            for n, line in enumerate(handle, 1):
+                if line.strip():
+                    try:
+                        item = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise ValueError(f"{f}:{n}: not a JSON object ({err.msg}).") from None
+                    yield _object(item, f, n)
+
+    first = next((row for f in files for row in rows(f)), None)
+    if first is None:
+        raise ValueError(f"{path}: the JSON-lines files hold no row.")
+
+    def batches(size: int, wanted: list[str]) -> Iterator[dict[str, list]]:
+        out: dict[str, list] = {c: [] for c in wanted}
+        for f in files:
+            for row in rows(f):
+                for c in wanted:
+                    out[c].append(row.get(c))
+                if len(out[wanted[0]]) >= size:
+                    yield out
+                    out = {c: [] for c in wanted}
+        if out[wanted[0]]:
+            yield out
+
+    return Source(f"{len(files)} JSON-lines file(s) under {path}", fingerprint, list(first), None, batches, base)
+
+
+def _object(item: Any, path: Path, line: int) -> dict:
+    if not isinstance(item, dict):
+        raise ValueError(f"{path}:{line}: expected a JSON object per row, got {type(item).__name__}.")
+    return item
