@@ -30,6 +30,7 @@ from typing import Any
 
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.sources import Source, open_source
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
 
 ON_ERROR = ("raise", "skip")
 DEFAULT_CHUNK_SIZE = 2000
@@ -83,7 +84,7 @@ def score_dataset(
     on_error: str = "raise",
     cleanup: str = "thumb",
     tokenizer: str = "ptb",
-    max_caption_chars: int | None = None,
+    max_caption_chars: int | None = DEFAULT_MAX_CAPTION_CHARS,
     empty: str = "error",
     language_check: bool = True,
     progress: bool | None = None,
@@ -106,8 +107,7 @@ def score_dataset(
         on_error: a row with an empty or missing prediction or references, a wrong type, or a caption over
             ``max_caption_chars``: ``"raise"`` (``ValueError`` naming the row and its id) or ``"skip"`` (left out of
             every score, listed in ``result.json``).
-        cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`
-            (``max_caption_chars=None`` here means capeval's default limit; ``0`` none).
+        cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`.
 
     Returns:
         The content of ``output_dir/result.json``: corpus values under :func:`capeval.score`'s keys,
@@ -115,7 +115,7 @@ def score_dataset(
         ``"chunks"``; ``None`` in a non-main process of a distributed run.
     """
     from capeval.registry import metric_class, resolve
-    from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, check_max_caption_chars
+    from capeval.validation import check_max_caption_chars
 
     if output_dir is None:
         raise TypeError("score_dataset needs output_dir= (the folder the shards and result.json go to).")
@@ -128,8 +128,7 @@ def score_dataset(
     if not isinstance(tokenizer, str):
         raise TypeError("score_dataset takes the tokenizer by name (ptb, ptb-ctx, ptb-java): the settings are "
                         "recorded in the output folder.")
-    limit = DEFAULT_MAX_CAPTION_CHARS if max_caption_chars is None else (check_max_caption_chars(max_caption_chars)
-                                                                        or None)
+    limit = check_max_caption_chars(max_caption_chars)
     selected = resolve(metrics)
     for name in selected:
         if name in WHOLE_SET_ONLY:
@@ -182,11 +181,21 @@ def score_dataset(
 def distributed_state():
     """accelerate's ``PartialState`` when this process is one of several launched by ``accelerate launch`` /
     torchrun (``WORLD_SIZE`` > 1), else ``None``: the processes split the chunks, the main one writes the result."""
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return None
-    from accelerate import PartialState
+    from capeval.parallel import in_distributed_launch
 
-    return PartialState()
+    if not in_distributed_launch():
+        return None
+    from capeval.models._deps import require
+
+    accelerate = require("accelerate", what="score_dataset under accelerate launch")
+    state = accelerate.PartialState()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None and torch.cuda.is_available():  # each process's learned metrics on its own GPU
+        torch.cuda.set_device(state.local_process_index % torch.cuda.device_count())
+    return state
 
 
 def _version() -> str:

@@ -1,0 +1,101 @@
+"""``capeval score-dataset``: score a dataset (Hugging Face, parquet or JSON-lines shards) into parquet shards and
+``result.json``, resumably, over processes (``--processes N``) or GPUs and machines (``accelerate launch -m capeval
+score-dataset ...``); :func:`capeval.score_dataset`."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from capeval.cli.output import (add_json_argument, add_model_arguments, add_progress_argument, model_options,
+                                text_stream, write_json)
+from capeval.registry import DEFAULT_METRICS, metric_list
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from capeval.cli.cmd_score import _limit, _positive
+    from capeval.dataset_scoring import DEFAULT_CHUNK_SIZE, ON_ERROR
+
+    p = sub.add_parser(
+        "score-dataset",
+        help="score a dataset (Hub id, parquet / JSON-lines files) into parquet shards, resumably",
+        description="Score every row of a dataset into DIR/shards/part-*.parquet (the id column and one column per "
+                    "per-caption result key) and DIR/result.json (corpus values, signature, row count), chunk by "
+                    "chunk: killed at any moment, the same command finishes the rest. The numbers are capeval "
+                    f"score's on the whole data. Metrics (result keys): {metric_list()}.",
+    )
+    p.add_argument("data", metavar="DATA",
+                   help="a parquet / JSON-lines file, a folder of such shards (sorted by name), or a Hugging Face "
+                        "Hub dataset id with --split (streamed)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR",
+                   help="output folder: new, empty, or one an earlier run with the same settings wrote (resumed); "
+                        "any other is refused and left untouched")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), metavar="NAMES",
+                   help=f"comma-separated metric names or result keys (default: {','.join(DEFAULT_METRICS)})")
+    p.add_argument("--split", default=None, help="the split of a Hub dataset (or of a DatasetDict)")
+    p.add_argument("--chunk-size", type=_positive, default=DEFAULT_CHUNK_SIZE, metavar="N",
+                   help=f"rows per chunk: memory, and how much a crash can cost (default {DEFAULT_CHUNK_SIZE})")
+    p.add_argument("--processes", type=_positive, default=1, metavar="N",
+                   help="score the chunks in N processes on this machine (chunk k in process k mod N); the output "
+                        "is identical to one process. Across GPUs or machines: accelerate launch [its options] "
+                        "-m capeval score-dataset ...")
+    p.add_argument("--prediction-column", default="prediction", metavar="NAME")
+    p.add_argument("--references-column", default="references", metavar="NAME",
+                   help="a reference string or a list of them per row (default: references)")
+    p.add_argument("--image-column", default=None, metavar="NAME",
+                   help="one image per row (a path, relative to the data files' folder, or a datasets Image) for "
+                        "metrics that read images")
+    p.add_argument("--id-column", default="id", metavar="NAME",
+                   help="copied into the shards (default: id; 'none' numbers the rows instead, column 'row')")
+    p.add_argument("--on-error", choices=list(ON_ERROR), default="raise",
+                   help="a row with an empty or missing prediction or references, a wrong type or an over-long "
+                        "caption: raise (default: stop, naming the row and its id) or skip (listed in result.json)")
+    p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
+    p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
+    p.add_argument("--cider-df", default="references",
+                   help="'references' (pycocoevalcap: counted over every row's references in a first pass) or "
+                        "'coco-val2014'")
+    p.add_argument("--meteor-backend", choices=("python", "java"), default="python")
+    add_model_arguments(p)
+    p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
+                   help=f"rows with a longer caption are errors (--on-error) for METEOR / SPICE / LCEval (default "
+                        f"{DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
+    p.add_argument("--empty", choices=list(EMPTY_CHOICES), default="error",
+                   help="an empty prediction: 'error' (default: a bad row, see --on-error) or 'zero' (scored 0)")
+    p.add_argument("--no-language-check", action="store_true",
+                   help="do not warn about rows that do not look English")
+    add_json_argument(p, "the result (result.json's content)", dest="json_out")
+    add_progress_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from capeval.dataset_scoring import score_dataset
+    from capeval.render import text_table
+
+    options = dict(cider_df=args.cider_df, meteor_backend=args.meteor_backend, **model_options(args))
+    if args.cider_df == "references":
+        options.pop("cider_df")  # the default: the settings of a run without --cider-df and with it are the same
+    if args.meteor_backend == "python":
+        options.pop("meteor_backend")
+    id_column = None if str(args.id_column).lower() == "none" else args.id_column
+    result = score_dataset(args.data, metrics=args.metrics, output_dir=args.out, split=args.split,
+                           prediction_column=args.prediction_column, references_column=args.references_column,
+                           image_column=args.image_column, id_column=id_column, chunk_size=args.chunk_size,
+                           processes=args.processes, on_error=args.on_error, cleanup=args.cleanup,
+                           tokenizer=args.tokenizer, max_caption_chars=args.max_caption_chars, empty=args.empty,
+                           language_check=not args.no_language_check, progress=args.progress, **options)
+    if result is None:  # a non-main process of accelerate launch
+        return 0
+    out = text_stream(args.json_out)
+    keys = [k for k in result if isinstance(result[k], float)]
+    print(f"{result['rows']:,} row(s) scored in {result['chunks']} chunk(s); shards: {args.out / 'shards'}", file=out)
+    print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
+    if result["skipped"]["count"]:
+        first = result["skipped"]["rows"][0]
+        print(f"skipped {result['skipped']['count']} row(s) (listed in result.json), e.g. row {first['row']} "
+              f"(id {first['id']!r}): {first['why']}", file=out)
+    print(f"signature: {result['signature']}", file=out)
+    if args.json_out:
+        write_json(args.json_out, result)
+    return 0

@@ -1,0 +1,255 @@
+"""capeval.score_dataset / ``capeval score-dataset`` (issue 39): the same numbers as capeval.score on the whole data,
+from every kind of input, resumable after kill -9, identical over processes, other settings refused, bad rows named."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import capeval
+
+pytest.importorskip("pyarrow")
+pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
+
+WORDS = ("a man woman dog cat two people red blue small large sits stands runs rides holds on in near the with of "
+         "street beach field table bike horse ball grass water snow park building tree car").split()
+TEXT_METRICS = ["bleu", "rouge_l", "cider_d", "meteor"]
+
+
+def make_rows(n: int, seed: int = 0) -> list[dict]:
+    """``n`` rows with an id, a prediction and 1–5 references, drawn from a small vocabulary (seeded)."""
+    rng = random.Random(seed)
+
+    def caption() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+
+    return [{"id": f"img{i:05d}", "prediction": caption(), "references": [caption() for _ in range(rng.randint(1, 5))]}
+            for i in range(n)]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def shards(folder: Path) -> dict[str, list]:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(folder / "shards"), format="parquet").to_table().to_pydict()
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    return make_rows(300)
+
+
+@pytest.fixture(scope="module")
+def whole(rows):
+    return capeval.score([r["prediction"] for r in rows], [r["references"] for r in rows], metrics=TEXT_METRICS,
+                         language_check=False)
+
+
+def _assert_equal_to_whole(result: dict, table: dict, whole: dict, rows: list[dict], id_column: str = "id") -> None:
+    keys = [k for k in whole if isinstance(whole[k], float)]
+    assert result["rows"] == len(rows) and table[id_column] == [r["id"] for r in rows]
+    for key in keys:
+        assert result[key] == pytest.approx(whole[key], abs=1e-9), key
+        assert max(abs(a - b) for a, b in zip(table[key], whole["per_caption"][key])) <= 1e-9, key
+    assert result["signature"] == whole["signature"]
+
+
+def test_the_numbers_are_capeval_score_on_the_whole_data(tmp_path, rows, whole):
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    result = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "out", chunk_size=64,
+                                   language_check=False)
+    _assert_equal_to_whole(result, shards(tmp_path / "out"), whole, rows)
+    assert result["chunks"] == 5 and result["skipped"] == {"count": 0, "rows": []}
+    assert json.loads((tmp_path / "out" / "result.json").read_text()) == result
+    # nrefs: chunks of uniform counts would each say a number; the whole data says var
+    assert result["signature"].startswith("nrefs:var|")
+
+
+def test_every_kind_of_input_gives_the_same_output(tmp_path, rows, whole):
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "parquet"
+    folder.mkdir()
+    for name, part in (("a.parquet", rows[:50]), ("b.parquet", rows[50:51]), ("c.parquet", rows[51:])):
+        pq.write_table(pa.Table.from_pylist(part), folder / name, row_group_size=17)
+    ds = datasets.Dataset.from_list(rows)
+    inputs = {"parquet": str(folder), "dataset": ds, "iterable": ds.to_iterable_dataset(num_shards=3),
+              "dict": datasets.DatasetDict({"test": ds})}
+    for name, data in inputs.items():
+        result = capeval.score_dataset(data, metrics=TEXT_METRICS, output_dir=tmp_path / f"out-{name}", chunk_size=40,
+                                       split="test" if name == "dict" else None, language_check=False)
+        _assert_equal_to_whole(result, shards(tmp_path / f"out-{name}"), whole, rows)
+
+
+def test_processes_give_the_identical_output(tmp_path, rows):
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    one = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "one", chunk_size=50,
+                                language_check=False)
+    two = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "two", chunk_size=50,
+                                processes=2, language_check=False)
+    assert one == two
+    assert (tmp_path / "one" / "result.json").read_bytes() == (tmp_path / "two" / "result.json").read_bytes()
+    assert shards(tmp_path / "one") == shards(tmp_path / "two")
+
+
+_RUN = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import capeval
+capeval.score_dataset(sys.argv[1], metrics=["bleu", "rouge_l", "cider_d", "meteor"], output_dir=sys.argv[2],
+                      chunk_size=int(sys.argv[3]), language_check=False)
+"""
+
+
+def test_killed_at_random_moments_the_same_call_finishes_with_the_identical_output(tmp_path):
+    rows = make_rows(1200, seed=3)
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    command = [sys.executable, "-c", _RUN, str(data)]
+    reference = tmp_path / "uninterrupted"
+    subprocess.run([*command, str(reference), "60"], check=True, timeout=600)
+    out = tmp_path / "killed"
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(4):
+        proc = subprocess.Popen([*command, str(out), "60"])
+        time.sleep(rng.uniform(2.0, 6.0))
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+        if (out / "result.json").exists():
+            break
+    assert kills >= 1
+    assert not (out / "result.json").exists() or kills >= 1
+    subprocess.run([*command, str(out), "60"], check=True, timeout=600)
+    assert (out / "result.json").read_bytes() == (reference / "result.json").read_bytes()
+    table = shards(out)
+    assert table == shards(reference)
+    assert len(table["id"]) == len(set(table["id"])) == len(rows)
+    assert not list(out.rglob(".tmp-*"))
+
+
+def test_other_settings_or_a_foreign_folder_are_refused_and_left_untouched(tmp_path, rows):
+    data = write_jsonl(tmp_path / "data.jsonl", rows[:100])
+    out = tmp_path / "out"
+    capeval.score_dataset(str(data), metrics=["bleu", "rouge_l"], output_dir=out, chunk_size=40, language_check=False)
+    before = snapshot(out)
+    for change in ({"metrics": ["bleu"]}, {"chunk_size": 30}, {"cider_df": "coco-val2014", "metrics": ["cider_d"]},
+                   {"on_error": "skip"}):
+        kwargs = {"metrics": ["bleu", "rouge_l"], "chunk_size": 40, **change}
+        with pytest.raises(ValueError, match="other settings"):
+            capeval.score_dataset(str(data), output_dir=out, language_check=False, **kwargs)
+        assert snapshot(out) == before
+    write_jsonl(data, rows[:101])  # other input
+    with pytest.raises(ValueError, match="input"):
+        capeval.score_dataset(str(data), metrics=["bleu", "rouge_l"], output_dir=out, chunk_size=40)
+    assert snapshot(out) == before
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not a score_dataset output folder"):
+        capeval.score_dataset(str(data), metrics=["bleu"], output_dir=foreign)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+
+
+def test_bad_rows_are_named_or_skipped_and_listed(tmp_path, rows):
+    bad = [dict(r) for r in rows[:80]]
+    bad[5]["prediction"] = "   "
+    bad[17]["references"] = []
+    bad[33]["prediction"] = 42
+    bad[61]["references"] = ["fine", None]
+    data = write_jsonl(tmp_path / "bad.jsonl", bad)
+    with pytest.raises(ValueError, match=r"row 5 \(id 'img00005'\): prediction is empty"):
+        capeval.score_dataset(str(data), metrics=["bleu", "cider_d"], output_dir=tmp_path / "raise", chunk_size=32)
+    result = capeval.score_dataset(str(data), metrics=["bleu", "cider_d"], output_dir=tmp_path / "skip", chunk_size=32,
+                                   on_error="skip", language_check=False)
+    assert result["skipped"]["count"] == 4
+    assert [(s["row"], s["id"]) for s in result["skipped"]["rows"]] == [(5, "img00005"), (17, "img00017"),
+                                                                      (33, "img00033"), (61, "img00061")]
+    assert "references[1] is NoneType" in result["skipped"]["rows"][3]["why"]
+    kept = [r for i, r in enumerate(bad) if i not in (5, 17, 33, 61)]
+    whole = capeval.score([r["prediction"] for r in kept], [r["references"] for r in kept], metrics=["bleu", "cider_d"],
+                          language_check=False)
+    _assert_equal_to_whole(result, shards(tmp_path / "skip"), whole, kept)
+
+
+def test_columns_and_options_are_checked_before_any_work(tmp_path, rows):
+    data = write_jsonl(tmp_path / "data.jsonl", rows[:20])
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"no column 'caption' \(prediction column\)"):
+        capeval.score_dataset(str(data), output_dir=out, prediction_column="caption")
+    with pytest.raises(ValueError, match="id_column=None"):
+        capeval.score_dataset(str(data), output_dir=out, id_column="image_id")
+    with pytest.raises(ValueError, match="Unknown option"):
+        capeval.score_dataset(str(data), output_dir=out, cider_dff="x")
+    with pytest.raises(ValueError, match="spice_u cannot be scored chunk by chunk"):
+        capeval.score_dataset(str(data), metrics="spice_u", output_dir=out)
+    with pytest.raises(ValueError, match="image_column"):
+        capeval.score_dataset(str(data), metrics="critic", output_dir=out)
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        capeval.score_dataset(str(data), output_dir=out, chunk_size=0)
+    with pytest.raises(ValueError, match="multiple of"):
+        capeval.score_dataset(str(data), metrics="polos", output_dir=out, chunk_size=50)
+    assert not out.exists()
+    result = capeval.score_dataset(str(data), metrics="bleu_4", output_dir=out, id_column=None, language_check=False)
+    assert shards(out)["row"] == list(range(20)) and set(result) >= {"bleu_4", "signature", "rows"}
+
+
+def test_learned_and_image_metrics_read_the_image_column(tmp_path):
+    pytest.importorskip("torch")
+    from capeval.io import example_images
+
+    images = example_images()
+    preds = ["a tabby cat looking at the camera", "an astronaut in an orange suit", "a cup of coffee on a saucer"]
+    refs = [["a cat with stripes"], ["a smiling woman in a space suit"], ["a cup of coffee with a spoon"]]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for path in images:
+        (folder / path.name).write_bytes(Path(path).read_bytes())
+    data = write_jsonl(folder / "rows.jsonl", [{"id": i, "prediction": p, "references": r, "image": images[i].name}
+                                               for i, (p, r) in enumerate(zip(preds, refs))])
+    result = capeval.score_dataset(str(data), metrics=["critic", "critic_ref"], output_dir=tmp_path / "out",
+                                   image_column="image", chunk_size=2, language_check=False)
+    whole = capeval.score(preds, refs, metrics=["critic", "critic_ref"], images=images, language_check=False)
+    table = shards(tmp_path / "out")
+    for key in ("critic", "critic_ref"):
+        assert result[key] == pytest.approx(whole[key], abs=1e-9)
+        assert table[key] == pytest.approx(whole["per_caption"][key], abs=1e-9)
+    assert result["signature"] == whole["signature"]
+
+
+def test_the_command_line_scores_resumes_and_refuses(tmp_path, rows, capsys):
+    from capeval.cli import main
+
+    data = write_jsonl(tmp_path / "data.jsonl", rows[:120])
+    args = ["score-dataset", str(data), "--out", str(tmp_path / "out"), "--metrics", "bleu,cider_d",
+            "--chunk-size", "50", "--no-language-check", "--json", str(tmp_path / "r.json")]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "120 row(s) scored in 3 chunk(s)" in printed and "signature: nrefs:var" in printed
+    first = (tmp_path / "r.json").read_text()
+    (tmp_path / "out" / "shards" / "part-000001.parquet").unlink()  # as if killed before chunk 1 was written
+    assert main(args) == 0
+    assert (tmp_path / "r.json").read_text() == first
+    assert main([*args[:5], "bleu"]) == 1
+    assert "other settings" in capsys.readouterr().err
