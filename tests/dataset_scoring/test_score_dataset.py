@@ -236,6 +236,14 @@ def test_learned_and_image_metrics_read_the_image_column(tmp_path):
         assert result[key] == pytest.approx(whole[key], abs=1e-9)
         assert table[key] == pytest.approx(whole["per_caption"][key], abs=1e-9)
     assert result["signature"] == whole["signature"]
+    # a datasets.Image column (decoded lazily from its bytes / path by the metric that reads it)
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"id": [0, 1, 2], "prediction": preds, "references": refs,
+                                     "image": [str(p) for p in images]}).cast_column("image", datasets.Image())
+    from_ds = capeval.score_dataset(ds, metrics=["critic"], output_dir=tmp_path / "out-ds", image_column="image",
+                                    language_check=False)
+    assert from_ds["critic"] == pytest.approx(whole["critic"], abs=1e-9)
 
 
 def test_the_command_line_scores_resumes_and_refuses(tmp_path, rows, capsys):

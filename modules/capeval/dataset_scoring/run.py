@@ -119,6 +119,10 @@ def score_dataset(
 
     if output_dir is None:
         raise TypeError("score_dataset needs output_dir= (the folder the shards and result.json go to).")
+    try:
+        import pyarrow  # noqa: F401  (the shards are parquet)
+    except ImportError as err:
+        raise ImportError('score_dataset writes parquet shards with pyarrow: pip install "capeval[bench]"') from err
     folder = Path(output_dir)
     if on_error not in ON_ERROR:
         raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r:.60}.")
