@@ -126,22 +126,27 @@ def test_killed_at_random_moments_the_same_call_finishes_with_the_identical_outp
     data = write_jsonl(tmp_path / "data.jsonl", rows)
     command = [sys.executable, "-c", _RUN, str(data)]
     reference = tmp_path / "uninterrupted"
-    subprocess.run([*command, str(reference), "60"], check=True, timeout=600)
+    subprocess.run([*command, str(reference), "20"], check=True, timeout=600)
     out = tmp_path / "killed"
     rng = random.Random(7)
-    kills = 0
-    for _ in range(4):
-        proc = subprocess.Popen([*command, str(out), "60"])
-        time.sleep(rng.uniform(2.0, 6.0))
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            kills += 1
+    mid_run = 0
+    for attempt in range(4):
+        proc = subprocess.Popen([*command, str(out), "20"])
+        # alternately a random moment (start-up, the first pass, a shard being written) and a random shard count
+        deadline = time.monotonic() + rng.uniform(0.5, 3.0)
+        target = rng.randint(1 + 12 * attempt, 10 + 12 * attempt)
+        while proc.poll() is None:
+            done = len(list((out / "shards").glob("part-*.parquet"))) if (out / "shards").is_dir() else 0
+            if (attempt % 2 == 0 and time.monotonic() >= deadline) or (attempt % 2 == 1 and done >= target):
+                os.kill(proc.pid, signal.SIGKILL)
+                mid_run += 0 < done < 60
+                break
+            time.sleep(0.005)
         proc.wait(timeout=60)
         if (out / "result.json").exists():
             break
-    assert kills >= 1
-    assert not (out / "result.json").exists() or kills >= 1
-    subprocess.run([*command, str(out), "60"], check=True, timeout=600)
+    assert mid_run >= 1
+    subprocess.run([*command, str(out), "20"], check=True, timeout=600)
     assert (out / "result.json").read_bytes() == (reference / "result.json").read_bytes()
     table = shards(out)
     assert table == shards(reference)
@@ -261,3 +266,19 @@ def test_the_command_line_scores_resumes_and_refuses(tmp_path, rows, capsys):
     assert (tmp_path / "r.json").read_text() == first
     assert main([*args[:5], "bleu"]) == 1
     assert "other settings" in capsys.readouterr().err
+
+
+def test_accelerate_launch_splits_the_chunks_with_the_identical_output(tmp_path, rows):
+    pytest.importorskip("accelerate")
+    pytest.importorskip("torch")
+    from capeval.parallel import launch_command
+
+    data = write_jsonl(tmp_path / "data.jsonl", rows[:150])
+    one = capeval.score_dataset(str(data), metrics=["bleu", "cider_d"], output_dir=tmp_path / "one", chunk_size=40,
+                                language_check=False)
+    done = subprocess.run(launch_command(2, ["score-dataset", str(data), "--out", str(tmp_path / "launched"),
+                                             "--metrics", "bleu,cider_d", "--chunk-size", "40",
+                                             "--no-language-check"]), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "launched" / "result.json").read_text()) == one
+    assert shards(tmp_path / "launched") == shards(tmp_path / "one")

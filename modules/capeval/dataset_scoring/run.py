@@ -192,12 +192,13 @@ def distributed_state():
     from capeval.models._deps import require
 
     accelerate = require("accelerate", what="score_dataset under accelerate launch")
-    state = accelerate.PartialState()
     try:
         import torch
     except ImportError:
         torch = None
-    if torch is not None and torch.cuda.is_available():  # each process's learned metrics on its own GPU
+    gpus = torch is not None and torch.cuda.is_available()
+    state = accelerate.PartialState(cpu=not gpus)  # without GPUs: gloo, so the processes still know their ranks
+    if gpus:  # each process's learned metrics on its own GPU
         torch.cuda.set_device(state.local_process_index % torch.cuda.device_count())
     return state
 
