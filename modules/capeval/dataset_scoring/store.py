@@ -64,12 +64,18 @@ def remove_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
+#: Settings compared as a whole in the refusal message (the metric list reads better whole than key by key).
+_WHOLE = ("metrics",)
+
+
 def _differences(old: Any, new: Any, prefix: str = "") -> list[str]:
-    if isinstance(old, dict) and isinstance(new, dict):
+    if isinstance(old, dict) and isinstance(new, dict) and prefix.rstrip(".") not in _WHOLE:
         out = []
         for key in sorted(set(old) | set(new), key=str):
             out += _differences(old.get(key), new.get(key), f"{prefix}{key}.")
         return out
+    if prefix.rstrip(".") in _WHOLE and isinstance(old, dict) and isinstance(new, dict):
+        old, new = list(old), list(new)
     return [] if old == new else [f"{prefix.rstrip('.')}: {old!r:.80} here, {new!r:.80} asked"]
 
 
