@@ -56,6 +56,8 @@ class _Run:
     language_check: bool
     progress: bool | None
     cider_table: bool = False
+    #: Whether a selected metric refuses captions over ``max_caption_chars`` (checked per row).
+    limits_length: bool = False
     source: Source | None = field(default=None, repr=False)
 
     def open(self) -> Source:
@@ -156,7 +158,8 @@ def score_dataset(
     run = _Run(data=data, split=split, folder=folder, selected=selected, columns=columns, chunk_size=chunk_size,
                on_error=on_error, score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit,
                                                 "empty": empty},
-               options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table)
+               options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table,
+               limits_length=any(metric_class(n).limits_length for n in selected))
     source = run.open()
     _check_columns(source, columns)
     settings = {"input": source.fingerprint, "columns": columns, "metrics": selected,
@@ -254,13 +257,10 @@ def _row_problem(pred: Any, refs: Any, image: Any, run: _Run) -> tuple[str | Non
     for j, ref in enumerate(refs):
         if not isinstance(ref, str) or not ref.strip():
             return f"{cols['references']}[{j}] is {'empty' if isinstance(ref, str) else type(ref).__name__}", None
-    if limit is not None:
-        from capeval.registry import metric_class
-
-        if any(metric_class(n).limits_length for n in run.selected):
-            longest = max([pred, *refs], key=len)
-            if len(longest) > limit:
-                return f"a caption of {len(longest):,} characters exceeds max_caption_chars={limit:,}", None
+    if limit is not None and run.limits_length:
+        longest = max([pred, *refs], key=len)
+        if len(longest) > limit:
+            return f"a caption of {len(longest):,} characters exceeds max_caption_chars={limit:,}", None
     if cols["image"] is not None and image is None:
         return f"{cols['image']} is missing", None
     return None, list(refs)

@@ -60,7 +60,7 @@ def open_source(data: Any, *, split: str | None = None) -> Source:
         path = Path(data)
         if path.exists():
             return _file_source(path)
-        if isinstance(data, os.PathLike) or "/" not in str(data) and not str(data).strip():
+        if isinstance(data, os.PathLike) or not str(data).strip():
             raise FileNotFoundError(f"{data}: no such file or folder.")
         return _hub_source(str(data), split)
     try:

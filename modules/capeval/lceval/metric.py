@@ -144,13 +144,16 @@ class _LCEvalMetric(CaptionMetric):
         ``lceval_released``)."""
         if not self.has_scale:
             return None
+        if hasattr(self, "_scale"):  # hashing the model's files once per instance, not per call
+            return self._scale
         from capeval.lceval.model import model_folder
         from capeval.model_store import catalog_name_of
         from capeval.scales import scale_for
 
         folder = model_folder(self.config[self._opt("model")])
-        return scale_for(self.name, self.config[self._opt("scale")], option=self._opt("scale"),
-                         model=catalog_name_of(folder), weights=self.cache_token(self.config))
+        self._scale = scale_for(self.name, self.config[self._opt("scale")], option=self._opt("scale"),
+                                model=catalog_name_of(folder), weights=self.cache_token(self.config))
+        return self._scale
 
     def signature_value(self) -> str:
         from capeval.lceval.features import FEATURES_VERSION
