@@ -41,3 +41,11 @@ def test_example_skips_metrics_whose_default_model_does_not_ship():
     assert default_available("sentence_cosine") and default_available("lceval") and default_available("bleu")
     names = _every_installed_metric(DEFAULT_METRICS, REGISTRY)
     assert "sentence_rank" not in names and "critic" not in names  # no shipped model; reads images
+
+
+def test_the_table_says_which_defaults_report_a_readable_scale(capsys):
+    assert main(["models"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("readable scale by default"))
+    assert line.endswith("critic, critic_plus, critic_ref, lceval, lceval_plus")
+    assert main(["models", "--metric", "lceval_released"]) == 0
+    assert "readable scale" not in capsys.readouterr().out

@@ -54,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"\ncritic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by default "
               f"(critic_oov={DEFAULT_OOV!r}, since 2026-11-27; --critic-oov unk scores with the critic as trained)",
               file=out)
+    from capeval.scales import shipped_scales
+
+    scaled = sorted({name for name, scale in shipped_scales().items() for r in rows if r["name"] == scale.model})
+    if scaled:
+        print(f"readable scale by default (since 2026-11-27; 0.5 = a typical human caption, rankings unchanged; "
+              f"--scale raw for the probability): {', '.join(scaled)}", file=out)
     if args.training_data:
         for r in rows:
             print(f"\n{r['name']}:", file=out)
