@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# clip_s + ref_clip_s on a lent GPU machine (issue 37 item 8): benchmarks/clip_speed.py over the folder that
-# `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference procedure,
-# torchmetrics and clip_s alone, then float16 (clipscore.py's own GPU path) against the reference in float16.
-# Results under $OUT (else out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU.
+# clip_s + ref_clip_s on a lent GPU machine (issues 37 item 8 and 39 item 6): benchmarks/clip_speed.py over the folder
+# that `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference
+# procedure, torchmetrics and clip_s alone (capeval also timed a second time in the same process with every cache
+# emptied), a cProfile listing of capeval's float32 call, float16 (clipscore.py's own GPU path) against the reference in
+# float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
+# out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU.
 set -uo pipefail
 out=${OUT:-out/device}
 mkdir -p "$out"
@@ -14,9 +16,13 @@ export CAPEVAL_CACHE_DIR=/tmp/capeval-cache
 py=$(command -v python3 || command -v python)
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/gpu.csv"
 "$py" -c "import os, torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'cpus', os.cpu_count())"
-"$py" benchmarks/clip_speed.py --images "$images" --device "$device" --work /tmp/clip-speed \
-  --variants capeval,capeval-clip_s,reference,torchmetrics --scores-out "$out/scores-fp32.json" ${PROFILE:+--profile-out "$out"} 2>&1 | tee "$out/clip-speed-fp32.jsonl"
+speed() { timeout 240 "$py" benchmarks/clip_speed.py --images "$images" --device "$device" --work /tmp/clip-speed "$@"; }
+speed --variants capeval,capeval-clip_s,reference,torchmetrics --again --scores-out "$out/scores-fp32.json" 2>&1 \
+  | tee "$out/clip-speed-fp32.jsonl"
+speed --variants capeval --profile-out "$out" 2>&1 | tail -n 3
 if [ "$device" != cpu ]; then
-  "$py" benchmarks/clip_speed.py --images "$images" --device "$device" --dtype float16 --work /tmp/clip-speed \
-    --variants capeval,reference --scores-out "$out/scores-fp16.json" 2>&1 | tee "$out/clip-speed-fp16.jsonl"
+  speed --dtype float16 --variants capeval,reference --again --scores-out "$out/scores-fp16.json" 2>&1 \
+    | tee "$out/clip-speed-fp16.jsonl"
 fi
+timeout 240 "$py" benchmarks/score_dataset_images.py --checkpoint /tmp/clip-speed/vit-b-32-random.pt --images "$images" \
+  --device "$device" --chunk-size 1000 --json "$out/score-dataset-images.json" 2>&1 | tail -n 3

@@ -57,11 +57,12 @@ def _split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> d
     arguments can serve several calls (as ``evaluate.combine`` does); any other name is a typo and raises.
     """
     declared = {name: set(metric_class(name).options) for name in selected}
-    known = set().union(*declared.values()) | {k for name in REGISTRY if name not in declared
-                                               for k in _declared_options(name)}
     bad = sorted(repr(k) for k in options if not isinstance(k, str))
     if bad:
         raise TypeError(f"option names must be strings, got {', '.join(bad)}.")
+    known = set().union(*declared.values())
+    if set(options) - known:  # only then the other metrics' modules are imported (a cold call needs none of them)
+        known |= {k for name in REGISTRY if name not in declared for k in _declared_options(name)}
     unknown = sorted(set(options) - known)
     if unknown:
         valid = sorted(set().union(*declared.values()))

@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from capeval.progress import progress
-from capeval.text import Tokenizer, clean_all, get_cleanup, get_tokenizer
+from capeval.text import Tokenizer, check_tokenizer, clean_all, get_cleanup, get_tokenizer
 
 
 class CaptionBatch:
@@ -45,12 +45,18 @@ class CaptionBatch:
         self.cleanup = "none" if cleanup is None else cleanup.lower()
         self.raw_predictions = list(predictions)
         self.raw_references = [list(r) for r in references]
-        self.tokenizer = get_tokenizer(tokenizer)
+        self._tokenizer_spec = check_tokenizer(tokenizer)  # built on first use: metrics without tokens never import it
         self.progress = progress
         self.images: list[Any] | None = None if images is None else list(images)
 
     def __len__(self) -> int:
         return len(self.raw_predictions)
+
+    @cached_property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer of :attr:`prediction_tokens` / :attr:`reference_tokens` (its name checked at construction,
+        the tokenizer itself built when first read)."""
+        return get_tokenizer(self._tokenizer_spec)
 
     @cached_property
     def predictions(self) -> list[str]:
@@ -70,7 +76,9 @@ class CaptionBatch:
         (when given) are subset alike.
         """
         sub = object.__new__(CaptionBatch)
-        sub.cleanup, sub.tokenizer, sub.progress = self.cleanup, self.tokenizer, self.progress
+        sub.cleanup, sub._tokenizer_spec, sub.progress = self.cleanup, self._tokenizer_spec, self.progress
+        if "tokenizer" in self.__dict__:
+            sub.__dict__["tokenizer"] = self.tokenizer
         sub.images = None if self.images is None else [self.images[i] for i in indices]
         sub.raw_predictions = [self.raw_predictions[i] for i in indices]
         sub.raw_references = [self.raw_references[i] for i in indices]

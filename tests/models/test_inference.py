@@ -72,6 +72,37 @@ def test_ieee_float32_turns_tf32_off_inside_and_restores_the_callers_settings():
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
+def test_ieee_float32_overlapping_in_threads_restores_only_when_the_last_leaves():
+    """Two threads' blocks overlapping (CLIP's text thread and image loop): TF32 stays off until both have left, then
+    the settings from before the first are back."""
+    import threading
+
+    from capeval.models.inference import ieee_float32
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    inside, leave = threading.Event(), threading.Event()
+
+    def other():
+        with ieee_float32():
+            inside.set()
+            leave.wait(10)
+
+    try:
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+        with ieee_float32():
+            thread = threading.Thread(target=other)
+            thread.start()
+            assert inside.wait(10)
+        # the first block has left, the other thread's is still open: TF32 must stay off
+        assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == (False, False)
+        leave.set()
+        thread.join(10)
+        assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == (True, True)
+    finally:
+        leave.set()
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def test_forward_passes_run_in_ieee_float32(monkeypatch, tiny_critics):
     """The image encoder and the critic compute inside ieee_float32 (TF32 off on a GPU); so does the sentence encoder
     (same import; its model is not loaded here)."""

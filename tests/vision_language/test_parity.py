@@ -270,3 +270,45 @@ def test_the_numpy_preprocessing_is_bitwise_torchvisions(images):
         got = ours(image)
         assert got.dtype == np.float32 and got.shape == expected.shape
         assert np.array_equal(got, expected)
+
+
+def test_the_gpu_pipeline_gives_the_same_scores_on_the_cpu(tiny, images, monkeypatch):
+    """What runs on a GPU (uint8 pixels normalised on the model's device by the lookup table; the texts encoded in a
+    second thread while the images decode), forced on here, gives the CPU path's scores exactly and the reference's."""
+    from capeval.vision_language import features, metric
+
+    _, path = tiny
+    features.clear_feature_caches()
+    plain = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path))
+    monkeypatch.setattr(features, "NORMALIZE_ON_DEVICE", True)
+    monkeypatch.setattr(metric, "OVERLAP_TEXTS", True)
+    features.clear_feature_caches()
+    gpu_like = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path))
+    assert gpu_like["per_caption"] == plain["per_caption"]
+    features.clear_feature_caches()
+    small_batches = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path), clip_batch_size=2)
+    per, combined = ref.reference_scores(tiny[0], images, CAPTIONS, REFERENCES, w=2.5)
+    _assert_parity(small_batches, per, combined)
+    features.clear_feature_caches()
+    alone = _score(["ref_clip_s"], images, clip_model=str(path))  # references encoded in the thread too
+    assert alone["per_caption"]["ref_clip_s"] == plain["per_caption"]["ref_clip_s"]
+
+
+def test_the_pixel_lookup_is_the_reference_arithmetic_on_every_value():
+    """The 3×256 table holds (v/255 - mean)/std in float32 for every byte value, as torchvision computes it, and the
+    device path (torch gather) and the CPU path (numpy take) read the same values."""
+    import torch
+    from torchvision.transforms import Normalize
+
+    from capeval.vision_language.backends import CLIP_MEAN, CLIP_STD
+    from capeval.vision_language.features import reference_transform
+
+    transform = reference_transform(8, CLIP_MEAN, CLIP_STD)
+    every = torch.arange(256, dtype=torch.uint8).view(1, 16, 16).expand(3, 16, 16)
+    expected = Normalize(CLIP_MEAN, CLIP_STD)(every.float().div(255))
+    assert transform.table.dtype == np.float32 and np.array_equal(transform.table, expected.reshape(3, 256).numpy())
+    rng = np.random.default_rng(1)
+    batch = rng.integers(0, 256, size=(3, 8, 8, 3), dtype=np.uint8)
+    on_device = transform.normalize(torch.from_numpy(batch)).numpy()
+    assert on_device.dtype == np.float32 and on_device.shape == (3, 3, 8, 8)
+    assert np.array_equal(on_device, np.stack([transform.normalize_array(b) for b in batch]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 
 from capeval.models._deps import require
 
@@ -55,6 +56,11 @@ def fold_batchnorm(model, example):
     return folded, count
 
 
+_IEEE_LOCK = threading.Lock()
+_IEEE_DEPTH = 0
+_IEEE_SAVED: tuple = ()
+
+
 @contextlib.contextmanager
 def ieee_float32():
     """Run float32 work on a GPU in full float32 (IEEE) precision, not TF32.
@@ -66,9 +72,16 @@ def ieee_float32():
     restored on the way out. No effect on the CPU, nor under ``torch.autocast`` (float16/bfloat16 are chosen there).
     """
     torch = require("torch")
-    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    global _IEEE_DEPTH, _IEEE_SAVED
+    with _IEEE_LOCK:  # threads may overlap (CLIP's image and text encoders): the first in saves, the last out restores
+        if _IEEE_DEPTH == 0:
+            _IEEE_SAVED = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+        _IEEE_DEPTH += 1
     try:
         yield
     finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+        with _IEEE_LOCK:
+            _IEEE_DEPTH -= 1
+            if _IEEE_DEPTH == 0:
+                torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = _IEEE_SAVED

@@ -45,6 +45,16 @@ def available_tokenizers() -> list[str]:
     return sorted(_TOKENIZERS)
 
 
+def check_tokenizer(name: str | Tokenizer = "ptb") -> str | Tokenizer:
+    """``name`` unchanged if :func:`get_tokenizer` accepts it (a known name, or an object with a str ``name`` and a
+    ``tokenize`` method), without building the tokenizer (its module is imported on first use); errors as there."""
+    if not isinstance(name, str):
+        return get_tokenizer(name)
+    if name not in _TOKENIZERS:
+        raise ValueError(f"Unknown tokenizer {name!r}; choose one of {available_tokenizers()}.")
+    return name
+
+
 def get_tokenizer(name: str | Tokenizer = "ptb") -> Tokenizer:
     """Return a tokenizer instance by name (or pass an instance through, after checking its interface)."""
     if not isinstance(name, str):
@@ -64,6 +74,7 @@ __all__ = [
     "COCO_PUNCTUATION",
     "Tokenizer",
     "available_tokenizers",
+    "check_tokenizer",
     "clean_all",
     "get_cleanup",
     "get_tokenizer",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -75,6 +76,9 @@ def resolve_model(family: str, value: Any) -> Any:
     return value
 
 
+#: Encode the texts in a second thread while the images decode: ``None`` = on a GPU only (on the CPU both encoders already
+#: use every core); tests force it on.
+OVERLAP_TEXTS: bool | None = None
 _TRUNCATION_WARNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: Per batch: ``{(weights fingerprint, dtype, prefix): (image features, candidate features)}`` of the call in progress.
 _BATCH_FEATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -184,18 +188,38 @@ class _VisionLanguageMetric(CaptionMetric):
         # features this call already computed for the other metric of the family (clip_s with ref_clip_s): reused
         memo = _BATCH_FEATURES.setdefault(batch, {})
         key = (backend.fingerprint, backend.dtype, prefix)
+        flat = [r for refs in batch.raw_references for r in refs]
+        # the references too when this metric or another of the family in this call reads them
+        with_references = self.with_references or f"ref_{f}_s" in set(getattr(batch, "metric_names", ()))
+
+        def reference_texts():
+            return text_features(backend, flat, prefix=prefix, batch_size=text_size, progress=batch.progress,
+                                 desc=f"{self.name} references")[0]
+
+        def texts():
+            candidates = text_features(backend, batch.raw_predictions, prefix=prefix, batch_size=text_size,
+                                       progress=batch.progress, desc=f"{self.name} captions")[0]
+            return candidates, reference_texts() if with_references else None
+
+        if key in memo and with_references and memo[key][2] is None:
+            memo[key] = (*memo[key][:2], reference_texts())
         if key not in memo:
-            memo[key] = (image_features(backend, batch.images, batch_size=size, progress=batch.progress,
-                                        desc=f"{self.name} images"),
-                         text_features(backend, batch.raw_predictions, prefix=prefix, batch_size=text_size,
-                                       progress=batch.progress, desc=f"{self.name} captions")[0])
-        images, candidates = memo[key]
-        scores = image_text_scores(images, candidates, self.weight)
+            overlap = OVERLAP_TEXTS if OVERLAP_TEXTS is not None else backend.device.type != "cpu"
+            if not overlap:  # on the CPU both encoders already use every core
+                pictures = image_features(backend, batch.images, batch_size=size, progress=batch.progress,
+                                          desc=f"{self.name} images")
+                candidates, references = texts()
+            else:  # on a GPU the texts are tokenized and encoded while the images decode in their threads
+                with ThreadPoolExecutor(1) as pool:
+                    pending = pool.submit(texts)
+                    pictures = image_features(backend, batch.images, batch_size=size, progress=batch.progress,
+                                              desc=f"{self.name} images")
+                    candidates, references = pending.result()
+            memo[key] = (pictures, candidates, references)
+        pictures, candidates, references = memo[key]
+        scores = image_text_scores(pictures, candidates, self.weight)
         if self.with_references:
             owners = [i for i, refs in enumerate(batch.raw_references) for _ in refs]
-            flat = [r for refs in batch.raw_references for r in refs]
-            references, _ = text_features(backend, flat, prefix=prefix, batch_size=text_size, progress=batch.progress,
-                                          desc=f"{self.name} references")
             scores = harmonic_mean(scores, reference_scores(candidates, references, owners))
         empty = [i for i, p in enumerate(batch.raw_predictions) if not p.strip()]
         scores[empty] = 0.0

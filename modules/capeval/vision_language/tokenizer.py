@@ -21,6 +21,7 @@ feature; :mod:`capeval.vision_language.backends` relies on it).
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -158,10 +159,30 @@ def _encode_many(texts: list[str]) -> list[tuple[int, ...]]:
     return [_ENCODED[t] for t in texts]
 
 
+_RECENT: OrderedDict = OrderedDict()
+#: Encodings of whole text lists kept per process: one call encodes its predictions and references once, though the
+#: truncation warning, CLIP-S and RefCLIP-S each ask for them.
+RECENT_ENCODINGS = 4
+
+
 def encode_texts(texts: Sequence[str], prefix: str = DEFAULT_PREFIX,
                  context_length: int = CONTEXT_LENGTH) -> EncodedTexts:
-    """``prefix + text`` for each text as CLIP token ids, cut as the reference cuts them (see the module docstring)."""
+    """``prefix + text`` for each text as CLIP token ids, cut as the reference cuts them (see the module docstring).
+    The result is shared with later calls on the same texts: do not modify it."""
     prefix = normalize_prefix(prefix)
+    key = (tuple(texts), prefix, context_length)
+    found = _RECENT.get(key)
+    if found is not None:
+        _RECENT.move_to_end(key)
+        return found
+    encoded = _encode_texts(key[0], prefix, context_length)
+    _RECENT[key] = encoded
+    while len(_RECENT) > RECENT_ENCODINGS:
+        _RECENT.popitem(last=False)
+    return encoded
+
+
+def _encode_texts(texts: Sequence[str], prefix: str, context_length: int) -> EncodedTexts:
     ids, truncated, lengths = [], [], []
     for i, body in enumerate(_encode_many([prefix + text for text in texts])):
         tokens = (START_OF_TEXT, *body, END_OF_TEXT)
@@ -179,10 +200,7 @@ def pad_batch(ids: Sequence[Sequence[int]]):
 
     torch = require("torch")
     width = max(len(t) for t in ids)
-    out = torch.zeros(len(ids), width, dtype=torch.long)
-    for row, tokens in enumerate(ids):
-        out[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
-    return out
+    return torch.tensor([(*tokens, *(0,) * (width - len(tokens))) for tokens in ids], dtype=torch.long)
 
 
 __all__ = ["CONTEXT_LENGTH", "DEFAULT_PREFIX", "END_OF_TEXT", "EncodedTexts", "START_OF_TEXT", "clean", "encode_texts",
