@@ -71,7 +71,18 @@ def run_variant(name: str, args) -> dict:
     t0 = time.perf_counter()
     if name.startswith("capeval"):
         import capeval
+        from capeval.vision_language import features, metric
         from capeval.vision_language.backends import load_clip
+
+        # knobs for comparing pipelines (module settings, not options of capeval's interface)
+        if args.decode_workers:
+            features.DECODE_WORKERS = args.decode_workers
+        if args.no_fast_jpeg:
+            features.FAST_JPEG = False
+        if args.no_overlap:
+            metric.OVERLAP_TEXTS = False
+        out.update(decode_workers=features.DECODE_WORKERS, fast_jpeg=features.FAST_JPEG,
+                   overlap_texts=metric.OVERLAP_TEXTS)
 
         load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
         out["load_s"] = time.perf_counter() - t0
@@ -181,6 +192,9 @@ def main() -> int:
     p.add_argument("--profile-out", help="write a cProfile listing of each capeval variant's scoring into this folder")
     p.add_argument("--again", action="store_true",
                    help="capeval variants: also time a second call in the same process with every cache emptied")
+    p.add_argument("--decode-workers", type=int, help="capeval: decoding threads (default: capeval's)")
+    p.add_argument("--no-fast-jpeg", action="store_true", help="capeval: decode every image with Pillow")
+    p.add_argument("--no-overlap", action="store_true", help="capeval: encode texts after the images, not beside")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help=argparse.SUPPRESS)
     p.add_argument("--hf-folder", help=argparse.SUPPRESS)
@@ -208,6 +222,10 @@ def main() -> int:
             command += ["--profile-out", args.profile_out]
         if args.again:
             command.append("--again")
+        if args.decode_workers:
+            command += ["--decode-workers", str(args.decode_workers)]
+        command += [flag for flag, on in (("--no-fast-jpeg", args.no_fast_jpeg), ("--no-overlap", args.no_overlap))
+                    if on]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(json.dumps({"variant": variant, "error": done.stderr[-2000:]}), flush=True)

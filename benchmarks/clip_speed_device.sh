@@ -2,7 +2,8 @@
 # clip_s + ref_clip_s on a lent GPU machine (issues 37 item 8 and 39 item 6): benchmarks/clip_speed.py over the folder
 # that `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference
 # procedure, torchmetrics and clip_s alone (capeval also timed a second time in the same process with every cache
-# emptied), a cProfile listing of capeval's float32 call, float16 (clipscore.py's own GPU path) against the reference in
+# emptied), capeval with one part of its pipeline changed at a time (8 decoding threads, Pillow for
+# every image, texts after images), float16 (clipscore.py's own GPU path) against the reference in
 # float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
 # out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU.
 set -uo pipefail
@@ -19,7 +20,10 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee 
 speed() { timeout 240 "$py" benchmarks/clip_speed.py --images "$images" --device "$device" --work /tmp/clip-speed "$@"; }
 speed --variants capeval,capeval-clip_s,reference,torchmetrics --again --scores-out "$out/scores-fp32.json" 2>&1 \
   | tee "$out/clip-speed-fp32.jsonl"
-speed --variants capeval --profile-out "$out" 2>&1 | tail -n 3
+# the pipeline's parts, one at a time (capeval only; same weights and images)
+speed --variants capeval --again --decode-workers 8 2>&1 | tee "$out/clip-speed-knobs.jsonl"
+speed --variants capeval --again --no-fast-jpeg 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
+speed --variants capeval --again --no-overlap 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 if [ "$device" != cpu ]; then
   speed --dtype float16 --variants capeval,reference --again --scores-out "$out/scores-fp16.json" 2>&1 \
     | tee "$out/clip-speed-fp16.jsonl"

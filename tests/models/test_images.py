@@ -179,3 +179,56 @@ def test_huge_image_decodes_without_a_bomb_warning(tmp_path):
         warnings.simplefilter("error")
         image = decode(path)
     assert image.size == (10_000, 10_000) and image.mode == "RGB"
+
+
+# -- plain JPEGs decoded outside Pillow (capeval.models.images.decode_jpeg_rgb) ------------------------------------
+def _jpeg(image, **options) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", **options)
+    return buf.getvalue()
+
+
+def test_plain_jpegs_decode_to_pillows_pixels_exactly():
+    """Every subsampling, quality, progressive or not, optimised tables, greyscale, odd sizes: torchvision's decoding
+    gives Pillow's pixels bit for bit (what lets the CLIP metrics use it)."""
+    pytest.importorskip("torchvision")
+    rng = np.random.default_rng(0)
+    checked = 0
+    for k in range(48):
+        w, h = int(rng.integers(1, 400)), int(rng.integers(1, 400))
+        base = rng.integers(0, 256, size=(max(1, h // 8), max(1, w // 8), 3), dtype=np.uint8)
+        image = Image.fromarray(base).resize((w, h), Image.BICUBIC)
+        options = {"quality": int(rng.integers(5, 101)), "progressive": k % 3 == 0, "optimize": k % 4 == 0}
+        if k % 6 == 0:
+            image = image.convert("L")
+        else:
+            options["subsampling"] = k % 3
+        try:
+            data = _jpeg(image, **options)
+        except OSError:  # Pillow cannot write some tiny progressive images: not an input to check
+            continue
+        fast = image_io.decode_jpeg_rgb(data, "images[0]")
+        assert fast is not None, options
+        expected = np.asarray(image_io.decode_bytes(data, "images[0]"))
+        assert fast.dtype == np.uint8 and fast.shape == expected.shape and np.array_equal(fast, expected), options
+        checked += 1
+    assert checked >= 40
+
+
+def test_jpegs_that_need_pillow_are_left_to_it():
+    """EXIF (orientation), CMYK / Adobe, truncated files, PNGs: ``None``, so Pillow decodes them by its rules; a header
+    above the pixel limit is refused naming the item before anything is decoded."""
+    pytest.importorskip("torchvision")
+    image = Image.fromarray(random_rgb(1, (40, 30)))
+    plain = _jpeg(image)
+    assert image_io.decode_jpeg_rgb(plain, "images[0]") is not None
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    assert image_io.decode_jpeg_rgb(_jpeg(image, exif=exif.tobytes()), "images[0]") is None
+    assert image_io.decode_jpeg_rgb(_jpeg(image.convert("CMYK")), "images[0]") is None
+    assert image_io.decode_jpeg_rgb(plain[:len(plain) // 2], "images[0]") is None
+    assert image_io.decode_jpeg_rgb(png_bytes(image), "images[0]") is None
+    sof = plain.index(b"\xff\xc0")
+    huge = plain[:sof + 5] + (60000).to_bytes(2, "big") + (60000).to_bytes(2, "big") + plain[sof + 9:]
+    with pytest.raises(ValueError, match=r"images\[7\] is 60000×60000"):
+        image_io.decode_jpeg_rgb(huge, "images[7]")

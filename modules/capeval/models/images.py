@@ -31,6 +31,7 @@ The content key of an item (for the feature cache) is the SHA-256 of the file by
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import math
@@ -190,6 +191,80 @@ def decode_bytes(data: bytes, label: str):
             raise
         raise ValueError(f"{label} is not a readable image ({type(err).__name__}: {err}).") from None
     return to_rgb(image, label)
+
+
+def _plain_jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` of a JPEG that :func:`decode_jpeg_rgb` may decode outside Pillow: baseline, extended or
+    progressive Huffman coding, 1 or 3 components, no EXIF block (its orientation is Pillow's path), no Adobe colour
+    transform marker, an end-of-image marker at the end (a truncated file is Pillow's to refuse); else ``None``."""
+    if not data.startswith(b"\xff\xd8") or data.rfind(b"\xff\xd9", max(0, len(data) - 64)) < 0:
+        return None
+    size, i, n = None, 2, len(data)
+    while i + 4 <= n:
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD8:  # markers without a length
+            i += 2
+            continue
+        length = int.from_bytes(data[i + 2:i + 4], "big")
+        if marker == 0xDA:  # start of scan: every header segment has been seen
+            return size
+        if marker == 0xE1 and data[i + 4:i + 10] == b"Exif\x00\x00" or marker == 0xEE:
+            return None
+        if marker in (0xC0, 0xC1, 0xC2):
+            if size is not None or i + 10 > n or data[i + 9] not in (1, 3):
+                return None
+            height, width = int.from_bytes(data[i + 5:i + 7], "big"), int.from_bytes(data[i + 7:i + 9], "big")
+            if not width or not height:
+                return None
+            size = (width, height)
+        elif 0xC3 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # lossless, arithmetic, hierarchical
+            return None
+        i += 2 + length
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _jpeg_decoder():
+    """``(torch, torchvision's decode_jpeg operator, the RGB mode's number)`` or ``None`` without torchvision's image
+    extension. The operator itself, not ``torchvision.io.decode_jpeg``: torchvision 0.29 deprecated its Python wrapper
+    (a warning per call) in favour of TorchCodec; if the operator goes too, Pillow decodes everything."""
+    try:
+        import torch
+        from torchvision.io import image as tv_image
+        if not tv_image._has_image_ops():
+            return None
+        return torch, torch.ops.image.decode_jpeg, tv_image.ImageReadMode.RGB.value
+    except (ImportError, AttributeError, RuntimeError):
+        return None
+
+
+def decode_jpeg_rgb(data: bytes, label: str):
+    """The 8-bit RGB pixels (``H×W×3`` uint8 array) of a plain JPEG decoded by torchvision's libjpeg-turbo, which lets
+    other threads run while it decodes (Pillow's reading holds the interpreter for about half its time); ``None``
+    when the file is not a plain JPEG (:func:`_plain_jpeg_size`) or torchvision is missing: then :func:`decode_bytes`
+    is the way. The pixels equal :func:`decode_bytes`'s (tested on JPEGs of every subsampling, quality, progressive
+    and greyscale, and on all 8,091 Flickr8k images)."""
+    size = _plain_jpeg_size(data)
+    if size is None:
+        return None
+    _check_pixels(size, label)
+    decoder = _jpeg_decoder()
+    if decoder is None:
+        return None
+    torch, decode, rgb = decoder
+    np = require("numpy")
+    try:
+        pixels = decode(torch.frombuffer(bytearray(data), dtype=torch.uint8), rgb, False)
+    except RuntimeError:
+        return None  # Pillow's decoding names what is wrong
+    if tuple(pixels.shape) != (3, size[1], size[0]):
+        return None
+    return np.ascontiguousarray(pixels.numpy().transpose(1, 2, 0))
 
 
 def to_rgb(image, label: str):

@@ -40,6 +40,9 @@ STEP_IMAGES = 512
 #: Features kept per process (about 2 KB each for a 512-d model).
 IMAGE_CACHE_ENTRIES = 50_000
 TEXT_CACHE_ENTRIES = 200_000
+#: Decode plain JPEG files with torchvision's libjpeg-turbo, which lets the other threads run (the same pixels as
+#: Pillow's: :func:`capeval.models.images.decode_jpeg_rgb`); other files, and everything when false, through Pillow.
+FAST_JPEG = True
 #: Normalise the pixels on the model's device (``None`` = off the CPU only; tests force it on to check both paths agree).
 NORMALIZE_ON_DEVICE: bool | None = None
 #: Version of the preprocessing below: part of every image-feature cache key.
@@ -104,9 +107,19 @@ class _ReferencePreprocess:
         self._tables: dict[Any, Any] = {}
 
     def geometry_uint8(self, image):
-        """``R×R×3`` uint8: the resized, centre-cropped RGB pixels."""
+        """``R×R×3`` uint8: the resized, centre-cropped RGB pixels (an image already ``R×R`` as it is: resizing it
+        to its own size and cropping all of it copy the pixels unchanged)."""
         np = require("numpy")
+        if image.size == (self.resolution, self.resolution):
+            return np.asarray(image, dtype=np.uint8)
         return np.asarray(self.geometry(image), dtype=np.uint8)
+
+    def decoded_uint8(self, rgb):
+        """:meth:`geometry_uint8` of an ``H×W×3`` uint8 array (a JPEG decoded by torchvision)."""
+        if rgb.shape[:2] == (self.resolution, self.resolution):
+            return rgb
+        Image = require("PIL.Image")
+        return self.geometry_uint8(Image.fromarray(rgb, "RGB"))
 
     def normalize(self, pixels, device=None):
         """``[B, R, R, 3]`` uint8 tensor -> ``[B, 3, R, R]`` float32 on ``device`` (default: where ``pixels`` are)."""
@@ -155,7 +168,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
     """
     np = require("numpy")
     torch = require("torch", what="CLIP image features")
-    from capeval.models.images import read_item
+    from capeval.models.images import decode_jpeg_rgb, read_item
 
     transform = reference_transform(backend.resolution, backend.mean, backend.std)
     base = (*_backend_key(backend), PREPROCESS_VERSION)
@@ -172,8 +185,9 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
     # on a GPU the threads hand over uint8 pixels (4x fewer bytes to copy) normalised there; on the CPU they normalise
     on_cpu = not NORMALIZE_ON_DEVICE if NORMALIZE_ON_DEVICE is not None else backend.device.type == "cpu"
 
-    def pixels_of(image):
-        pixels = transform.geometry_uint8(image)
+    def pixels_of(item):
+        rgb = decode_jpeg_rgb(item.data, item.label) if FAST_JPEG and item.data is not None else None
+        pixels = transform.geometry_uint8(item.decode()) if rgb is None else transform.decoded_uint8(rgb)
         return transform.normalize_array(pixels) if on_cpu else pixels
 
     def load(index: int):
@@ -181,7 +195,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
         key = item.key
         if key in rows or _IMAGES.get((*base, key)) is not None:
             return index, key, None
-        return index, key, pixels_of(item.decode())
+        return index, key, pixels_of(item)
 
     def encode(names: list[str], pixels: dict[str, Any]) -> None:
         batch = torch.from_numpy(np.stack([pixels.pop(k) for k in names]))
@@ -202,7 +216,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
                 if cached is not None:
                     rows[key] = cached
                 elif key not in rows and key not in pending:  # (evicted since load() looked: decode it now)
-                    pending[key] = pixels if pixels is not None else pixels_of(read_item(images[index], index).decode())
+                    pending[key] = pixels if pixels is not None else pixels_of(read_item(images[index], index))
                     if len(pending) == batch_size:
                         encode(list(pending), pending)
                 bar.update()
