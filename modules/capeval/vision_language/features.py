@@ -7,8 +7,12 @@ bicubic resize of the shorter side to the model's resolution (Pillow's, through 
 tensor, CLIP's mean / std. On ordinary RGB or greyscale files this gives the reference's pixels exactly (tested); the
 reference differs on odd files only: it ignores EXIF orientation, drops transparency without compositing, resizes
 palette images with nearest-neighbour and clips 16-bit images (see the metric card). Decoding runs on a thread pool
-(:data:`DECODE_WORKERS`), in steps of :data:`STEP_IMAGES` distinct images, so memory stays bounded; the same
-path given twice is read once, and the same content (SHA-256 of the file bytes or pixels) is encoded once.
+(:data:`DECODE_WORKERS`), in steps of :data:`STEP_IMAGES` distinct images, so memory stays bounded, and the main
+thread encodes each batch as soon as its pixels are there; plain JPEG files are decoded by torchvision's libjpeg-turbo
+operator (:data:`FAST_JPEG`; Pillow's pixels bit for bit), which lets the other threads run while Pillow's reading
+would hold the interpreter. On a GPU the threads hand over uint8 pixels and ``ToTensor`` / ``Normalize`` run there as
+an exact table lookup (:class:`_ReferencePreprocess`). The same path given twice is read once, and the same content
+(SHA-256 of the file bytes or pixels) is encoded once.
 
 **Texts** (:func:`text_features`): ``prefix + text`` tokenized as the reference (:mod:`.tokenizer`); each distinct
 token sequence is encoded once, in batches of similar lengths.
