@@ -37,8 +37,10 @@ from capeval.progress import progress as progress_bar
 from capeval.vision_language.backends import ClipBackend
 from capeval.vision_language.tokenizer import encode_texts, pad_batch
 
-#: Threads decoding and preprocessing images (Pillow releases the GIL while decoding and resizing).
-DECODE_WORKERS = max(1, min(16, os.cpu_count() or 1))
+#: Threads decoding and preprocessing images (the JPEG decoder and Pillow's resize let the others run). At most 8, as
+#: the reference's DataLoader workers: on a 16-core H100 machine 8 threads scored 1,000 images in 1.52 s, 16 in 1.70 s
+#: (one run each, BENCHMARKS.md), the interpreter's lock being what they share.
+DECODE_WORKERS = max(1, min(8, os.cpu_count() or 1))
 #: Distinct images read, decoded and encoded per step (bounds the memory held for pixels and file bytes).
 STEP_IMAGES = 512
 #: Features kept per process (about 2 KB each for a 512-d model).
