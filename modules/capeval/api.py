@@ -107,7 +107,9 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
                 per_caption[key] = out.per_caption[key]
             states = _STATES.get()
             if states is not None:
-                states[name] = out.state
+                coverage = out.coverage
+                states[name] = {"state": out.state,
+                                "coverage": None if coverage is None else [coverage.known, coverage.total]}
             for key, value in out.extra.items():  # per-metric tables (coverage) merge; other entries are one metric's
                 if isinstance(value, dict) and isinstance(extras.get(key), dict):
                     extras[key].update(value)
@@ -263,8 +265,9 @@ def score_shared(predictions: Sequence[str], references: Sequence[str | Sequence
 
 def score_with_states(predictions: Sequence[str], references: Sequence[str | Sequence[str]],
                       metrics: Sequence[str] | str | None = None, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """:func:`score`'s result and ``{metric: its MetricOutput.state}`` (``None`` for a metric whose corpus value is the
-    mean of its per-caption values): what :func:`capeval.score_dataset` merges over chunks."""
+    """:func:`score`'s result and, per metric, ``{"state": its MetricOutput.state (None for a metric whose corpus value
+    is the mean of its per-caption values), "coverage": [known, total] tokens or None}``: what
+    :func:`capeval.score_dataset` merges over chunks."""
     states: dict[str, Any] = {}
     token = _STATES.set(states)
     try:

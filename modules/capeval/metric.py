@@ -21,6 +21,8 @@ class MetricOutput:
         aggregate of statistics lines), what the corpus value is computed from, JSON-able and mergeable over batches
         by the class's :meth:`CaptionMetric.corpus_from_states` (:func:`capeval.score_dataset` scores a dataset in
         chunks and merges them); ``None`` when the corpus value is the mean of the per-caption values.
+    coverage: for a metric that reads a fixed vocabulary, the :class:`capeval.coverage.Coverage` behind
+        ``result["coverage"]`` (its token counts are what :func:`capeval.score_dataset` adds up over chunks).
     """
 
     corpus: dict[str, float]
@@ -28,6 +30,7 @@ class MetricOutput:
     signature: str
     extra: dict[str, Any] = field(default_factory=dict)
     state: Any = None
+    coverage: Any = None
 
 
 class CaptionMetric(ABC):
@@ -57,6 +60,8 @@ class CaptionMetric(ABC):
     reads_text: ClassVar[bool] = False
     limits_length: ClassVar[bool] = False
     needs_images: ClassVar[bool] = False
+    #: Whether it reads a fixed vocabulary and reports its coverage (``result["coverage"]``, :mod:`capeval.coverage`).
+    reports_coverage: ClassVar[bool] = False
     #: The metric makes only acyclic Python objects (n-gram tuples, counts): :func:`capeval.score` pauses the cyclic
     #: garbage collector while a call selects only such metrics (its repeated scans of the many short-lived objects
     #: cost a quarter of BLEU + ROUGE-L + CIDEr-D's time on 8,000 Karpathy-test candidates, measured).

@@ -225,8 +225,9 @@ def test_learned_and_image_metrics_read_the_image_column(tmp_path):
     from capeval.io import example_images
 
     images = example_images()
-    preds = ["a tabby cat looking at the camera", "an astronaut in an orange suit", "a cup of coffee on a saucer"]
-    refs = [["a cat with stripes"], ["a smiling woman in a space suit"], ["a cup of coffee with a spoon"]]
+    # "zorblaxian" and "quibbletron" are in no vocabulary: coverage below 1 in one chunk only
+    preds = ["a tabby cat looking at the camera", "an astronaut in an orange suit", "a zorblaxian cup on a saucer"]
+    refs = [["a cat with stripes"], ["a smiling woman in a space suit"], ["a quibbletron cup of coffee"]]
     folder = tmp_path / "data"
     folder.mkdir()
     for path in images:
@@ -240,7 +241,14 @@ def test_learned_and_image_metrics_read_the_image_column(tmp_path):
     for key in ("critic", "critic_ref"):
         assert result[key] == pytest.approx(whole[key], abs=1e-9)
         assert table[key] == pytest.approx(whole["per_caption"][key], abs=1e-9)
+        # vocabulary coverage: token counts added up over the chunks give capeval.score's share exactly
+        assert result["coverage"][key] == pytest.approx(whole["coverage"][key], abs=1e-12) and result["coverage"][key] < 1
+        assert table[f"coverage_{key}"] == whole["coverage_per_caption"][key]
+        counts = result["coverage_tokens"][key]
+        assert counts["total"] > counts["known"] > 0
     assert result["signature"] == whole["signature"]
+    on_disk = json.loads((tmp_path / "out" / "result.json").read_text(encoding="utf-8"))
+    assert on_disk["coverage"] == result["coverage"]
     # a datasets.Image column (decoded lazily from its bytes / path by the metric that reads it)
     import datasets
 

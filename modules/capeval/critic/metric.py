@@ -44,6 +44,7 @@ DEFAULT_OOV = "glove-map"
 
 class _CriticMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
+    reports_coverage: ClassVar[bool] = True
     context: ClassVar[str] = "image+reference"
     model_option: ClassVar[str] = "critic_model"
 
@@ -144,7 +145,7 @@ def _mean_output(metric: CaptionMetric, batch: CaptionBatch, signature: str, sco
                                metric.config["critic_oov"])
     warn_if_low(metric.name, coverage)
     return MetricOutput(corpus={metric.name: float(np.mean(per)) if per else 0.0}, per_caption={metric.name: per},
-                        signature=signature, extra=result_extra(metric.name, coverage))
+                        signature=signature, extra=result_extra(metric.name, coverage), coverage=coverage)
 
 
 def _oov_field(config: dict[str, Any]) -> str:
@@ -216,6 +217,7 @@ class CriticPlus(CaptionMetric):
 
     name = "critic_plus"
     uses_tokens: ClassVar[bool] = False
+    reports_coverage: ClassVar[bool] = True
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
                                          "critic_device": None, "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}

@@ -114,7 +114,9 @@ def score_dataset(
     Returns:
         The content of ``output_dir/result.json``: corpus values under :func:`capeval.score`'s keys,
         ``"signature"``, ``"rows"`` (scored), ``"skipped"`` (``{"count", "rows": [{"row", "id", "why"}]}``),
-        ``"chunks"``; ``None`` in a non-main process of a distributed run.
+        ``"chunks"``, and for metrics that read a fixed vocabulary ``"coverage"`` (as :func:`capeval.score`'s, from
+        the chunks' token counts added up) with ``"coverage_tokens"`` (``{metric: {"known", "total"}}``); ``None`` in
+        a non-main process of a distributed run.
     """
     from capeval.registry import metric_class, resolve
     from capeval.validation import check_max_caption_chars
@@ -357,6 +359,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     input has (``plan.json``)."""
     from capeval.api import score_with_states
     from capeval.language import non_english_items
+    from capeval.registry import metric_class
     from capeval.progress import progress
 
     source = run.open()
@@ -377,7 +380,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
             ids, preds, refs, images, skipped = _chunk_rows(run, k, batch, source)
             record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
                                       "skipped": skipped, "signature": None, "nrefs": [], "states": {},
-                                      "non_english": []}
+                                      "coverage": {}, "non_english": []}
             id_name = run.columns["id"] or "row"
             columns: dict[str, list] = {id_name: ids}
             if preds:
@@ -391,10 +394,13 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 for name, keys in run.selected.items():
                     for key in keys:
                         columns[key] = [float(v) for v in result["per_caption"][key]]
-                    if states.get(name) is not None:
-                        record["states"][name] = states[name]
+                    if states[name]["state"] is not None:
+                        record["states"][name] = states[name]["state"]
                     else:
                         _check_mean(name, keys, result)
+                    if states[name]["coverage"] is not None:  # token counts: added up over the chunks
+                        record["coverage"][name] = states[name]["coverage"]
+                        columns[f"coverage_{name}"] = [float(v) for v in result["coverage_per_caption"][name]]
                 record["signature"] = result["signature"]
                 record["nrefs"] = sorted({len(r) for r in refs})
                 if run.language_check:
@@ -405,6 +411,9 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 for keys in run.selected.values():
                     for key in keys:
                         columns[key] = []
+                for name in run.selected:
+                    if metric_class(name).reports_coverage:
+                        columns[f"coverage_{name}"] = []
             store.write_shard(run.folder, k, columns, record)
             bar.update(n)
     store.write_json(run.folder / store.PLAN, {"chunks": chunks, "input_rows": rows_total})
@@ -466,6 +475,7 @@ def _finalize(run: _Run) -> dict[str, Any]:
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     sums: dict[str, list[float]] = {}
     states: dict[str, list] = {name: [] for name in run.selected}
+    tokens: dict[str, list[int]] = {}
     rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
     signature = None
     for k in range(plan["chunks"]):
@@ -486,6 +496,9 @@ def _finalize(run: _Run) -> dict[str, Any]:
                     sums.setdefault(key, []).append(math.fsum(columns[key]))
             for name, state in record["states"].items():
                 states[name].append(state)
+            for name, (known, total) in record.get("coverage", {}).items():
+                counts = tokens.setdefault(name, [0, 0])
+                counts[0], counts[1] = counts[0] + known, counts[1] + total
     if rows == 0:
         raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
     result: dict[str, Any] = {}
@@ -498,6 +511,9 @@ def _finalize(run: _Run) -> dict[str, Any]:
     fields = [f"nrefs:{next(iter(nrefs)) if len(nrefs) == 1 else 'var'}" if f.startswith("nrefs:") else f
               for f in fields]
     result["signature"] = "|".join(fields)
+    if tokens:  # as capeval.score's result["coverage"]: the share of the tokens read that the vocabulary knows
+        result["coverage"] = {name: known / total if total else 1.0 for name, (known, total) in tokens.items()}
+        result["coverage_tokens"] = {name: {"known": known, "total": total} for name, (known, total) in tokens.items()}
     result["rows"] = rows
     result["skipped"] = {"count": skipped_count, "rows": skipped}
     result["chunks"] = plan["chunks"]

@@ -8,13 +8,14 @@ Layout of ``DIR``:
   a non-empty folder without one is not capeval's and is refused too.
 * ``cider-df.parquet``: CIDEr-D's document frequencies over every row's references (the first pass), with its
   document count in the file's metadata; only when ``cider_d`` scores with ``cider_df="references"``.
-* ``shards/part-NNNNNN.parquet``: chunk N's rows (the id column, then one float column per per-caption result key)
-  with the chunk's record in the file's metadata (``capeval`` key: first row, row count, skipped rows, the chunk's
-  signature, reference counts and the metrics' mergeable corpus states). Each is written to a temporary file in the
+* ``shards/part-NNNNNN.parquet``: chunk N's rows (the id column, then one float column per per-caption result key,
+  then ``coverage_<metric>`` for the metrics that report vocabulary coverage) with the chunk's record in the file's
+  metadata (``capeval`` key: first row, row count, skipped rows, the chunk's signature, reference counts, the
+  metrics' mergeable corpus states and their known / total token counts). Each is written to a temporary file in the
   same folder and renamed: a chunk is done exactly when its shard exists, so a run killed at any moment resumes
   without losing or repeating a row.
 * ``result.json``: the corpus values under :func:`capeval.score`'s keys, the signature, the row count, the skipped
-  rows; written (atomically) once every shard exists.
+  rows, vocabulary coverage; written (atomically) once every shard exists.
 """
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ __all__ = ["LCEval", "LCEvalPlus", "LCEvalReleased"]
 
 class _LCEvalMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = True
+    reports_coverage: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
     default_model: ClassVar[str]
     #: Whether the metric has a ``<name>_scale`` option (:mod:`capeval.scales`).
@@ -108,19 +109,22 @@ class _LCEvalMetric(CaptionMetric):
         scale = self._readable()
         if scale is not None:
             scores = scale(scores)
-        extra: dict[str, Any] = self._coverage(batch)
+        from capeval.coverage import result_extra
+
+        coverage = self._coverage(batch)
+        extra: dict[str, Any] = result_extra(self.name, coverage)
         if self.config[self._opt("features")]:
             from capeval.lceval.features import ALL_FEATURE_NAMES
 
             extra[f"{self.name}_features"] = [dict(zip(ALL_FEATURE_NAMES, map(float, row))) for row in features]
         return MetricOutput(corpus={self.name: float(scores.mean()) if len(scores) else 0.0},
                             per_caption={self.name: [float(s) for s in scores]},
-                            signature=self.signature_value(), extra=extra)
+                            signature=self.signature_value(), extra=extra, coverage=coverage)
 
-    def _coverage(self, batch: CaptionBatch) -> dict[str, Any]:
+    def _coverage(self, batch: CaptionBatch):
         """The word vectors' coverage of the content words WMD and MOWE read (and, for a model that reads LCEval+'s
         critic, that critic's; the lowest), with an OutOfVocabularyWarning when low (:mod:`capeval.coverage`)."""
-        from capeval.coverage import lowest, measure, result_extra, warn_if_low
+        from capeval.coverage import lowest, measure, warn_if_low
         from capeval.lceval.stopwords import content_words
         from capeval.models.word_vectors import DEFAULT_WORD_VECTORS
 
@@ -137,7 +141,7 @@ class _LCEvalMetric(CaptionMetric):
             found.append(scorer.coverage(batch.raw_predictions, batch.raw_references))
         coverage = lowest(found)
         warn_if_low(self.name, coverage)
-        return result_extra(self.name, coverage)
+        return coverage
 
     def _readable(self):
         """The readable scale ``<name>_scale`` selects for the configured model, or ``None`` (raw; always for
