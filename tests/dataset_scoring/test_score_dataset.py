@@ -2,7 +2,9 @@
 from every kind of input, resumable after kill -9, identical over processes, other settings refused, bad rows named."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import random
@@ -249,6 +251,12 @@ def test_learned_and_image_metrics_read_the_image_column(tmp_path):
     assert result["signature"] == whole["signature"]
     on_disk = json.loads((tmp_path / "out" / "result.json").read_text(encoding="utf-8"))
     assert on_disk["coverage"] == result["coverage"]
+    from capeval.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        assert main(["score-dataset", str(data), "--out", str(tmp_path / "cli"), "--metrics", "critic_ref",
+                     "--chunk-size", "2", "--no-language-check"]) == 0
+    assert f"vocabulary coverage: critic_ref {whole['coverage']['critic_ref']:.1%}" in printed.getvalue()
     # a datasets.Image column (decoded lazily from its bytes / path by the metric that reads it)
     import datasets
 

@@ -95,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         first = result["skipped"]["rows"][0]
         print(f"skipped {result['skipped']['count']} row(s) (listed in result.json), e.g. row {first['row']} "
               f"(id {first['id']!r}): {first['why']}", file=out)
+    if result.get("coverage"):
+        from capeval.cli.cmd_score import coverage_line
+
+        print(coverage_line(result["coverage"]), file=out)
     print(f"signature: {result['signature']}", file=out)
     if args.json_out:
         write_json(args.json_out, result)
