@@ -41,7 +41,9 @@ SCALE_OPTION = {"critic": "critic_scale", "critic_ref": "critic_scale", "critic_
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
-def coco_dev_items(n: int, seed: int) -> tuple[list[str], list[list[str]], str]:
+def coco_dev_items(n: int, seed: int) -> tuple[list[str], list[list[str]], list[str], str]:
+    """``(candidates, references, image file name per candidate, description)`` of the text metrics' fitting data
+    (``tests/benchmarks/test_scale_fitting_data.py`` checks that no image is a benchmark's)."""
     from capeval.corpora.coco_train2014 import coco_training_corpus
     from capeval.corpora.held_out import benchmark_images
 
@@ -52,11 +54,12 @@ def coco_dev_items(n: int, seed: int) -> tuple[list[str], list[list[str]], str]:
     cands = [dev[name][k] for name, k in items]
     refs = [[c for j, c in enumerate(dev[name][:5]) if j != k] for name, k in items]
     images = len({name for name, _ in items})
-    return cands, refs, (f"{len(cands):,} COCO train2014 human captions of {images:,} images of the critics' COCO dev "
+    return cands, refs, [name for name, _ in items], (f"{len(cands):,} COCO train2014 human captions of {images:,} images of the critics' COCO dev "
                          "split (seed 0, benchmark images left out), each against its image's other 4")
 
 
 def flickr8k_dev_items() -> tuple[list[str], list[list[str]], list[str], str]:
+    """``(candidates, references, image path per candidate, description)`` of the image metrics' fitting data."""
     from capeval.benchmarks.files import resolve_root
     from capeval.corpora.captions import flickr8k_captions
 
@@ -115,7 +118,7 @@ def fit(args) -> int:
     pics = flickr8k_dev_items() if set(args.metrics) & set(IMAGE_METRICS) else None
     for metric in args.metrics:
         if metric in TEXT_METRICS:
-            cands, refs, described = text
+            cands, refs, _, described = text
             scores, info = raw_scores(metric, cands, refs)
         else:
             cands, refs, images, described = pics
