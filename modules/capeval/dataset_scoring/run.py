@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.sources import Source, open_source
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
@@ -310,13 +312,14 @@ def _first_pass(run: _Run) -> None:
     import pyarrow.parquet as pq
 
     from capeval.batch import CaptionBatch
+    from capeval.coco.compact_df import DocumentFrequencyCounter, keys_to_words
     from capeval.coco.document_frequency import reference_document_frequency
     from capeval.coco.ngrams import batch_ngrams
     from capeval.progress import progress
     from capeval.validation import normalize_inputs
 
     source = run.open()
-    counts: dict[str, int] = {}
+    counter = DocumentFrequencyCounter()  # 24 bytes per distinct n-gram (capeval.coco.compact_df)
     documents = 0
     with progress(None, total=source.num_rows, desc="score-dataset: CIDEr-D document frequencies",
                   enabled=run.progress) as bar:
@@ -331,10 +334,11 @@ def _first_pass(run: _Run) -> None:
             ng = batch_ngrams(tokens, 4)
             df, n_docs = reference_document_frequency(ng)
             documents += n_docs
-            for gram, count in zip(ng.table.gram_strings(), df.tolist()):
-                if count:
-                    counts[gram] = counts.get(gram, 0) + int(count)
-    table = pa.table({"gram": list(counts), "df": pa.array(list(counts.values()), pa.int64())})
+            counter.add(ng.table.gram_strings(), df.astype(np.int64))
+    keys, counts = counter.table()
+    high, low = keys_to_words(keys)
+    table = pa.table({"key_high": pa.array(high, pa.uint64()), "key_low": pa.array(low, pa.uint64()),
+                      "df": pa.array(counts, pa.int64())})
     table = table.replace_schema_metadata({store.META_KEY: f'{{"documents": {documents}}}'.encode()})
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
@@ -346,12 +350,18 @@ def _cider_table(run: _Run):
 
     import pyarrow.parquet as pq
 
-    from capeval.coco.document_frequency import DocumentFrequency
+    from capeval.coco.compact_df import CompactDocumentFrequency, DocumentFrequencyCounter, keys_from_words
 
     table = pq.read_table(run.folder / store.CIDER_DF)
     documents = json.loads(table.schema.metadata[store.META_KEY])["documents"]
-    df = dict(zip(table.column("gram").to_pylist(), table.column("df").to_pylist()))
-    return DocumentFrequency(df, documents, {"source": "references", "rows": documents})
+    counts = table.column("df").to_numpy().astype(np.int64)
+    if "gram" in table.column_names:  # a folder begun before the compact table held the n-gram strings
+        counter = DocumentFrequencyCounter()
+        counter.add(table.column("gram").to_pylist(), counts)
+        keys, counts = counter.table()
+    else:
+        keys = keys_from_words(table.column("key_high").to_numpy(), table.column("key_low").to_numpy())
+    return CompactDocumentFrequency({}, documents, {"source": "references", "rows": documents}, keys, counts)
 
 
 def _score_chunks(run: _Run, rank: int, world: int) -> None:
