@@ -39,8 +39,10 @@ def keys_to_words(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def keys_from_words(high: np.ndarray, low: np.ndarray) -> np.ndarray:
-    """The inverse of :func:`keys_to_words`."""
-    return np.stack([high, low], axis=1).astype(">u8").view(f"S{KEY_BYTES}").ravel()
+    """The inverse of :func:`keys_to_words` (one new array of 16 bytes per key)."""
+    keys = np.empty(len(high), dtype=[("high", ">u8"), ("low", ">u8")])
+    keys["high"], keys["low"] = high, low
+    return keys.view(f"S{KEY_BYTES}")
 
 
 def _merge(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +53,18 @@ def _merge(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
     keys, counts = keys[order], counts[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     return keys[starts], np.add.reduceat(counts.astype(np.int64), starts)
+
+
+def _merge_sorted(keys: np.ndarray, counts: np.ndarray, more: np.ndarray, more_counts: np.ndarray):
+    """Two sorted tables without repeated keys merged into one: counts of shared keys added in place, the other keys
+    inserted at their places (one new array the size of the result, no sort of the whole table)."""
+    if not len(keys):
+        return more, more_counts
+    at = np.searchsorted(keys, more)
+    shared = keys[np.minimum(at, len(keys) - 1)] == more
+    np.add.at(counts, at[shared], more_counts[shared])
+    new = ~shared
+    return np.insert(keys, at[new], more[new]), np.insert(counts, at[new], more_counts[new])
 
 
 class DocumentFrequencyCounter:
@@ -80,9 +94,10 @@ class DocumentFrequencyCounter:
 
     def _flush(self) -> None:
         if self._pending:
-            self._keys, self._counts = _merge(np.concatenate([self._keys, *(k for k, _ in self._pending)]),
-                                              np.concatenate([self._counts, *(c for _, c in self._pending)]))
+            keys, counts = _merge(np.concatenate([k for k, _ in self._pending]),
+                                  np.concatenate([c for _, c in self._pending]))
             self._pending, self._pending_size = [], 0
+            self._keys, self._counts = _merge_sorted(self._keys, self._counts, keys, counts)
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
         """``(sorted 'S16' keys, int64 counts)``."""

@@ -336,6 +336,7 @@ def _first_pass(run: _Run) -> None:
             documents += n_docs
             counter.add(ng.table.gram_strings(), df.astype(np.int64))
     keys, counts = counter.table()
+    del counter
     high, low = keys_to_words(keys)
     table = pa.table({"key_high": pa.array(high, pa.uint64()), "key_low": pa.array(low, pa.uint64()),
                       "df": pa.array(counts, pa.int64())})
@@ -343,24 +344,32 @@ def _first_pass(run: _Run) -> None:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     store.write_atomic(path, sink.getvalue().to_pybytes())
+    del table, sink, keys, counts, high, low
+    from capeval.models._deps import release_freed_memory
+
+    release_freed_memory()  # the pass's n-gram strings were freed: hand their pages back before the scoring starts
+    pa.default_memory_pool().release_unused()
 
 
 def _cider_table(run: _Run):
     import json
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from capeval.coco.compact_df import CompactDocumentFrequency, DocumentFrequencyCounter, keys_from_words
 
     table = pq.read_table(run.folder / store.CIDER_DF)
     documents = json.loads(table.schema.metadata[store.META_KEY])["documents"]
-    counts = table.column("df").to_numpy().astype(np.int64)
+    counts = np.array(table.column("df").to_numpy(), dtype=np.int64)  # its own copy: the table is freed below
     if "gram" in table.column_names:  # a folder begun before the compact table held the n-gram strings
         counter = DocumentFrequencyCounter()
         counter.add(table.column("gram").to_pylist(), counts)
         keys, counts = counter.table()
     else:
         keys = keys_from_words(table.column("key_high").to_numpy(), table.column("key_low").to_numpy())
+    del table
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages unless asked
     return CompactDocumentFrequency({}, documents, {"source": "references", "rows": documents}, keys, counts)
 
 
