@@ -229,6 +229,8 @@ def test_jpegs_that_need_pillow_are_left_to_it():
     assert image_io.decode_jpeg_rgb(plain[:len(plain) // 2], "images[0]") is None
     assert image_io.decode_jpeg_rgb(png_bytes(image), "images[0]") is None
     sof = plain.index(b"\xff\xc0")
+    twelve_bit = plain[:sof + 4] + b"\x0c" + plain[sof + 5:]
+    assert image_io.decode_jpeg_rgb(twelve_bit, "images[0]") is None
     huge = plain[:sof + 5] + (60000).to_bytes(2, "big") + (60000).to_bytes(2, "big") + plain[sof + 9:]
     with pytest.raises(ValueError, match=r"images\[7\] is 60000×60000"):
         image_io.decode_jpeg_rgb(huge, "images[7]")

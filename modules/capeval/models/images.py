@@ -195,7 +195,7 @@ def decode_bytes(data: bytes, label: str):
 
 def _plain_jpeg_size(data: bytes) -> tuple[int, int] | None:
     """``(width, height)`` of a JPEG that :func:`decode_jpeg_rgb` may decode outside Pillow: baseline, extended or
-    progressive Huffman coding, 1 or 3 components, no EXIF block (its orientation is Pillow's path), no Adobe colour
+    progressive Huffman coding, 8-bit samples, 1 or 3 components, no EXIF block (its orientation is Pillow's path), no Adobe colour
     transform marker, an end-of-image marker at the end (a truncated file is Pillow's to refuse); else ``None``."""
     if not data.startswith(b"\xff\xd8") or data.rfind(b"\xff\xd9", max(0, len(data) - 64)) < 0:
         return None
@@ -216,8 +216,8 @@ def _plain_jpeg_size(data: bytes) -> tuple[int, int] | None:
         if marker == 0xE1 and data[i + 4:i + 10] == b"Exif\x00\x00" or marker == 0xEE:
             return None
         if marker in (0xC0, 0xC1, 0xC2):
-            if size is not None or i + 10 > n or data[i + 9] not in (1, 3):
-                return None
+            if size is not None or i + 10 > n or data[i + 4] != 8 or data[i + 9] not in (1, 3):
+                return None  # a second frame, a cut header, 12-bit samples, CMYK
             height, width = int.from_bytes(data[i + 5:i + 7], "big"), int.from_bytes(data[i + 7:i + 9], "big")
             if not width or not height:
                 return None
