@@ -43,7 +43,39 @@ def process_state():
     from capeval.models._deps import require
 
     accelerate = require("accelerate", what="multi-process scoring")
-    return accelerate.PartialState(cpu=True)
+    return partial_state(accelerate, cpu=True)
+
+
+_CLOSE_REGISTERED: list[bool] = []
+
+
+def partial_state(accelerate, **kwargs):
+    """``accelerate.PartialState(**kwargs)``; when that call is what starts the process group (no group before), the
+    group is also destroyed when the interpreter exits. Left to the interpreter's teardown, gloo's threads can be
+    destroyed while still joinable, and the process then aborts at exit (SIGABRT, "terminate called without an
+    active exception") after its work is done. A group the caller started is left alone."""
+    try:
+        import torch.distributed as dist
+    except ImportError:  # pragma: no cover - accelerate needs torch
+        dist = None
+    started_here = dist is not None and dist.is_available() and not dist.is_initialized()
+    state = accelerate.PartialState(**kwargs)
+    if started_here and dist.is_initialized() and not _CLOSE_REGISTERED:
+        import atexit
+
+        atexit.register(_destroy_process_group)
+        _CLOSE_REGISTERED.append(True)
+    return state
+
+
+def _destroy_process_group() -> None:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - at exit nothing is left to report to
+        pass
 
 
 def launch_command(processes: int, module_args: Sequence[str]) -> list[str]:

@@ -197,3 +197,41 @@ def test_every_learned_metric_with_two_processes_equals_one(tmp_path):
                 assert got[key] == pytest.approx(value, abs=1e-6), (name, key)
         for key, values in one["per_caption"].items():
             assert got["per_caption"][key] == pytest.approx(values, abs=1e-6), (name, key)
+
+
+def test_a_process_group_capeval_starts_is_destroyed_at_exit_and_a_callers_is_not(monkeypatch):
+    """``partial_state``: the group accelerate starts for capeval is destroyed by an exit hook (gloo left to the
+    interpreter's teardown can abort the process after its work is done); a group that existed before is left alone."""
+    import socket
+    import types
+
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or dist.is_initialized():
+        pytest.skip("torch.distributed unavailable or already in use")
+    import capeval.parallel as parallel
+
+    hooks = []
+    monkeypatch.setattr("atexit.register", hooks.append)
+    monkeypatch.setattr(parallel, "_CLOSE_REGISTERED", [])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def start(**kwargs):
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+        return "state"
+
+    fake = types.SimpleNamespace(PartialState=start)
+    try:
+        assert parallel.partial_state(fake, cpu=True) == "state"
+        assert hooks == [parallel._destroy_process_group] and dist.is_initialized()
+        hooks[0]()
+        assert not dist.is_initialized()
+        # a group that was there before: no hook
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+        monkeypatch.setattr(parallel, "_CLOSE_REGISTERED", [])
+        parallel.partial_state(types.SimpleNamespace(PartialState=lambda **kw: "state"))
+        assert len(hooks) == 1 and dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -192,7 +192,7 @@ def score_dataset(
 def distributed_state():
     """accelerate's ``PartialState`` when this process is one of several launched by ``accelerate launch`` /
     torchrun (``WORLD_SIZE`` > 1), else ``None``: the processes split the chunks, the main one writes the result."""
-    from capeval.parallel import in_distributed_launch
+    from capeval.parallel import in_distributed_launch, partial_state
 
     if not in_distributed_launch():
         return None
@@ -204,7 +204,7 @@ def distributed_state():
     except ImportError:
         torch = None
     gpus = torch is not None and torch.cuda.is_available()
-    state = accelerate.PartialState(cpu=not gpus)  # without GPUs: gloo, so the processes still know their ranks
+    state = partial_state(accelerate, cpu=not gpus)  # without GPUs: gloo, so the processes still know their ranks
     if gpus:  # each process's learned metrics on its own GPU
         torch.cuda.set_device(state.local_process_index % torch.cuda.device_count())
     return state
