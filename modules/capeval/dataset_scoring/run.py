@@ -378,14 +378,15 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     input has (``plan.json``)."""
     from capeval.api import score_with_states
     from capeval.language import non_english_items
-    from capeval.registry import metric_class
     from capeval.progress import progress
+    from capeval.registry import metric_class
 
     source = run.open()
     options = dict(run.options)
     if run.cider_table:
         options["cider_df"] = _cider_table(run)
     caught: dict[type, list] = {}
+    coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
     chunks = rows_total = 0
     with progress(None, total=source.num_rows, desc="score-dataset", enabled=run.progress if rank == 0 else False) \
             as bar:
@@ -430,9 +431,8 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 for keys in run.selected.values():
                     for key in keys:
                         columns[key] = []
-                for name in run.selected:
-                    if metric_class(name).reports_coverage:
-                        columns[f"coverage_{name}"] = []
+                for name in coverage_names:
+                    columns[f"coverage_{name}"] = []
             store.write_shard(run.folder, k, columns, record)
             bar.update(n)
     store.write_json(run.folder / store.PLAN, {"chunks": chunks, "input_rows": rows_total})

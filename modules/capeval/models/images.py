@@ -195,8 +195,9 @@ def decode_bytes(data: bytes, label: str):
 
 def _plain_jpeg_size(data: bytes) -> tuple[int, int] | None:
     """``(width, height)`` of a JPEG that :func:`decode_jpeg_rgb` may decode outside Pillow: baseline, extended or
-    progressive Huffman coding, 8-bit samples, 1 or 3 components, no EXIF block (its orientation is Pillow's path), no Adobe colour
-    transform marker, an end-of-image marker at the end (a truncated file is Pillow's to refuse); else ``None``."""
+    progressive Huffman coding, 8-bit samples, 1 or 3 components, no EXIF block (its orientation is Pillow's path),
+    no Adobe colour transform marker, an end-of-image marker at the end (a truncated file is Pillow's to refuse);
+    else ``None``."""
     if not data.startswith(b"\xff\xd8") or data.rfind(b"\xff\xd9", max(0, len(data) - 64)) < 0:
         return None
     size, i, n = None, 2, len(data)
@@ -248,7 +249,7 @@ def decode_jpeg_rgb(data: bytes, label: str):
     other threads run while it decodes (Pillow's reading holds the interpreter for about half its time); ``None``
     when the file is not a plain JPEG (:func:`_plain_jpeg_size`) or torchvision is missing: then :func:`decode_bytes`
     is the way. The pixels equal :func:`decode_bytes`'s (tested on JPEGs of every subsampling, quality, progressive
-    and greyscale, and on all 8,091 Flickr8k images)."""
+    and greyscale; measured on every JPEG of the benchmark data: ``benchmarks/jpeg_decoder_parity.py``)."""
     size = _plain_jpeg_size(data)
     if size is None:
         return None

@@ -189,12 +189,13 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
     rows: dict[str, Any] = {}
 
     # on a GPU the threads hand over uint8 pixels (4x fewer bytes to copy) normalised there; on the CPU they normalise
-    on_cpu = not NORMALIZE_ON_DEVICE if NORMALIZE_ON_DEVICE is not None else backend.device.type == "cpu"
+    normalize_in_threads = (not NORMALIZE_ON_DEVICE if NORMALIZE_ON_DEVICE is not None
+                            else backend.device.type == "cpu")
 
     def pixels_of(item):
         rgb = decode_jpeg_rgb(item.data, item.label) if FAST_JPEG and item.data is not None else None
         pixels = transform.geometry_uint8(item.decode()) if rgb is None else transform.decoded_uint8(rgb)
-        return transform.normalize_array(pixels) if on_cpu else pixels
+        return transform.normalize_array(pixels) if normalize_in_threads else pixels
 
     def load(index: int):
         item = read_item(images[index], index)
@@ -205,7 +206,8 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
 
     def encode(names: list[str], pixels: dict[str, Any]) -> None:
         batch = torch.from_numpy(np.stack([pixels.pop(k) for k in names]))
-        features = backend.image_features(batch if on_cpu else transform.normalize(batch, backend.device)).numpy()
+        pixels_in = batch if normalize_in_threads else transform.normalize(batch, backend.device)
+        features = backend.image_features(pixels_in).numpy()
         for key, row in zip(names, features):
             rows[key] = row
             _IMAGES.put((*base, key), row)

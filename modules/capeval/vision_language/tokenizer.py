@@ -21,6 +21,7 @@ feature; :mod:`capeval.vision_language.backends` relies on it).
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -160,6 +161,7 @@ def _encode_many(texts: list[str]) -> list[tuple[int, ...]]:
 
 
 _RECENT: OrderedDict = OrderedDict()
+_RECENT_LOCK = threading.Lock()
 #: Encodings of whole text lists kept per process: one call encodes its predictions and references once, though the
 #: truncation warning, CLIP-S and RefCLIP-S each ask for them.
 RECENT_ENCODINGS = 4
@@ -171,14 +173,16 @@ def encode_texts(texts: Sequence[str], prefix: str = DEFAULT_PREFIX,
     The result is shared with later calls on the same texts: do not modify it."""
     prefix = normalize_prefix(prefix)
     key = (tuple(texts), prefix, context_length)
-    found = _RECENT.get(key)
-    if found is not None:
-        _RECENT.move_to_end(key)
-        return found
+    with _RECENT_LOCK:  # the texts of a GPU call are encoded in a thread of their own
+        found = _RECENT.get(key)
+        if found is not None:
+            _RECENT.move_to_end(key)
+            return found
     encoded = _encode_texts(key[0], prefix, context_length)
-    _RECENT[key] = encoded
-    while len(_RECENT) > RECENT_ENCODINGS:
-        _RECENT.popitem(last=False)
+    with _RECENT_LOCK:
+        _RECENT[key] = encoded
+        while len(_RECENT) > RECENT_ENCODINGS:
+            _RECENT.popitem(last=False)
     return encoded
 
 
