@@ -48,7 +48,9 @@ def prepare(args) -> int:
     return 0
 
 
-def _tree_rss(proc) -> int:
+def _tree_rss(proc, peaks: dict[str, int] | None = None) -> int:
+    """Resident bytes of ``proc`` and all its descendants now; ``peaks`` (role -> bytes) keeps each member's largest
+    sample under ``main`` (the command's own process) or ``worker <pid>``."""
     import psutil
 
     try:
@@ -59,9 +61,13 @@ def _tree_rss(proc) -> int:
     total = 0
     for member in members:
         try:
-            total += member.memory_info().rss
+            rss = member.memory_info().rss
         except psutil.NoSuchProcess:
-            pass
+            continue
+        total += rss
+        if peaks is not None:
+            role = "main" if member.pid == proc.pid else f"worker {member.pid}"
+            peaks[role] = max(peaks.get(role, 0), rss)
     return total
 
 
@@ -69,9 +75,10 @@ def _run_once(command: list[str], kill_after: float | None) -> dict:
     start = time.perf_counter()
     proc = subprocess.Popen(command, start_new_session=True)
     peak = 0
+    peaks: dict[str, int] = {}
     killed = False
     while proc.poll() is None:
-        peak = max(peak, _tree_rss(proc))
+        peak = max(peak, _tree_rss(proc, peaks))
         if kill_after is not None and time.perf_counter() - start >= kill_after:
             os.killpg(proc.pid, signal.SIGKILL)
             killed = True
@@ -79,7 +86,8 @@ def _run_once(command: list[str], kill_after: float | None) -> dict:
             break
         time.sleep(0.2)
     return {"seconds": round(time.perf_counter() - start, 1), "peak_rss_gb": round(peak / 2**30, 3),
-            "exit_code": proc.returncode, "killed": killed}
+            "exit_code": proc.returncode, "killed": killed,
+            "peak_rss_gb_by_process": {role: round(b / 2**30, 3) for role, b in peaks.items()}}
 
 
 def run(args) -> int:

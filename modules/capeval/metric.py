@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -81,9 +82,10 @@ class CaptionMetric(ABC):
         return result_keys(self.name)
 
     @classmethod
-    def corpus_from_states(cls, states: list[Any]) -> dict[str, float]:
+    def corpus_from_states(cls, states: Iterable[Any]) -> dict[str, float]:
         """The corpus values of the batches whose :attr:`MetricOutput.state` are ``states`` (in batch order), as one
-        call on all their items would give them. Only metrics that set ``state`` implement it."""
+        call on all their items would give them, reading ``states`` once (it may be a generator, so that merging a
+        million batches holds one at a time). Only metrics that set ``state`` implement it."""
         raise NotImplementedError(f"{cls.name} has no mergeable corpus state.")
 
     @classmethod

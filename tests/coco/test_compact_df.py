@@ -62,7 +62,7 @@ def test_a_folder_with_the_older_string_table_still_resumes(tmp_path):
     grams, counts = ["a dog", "dog", "a", "ünï"], [3, 5, 9, 1]
     table = pa.table({"gram": grams, "df": pa.array(counts, pa.int64())})
     table = table.replace_schema_metadata({store.META_KEY: b'{"documents": 12}'})
-    pq.write_table(table, tmp_path / store.CIDER_DF)
+    pq.write_table(table, tmp_path / store.CIDER_DF_PARQUET)
     df = _cider_table(SimpleNamespace(folder=tmp_path))
     assert df.n_documents == 12 and df.settings["source"] == "references"
     assert df.lookup(grams + ["cat"]).tolist() == [3.0, 5.0, 9.0, 1.0, 0.0]

@@ -112,6 +112,37 @@ def test_processes_give_the_identical_output(tmp_path, rows):
     assert one == two
     assert (tmp_path / "one" / "result.json").read_bytes() == (tmp_path / "two" / "result.json").read_bytes()
     assert shards(tmp_path / "one") == shards(tmp_path / "two")
+    # the first pass counted in two shares and merged: the same document-frequency table, byte for byte
+    assert (tmp_path / "one" / "cider-df.bin").read_bytes() == (tmp_path / "two" / "cider-df.bin").read_bytes()
+    assert not list((tmp_path / "two").glob("cider-df.part-*")) and not list((tmp_path / "two").glob(".tmp-*"))
+
+
+def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_process_count(tmp_path, rows, monkeypatch):
+    """Parts of the first pass counted by 2 processes (one then lost), resumed with 3: the parts of 3 are counted and
+    merged, the stale part removed, the output that of one process."""
+    from capeval.dataset_scoring import run as run_module
+
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    one = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "one", chunk_size=30,
+                                language_check=False)
+
+    def interrupted(run, world):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "_merge_shares", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
+                                  language_check=False)
+    parts = sorted(p.name for p in out.glob("cider-df.part-*"))
+    assert parts == ["cider-df.part-00000-of-00002.bin", "cider-df.part-00001-of-00002.bin"]
+    (out / parts[1]).unlink()
+    three = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=3,
+                                  language_check=False)
+    assert three == one
+    assert (out / "cider-df.bin").read_bytes() == (tmp_path / "one" / "cider-df.bin").read_bytes()
+    assert not list(out.glob("cider-df.part-*"))
 
 
 _RUN = """
@@ -297,4 +328,39 @@ def test_accelerate_launch_splits_the_chunks_with_the_identical_output(tmp_path,
                                              "--no-language-check"]), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads((tmp_path / "launched" / "result.json").read_text()) == one
+    # each process counted its share of the first pass; the merged table is the one-process table
+    assert (tmp_path / "launched" / "cider-df.bin").read_bytes() == (tmp_path / "one" / "cider-df.bin").read_bytes()
+    assert not list((tmp_path / "launched").glob("cider-df.part-*"))
     assert shards(tmp_path / "launched") == shards(tmp_path / "one")
+
+
+def test_the_corpus_merge_holds_one_chunk_at_a_time():
+    """result.json's sums are math.fsum of every chunk's sum, kept as exact partials (memory independent of the
+    chunk count); BLEU's and METEOR's states are merged from generators, read once."""
+    import math
+
+    from capeval.coco.bleu import Bleu
+    from capeval.coco.meteor import Meteor
+    from capeval.dataset_scoring.run import ExactSum
+
+    rng = random.Random(11)
+    for _ in range(100):
+        values = [rng.uniform(-1, 1) * 10 ** rng.randint(-12, 12) for _ in range(rng.randint(0, 400))]
+        total = ExactSum()
+        for v in values:
+            total.add(v)
+        assert total.value() == math.fsum(values)
+        assert len(total._partials) <= 60  # bounded by the exponent range, not by the number of values
+    total.add(float("inf"))
+    assert total.value() == float("inf")
+
+    preds = [f"a dog number {i} runs on the grass" for i in range(30)]
+    refs = [["a dog runs on the green grass", "the dog is running"]] * 30
+    whole = capeval.score(preds, refs, metrics=["bleu", "meteor"], language_check=False)
+    from capeval.api import score_with_states
+
+    states = [score_with_states(preds[i:i + 7], refs[i:i + 7], metrics=["bleu", "meteor"], language_check=False)[1]
+              for i in range(0, 30, 7)]
+    bleu = Bleu.corpus_from_states(s["bleu"]["state"] for s in states)
+    meteor = Meteor.corpus_from_states(s["meteor"]["state"] for s in states)
+    assert bleu["bleu_4"] == whole["bleu_4"] and meteor["meteor"] == whole["meteor"]

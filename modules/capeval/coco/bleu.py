@@ -13,6 +13,7 @@ Scores are in [0, 1].
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import ClassVar
 
 import numpy as np
@@ -99,14 +100,20 @@ def bleu_from_totals(totals: dict, max_n: int = 4) -> list[float]:
     return corpus
 
 
-def merge_totals(parts: list[dict]) -> dict:
-    """The element-wise sum of several batches' BLEU totals."""
-    if not parts:
+def merge_totals(parts: Iterable[dict]) -> dict:
+    """The element-wise sum of several batches' BLEU totals (integers: exact in any order), read in one pass."""
+    merged: dict | None = None
+    for part in parts:
+        if merged is None:
+            width = len(part["correct"])
+            merged = {"correct": [0] * width, "guess": [0] * width, "testlen": 0, "reflen": 0}
+        for key in ("correct", "guess"):
+            merged[key] = [a + int(b) for a, b in zip(merged[key], part[key], strict=True)]
+        merged["testlen"] += int(part["testlen"])
+        merged["reflen"] += int(part["reflen"])
+    if merged is None:
         raise ValueError("no BLEU totals to merge.")
-    width = len(parts[0]["correct"])
-    return {"correct": [sum(int(p["correct"][k]) for p in parts) for k in range(width)],
-            "guess": [sum(int(p["guess"][k]) for p in parts) for k in range(width)],
-            "testlen": sum(int(p["testlen"]) for p in parts), "reflen": sum(int(p["reflen"]) for p in parts)}
+    return merged
 
 
 class Bleu(CaptionMetric):
@@ -127,6 +134,6 @@ class Bleu(CaptionMetric):
         )
 
     @classmethod
-    def corpus_from_states(cls, states: list) -> dict[str, float]:
+    def corpus_from_states(cls, states: Iterable) -> dict[str, float]:
         corpus = bleu_from_totals(merge_totals(states), 4)
         return {f"bleu_{k + 1}": float(value) for k, value in enumerate(corpus)}

@@ -12,6 +12,7 @@ segments' statistics, not the mean of the segment scores). Scores are in [0, 1].
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from capeval.batch import CaptionBatch
@@ -87,8 +88,9 @@ class Meteor(CaptionMetric):
                             state=list(prepared))
 
     @classmethod
-    def corpus_from_states(cls, states: list) -> dict[str, float]:
-        """The jar's aggregate over every batch's statistics lines, in order (the same sums as one call)."""
+    def corpus_from_states(cls, states: Iterable) -> dict[str, float]:
+        """The jar's aggregate over every batch's statistics lines, in order (the same sums as one call), read in one
+        pass (``states`` may be a generator: memory stays one batch's lines)."""
         from capeval.meteor.stats import aggregate, parse_stats, score
 
         return {"meteor": float(score(aggregate(parse_stats(line) for lines in states for line in lines)))}

@@ -4,9 +4,11 @@ The numbers are :func:`capeval.score`'s on the whole data (the rows that were no
 
 * per caption, every metric but two scores an item from that item alone, so a chunk's per-caption values are the
   whole call's; CIDEr-D's depend on document frequencies over every row's references, so with ``cider_df=
-  "references"`` a first pass counts them over all rows (``cider-df.parquet``) and each chunk scores with that table
-  (:class:`~capeval.coco.document_frequency.DocumentFrequency`); Polos normalises over its batches of 32, so the chunk
-  size must be a multiple of ``polos_batch_size``; SPICE-U's uniqueness is a property of the whole set and is refused;
+  "references"`` a first pass counts them over all rows (split over the processes like the chunks, each share a
+  sorted table on disk, merged into ``cider-df.bin``: :mod:`capeval.coco.disk_df`) and each chunk scores with that
+  table (:class:`~capeval.coco.disk_df.DiskDocumentFrequency`, read block by block); Polos normalises over its
+  batches of 32, so the chunk size must be a multiple of ``polos_batch_size``; SPICE-U's uniqueness is a property of
+  the whole set and is refused;
 * per corpus, BLEU's summed counts and METEOR's statistics lines are kept per chunk (the metrics' mergeable
   :attr:`~capeval.metric.MetricOutput.state`) and merged in row order; every other corpus value is the mean of the
   per-caption values, summed exactly (``math.fsum``) over the shards. A metric whose corpus value is neither is
@@ -175,17 +177,26 @@ def score_dataset(
     if is_main:
         store.open_folder(folder, settings)
         store.remove_temporaries(folder)
-        if cider_table:
-            _first_pass(run)
     if state is not None:
         state.wait_for_everyone()
+        if cider_table and not _counted(run):
+            _count_share(run, state.process_index, state.num_processes)
+            state.wait_for_everyone()
+            if is_main:
+                _merge_shares(run, state.num_processes)
+            state.wait_for_everyone()
         _score_chunks(run, state.process_index, state.num_processes)
         state.wait_for_everyone()
         return _finalize(run) if is_main else None
     if processes == 1:
+        if cider_table:
+            _count_share(run, 0, 1)
         _score_chunks(run, 0, 1)
     else:
-        _spawn(run, processes)
+        if cider_table and not _counted(run):
+            _spawn(run, processes, "count")
+            _merge_shares(run, processes)
+        _spawn(run, processes, "score")
     return _finalize(run)
 
 
@@ -302,30 +313,43 @@ def _image(value: Any, source: Source) -> Any:
     return value
 
 
-def _first_pass(run: _Run) -> None:
-    """CIDEr-D's document frequencies over every scorable row's references (one document per row), unless a
-    previous run of this folder counted them already."""
-    path = run.folder / store.CIDER_DF
-    if path.is_file():
-        return
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _counted(run: _Run) -> bool:
+    """Whether the first pass's table is there (from a previous run of this folder)."""
+    return (run.folder / store.CIDER_DF).is_file() or (run.folder / store.CIDER_DF_PARQUET).is_file()
 
+
+def _share_path(folder: Path, rank: int, world: int) -> Path:
+    return folder / f"cider-df.part-{rank:05d}-of-{world:05d}.bin"
+
+
+def _count_share(run: _Run, rank: int, world: int) -> None:
+    """The first pass, this process's share: CIDEr-D's document frequencies over the references of the scorable rows
+    of chunks ``k`` with ``k % world == rank`` (one document per row), into ``cider-df.bin`` when ``world`` is 1,
+    else into this share's part (merged by :func:`_merge_shares`). A share already counted is kept. Memory stays
+    bounded: the counter writes sorted runs to ``.tmp-cider-df-runs-<rank>/`` and merges them into its table
+    (:mod:`capeval.coco.disk_df`)."""
+    if _counted(run):
+        return
+    target = run.folder / store.CIDER_DF if world == 1 else _share_path(run.folder, rank, world)
+    if target.is_file():
+        return
     from capeval.batch import CaptionBatch
-    from capeval.coco.compact_df import DocumentFrequencyCounter, keys_to_words
+    from capeval.coco.disk_df import DiskDocumentFrequencyCounter
     from capeval.coco.document_frequency import reference_document_frequency
     from capeval.coco.ngrams import batch_ngrams
     from capeval.progress import progress
     from capeval.validation import normalize_inputs
 
     source = run.open()
-    counter = DocumentFrequencyCounter()  # 24 bytes per distinct n-gram (capeval.coco.compact_df)
-    documents = 0
+    counter = DiskDocumentFrequencyCounter(run.folder / f".tmp-cider-df-runs-{rank}")
     with progress(None, total=source.num_rows, desc="score-dataset: CIDEr-D document frequencies",
-                  enabled=run.progress) as bar:
-        for k, batch in enumerate(source.batches(run.chunk_size, _wanted(run))):
+                  enabled=run.progress if rank == 0 else False) as bar:
+        bar.unit = "rows"
+        for k, n, batch in source.chunks(run.chunk_size, _wanted(run), lambda k: k % world == rank):
+            bar.update(n)
+            if batch is None:
+                continue
             _, preds, refs, _, _ = _chunk_rows(run, k, batch, source)
-            bar.update(len(batch[run.columns["prediction"]]))
             if not preds:
                 continue
             preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
@@ -333,25 +357,37 @@ def _first_pass(run: _Run) -> None:
                                   tokenizer=run.score_kwargs["tokenizer"], progress=False)
             ng = batch_ngrams(tokens, 4)
             df, n_docs = reference_document_frequency(ng)
-            documents += n_docs
-            counter.add(ng.table.gram_strings(), df.astype(np.int64))
-    keys, counts = counter.table()
+            counter.add(ng.table.gram_strings(), df.astype(np.int64), documents=n_docs)
+    counter.write(target)
     del counter
-    high, low = keys_to_words(keys)
-    table = pa.table({"key_high": pa.array(high, pa.uint64()), "key_low": pa.array(low, pa.uint64()),
-                      "df": pa.array(counts, pa.int64())})
-    table = table.replace_schema_metadata({store.META_KEY: f'{{"documents": {documents}}}'.encode()})
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    store.write_atomic(path, sink.getvalue().to_pybytes())
-    del table, sink, keys, counts, high, low
     from capeval.models._deps import release_freed_memory
 
     release_freed_memory()  # the pass's n-gram strings were freed: hand their pages back before the scoring starts
-    pa.default_memory_pool().release_unused()
+
+
+def _merge_shares(run: _Run, world: int) -> None:
+    """``cider-df.bin`` from the ``world`` processes' parts (then removed, with parts of interrupted runs that had
+    another number of processes)."""
+    if _counted(run):
+        return
+    from capeval.coco.disk_df import merge_tables
+
+    parts = [_share_path(run.folder, rank, world) for rank in range(world)]
+    missing = [p.name for p in parts if not p.is_file()]
+    if missing:
+        raise RuntimeError(f"{run.folder}: the first pass's part(s) {', '.join(missing[:4])} are missing: a process "
+                           "did not finish counting; run the same call again.")
+    merge_tables(parts, run.folder / store.CIDER_DF, spill_dir=run.folder / ".tmp-cider-df-merge")
+    for stale in run.folder.glob("cider-df.part-*.bin"):
+        stale.unlink(missing_ok=True)
 
 
 def _cider_table(run: _Run):
+    """The first pass's table: on disk (``cider-df.bin``), or in memory from a folder begun before that format."""
+    if (run.folder / store.CIDER_DF).is_file():
+        from capeval.coco.disk_df import DiskDocumentFrequency
+
+        return DiskDocumentFrequency.open(run.folder / store.CIDER_DF)
     import json
 
     import pyarrow as pa
@@ -359,10 +395,10 @@ def _cider_table(run: _Run):
 
     from capeval.coco.compact_df import CompactDocumentFrequency, DocumentFrequencyCounter, keys_from_words
 
-    table = pq.read_table(run.folder / store.CIDER_DF)
+    table = pq.read_table(run.folder / store.CIDER_DF_PARQUET)
     documents = json.loads(table.schema.metadata[store.META_KEY])["documents"]
     counts = np.array(table.column("df").to_numpy(), dtype=np.int64)  # its own copy: the table is freed below
-    if "gram" in table.column_names:  # a folder begun before the compact table held the n-gram strings
+    if "gram" in table.column_names:  # the first parquet table held the n-gram strings
         counter = DocumentFrequencyCounter()
         counter.add(table.column("gram").to_pylist(), counts)
         keys, counts = counter.table()
@@ -391,10 +427,12 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     with progress(None, total=source.num_rows, desc="score-dataset", enabled=run.progress if rank == 0 else False) \
             as bar:
         bar.unit = "rows"
-        for k, batch in enumerate(source.batches(run.chunk_size, _wanted(run))):
-            n = len(batch[run.columns["prediction"]])
+        def mine(k: int) -> bool:  # this process's chunks that have no shard yet
+            return k % world == rank and store.read_record(store.shard_path(run.folder, k)) is None
+
+        for k, n, batch in source.chunks(run.chunk_size, _wanted(run), mine):
             chunks, rows_total = k + 1, rows_total + n
-            if k % world != rank or store.read_record(store.shard_path(run.folder, k)) is not None:
+            if batch is None:
                 bar.update(n)
                 continue
             ids, preds, refs, images, skipped = _chunk_rows(run, k, batch, source)
@@ -452,22 +490,24 @@ def _check_mean(name: str, keys: list[str], result: dict) -> None:
                              "chunk. Score it with capeval.score on the whole set.")
 
 
-def _worker(run: _Run, rank: int, world: int) -> None:
+def _worker(run: _Run, rank: int, world: int, task: str = "score") -> None:
     try:
-        _score_chunks(run, rank, world)
+        (_count_share if task == "count" else _score_chunks)(run, rank, world)
     except BaseException:
         store.write_atomic(run.folder / f".error-{rank}.txt", traceback.format_exc().encode("utf-8"))
         raise
 
 
-def _spawn(run: _Run, processes: int) -> None:
-    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process; the first failure raises."""
+def _spawn(run: _Run, processes: int, task: str) -> None:
+    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"count"``:
+    the first pass's shares; ``"score"``); the first failure raises."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     for stale in run.folder.glob(".error-*.txt"):
         stale.unlink()
-    workers = [context.Process(target=_worker, args=(run, rank, processes), name=f"capeval-score-dataset-{rank}")
+    workers = [context.Process(target=_worker, args=(run, rank, processes, task),
+                               name=f"capeval-score-dataset-{task}-{rank}")
                for rank in range(processes)]
     for w in workers:
         w.start()
@@ -482,6 +522,46 @@ def _spawn(run: _Run, processes: int) -> None:
                            "are kept; the same call resumes.")
 
 
+class ExactSum:
+    """A float sum kept exactly (Shewchuk's non-overlapping partials, as ``math.fsum`` keeps them): :meth:`value` is
+    ``math.fsum`` of every value added, in memory that does not grow with their number."""
+
+    def __init__(self) -> None:
+        self._partials: list[float] = []
+        self._special = 0.0  # inf / nan, which the partials cannot hold: added as floats are
+
+    def add(self, x: float) -> None:
+        x = float(x)
+        if not math.isfinite(x):
+            self._special += x
+            return
+        partials, i = self._partials, 0
+        for y in partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                partials[i] = lo
+                i += 1
+            x = hi
+        partials[i:] = [x]
+
+    def value(self) -> float:
+        return math.fsum(self._partials) + self._special if self._special else math.fsum(self._partials)
+
+
+def _states(run: _Run, chunks: int, name: str):
+    """Metric ``name``'s mergeable state of each chunk that has one, in chunk order, read shard by shard."""
+    for k in range(chunks):
+        record = store.read_record(store.shard_path(run.folder, k))
+        if record is None:
+            raise RuntimeError(f"chunk {k}'s shard became unreadable while the result was merged; run the same call "
+                               "again.")
+        if record["rows"] and name in record["states"]:
+            yield record["states"][name]
+
+
 def _finalize(run: _Run) -> dict[str, Any]:
     """Merge the shards in chunk order into ``result.json``."""
     import json
@@ -492,8 +572,8 @@ def _finalize(run: _Run) -> dict[str, Any]:
     if not plan_path.is_file():
         raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    sums: dict[str, list[float]] = {}
-    states: dict[str, list] = {name: [] for name in run.selected}
+    sums: dict[str, ExactSum] = {}
+    stateful: set[str] = set()
     tokens: dict[str, list[int]] = {}
     rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
     signature = None
@@ -512,9 +592,8 @@ def _finalize(run: _Run) -> dict[str, Any]:
             columns = store.read_columns(path)
             for keys in run.selected.values():
                 for key in keys:
-                    sums.setdefault(key, []).append(math.fsum(columns[key]))
-            for name, state in record["states"].items():
-                states[name].append(state)
+                    sums.setdefault(key, ExactSum()).add(math.fsum(columns[key]))
+            stateful.update(record["states"])
             for name, (known, total) in record.get("coverage", {}).items():
                 counts = tokens.setdefault(name, [0, 0])
                 counts[0], counts[1] = counts[0] + known, counts[1] + total
@@ -522,10 +601,10 @@ def _finalize(run: _Run) -> dict[str, Any]:
         raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
     result: dict[str, Any] = {}
     for name, keys in run.selected.items():
-        if states[name]:
-            result.update(metric_class(name).corpus_from_states(states[name]))
+        if name in stateful:  # merged shard by shard in chunk order: one chunk's state in memory at a time
+            result.update(metric_class(name).corpus_from_states(_states(run, plan["chunks"], name)))
         else:
-            result.update({key: math.fsum(sums[key]) / rows for key in keys})
+            result.update({key: sums[key].value() / rows for key in keys})
     fields = signature.split("|")
     fields = [f"nrefs:{next(iter(nrefs)) if len(nrefs) == 1 else 'var'}" if f.startswith("nrefs:") else f
               for f in fields]

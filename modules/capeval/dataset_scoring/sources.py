@@ -3,12 +3,16 @@
 
 Every source yields its rows in one fixed order, as column batches of exactly ``size`` rows (the last may be shorter),
 and has a JSON-able ``fingerprint`` that identifies the input (an output folder refuses another input).
+:meth:`Source.chunks` gives the same batches numbered, and skips the work for those a process does not want: parquet
+files read only the row groups of wanted chunks (located by the files' metadata) and a ``Dataset`` slices only
+wanted chunks, so N processes do not each convert every row to Python objects; streams and JSON lines are read
+through.
 """
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,10 +34,21 @@ class Source:
     num_rows: int | None
     _batches: Any = field(repr=False, default=None)
     base_dir: Path | None = None
+    _chunks: Any = field(repr=False, default=None)
 
     def batches(self, size: int, columns: Sequence[str]) -> Iterator[dict[str, list]]:
         """``{column: values}`` of ``size`` consecutive rows at a time, in the source's order."""
         return _rechunk(self._batches(size, list(columns)), size)
+
+    def chunks(self, size: int, columns: Sequence[str],
+               wanted: Callable[[int], bool]) -> Iterator[tuple[int, int, dict[str, list] | None]]:
+        """``(k, rows, batch)`` for chunk ``k`` = the ``k``-th batch of :meth:`batches`: ``batch`` only when
+        ``wanted(k)``, else ``None`` (with its row count; sources that can do so skip reading it)."""
+        if self._chunks is not None:
+            yield from self._chunks(size, list(columns), wanted)
+            return
+        for k, batch in enumerate(self.batches(size, columns)):
+            yield k, len(next(iter(batch.values()))), (batch if wanted(k) else None)
 
 
 def _rechunk(batches: Iterator[dict[str, list]], size: int) -> Iterator[dict[str, list]]:
@@ -85,16 +100,26 @@ def open_source(data: Any, *, split: str | None = None) -> Source:
 def _dataset_source(ds) -> Source:
     import datasets
 
-    def batches(size: int, columns: list[str]) -> Iterator[dict[str, list]]:
+    def columns_view(columns: list[str]):
         view = ds.select_columns(columns)
         for name in columns:  # image values as {"bytes", "path"}: capeval decodes only for metrics that read them
             if isinstance(view.features[name], datasets.Image) and view.features[name].decode:
                 view = view.cast_column(name, datasets.Image(decode=False))
+        return view
+
+    def batches(size: int, columns: list[str]) -> Iterator[dict[str, list]]:
+        view = columns_view(columns)
         for start in range(0, len(view), size):
             yield view[start:start + size]
 
+    def chunks(size: int, columns: list[str], wanted: Callable[[int], bool]):
+        view = columns_view(columns)
+        for k, start in enumerate(range(0, len(view), size)):
+            yield k, min(size, len(view) - start), (view[start:start + size] if wanted(k) else None)
+
     return Source(f"a Dataset of {len(ds):,} rows", {"kind": "datasets.Dataset", "fingerprint": ds._fingerprint,
-                                                     "rows": len(ds)}, list(ds.column_names), len(ds), batches)
+                                                     "rows": len(ds)}, list(ds.column_names), len(ds), batches,
+                  _chunks=chunks)
 
 
 def _iterable_source(ds, *, description: str, identity: dict | None = None) -> Source:
@@ -167,7 +192,11 @@ def _file_source(path: Path) -> Source:
                 for record_batch in pq.ParquetFile(f).iter_batches(batch_size=size, columns=wanted):
                     yield record_batch.to_pydict()
 
-        return Source(f"{len(files)} parquet file(s) under {path}", fingerprint, columns, total, batches, base)
+        def chunks(size: int, wanted_columns: list[str], wanted: Callable[[int], bool]):
+            yield from _parquet_chunks(files, metas, size, wanted_columns, wanted)
+
+        return Source(f"{len(files)} parquet file(s) under {path}", fingerprint, columns, total, batches, base,
+                      _chunks=chunks)
 
     def rows(f: Path) -> Iterator[dict]:
         with open(f, encoding="utf-8") as handle:
@@ -204,6 +233,46 @@ def _file_source(path: Path) -> Source:
             yield out
 
     return Source(f"{len(files)} JSON-lines file(s) under {path}", fingerprint, list(first), None, batches, base)
+
+
+def _parquet_chunks(files: list[Path], metas: list, size: int, columns: list[str],
+                    wanted: Callable[[int], bool]) -> Iterator[tuple[int, int, dict[str, list] | None]]:
+    """Chunks of ``size`` rows over the files' row groups in order; a wanted chunk reads the row groups it overlaps
+    (the last ones read are kept, so that neighbouring chunks in one row group read it once)."""
+    import bisect
+
+    groups = []  # (file index, row group, first row, rows)
+    first = 0
+    for fi, meta in enumerate(metas):
+        for g in range(meta.metadata.num_row_groups):
+            rows = meta.metadata.row_group(g).num_rows
+            if rows:
+                groups.append((fi, g, first, rows))
+                first += rows
+    starts = [g[2] for g in groups]
+    kept: dict[tuple[int, int], Any] = {}
+    for k in range(-(-first // size)):
+        lo, hi = k * size, min(first, (k + 1) * size)
+        if not wanted(k):
+            yield k, hi - lo, None
+            continue
+        pieces, used = [], {}
+        i = bisect.bisect_right(starts, lo) - 1
+        while i < len(groups) and groups[i][2] < hi:
+            fi, g, start, rows = groups[i]
+            table = kept.get((fi, g))
+            if table is None:
+                table = metas[fi].read_row_group(g, columns=columns)
+            used[(fi, g)] = table
+            a, b = max(lo, start) - start, min(hi, start + rows) - start
+            pieces.append(table.slice(a, b - a))
+            i += 1
+        kept = used  # only the row groups of this chunk stay in memory
+        batch = pieces[0].to_pydict()
+        for piece in pieces[1:]:  # as Python lists: files may store a column with other Arrow types
+            for name, values in piece.to_pydict().items():
+                batch[name].extend(values)
+        yield k, hi - lo, batch
 
 
 def _object(item: Any, path: Path, line: int) -> dict:

@@ -6,8 +6,10 @@ Layout of ``DIR``:
 * ``capeval-score-dataset.json``: the manifest (format and the settings of the run: input, columns, metrics,
   options, chunk size, capeval version). A folder whose manifest records other settings is refused and left as it is;
   a non-empty folder without one is not capeval's and is refused too.
-* ``cider-df.parquet``: CIDEr-D's document frequencies over every row's references (the first pass), with its
-  document count in the file's metadata; only when ``cider_d`` scores with ``cider_df="references"``.
+* ``cider-df.bin``: CIDEr-D's document frequencies over every row's references (the first pass), a sorted table on
+  disk with its document count in the header (:mod:`capeval.coco.disk_df`); only when ``cider_d`` scores with
+  ``cider_df="references"``. Folders begun by capeval 0.2.0 before it hold ``cider-df.parquet`` instead (read into
+  memory; resumed as they are).
 * ``shards/part-NNNNNN.parquet``: chunk N's rows (the id column, then one float column per per-caption result key,
   then ``coverage_<metric>`` for the metrics that report vocabulary coverage) with the chunk's record in the file's
   metadata (``capeval`` key: first row, row count, skipped rows, the chunk's signature, reference counts, the
@@ -28,7 +30,9 @@ from typing import Any
 MANIFEST = "capeval-score-dataset.json"
 FORMAT = "capeval-score-dataset/1"
 SHARDS = "shards"
-CIDER_DF = "cider-df.parquet"
+CIDER_DF = "cider-df.bin"
+#: The first pass's table as folders begun before the table on disk hold it (n-gram strings or digests, in memory).
+CIDER_DF_PARQUET = "cider-df.parquet"
 RESULT = "result.json"
 PLAN = "plan.json"
 META_KEY = b"capeval"
@@ -55,12 +59,17 @@ def write_json(path: Path, payload: Any) -> None:
 
 
 def remove_temporaries(folder: Path) -> list[Path]:
-    """The temporary files a killed run left (``.tmp-*``), removed."""
+    """The temporary files and folders a killed run left (``.tmp-*``), removed."""
+    import shutil
+
     removed = []
     for sub in (folder, folder / SHARDS):
         if sub.is_dir():
             for path in sub.glob(".tmp-*"):
-                path.unlink(missing_ok=True)
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
                 removed.append(path)
     return removed
 
