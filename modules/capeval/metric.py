@@ -20,8 +20,9 @@ class MetricOutput:
     extra: additional result entries (e.g. ``{"spice_details": [...]}``), merged into the result.
     state: for a metric whose corpus value is not the mean of its per-caption values (BLEU's summed counts, METEOR's
         aggregate of statistics lines), what the corpus value is computed from, JSON-able and mergeable over batches
-        by the class's :meth:`CaptionMetric.corpus_from_states` (:func:`capeval.score_dataset` scores a dataset in
-        chunks and merges them); ``None`` when the corpus value is the mean of the per-caption values.
+        by the class's :meth:`CaptionMetric.merge_state` / :meth:`CaptionMetric.corpus_from_merged` (or
+        :meth:`CaptionMetric.corpus_from_states`; :func:`capeval.score_dataset` scores a dataset in chunks and merges
+        them one at a time); ``None`` when the corpus value is the mean of the per-caption values.
     coverage: for a metric that reads a fixed vocabulary, the :class:`capeval.coverage.Coverage` behind
         ``result["coverage"]`` (its token counts are what :func:`capeval.score_dataset` adds up over chunks).
     """
@@ -85,7 +86,23 @@ class CaptionMetric(ABC):
     def corpus_from_states(cls, states: Iterable[Any]) -> dict[str, float]:
         """The corpus values of the batches whose :attr:`MetricOutput.state` are ``states`` (in batch order), as one
         call on all their items would give them, reading ``states`` once (it may be a generator, so that merging a
-        million batches holds one at a time). Only metrics that set ``state`` implement it."""
+        million batches holds one at a time): :meth:`merge_state` over them, then :meth:`corpus_from_merged`."""
+        merged = None
+        for state in states:
+            merged = cls.merge_state(merged, state)
+        if merged is None:
+            raise ValueError(f"{cls.name}: no batch state to merge.")
+        return cls.corpus_from_merged(merged)
+
+    @classmethod
+    def merge_state(cls, merged: Any, state: Any) -> Any:
+        """``merged`` (``None`` before the first batch) with the next batch's ``state`` added, in batch order; its
+        size does not grow with the number of batches. Only metrics that set ``state`` implement it."""
+        raise NotImplementedError(f"{cls.name} has no mergeable corpus state.")
+
+    @classmethod
+    def corpus_from_merged(cls, merged: Any) -> dict[str, float]:
+        """The corpus values from what :meth:`merge_state` accumulated."""
         raise NotImplementedError(f"{cls.name} has no mergeable corpus state.")
 
     @classmethod

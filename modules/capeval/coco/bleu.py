@@ -134,6 +134,10 @@ class Bleu(CaptionMetric):
         )
 
     @classmethod
-    def corpus_from_states(cls, states: Iterable) -> dict[str, float]:
-        corpus = bleu_from_totals(merge_totals(states), 4)
+    def merge_state(cls, merged: dict | None, state: dict) -> dict:
+        return merge_totals([state] if merged is None else [merged, state])
+
+    @classmethod
+    def corpus_from_merged(cls, merged: dict) -> dict[str, float]:
+        corpus = bleu_from_totals(merged, 4)
         return {f"bleu_{k + 1}": float(value) for k, value in enumerate(corpus)}

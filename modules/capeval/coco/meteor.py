@@ -88,12 +88,18 @@ class Meteor(CaptionMetric):
                             state=list(prepared))
 
     @classmethod
-    def corpus_from_states(cls, states: Iterable) -> dict[str, float]:
-        """The jar's aggregate over every batch's statistics lines, in order (the same sums as one call), read in one
-        pass (``states`` may be a generator: memory stays one batch's lines)."""
-        from capeval.meteor.stats import aggregate, parse_stats, score
+    def merge_state(cls, merged: list[float] | None, state: list[str]) -> list[float]:
+        """The jar's running aggregate (23 sums, in segment order: the same float sums as one call) with the next
+        batch's statistics lines added."""
+        from capeval.meteor.stats import aggregate, parse_stats
 
-        return {"meteor": float(score(aggregate(parse_stats(line) for lines in states for line in lines)))}
+        return aggregate((parse_stats(line) for line in state), start=merged)
+
+    @classmethod
+    def corpus_from_merged(cls, merged: list[float]) -> dict[str, float]:
+        from capeval.meteor.stats import score
+
+        return {"meteor": float(score(merged))}
 
     def prepare(self, batch: CaptionBatch) -> list[str]:
         """The jar's statistics line per item (the heavy part); :meth:`compute` evaluates them all at once."""

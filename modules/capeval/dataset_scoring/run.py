@@ -551,17 +551,6 @@ class ExactSum:
         return math.fsum(self._partials) + self._special if self._special else math.fsum(self._partials)
 
 
-def _states(run: _Run, chunks: int, name: str):
-    """Metric ``name``'s mergeable state of each chunk that has one, in chunk order, read shard by shard."""
-    for k in range(chunks):
-        record = store.read_record(store.shard_path(run.folder, k))
-        if record is None:
-            raise RuntimeError(f"chunk {k}'s shard became unreadable while the result was merged; run the same call "
-                               "again.")
-        if record["rows"] and name in record["states"]:
-            yield record["states"][name]
-
-
 def _finalize(run: _Run) -> dict[str, Any]:
     """Merge the shards in chunk order into ``result.json``."""
     import json
@@ -573,7 +562,7 @@ def _finalize(run: _Run) -> dict[str, Any]:
         raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
     sums: dict[str, ExactSum] = {}
-    stateful: set[str] = set()
+    merged: dict[str, Any] = {}  # per metric with a mergeable state: merge_state over the chunks, in order
     tokens: dict[str, list[int]] = {}
     rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
     signature = None
@@ -593,7 +582,8 @@ def _finalize(run: _Run) -> dict[str, Any]:
             for keys in run.selected.values():
                 for key in keys:
                     sums.setdefault(key, ExactSum()).add(math.fsum(columns[key]))
-            stateful.update(record["states"])
+            for name, state in record["states"].items():
+                merged[name] = metric_class(name).merge_state(merged.get(name), state)
             for name, (known, total) in record.get("coverage", {}).items():
                 counts = tokens.setdefault(name, [0, 0])
                 counts[0], counts[1] = counts[0] + known, counts[1] + total
@@ -601,8 +591,8 @@ def _finalize(run: _Run) -> dict[str, Any]:
         raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
     result: dict[str, Any] = {}
     for name, keys in run.selected.items():
-        if name in stateful:  # merged shard by shard in chunk order: one chunk's state in memory at a time
-            result.update(metric_class(name).corpus_from_states(_states(run, plan["chunks"], name)))
+        if name in merged:  # merged chunk by chunk: one chunk's state in memory at a time
+            result.update(metric_class(name).corpus_from_merged(merged[name]))
         else:
             result.update({key: sums[key].value() / rows for key in keys})
     fields = signature.split("|")

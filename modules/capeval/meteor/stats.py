@@ -74,10 +74,13 @@ def score(stats: Sequence[float]) -> float:
     return max(value, 0.0)
 
 
-def aggregate(rows: Iterable[Sequence[float]]) -> list[float]:
+def aggregate(rows: Iterable[Sequence[float]], start: Sequence[float] | None = None) -> list[float]:
     """Corpus statistics as ``MeteorStats.addStats`` accumulates them: every field summed in segment order,
-    except that a perfect segment (all words matched in one chunk) adds no chunks."""
-    total = [0.0] * STAT_FIELDS
+    except that a perfect segment (all words matched in one chunk) adds no chunks; ``start``: the sums of the
+    segments before these (so that batches aggregated one after another give one call's sums)."""
+    total = [0.0] * STAT_FIELDS if start is None else [float(v) for v in start]
+    if len(total) != STAT_FIELDS:
+        raise ValueError(f"METEOR statistics have {STAT_FIELDS} fields, got {len(total)} to start from.")
     for row in rows:
         if len(row) != STAT_FIELDS:
             raise ValueError(f"METEOR statistics have {STAT_FIELDS} fields, got {len(row)}.")
