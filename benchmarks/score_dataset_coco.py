@@ -1,6 +1,7 @@
 """Issue 39's benchmark: ``capeval score-dataset`` on COCO train2014's 414,113 captions, each scored against the other
 captions of its image, in 2 processes on this 2-core machine: wall time, rows/s and the peak resident memory of the
-whole process tree (sampled every 0.2 s with psutil), optionally killed with SIGKILL and resumed.
+whole process tree and of each of its processes (sampled every 0.2 s with psutil), optionally killed with SIGKILL and
+resumed.
 
     python benchmarks/score_dataset_coco.py prepare --out /tmp/coco-train2014.parquet [--limit N]
     python benchmarks/score_dataset_coco.py run --data /tmp/coco-train2014.parquet --out /tmp/sd-text \
