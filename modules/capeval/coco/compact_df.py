@@ -75,15 +75,21 @@ class DocumentFrequencyCounter:
 
     def __init__(self, merge_every: int = 2_000_000):
         self.merge_every = int(merge_every)
+        if self.merge_every < 1:
+            raise ValueError("merge_every must be positive.")
+        #: Documents the added chunks counted over (as :meth:`add` was told).
+        self.documents = 0
         self._keys = np.zeros(0, dtype=f"S{KEY_BYTES}")
         self._counts = np.zeros(0, dtype=np.int64)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
         self._pending_size = 0
 
-    def add(self, grams: Sequence[str], counts: Sequence[int] | np.ndarray) -> None:
+    def add(self, grams: Sequence[str], counts: Sequence[int] | np.ndarray, documents: int = 0) -> None:
+        """Add one chunk: its distinct grams, each one's document count, and its number of documents."""
         counts = np.asarray(counts, dtype=np.int64)
         if len(grams) != len(counts):
             raise ValueError(f"{len(grams)} grams but {len(counts)} counts.")
+        self.documents += int(documents)
         keep = counts > 0
         if not keep.any():
             return

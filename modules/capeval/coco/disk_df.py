@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.coco.compact_df import KEY_BYTES, _merge, _merge_sorted, gram_keys
+from capeval.coco.compact_df import KEY_BYTES, DocumentFrequencyCounter, _merge, gram_keys
 from capeval.coco.document_frequency import DocumentFrequency
 
 __all__ = ["DiskDocumentFrequency", "DiskDocumentFrequencyCounter", "FORMAT", "merge_tables", "read_header"]
@@ -135,49 +135,30 @@ def _merge_runs(runs: Sequence[_Run], block: int = MERGE_BLOCK) -> Iterator[tupl
             yield keys, counts
 
 
-class DiskDocumentFrequencyCounter:
-    """Adds ``(grams, counts)`` of chunk after chunk; :meth:`write` puts the table in a file.
+class DiskDocumentFrequencyCounter(DocumentFrequencyCounter):
+    """Adds ``(grams, counts)`` of chunk after chunk (:meth:`add`, with the chunk's number of documents); :meth:`write`
+    puts the table in a file.
 
     Memory: the sorted table (at most ``memory_entries`` entries, 24 bytes each) plus the chunks not yet merged into it
-    (at most ``merge_every`` entries); a full table becomes a run on disk in ``spill_dir`` (a temporary folder next to
-    the output unless given)."""
+    (at most ``merge_every`` entries); a full table becomes a sorted run on disk in ``spill_dir``."""
 
     def __init__(self, spill_dir: str | os.PathLike, *, memory_entries: int = 2_000_000,
                  merge_every: int = 1_000_000):
+        super().__init__(merge_every=merge_every)
         self.spill_dir = Path(spill_dir)
         self.memory_entries = int(memory_entries)
-        self.merge_every = int(merge_every)
-        if self.memory_entries < 1 or self.merge_every < 1:
-            raise ValueError("memory_entries and merge_every must be positive.")
-        self.documents = 0
-        self._keys = np.zeros(0, _KEY)
-        self._counts = np.zeros(0, _COUNT)
-        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
-        self._pending_size = 0
+        if self.memory_entries < 1:
+            raise ValueError("memory_entries must be positive.")
         self._runs: list[_Run] = []
 
-    def add(self, grams: Sequence[str], counts: Sequence[int] | np.ndarray, documents: int = 0) -> None:
-        """Add one chunk: its distinct grams, each one's document count, and its number of documents."""
-        counts = np.asarray(counts, dtype=np.int64)
-        if len(grams) != len(counts):
-            raise ValueError(f"{len(grams)} grams but {len(counts)} counts.")
-        self.documents += int(documents)
-        keep = counts > 0
-        if not keep.any():
-            return
-        self._pending.append(_merge(gram_keys([g for g, k in zip(grams, keep) if k]), counts[keep]))
-        self._pending_size += int(keep.sum())
-        if self._pending_size >= self.merge_every:
-            self._flush()
-
     def _flush(self) -> None:
-        if self._pending:
-            keys, counts = _merge(np.concatenate([k for k, _ in self._pending]),
-                                  np.concatenate([c for _, c in self._pending]))
-            self._pending, self._pending_size = [], 0
-            self._keys, self._counts = _merge_sorted(self._keys, self._counts, keys, counts)
+        super()._flush()
         if len(self._keys) >= self.memory_entries:
             self._spill()
+
+    def table(self):
+        raise TypeError("a DiskDocumentFrequencyCounter's table may be partly on disk: write(path) it, then read it "
+                        "with DiskDocumentFrequency.open(path).")
 
     def _spill(self) -> None:
         if len(self._keys):
