@@ -364,3 +364,26 @@ def test_the_corpus_merge_holds_one_chunk_at_a_time():
     bleu = Bleu.corpus_from_states(s["bleu"]["state"] for s in states)
     meteor = Meteor.corpus_from_states(s["meteor"]["state"] for s in states)
     assert bleu["bleu_4"] == whole["bleu_4"] and meteor["meteor"] == whole["meteor"]
+
+
+def test_an_accelerate_launch_waits_long_at_its_barriers(monkeypatch):
+    """NCCL gives up at a barrier after 10 minutes; a merge or a resumed process's last share can take hours."""
+    pytest.importorskip("accelerate")
+    pytest.importorskip("torch")
+    from datetime import timedelta
+
+    import capeval.parallel as parallel
+    from capeval.dataset_scoring.run import DISTRIBUTED_TIMEOUT_S, distributed_state
+
+    seen = {}
+    monkeypatch.setattr(parallel, "in_distributed_launch", lambda: True)
+    monkeypatch.setattr(parallel, "partial_state", lambda accelerate, **kwargs: seen.update(kwargs) or "state")
+    monkeypatch.delenv("CAPEVAL_DISTRIBUTED_TIMEOUT", raising=False)
+    assert distributed_state() == "state" and seen["timeout"] == timedelta(seconds=DISTRIBUTED_TIMEOUT_S)
+    monkeypatch.setenv("CAPEVAL_DISTRIBUTED_TIMEOUT", "90")
+    distributed_state()
+    assert seen["timeout"] == timedelta(seconds=90)
+    for bad in ("soon", "0", "-5", "nan"):
+        monkeypatch.setenv("CAPEVAL_DISTRIBUTED_TIMEOUT", bad)
+        with pytest.raises(ValueError, match="CAPEVAL_DISTRIBUTED_TIMEOUT"):
+            distributed_state()

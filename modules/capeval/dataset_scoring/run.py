@@ -200,9 +200,32 @@ def score_dataset(
     return _finalize(run)
 
 
+#: Seconds the processes of an ``accelerate launch`` wait for each other at a barrier (``$CAPEVAL_DISTRIBUTED_TIMEOUT``
+#: overrides it): the main process's merge of the first pass, or the last process's share of a pass on a resumed run,
+#: may take hours on a large dataset, where NCCL's own default gives up after 10 minutes. A process that fails ends
+#: the launch (torchrun stops the others), so a long wait here is not a hang.
+DISTRIBUTED_TIMEOUT_S = 7 * 24 * 3600
+
+
+def distributed_timeout():
+    """The barrier timeout of :data:`DISTRIBUTED_TIMEOUT_S` / ``$CAPEVAL_DISTRIBUTED_TIMEOUT`` as a ``timedelta``."""
+    from datetime import timedelta
+
+    text = os.environ.get("CAPEVAL_DISTRIBUTED_TIMEOUT", "").strip()
+    try:
+        seconds = float(text) if text else float(DISTRIBUTED_TIMEOUT_S)
+    except ValueError:
+        raise ValueError(f"CAPEVAL_DISTRIBUTED_TIMEOUT must be a number of seconds, got {text!r:.40}.") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"CAPEVAL_DISTRIBUTED_TIMEOUT must be a positive number of seconds, got {text!r:.40}.")
+    return timedelta(seconds=seconds)
+
+
 def distributed_state():
     """accelerate's ``PartialState`` when this process is one of several launched by ``accelerate launch`` /
-    torchrun (``WORLD_SIZE`` > 1), else ``None``: the processes split the chunks, the main one writes the result."""
+    torchrun (``WORLD_SIZE`` > 1), else ``None``: the processes split the chunks, the main one writes the result.
+    The process group it starts waits :func:`distributed_timeout` at a barrier (a group the caller started keeps
+    its own timeout)."""
     from capeval.parallel import in_distributed_launch, partial_state
 
     if not in_distributed_launch():
@@ -215,7 +238,8 @@ def distributed_state():
     except ImportError:
         torch = None
     gpus = torch is not None and torch.cuda.is_available()
-    state = partial_state(accelerate, cpu=not gpus)  # without GPUs: gloo, so the processes still know their ranks
+    # without GPUs: gloo, so the processes still know their ranks
+    state = partial_state(accelerate, cpu=not gpus, timeout=distributed_timeout())
     if gpus:  # each process's learned metrics on its own GPU
         torch.cuda.set_device(state.local_process_index % torch.cuda.device_count())
     return state
