@@ -387,3 +387,29 @@ def test_an_accelerate_launch_waits_long_at_its_barriers(monkeypatch):
         monkeypatch.setenv("CAPEVAL_DISTRIBUTED_TIMEOUT", bad)
         with pytest.raises(ValueError, match="CAPEVAL_DISTRIBUTED_TIMEOUT"):
             distributed_state()
+
+
+def test_a_first_pass_that_spills_to_disk_gives_the_same_numbers(tmp_path, rows, whole, monkeypatch):
+    """The counter's memory bound forced down to 300 entries: many sorted runs, merged in rounds of 2."""
+    from capeval.coco import disk_df
+
+    monkeypatch.setattr(disk_df, "MEMORY_ENTRIES", 300)
+    monkeypatch.setattr(disk_df, "MERGE_EVERY", 100)
+    monkeypatch.setattr(disk_df, "FAN_IN", 2)
+    monkeypatch.setattr(disk_df, "MERGE_BLOCK", 64)
+    monkeypatch.setattr(disk_df, "BLOCK", 8)
+    spilled = []
+    original = disk_df.DiskDocumentFrequencyCounter._spill
+
+    def spill(self):
+        spilled.append(len(self._keys))
+        original(self)
+
+    monkeypatch.setattr(disk_df.DiskDocumentFrequencyCounter, "_spill", spill)
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    result = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "out", chunk_size=25,
+                                   language_check=False)
+    assert len(spilled) >= 4
+    _assert_equal_to_whole(result, shards(tmp_path / "out"), whole, rows)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        ["capeval-score-dataset.json", "cider-df.bin", "plan.json", "result.json", "shards"])

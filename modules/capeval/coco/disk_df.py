@@ -50,6 +50,10 @@ BLOCK = 1024
 FAN_IN = 32
 #: Entries of each run held in memory during a merge.
 MERGE_BLOCK = 32_768
+#: Entries a counter holds in memory before it writes them to disk as a sorted run (24 bytes each).
+MEMORY_ENTRIES = 2_000_000
+#: Entries of added chunks a counter collects before merging them into its sorted table.
+MERGE_EVERY = 1_000_000
 #: Blocks read at once by one lookup (at most ``MAX_READ_BLOCKS * BLOCK * 24`` bytes: 6 MB).
 MAX_READ_BLOCKS = 256
 _KEY = np.dtype(f"S{KEY_BYTES}")
@@ -139,14 +143,15 @@ class DiskDocumentFrequencyCounter(DocumentFrequencyCounter):
     """Adds ``(grams, counts)`` of chunk after chunk (:meth:`add`, with the chunk's number of documents); :meth:`write`
     puts the table in a file.
 
-    Memory: the sorted table (at most ``memory_entries`` entries, 24 bytes each) plus the chunks not yet merged into it
-    (at most ``merge_every`` entries); a full table becomes a sorted run on disk in ``spill_dir``."""
+    Memory: the sorted table (at most ``memory_entries`` entries, 24 bytes each; default :data:`MEMORY_ENTRIES`) plus
+    the chunks not yet merged into it (at most ``merge_every`` entries; :data:`MERGE_EVERY`); a full table becomes a
+    sorted run on disk in ``spill_dir``."""
 
-    def __init__(self, spill_dir: str | os.PathLike, *, memory_entries: int = 2_000_000,
-                 merge_every: int = 1_000_000):
-        super().__init__(merge_every=merge_every)
+    def __init__(self, spill_dir: str | os.PathLike, *, memory_entries: int | None = None,
+                 merge_every: int | None = None):
+        super().__init__(merge_every=MERGE_EVERY if merge_every is None else merge_every)
         self.spill_dir = Path(spill_dir)
-        self.memory_entries = int(memory_entries)
+        self.memory_entries = int(MEMORY_ENTRIES if memory_entries is None else memory_entries)
         if self.memory_entries < 1:
             raise ValueError("memory_entries must be positive.")
         self._runs: list[_Run] = []
