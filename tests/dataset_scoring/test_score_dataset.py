@@ -144,6 +144,17 @@ def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_proces
     assert (out / "cider-df.bin").read_bytes() == (tmp_path / "one" / "cider-df.bin").read_bytes()
     assert not list(out.glob("cider-df.part-*"))
 
+    # the same interruption resumed in one process: it counts alone and removes the stale part
+    out = tmp_path / "out-1"
+    with monkeypatch.context() as patch:
+        patch.setattr(run_module, "_merge_shares", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
+                                  language_check=False)
+    assert capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30,
+                                 language_check=False) == one
+    assert not list(out.glob("cider-df.part-*"))
+
 
 _RUN = """
 import sys, warnings

@@ -384,6 +384,8 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
             counter.add(ng.table.gram_strings(), df.astype(np.int64), documents=n_docs)
     counter.write(target)
     del counter
+    if world == 1:
+        _remove_shares(run.folder)  # parts an interrupted run with more processes left
     from capeval.models._deps import release_freed_memory
 
     release_freed_memory()  # the pass's n-gram strings were freed: hand their pages back before the scoring starts
@@ -402,8 +404,12 @@ def _merge_shares(run: _Run, world: int) -> None:
         raise RuntimeError(f"{run.folder}: the first pass's part(s) {', '.join(missing[:4])} are missing: a process "
                            "did not finish counting; run the same call again.")
     merge_tables(parts, run.folder / store.CIDER_DF, spill_dir=run.folder / ".tmp-cider-df-merge")
-    for stale in run.folder.glob("cider-df.part-*.bin"):
-        stale.unlink(missing_ok=True)
+    _remove_shares(run.folder)
+
+
+def _remove_shares(folder: Path) -> None:
+    for part in folder.glob("cider-df.part-*.bin"):
+        part.unlink(missing_ok=True)
 
 
 def _cider_table(run: _Run):
