@@ -86,6 +86,7 @@ def run_variant(name: str, args) -> dict:
 
         load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
         out["load_s"] = time.perf_counter() - t0
+        breakdown = _time_parts() if args.breakdown else None
         metrics = ["clip_s"] if name == "capeval-clip_s" else ["clip_s", "ref_clip_s"]
         profiler = None
         if args.profile_out:
@@ -97,6 +98,8 @@ def run_variant(name: str, args) -> dict:
         result = capeval.score(cands, refs, metrics=metrics, images=paths, clip_model=args.checkpoint,
                                clip_device=args.device, clip_dtype=args.dtype)
         out["score_s"] = time.perf_counter() - t1
+        if breakdown is not None:
+            out["breakdown"] = breakdown.report()
         if args.again:  # the same work again in this process, every cache emptied: what is left once CUDA is warm
             from capeval.vision_language import features, tokenizer
 
@@ -179,6 +182,51 @@ def reference_on_device(ref, model, paths, cands, refs, args):
     return per, np.asarray(combined)
 
 
+class _Parts:
+    """Seconds spent in named parts of capeval's pipeline (summed over threads, so parts that run beside each other
+    can add up to more than the wall time), and how often each ran."""
+
+    def __init__(self):
+        import threading
+
+        self.lock, self.seconds, self.calls = threading.Lock(), {}, {}
+
+    def wrap(self, owner, attribute: str, name: str) -> None:
+        inner = getattr(owner, attribute)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                with self.lock:
+                    self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+                    self.calls[name] = self.calls.get(name, 0) + 1
+
+        setattr(owner, attribute, timed)
+
+    def report(self) -> dict:
+        return {name: {"seconds": round(self.seconds[name], 4), "calls": self.calls[name]} for name in self.seconds}
+
+
+def _time_parts() -> _Parts:
+    """``--breakdown``: wrap the pipeline's parts (model calls include the wait for the device: they copy to the
+    CPU). Patched for the rest of this process."""
+    from capeval.models import images
+    from capeval.vision_language import backends, features, tokenizer
+
+    parts = _Parts()
+    parts.wrap(backends.ClipBackend, "image_features", "model: image batches (device + copy back)")
+    parts.wrap(backends.ClipBackend, "text_features", "model: text batches (device + copy back)")
+    parts.wrap(features, "image_features", "image_features (wall, all images)")
+    parts.wrap(features, "text_features", "text_features (wall, one call per text list)")
+    parts.wrap(features, "encode_texts", "tokenize (in text_features)")
+    parts.wrap(tokenizer, "encode_texts", "tokenize (truncation warning)")
+    parts.wrap(images, "read_item", "read + hash (threads, summed)")
+    parts.wrap(images, "decode_jpeg_rgb", "decode JPEG (threads, summed)")
+    return parts
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--images", type=int, default=1000)
@@ -195,6 +243,8 @@ def main() -> int:
     p.add_argument("--decode-workers", type=int, help="capeval: decoding threads (default: capeval's)")
     p.add_argument("--no-fast-jpeg", action="store_true", help="capeval: decode every image with Pillow")
     p.add_argument("--no-overlap", action="store_true", help="capeval: encode texts after the images, not beside")
+    p.add_argument("--breakdown", action="store_true",
+                   help="capeval: seconds spent in each part of the pipeline (first scoring), under 'breakdown'")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--checkpoint", help=argparse.SUPPRESS)
     p.add_argument("--hf-folder", help=argparse.SUPPRESS)
@@ -224,8 +274,8 @@ def main() -> int:
             command.append("--again")
         if args.decode_workers:
             command += ["--decode-workers", str(args.decode_workers)]
-        command += [flag for flag, on in (("--no-fast-jpeg", args.no_fast_jpeg), ("--no-overlap", args.no_overlap))
-                    if on]
+        command += [flag for flag, on in (("--no-fast-jpeg", args.no_fast_jpeg), ("--no-overlap", args.no_overlap),
+                                          ("--breakdown", args.breakdown)) if on]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(json.dumps({"variant": variant, "error": done.stderr[-2000:]}), flush=True)

@@ -2,9 +2,9 @@
 # clip_s + ref_clip_s on a lent GPU machine (issues 37 item 8 and 39 item 6): benchmarks/clip_speed.py over the folder
 # that `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference
 # procedure, torchmetrics and clip_s alone (capeval also timed a second time in the same process with every cache
-# emptied), capeval with one part of its pipeline changed at a time (8 decoding threads, Pillow for
-# every image, texts after images), float16 (clipscore.py's own GPU path) against the reference in
-# float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
+# emptied), capeval's time per part of its pipeline (--breakdown, cProfile), capeval with one part of its pipeline
+# changed at a time (Pillow for every image, texts after images), float16 (clipscore.py's own GPU path) against the
+# reference in float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
 # out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
 # hub_models/ (62 MB of tracked Hub mirrors) it is over the device's 64 MiB, so move that folder out of the checkout
 # for the call (nothing here reads it) and back after.
@@ -23,7 +23,8 @@ speed() { timeout 240 "$py" benchmarks/clip_speed.py --images "$images" --device
 speed --variants capeval,capeval-clip_s,reference,torchmetrics --again --scores-out "$out/scores-fp32.json" 2>&1 \
   | tee "$out/clip-speed-fp32.jsonl"
 # the pipeline's parts, one at a time (capeval only; same weights and images)
-speed --variants capeval --again --decode-workers 8 2>&1 | tee "$out/clip-speed-knobs.jsonl"
+# where the time goes: each part's seconds (--breakdown) and the main thread's cProfile listing
+speed --variants capeval --again --breakdown --profile-out "$out/profile" 2>&1 | tee "$out/clip-speed-knobs.jsonl"
 speed --variants capeval --again --no-fast-jpeg 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 speed --variants capeval --again --no-overlap 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 if [ "$device" != cpu ]; then
