@@ -103,6 +103,42 @@ def test_every_kind_of_input_gives_the_same_output(tmp_path, rows, whole):
         _assert_equal_to_whole(result, shards(tmp_path / f"out-{name}"), whole, rows)
 
 
+def test_a_hub_dataset_id_is_streamed_through_datasets(tmp_path, rows, whole, monkeypatch):
+    """A Hub id with a split: datasets.load_dataset(id, split=..., streaming=True), read as an IterableDataset (the
+    Hub itself stands in by a local stream: nothing is downloaded); without a split, a clear error before any work."""
+    datasets = pytest.importorskip("datasets")
+    calls = []
+
+    def load_dataset(path, *args, **kwargs):
+        calls.append((path, args, kwargs))
+        return datasets.Dataset.from_list(rows).to_iterable_dataset(num_shards=2)
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    out = tmp_path / "out"
+    result = capeval.score_dataset("someone/captions", metrics=TEXT_METRICS, output_dir=out, split="test",
+                                   chunk_size=40, language_check=False)
+    assert calls == [("someone/captions", (), {"split": "test", "streaming": True})]
+    _assert_equal_to_whole(result, shards(out), whole, rows)
+    manifest = json.loads((out / "capeval-score-dataset.json").read_text())
+    assert manifest["settings"]["input"] == {"kind": "hub", "id": "someone/captions", "split": "test"}
+    # the same id and split resume the folder; another split is another input
+    assert capeval.score_dataset("someone/captions", metrics=TEXT_METRICS, output_dir=out, split="test",
+                                 chunk_size=40, language_check=False) == result
+    with pytest.raises(ValueError, match="other settings"):
+        capeval.score_dataset("someone/captions", metrics=TEXT_METRICS, output_dir=out, split="train",
+                              chunk_size=40, language_check=False)
+    with pytest.raises(ValueError, match="needs a split"):
+        capeval.score_dataset("someone/captions", metrics=TEXT_METRICS, output_dir=tmp_path / "none",
+                              language_check=False)
+    assert not (tmp_path / "none").exists()
+    # the command line: DATA a Hub id, --split
+    from capeval.cli import main
+
+    assert main(["score-dataset", "someone/captions", "--split", "test", "--out", str(tmp_path / "cli"), "--metrics",
+                 ",".join(TEXT_METRICS), "--chunk-size", "40", "--no-language-check"]) == 0
+    assert json.loads((tmp_path / "cli" / "result.json").read_text()) == result
+
+
 def test_processes_give_the_identical_output(tmp_path, rows):
     data = write_jsonl(tmp_path / "data.jsonl", rows)
     one = capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=tmp_path / "one", chunk_size=50,
