@@ -165,12 +165,15 @@ def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_proces
     def interrupted(run, world):
         raise KeyboardInterrupt
 
+    def counted_by_two_then_interrupted(out):
+        with monkeypatch.context() as patch:
+            patch.setattr(run_module, "_merge_shares", interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
+                                      language_check=False)
+
     out = tmp_path / "out"
-    with monkeypatch.context() as patch:
-        patch.setattr(run_module, "_merge_shares", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
-                                  language_check=False)
+    counted_by_two_then_interrupted(out)
     parts = sorted(p.name for p in out.glob("cider-df.part-*"))
     assert parts == ["cider-df.part-00000-of-00002.bin", "cider-df.part-00001-of-00002.bin"]
     (out / parts[1]).unlink()
@@ -182,11 +185,7 @@ def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_proces
 
     # the same interruption resumed in one process: it counts alone and removes the stale part
     out = tmp_path / "out-1"
-    with monkeypatch.context() as patch:
-        patch.setattr(run_module, "_merge_shares", interrupted)
-        with pytest.raises(KeyboardInterrupt):
-            capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
-                                  language_check=False)
+    counted_by_two_then_interrupted(out)
     assert capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30,
                                  language_check=False) == one
     assert not list(out.glob("cider-df.part-*"))
