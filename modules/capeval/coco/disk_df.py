@@ -76,9 +76,9 @@ class _Run:
         return _Run(f"{stem}.keys", 0, f"{stem}.counts", 0, os.path.getsize(f"{stem}.keys") // KEY_BYTES, True)
 
     @staticmethod
-    def of_table(path: str | os.PathLike) -> _Run:
-        """The entries of a ``capeval-df/1`` file (left in place by :meth:`remove`)."""
-        header = read_header(path)
+    def of_table(path: str | os.PathLike, header: dict) -> _Run:
+        """The entries of the ``capeval-df/1`` file at ``path`` whose header is ``header`` (left in place by
+        :meth:`remove`)."""
         return _Run(path, header["keys_at"], path, header["counts_at"], header["entries"], False)
 
     @staticmethod
@@ -195,8 +195,9 @@ def merge_tables(paths: Sequence[str | os.PathLike], path: str | os.PathLike,
                  spill_dir: str | os.PathLike | None = None) -> dict:
     """One table at ``path`` from ``capeval-df/1`` tables counted over disjoint documents (counts and document counts
     added; e.g. one table per process); the inputs are left in place. Returns the new file's header."""
-    runs = [_Run.of_table(p) for p in paths]
-    documents = sum(read_header(p)["documents"] for p in paths)
+    headers = [read_header(p) for p in paths]  # each file's header read once
+    runs = [_Run.of_table(p, header) for p, header in zip(paths, headers)]
+    documents = sum(header["documents"] for header in headers)
     spill = Path(spill_dir) if spill_dir is not None else Path(path).parent / f".tmp-{Path(path).name}.runs"
     try:
         return _write_merged(Path(path), runs, spill, documents)

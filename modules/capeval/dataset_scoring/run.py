@@ -578,7 +578,8 @@ class ExactSum:
         partials[i:] = [x]
 
     def value(self) -> float:
-        return math.fsum(self._partials) + self._special if self._special else math.fsum(self._partials)
+        total = math.fsum(self._partials)
+        return total + self._special if self._special else total
 
 
 def _finalize(run: _Run) -> dict[str, Any]:
