@@ -104,8 +104,7 @@ def run_variant(name: str, args) -> dict:
             from capeval.vision_language import features, tokenizer
 
             features.clear_feature_caches()
-            tokenizer._RECENT.clear()
-            tokenizer._ENCODED.clear()
+            tokenizer.clear_caches()
             t2 = time.perf_counter()
             capeval.score(cands, refs, metrics=metrics, images=paths, clip_model=args.checkpoint,
                           clip_device=args.device, clip_dtype=args.dtype)

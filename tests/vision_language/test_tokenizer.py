@@ -34,7 +34,7 @@ def _got(texts, prefix="A photo depicts "):
 
 
 def _clear():
-    T._ENCODED.clear()
+    T.clear_caches()
 
 
 def test_odd_strings_both_paths(monkeypatch):
@@ -79,3 +79,22 @@ def test_the_ascii_shortcut_cleans_as_ftfy_and_html_do(text):
 def test_the_ascii_shortcut_on_texts_it_takes(text):
     assert T._PLAIN.fullmatch(text)
     assert T.clean(text) == T._bpe().clean_fn(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=40), min_size=1, max_size=6))
+def test_ids_assembled_from_pieces_other_texts_taught(texts):
+    """A text's ids put together from the per-process piece table, filled by other texts (never emptied here), equal
+    the reference's."""
+    T.encode_texts([f"{t} {t[::-1]} {t.upper()}" for t in texts], "")
+    assert (_got(texts, "") == _expected(texts, "")).all()
+
+
+def test_the_piece_table_stays_bounded(monkeypatch):
+    _clear()
+    monkeypatch.setattr(T, "PIECE_CACHE_SIZE", 10)
+    texts = [f"word{i} other{i} thing{i}" for i in range(30)]
+    for chunk in (texts[:10], texts[10:], texts[5:25]):
+        assert (_got(chunk) == _expected(chunk)).all()
+        assert len(T._PIECE_IDS) <= 10
+    _clear()

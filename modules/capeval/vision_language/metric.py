@@ -227,11 +227,12 @@ class _VisionLanguageMetric(CaptionMetric):
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         backend = self._backend()
-        warn_truncated(batch, self.config[f"{self.family}_prefix"], backend.context_length, self.with_references)
         prepared = self._prepared
         if prepared is not None and len(prepared) != len(batch):
             raise ValueError(f"{self.name}: {len(prepared)} prepared items for a batch of {len(batch)}.")
         per = [float(s) for s in (prepared if prepared is not None else self.prepare(batch))]
+        # after the scoring, which tokenized these texts already (on a GPU beside the images' decoding)
+        warn_truncated(batch, self.config[f"{self.family}_prefix"], backend.context_length, self.with_references)
         return MetricOutput(corpus={self.name: float(np.mean(per)) if per else 0.0}, per_caption={self.name: per},
                             signature=self.signature_value(backend))
 

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 
 #: The prompt clipscore.py and PAC-S put before every caption and reference (the "A photo depicts" prefix, with the
 #: space the reference adds when the prefix does not end with one).
@@ -136,28 +137,52 @@ def _encode_slow(pieces: list[str]) -> tuple[int, ...]:
 _ENCODED: dict[str, tuple[int, ...]] = {}
 #: Texts whose ids are kept per process (a caption repeated across calls is tokenized once).
 ENCODED_CACHE_SIZE = 200_000
+_PIECE_IDS: dict[str, tuple[int, ...]] = {}
+#: Pieces (words, punctuation runs) whose byte-pair ids are kept per process: OpenAI's encoder applies its merges to
+#: each piece alone, so a text's ids are its pieces' ids one after the other, and a caption's words are nearly always
+#: ones already seen.
+PIECE_CACHE_SIZE = 500_000
+_ENCODE_LOCK = threading.Lock()
 
 
 def _encode_many(texts: list[str]) -> list[tuple[int, ...]]:
-    """Byte-pair ids (without start / end of text) of each text: Rust ``tokenizers`` for a batch when installed (the
-    same ids: ``tests/vision_language/test_parity.py`` checks them against OpenAI's ``clip.tokenize``), else Python."""
-    todo = [t for t in dict.fromkeys(texts) if t not in _ENCODED]
-    if todo:
-        pieces = [_pieces(t) for t in todo]
-        fast = _fast_bpe()
-        plain = [i for i, p in enumerate(pieces) if p and not any(x in _SPECIAL for x in p)]
-        results: list[tuple[int, ...] | None] = [None] * len(todo)
-        if fast is not None and plain:
-            for i, encoding in zip(plain, fast.encode_batch([pieces[i] for i in plain], is_pretokenized=True,
-                                                            add_special_tokens=False)):
-                results[i] = tuple(encoding.ids)
-        for i, result in enumerate(results):
-            if result is None:
-                results[i] = _encode_slow(pieces[i])
-        if len(_ENCODED) + len(todo) > ENCODED_CACHE_SIZE:
-            _ENCODED.clear()
-        _ENCODED.update(zip(todo, results))
-    return [_ENCODED[t] for t in texts]
+    """Byte-pair ids (without start / end of text) of each text: its pieces' ids, each distinct piece encoded once by
+    Rust ``tokenizers`` when installed (the same ids: ``tests/vision_language/test_parity.py`` checks them against
+    OpenAI's ``clip.tokenize``), else in Python; special pieces (``<|endoftext|>``) as their ids."""
+    with _ENCODE_LOCK:  # the texts of a GPU call are encoded in a thread of their own
+        todo = [t for t in dict.fromkeys(texts) if t not in _ENCODED]
+        if todo:
+            pieces = [_pieces(t) for t in todo]
+            _encode_pieces([p for p in dict.fromkeys(chain.from_iterable(pieces)) if p not in _PIECE_IDS])
+            ids = _PIECE_IDS
+            results = [tuple(chain.from_iterable([ids[p] for p in text_pieces])) for text_pieces in pieces]
+            if len(_ENCODED) + len(todo) > ENCODED_CACHE_SIZE:
+                _ENCODED.clear()
+            _ENCODED.update(zip(todo, results))
+            if len(_PIECE_IDS) > PIECE_CACHE_SIZE:
+                _PIECE_IDS.clear()
+        return [_ENCODED[t] for t in texts]
+
+
+def _encode_pieces(new: list[str]) -> None:
+    """Each piece of ``new`` (none of them known yet) into :data:`_PIECE_IDS`."""
+    fast = _fast_bpe()
+    plain = [p for p in new if p not in _SPECIAL]
+    if fast is not None and plain:
+        encodings = fast.encode_batch([[p] for p in plain], is_pretokenized=True, add_special_tokens=False)
+        _PIECE_IDS.update((p, tuple(e.ids)) for p, e in zip(plain, encodings))
+    for piece in new:
+        if piece not in _PIECE_IDS:
+            _PIECE_IDS[piece] = _encode_slow([piece])
+
+
+def clear_caches() -> None:
+    """Forget every text's and piece's ids and the recent encodings (tests, benchmarks of a cold start)."""
+    with _ENCODE_LOCK:
+        _ENCODED.clear()
+        _PIECE_IDS.clear()
+    with _RECENT_LOCK:
+        _RECENT.clear()
 
 
 _RECENT: OrderedDict = OrderedDict()
@@ -207,5 +232,5 @@ def pad_batch(ids: Sequence[Sequence[int]]):
     return torch.tensor([(*tokens, *(0,) * (width - len(tokens))) for tokens in ids], dtype=torch.long)
 
 
-__all__ = ["CONTEXT_LENGTH", "DEFAULT_PREFIX", "END_OF_TEXT", "EncodedTexts", "START_OF_TEXT", "clean", "encode_texts",
-           "normalize_prefix", "pad_batch", "warm_up"]
+__all__ = ["CONTEXT_LENGTH", "DEFAULT_PREFIX", "END_OF_TEXT", "EncodedTexts", "START_OF_TEXT", "clean", "clear_caches",
+           "encode_texts", "normalize_prefix", "pad_batch", "warm_up"]
