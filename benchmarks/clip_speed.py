@@ -11,6 +11,11 @@ Variants, each in a fresh process (cold: nothing cached), timed from the caption
 
 * ``capeval``: ``capeval.score(metrics=["clip_s", "ref_clip_s"], images=paths, clip_model=<checkpoint>)``;
 * ``capeval-clip_s``: ``clip_s`` alone (to compare with torchmetrics, which has no reference-augmented score);
+* ``capeval-host``: what the host side alone allows: ``capeval`` with the model's image and text batches and the
+  pixels' normalisation replaced by stand-ins that return at once (zeros; no scores compared), in a GPU's settings
+  (uint8 pixels handed over, texts tokenized and encoded beside the images), on whatever ``--device`` says: reading,
+  hashing, decoding, batching, tokenizing and the Python around them, i.e. images/s with an infinitely fast
+  accelerator. Measurable without a GPU;
 * ``reference``: the transcription of clipscore.py in ``tests/support/clip_reference.py`` (one image path per
   candidate, ``DataLoader`` batches of 64 images / 256 texts, ``--reference-workers`` workers; the reference uses 8),
   CLIP-S and RefCLIP-S;
@@ -71,7 +76,7 @@ def run_variant(name: str, args) -> dict:
     t0 = time.perf_counter()
     if name.startswith("capeval"):
         import capeval
-        from capeval.vision_language import features, metric
+        from capeval.vision_language import features, metric, tokenizer
         from capeval.vision_language.backends import load_clip
 
         # knobs for comparing pipelines (module settings, not options of capeval's interface)
@@ -84,8 +89,12 @@ def run_variant(name: str, args) -> dict:
         out.update(decode_workers=features.DECODE_WORKERS, fast_jpeg=features.FAST_JPEG,
                    overlap_texts=metric.OVERLAP_TEXTS)
 
-        load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
+        backend = load_clip(args.checkpoint, device=args.device, dtype=args.dtype)
+        tokenizer.warm_up()  # loading, as the metrics load it (the reference builds its tokenizer when it imports)
         out["load_s"] = time.perf_counter() - t0
+        if name == "capeval-host":
+            _host_side_only(backend)
+            out.update(overlap_texts=True, normalize_on_device=True)
         breakdown = _time_parts() if args.breakdown else None
         metrics = ["clip_s"] if name == "capeval-clip_s" else ["clip_s", "ref_clip_s"]
         profiler = None
@@ -101,8 +110,6 @@ def run_variant(name: str, args) -> dict:
         if breakdown is not None:
             out["breakdown"] = breakdown.report()
         if args.again:  # the same work again in this process, every cache emptied: what is left once CUDA is warm
-            from capeval.vision_language import features, tokenizer
-
             features.clear_feature_caches()
             tokenizer.clear_caches()
             t2 = time.perf_counter()
@@ -119,7 +126,7 @@ def run_variant(name: str, args) -> dict:
             pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(40)
             Path(args.profile_out).mkdir(parents=True, exist_ok=True)
             (Path(args.profile_out) / f"profile-{name}-{args.dtype}.txt").write_text(text.getvalue())
-        scores = {k: result["per_caption"][k] for k in metrics}
+        scores = {} if name == "capeval-host" else {k: result["per_caption"][k] for k in metrics}
     elif name == "reference":
         from support import clip_reference as ref
 
@@ -163,6 +170,21 @@ def run_variant(name: str, args) -> dict:
     out["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     out["scores"] = scores
     return out
+
+
+def _host_side_only(backend) -> None:
+    """``capeval-host``: the model's batches and the pixels' normalisation (device work, asynchronous on a GPU) return
+    zeros at once; pixels are handed over as uint8 and texts encoded beside the images, as on a GPU. Patched for the
+    rest of this process."""
+    import torch
+    from capeval.vision_language import backends, features, metric
+
+    width = int(backend.model.text_projection.shape[1])
+    features.NORMALIZE_ON_DEVICE = True
+    metric.OVERLAP_TEXTS = True
+    features._ReferencePreprocess.normalize = lambda self, pixels, device=None: pixels
+    backends.ClipBackend.image_features = lambda self, pixels, **_: torch.zeros(pixels.shape[0], width)
+    backends.ClipBackend.text_features = lambda self, tokens, **_: torch.zeros(tokens.shape[0], width)
 
 
 def reference_on_device(ref, model, paths, cands, refs, args):
@@ -209,14 +231,15 @@ class _Parts:
 
 
 def _time_parts() -> _Parts:
-    """``--breakdown``: wrap the pipeline's parts (model calls include the wait for the device: they copy to the
-    CPU). Patched for the rest of this process."""
+    """``--breakdown``: wrap the pipeline's parts (on a GPU the model's calls only queue the work; the wait for the
+    device is in the copies back). Patched for the rest of this process."""
     from capeval.models import images
     from capeval.vision_language import backends, features, tokenizer
 
     parts = _Parts()
-    parts.wrap(backends.ClipBackend, "image_features", "model: image batches (device + copy back)")
-    parts.wrap(backends.ClipBackend, "text_features", "model: text batches (device + copy back)")
+    parts.wrap(backends.ClipBackend, "image_features", "model: image batches (queued on a GPU; computed on the CPU)")
+    parts.wrap(backends.ClipBackend, "text_features", "model: text batches (queued on a GPU; computed on the CPU)")
+    parts.wrap(features, "features_to_cpu", "features copied back (waits for the device)")
     parts.wrap(features, "image_features", "image_features (wall, all images)")
     parts.wrap(features, "text_features", "text_features (wall, one call per text list)")
     parts.wrap(features, "encode_texts", "tokenize (in text_features)")

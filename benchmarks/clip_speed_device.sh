@@ -2,7 +2,8 @@
 # clip_s + ref_clip_s on a lent GPU machine (issues 37 item 8 and 39 item 6): benchmarks/clip_speed.py over the folder
 # that `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference
 # procedure, torchmetrics and clip_s alone (capeval also timed a second time in the same process with every cache
-# emptied), capeval's time per part of its pipeline (--breakdown, cProfile), capeval with one part of its pipeline
+# emptied), capeval's time per part of its pipeline (--breakdown, cProfile), the host side alone (capeval-host),
+# capeval with one part of its pipeline
 # changed at a time (Pillow for every image, texts after images), float16 (clipscore.py's own GPU path) against the
 # reference in float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
 # out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
@@ -25,6 +26,8 @@ speed --variants capeval,capeval-clip_s,reference,torchmetrics --again --scores-
 # the pipeline's parts, one at a time (capeval only; same weights and images)
 # where the time goes: each part's seconds (--breakdown) and the main thread's cProfile listing
 speed --variants capeval --again --breakdown --profile-out "$out/profile" 2>&1 | tee "$out/clip-speed-knobs.jsonl"
+# the host side alone (the model's batches and the pixel lookup return at once): what this machine's CPUs allow
+speed --variants capeval-host --again --breakdown 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 speed --variants capeval --again --no-fast-jpeg 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 speed --variants capeval --again --no-overlap 2>&1 | tee -a "$out/clip-speed-knobs.jsonl"
 if [ "$device" != cpu ]; then

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 pytest.importorskip("open_clip")
 pytest.importorskip("torchvision")
 
@@ -163,13 +163,13 @@ def test_each_image_is_encoded_once_and_features_are_reused(tiny, images, monkey
     calls = {"images": 0, "texts": 0}
     original_images, original_texts = ClipBackend.image_features, ClipBackend.text_features
 
-    def count_images(self, pixels):
+    def count_images(self, pixels, **kwargs):
         calls["images"] += pixels.shape[0]
-        return original_images(self, pixels)
+        return original_images(self, pixels, **kwargs)
 
-    def count_texts(self, tokens):
+    def count_texts(self, tokens, **kwargs):
         calls["texts"] += tokens.shape[0]
-        return original_texts(self, tokens)
+        return original_texts(self, tokens, **kwargs)
 
     monkeypatch.setattr(ClipBackend, "image_features", count_images)
     monkeypatch.setattr(ClipBackend, "text_features", count_texts)
@@ -292,6 +292,39 @@ def test_the_gpu_pipeline_gives_the_same_scores_on_the_cpu(tiny, images, monkeyp
     features.clear_feature_caches()
     alone = _score(["ref_clip_s"], images, clip_model=str(path))  # references encoded in the thread too
     assert alone["per_caption"]["ref_clip_s"] == plain["per_caption"]["ref_clip_s"]
+
+
+def test_features_copied_back_in_rounds_keep_their_order(tiny, images, monkeypatch):
+    """The model's batches are queued and their features copied back together (once a step for images, every
+    ``TEXT_BATCHES_IN_FLIGHT`` batches for texts): with one-text batches copied back every 1 or 3 batches and 2-image
+    batches in 3-image steps, every feature lands on its own text and image."""
+    from capeval.vision_language import features
+
+    _, path = tiny
+    features.clear_feature_caches()
+    plain = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path))
+    for rounds in (1, 3):
+        monkeypatch.setattr(features, "TEXT_BATCHES_IN_FLIGHT", rounds)
+        monkeypatch.setattr(features, "STEP_IMAGES", 3)
+        features.clear_feature_caches()
+        small = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path), clip_batch_size=1)
+        for key in ("clip_s", "ref_clip_s"):
+            assert np.abs(np.array(small["per_caption"][key]) - plain["per_caption"][key]).max() <= 1e-6
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_on_a_gpu_the_scores_are_the_cpus(tiny, images):
+    """On a GPU (pinned batches copied without waiting, features copied back once a step) the scores are the CPU's
+    within float32 rounding."""
+    from capeval.vision_language import features
+
+    _, path = tiny
+    features.clear_feature_caches()
+    cpu = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path))
+    features.clear_feature_caches()
+    gpu = _score(["clip_s", "ref_clip_s"], images, clip_model=str(path), clip_device="cuda")
+    for key in ("clip_s", "ref_clip_s"):
+        assert np.abs(np.array(gpu["per_caption"][key]) - cpu["per_caption"][key]).max() <= 1e-5
 
 
 def test_the_pixel_lookup_is_the_reference_arithmetic_on_every_value():

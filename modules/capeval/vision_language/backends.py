@@ -69,33 +69,45 @@ class ClipBackend:
     device: Any
     dtype: str
 
-    def image_features(self, pixels):
-        """``[B, 3, R, R]`` normalised pixels -> ``[B, D]`` float32 features (not normalised), on the CPU."""
+    def image_features(self, pixels, *, to_cpu: bool = True):
+        """``[B, 3, R, R]`` normalised pixels -> ``[B, D]`` float32 features (not normalised), on the CPU; with
+        ``to_cpu=False`` left on the model's device, not waited for (:func:`features_to_cpu` gathers them)."""
         torch = require("torch")
         from capeval.models.inference import ieee_float32
 
         with torch.inference_mode(), ieee_float32():
-            x = pixels.to(self.device, dtype=self._torch_dtype())
+            x = self.to_device(pixels).to(self._torch_dtype())
             if self.kind == "transformers":
                 out = self.model.get_image_features(pixel_values=x)
                 out = out if torch.is_tensor(out) else out.pooler_output
             else:
                 out = self.model.encode_image(x)
-        return out.float().cpu()
+        return out.float().cpu() if to_cpu else out.float()
 
-    def text_features(self, tokens):
-        """``[B, L]`` token ids (end-of-text = the largest id of each row) -> ``[B, D]`` float32 features, CPU."""
+    def text_features(self, tokens, *, to_cpu: bool = True):
+        """``[B, L]`` token ids (end-of-text = the largest id of each row) -> ``[B, D]`` float32 features, CPU (or, with
+        ``to_cpu=False``, on the model's device, not waited for)."""
         torch = require("torch")
         from capeval.models.inference import ieee_float32
 
         with torch.inference_mode(), ieee_float32():
-            ids = tokens.to(self.device)
+            ids = self.to_device(tokens)
             if self.kind == "transformers":
                 out = self.model.get_text_features(input_ids=ids)
                 out = out if torch.is_tensor(out) else out.pooler_output
             else:
                 out = _open_clip_text(self.model, ids, self._torch_dtype())
-        return out.float().cpu()
+        return out.float().cpu() if to_cpu else out.float()
+
+    def to_device(self, tensor):
+        """``tensor`` on the model's device. To a GPU from page-locked memory without waiting (a copy from ordinary
+        memory would first wait for all the work queued on the device, so the next batch could not be prepared while
+        the last one computes)."""
+        if self.device.type != "cuda" or tensor.device.type != "cpu":
+            return tensor.to(self.device)
+        if not tensor.is_pinned():
+            tensor = tensor.pin_memory()
+        return tensor.to(self.device, non_blocking=True)
 
     def _torch_dtype(self):
         torch = require("torch")
@@ -112,6 +124,15 @@ def _open_clip_text(model, ids, dtype):
     x = x[range(x.shape[0]), ids.argmax(dim=-1)]
     projection = model.text_projection
     return projection(x) if hasattr(projection, "weight") else x @ projection
+
+
+def features_to_cpu(parts):
+    """``[sum of B, D]`` float32 numpy: the features of ``parts`` (tensors from ``to_cpu=False`` calls, in order) in one
+    copy, which waits for the device once."""
+    torch = require("torch")
+    if not parts:
+        return None
+    return (torch.cat(parts) if len(parts) > 1 else parts[0]).cpu().numpy()
 
 
 def weights_fingerprint(model) -> str:

@@ -34,7 +34,7 @@ from typing import Any
 
 from capeval.models._deps import require
 from capeval.progress import progress as progress_bar
-from capeval.vision_language.backends import ClipBackend
+from capeval.vision_language.backends import ClipBackend, features_to_cpu
 from capeval.vision_language.tokenizer import encode_texts, pad_batch
 
 #: Threads decoding and preprocessing images (the JPEG decoder and Pillow's resize let the others run). At most 8, as
@@ -43,6 +43,8 @@ from capeval.vision_language.tokenizer import encode_texts, pad_batch
 DECODE_WORKERS = max(1, min(8, os.cpu_count() or 1))
 #: Distinct images read, decoded and encoded per step (bounds the memory held for pixels and file bytes).
 STEP_IMAGES = 512
+#: Text batches handed to the model before their features are copied back (and the device waited for) together.
+TEXT_BATCHES_IN_FLIGHT = 32
 #: Features kept per process (about 2 KB each for a 512-d model).
 IMAGE_CACHE_ENTRIES = 50_000
 TEXT_CACHE_ENTRIES = 200_000
@@ -204,13 +206,21 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
             return index, key, None
         return index, key, pixels_of(item)
 
+    in_flight: list[tuple[list[str], Any]] = []  # batches handed to the model, their features not yet copied back
+
     def encode(names: list[str], pixels: dict[str, Any]) -> None:
-        batch = torch.from_numpy(np.stack([pixels.pop(k) for k in names]))
-        pixels_in = batch if normalize_in_threads else transform.normalize(batch, backend.device)
-        features = backend.image_features(pixels_in).numpy()
-        for key, row in zip(names, features):
+        batch = _host_batch([pixels.pop(k) for k in names], pinned=backend.device.type == "cuda")
+        pixels_in = batch if normalize_in_threads else transform.normalize(backend.to_device(batch))
+        in_flight.append((names, backend.image_features(pixels_in, to_cpu=False)))
+        rows.update(dict.fromkeys(names))  # placeholders: these are being encoded
+
+    def collect() -> None:
+        """The features of the batches in flight, copied back at once (the device waited for once a step)."""
+        features = features_to_cpu([out for _, out in in_flight])
+        for key, row in zip((k for names, _ in in_flight for k in names), features if features is not None else ()):
             rows[key] = row
             _IMAGES.put((*base, key), row)
+        in_flight.clear()
 
     # decoding runs ahead in the threads while the main thread encodes each batch as soon as its pixels are there
     with progress_bar(None, total=len(distinct), desc=desc, enabled=progress) as bar, \
@@ -230,6 +240,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
                 bar.update()
             if pending:
                 encode(list(pending), pending)
+            collect()
     gathered = _gather(rows, [keys[owner] for owner in owners])
     return normalize_rows(gathered) if normalize else gathered
 
@@ -249,16 +260,41 @@ def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, ba
         else:
             missing.append(ids)
     missing.sort(key=len)  # batches of similar lengths: little padding
+    in_flight: list[Any] = []  # the batches' features on the model's device, copied back together
+    done = 0
+
+    def collect() -> None:
+        nonlocal done
+        features = features_to_cpu(in_flight)
+        for ids, row in zip(missing[done:], features if features is not None else ()):
+            rows[ids] = row
+            _TEXTS.put((*base, ids), row)
+        done += sum(len(out) for out in in_flight)
+        in_flight.clear()
+
     with progress_bar(None, total=len(missing), desc=desc, enabled=progress) as bar:
         for start in range(0, len(missing), batch_size):
             chunk = missing[start:start + batch_size]
-            features = backend.text_features(pad_batch(chunk)).numpy()
-            for ids, row in zip(chunk, features):
-                rows[ids] = row
-                _TEXTS.put((*base, ids), row)
+            in_flight.append(backend.text_features(pad_batch(chunk), to_cpu=False))
+            if len(in_flight) == TEXT_BATCHES_IN_FLIGHT:
+                collect()
             bar.update(len(chunk))
+        collect()
     gathered = _gather(rows, encoded.ids)
     return (normalize_rows(gathered) if normalize else gathered), encoded
+
+
+def _host_batch(arrays: list[Any], *, pinned: bool):
+    """``arrays`` stacked into one CPU tensor; in page-locked memory when ``pinned`` (bound for a GPU: copied there
+    without waiting for the work already queued)."""
+    np = require("numpy")
+    torch = require("torch")
+    if not pinned:
+        return torch.from_numpy(np.stack(arrays))
+    first = torch.from_numpy(arrays[0])
+    batch = torch.empty((len(arrays), *first.shape), dtype=first.dtype, pin_memory=True)
+    np.stack(arrays, out=batch.numpy())
+    return batch
 
 
 def _gather(rows: dict, keys: Sequence) -> Any:
