@@ -312,6 +312,19 @@ def test_features_copied_back_in_rounds_keep_their_order(tiny, images, monkeypat
             assert np.abs(np.array(small["per_caption"][key]) - plain["per_caption"][key]).max() <= 1e-6
 
 
+def test_a_batch_for_a_gpu_holds_the_same_pixels_pinned_or_not():
+    """Batches bound for a GPU are stacked into page-locked memory; where none can be had (here: no GPU) an ordinary
+    batch is built instead. Either way the same values in the same order."""
+    from capeval.vision_language.features import _host_batch
+
+    arrays = [np.random.default_rng(i).integers(0, 256, (5, 5, 3), dtype=np.uint8) for i in range(4)]
+    expected = np.stack(arrays)
+    for pinned in (True, False):
+        batch = _host_batch(arrays, pinned=pinned)
+        assert batch.dtype == torch.uint8 and np.array_equal(batch.numpy(), expected)
+        assert batch.is_pinned() == (pinned and torch.cuda.is_available())
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_on_a_gpu_the_scores_are_the_cpus(tiny, images):
     """On a GPU (pinned batches copied without waiting, features copied back once a step) the scores are the CPU's

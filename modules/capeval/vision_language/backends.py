@@ -106,7 +106,10 @@ class ClipBackend:
         if self.device.type != "cuda" or tensor.device.type != "cpu":
             return tensor.to(self.device)
         if not tensor.is_pinned():
-            tensor = tensor.pin_memory()
+            try:
+                tensor = tensor.pin_memory()
+            except RuntimeError:  # no page-locked memory to be had: the ordinary copy
+                return tensor.to(self.device)
         return tensor.to(self.device, non_blocking=True)
 
     def _torch_dtype(self):

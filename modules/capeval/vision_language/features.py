@@ -215,7 +215,8 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
         rows.update(dict.fromkeys(names))  # placeholders: these are being encoded
 
     def collect() -> None:
-        """The features of the batches in flight, copied back at once (the device waited for once a step)."""
+        """The features of the batches in flight, copied back at once (the device waited for once a step, when the
+        next step's images are already decoding)."""
         features = features_to_cpu([out for _, out in in_flight])
         for key, row in zip((k for names, _ in in_flight for k in names), features if features is not None else ()):
             rows[key] = row
@@ -228,7 +229,9 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
         for start in range(0, len(distinct), STEP_IMAGES):
             step = distinct[start:start + STEP_IMAGES]
             pending: dict[str, Any] = {}
-            for index, key, pixels in pool.map(load, step):
+            loaded = pool.map(load, step)  # (submits the whole step)
+            collect()  # the last step's features, while this step decodes
+            for index, key, pixels in loaded:
                 keys[index] = key
                 cached = _IMAGES.get((*base, key))
                 if cached is not None:
@@ -240,7 +243,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
                 bar.update()
             if pending:
                 encode(list(pending), pending)
-            collect()
+        collect()
     gathered = _gather(rows, [keys[owner] for owner in owners])
     return normalize_rows(gathered) if normalize else gathered
 
@@ -289,12 +292,16 @@ def _host_batch(arrays: list[Any], *, pinned: bool):
     without waiting for the work already queued)."""
     np = require("numpy")
     torch = require("torch")
-    if not pinned:
-        return torch.from_numpy(np.stack(arrays))
-    first = torch.from_numpy(arrays[0])
-    batch = torch.empty((len(arrays), *first.shape), dtype=first.dtype, pin_memory=True)
-    np.stack(arrays, out=batch.numpy())
-    return batch
+    if pinned:
+        first = torch.from_numpy(arrays[0])
+        try:
+            batch = torch.empty((len(arrays), *first.shape), dtype=first.dtype, pin_memory=True)
+        except RuntimeError:  # no page-locked memory to be had: an ordinary batch (its copy waits for the device)
+            pass
+        else:
+            np.stack(arrays, out=batch.numpy())
+            return batch
+    return torch.from_numpy(np.stack(arrays))
 
 
 def _gather(rows: dict, keys: Sequence) -> Any:
