@@ -5,7 +5,8 @@
 # emptied), capeval's time per part of its pipeline (--breakdown, cProfile), the host side alone (capeval-host),
 # capeval with one part of its pipeline
 # changed at a time (Pillow for every image, texts after images), float16 (clipscore.py's own GPU path) against the
-# reference in float16, then `capeval score-dataset` on the same rows (benchmarks/score_dataset_images.py). Results under $OUT (else
+# reference in float16, the GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same
+# rows (benchmarks/score_dataset_images.py). Results under $OUT (else
 # out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
 # hub_models/ (62 MB of tracked Hub mirrors) it is over the device's 64 MiB, so move that folder out of the checkout
 # for the call (nothing here reads it) and back after.
@@ -33,6 +34,13 @@ speed --variants capeval --again --no-overlap 2>&1 | tee -a "$out/clip-speed-kno
 if [ "$device" != cpu ]; then
   speed --dtype float16 --variants capeval,reference --again --scores-out "$out/scores-fp16.json" 2>&1 \
     | tee "$out/clip-speed-fp16.jsonl"
+fi
+# the GPU-only parity test (the GPU's scores are the CPU's), where the machine has pytest
+if "$py" -c "import pytest, hypothesis" 2>/dev/null; then
+  timeout 120 "$py" -m pytest -q -p no:cacheprovider tests/vision_language/test_parity.py -k "gpu or pinned or rounds" \
+    2>&1 | tail -n 5 | tee "$out/gpu-tests.txt"
+else
+  echo "pytest or hypothesis missing here: GPU tests not run" | tee "$out/gpu-tests.txt"
 fi
 timeout 240 "$py" benchmarks/score_dataset_images.py --checkpoint /tmp/clip-speed/vit-b-32-random.pt --images "$images" \
   --device "$device" --chunk-size 1000 --json "$out/score-dataset-images.json" 2>&1 | tail -n 3
