@@ -130,11 +130,9 @@ def _open_clip_text(model, ids, dtype):
 
 
 def features_to_cpu(parts):
-    """``[sum of B, D]`` float32 numpy: the features of ``parts`` (tensors from ``to_cpu=False`` calls, in order) in one
-    copy, which waits for the device once."""
+    """``[sum of B, D]`` float32 numpy: the features of ``parts`` (tensors from ``to_cpu=False`` calls, in order, at
+    least one) in one copy, which waits for the device once."""
     torch = require("torch")
-    if not parts:
-        return None
     return (torch.cat(parts) if len(parts) > 1 else parts[0]).cpu().numpy()
 
 

@@ -214,15 +214,6 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
         in_flight.append((names, backend.image_features(pixels_in, to_cpu=False)))
         rows.update(dict.fromkeys(names))  # placeholders: these are being encoded
 
-    def collect() -> None:
-        """The features of the batches in flight, copied back at once (the device waited for once a step, when the
-        next step's images are already decoding)."""
-        features = features_to_cpu([out for _, out in in_flight])
-        for key, row in zip((k for names, _ in in_flight for k in names), features if features is not None else ()):
-            rows[key] = row
-            _IMAGES.put((*base, key), row)
-        in_flight.clear()
-
     # decoding runs ahead in the threads while the main thread encodes each batch as soon as its pixels are there
     with progress_bar(None, total=len(distinct), desc=desc, enabled=progress) as bar, \
             ThreadPoolExecutor(DECODE_WORKERS) as pool:
@@ -230,7 +221,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
             step = distinct[start:start + STEP_IMAGES]
             pending: dict[str, Any] = {}
             loaded = pool.map(load, step)  # (submits the whole step)
-            collect()  # the last step's features, while this step decodes
+            _copy_back(in_flight, rows, _IMAGES, base)  # the last step's features, while this step decodes
             for index, key, pixels in loaded:
                 keys[index] = key
                 cached = _IMAGES.get((*base, key))
@@ -243,7 +234,7 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
                 bar.update()
             if pending:
                 encode(list(pending), pending)
-        collect()
+        _copy_back(in_flight, rows, _IMAGES, base)
     gathered = _gather(rows, [keys[owner] for owner in owners])
     return normalize_rows(gathered) if normalize else gathered
 
@@ -263,28 +254,30 @@ def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, ba
         else:
             missing.append(ids)
     missing.sort(key=len)  # batches of similar lengths: little padding
-    in_flight: list[Any] = []  # the batches' features on the model's device, copied back together
-    done = 0
-
-    def collect() -> None:
-        nonlocal done
-        features = features_to_cpu(in_flight)
-        for ids, row in zip(missing[done:], features if features is not None else ()):
-            rows[ids] = row
-            _TEXTS.put((*base, ids), row)
-        done += sum(len(out) for out in in_flight)
-        in_flight.clear()
-
+    in_flight: list[tuple[list, Any]] = []  # (token sequences, their features on the model's device)
     with progress_bar(None, total=len(missing), desc=desc, enabled=progress) as bar:
         for start in range(0, len(missing), batch_size):
             chunk = missing[start:start + batch_size]
-            in_flight.append(backend.text_features(pad_batch(chunk), to_cpu=False))
+            in_flight.append((chunk, backend.text_features(pad_batch(chunk), to_cpu=False)))
             if len(in_flight) == TEXT_BATCHES_IN_FLIGHT:
-                collect()
+                _copy_back(in_flight, rows, _TEXTS, base)
             bar.update(len(chunk))
-        collect()
+        _copy_back(in_flight, rows, _TEXTS, base)
     gathered = _gather(rows, encoded.ids)
     return (normalize_rows(gathered) if normalize else gathered), encoded
+
+
+def _copy_back(in_flight: list[tuple[list, Any]], rows: dict, cache: _LRU, base: tuple) -> None:
+    """The features of the batches in flight (``(keys, features on the model's device)`` each, in order) copied back
+    in one copy, which waits for the device once, into ``rows`` and ``cache`` (under ``(*base, key)``); the list is
+    emptied."""
+    if not in_flight:
+        return
+    features = features_to_cpu([out for _, out in in_flight])
+    for key, row in zip((key for keys, _ in in_flight for key in keys), features, strict=True):
+        rows[key] = row
+        cache.put((*base, key), row)
+    in_flight.clear()
 
 
 def _host_batch(arrays: list[Any], *, pinned: bool):
