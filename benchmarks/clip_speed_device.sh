@@ -5,7 +5,7 @@
 # emptied), capeval's time per part of its pipeline (--breakdown, cProfile), the host side alone (capeval-host),
 # capeval with one part of its pipeline
 # changed at a time (Pillow for every image, texts after images), float16 (clipscore.py's own GPU path) against the
-# reference in float16, the GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same
+# reference in float16 and float16's parts (--breakdown, cProfile), the GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same
 # rows (benchmarks/score_dataset_images.py). Results under $OUT (else
 # out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
 # hub_models/ (62 MB of tracked Hub mirrors) it is over the device's 64 MiB, so move that folder out of the checkout
@@ -34,6 +34,9 @@ speed --variants capeval --again --no-overlap 2>&1 | tee -a "$out/clip-speed-kno
 if [ "$device" != cpu ]; then
   speed --dtype float16 --variants capeval,reference --again --scores-out "$out/scores-fp16.json" 2>&1 \
     | tee "$out/clip-speed-fp16.jsonl"
+  # float16 was slower than float32 cold (3.65 vs 1.70 s) and warm (2.15 vs 1.56 s): where its time goes
+  speed --dtype float16 --variants capeval --again --breakdown --profile-out "$out/profile-fp16" 2>&1 \
+    | tee -a "$out/clip-speed-fp16.jsonl"
 fi
 # the GPU-only parity test (the GPU's scores are the CPU's), where the machine has pytest
 if "$py" -c "import pytest, hypothesis" 2>/dev/null; then
