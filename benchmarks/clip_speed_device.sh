@@ -3,11 +3,10 @@
 # that `bash benchmarks/clip_speed_bundle.sh 1000` packed (carried as .device/vl): float32 against the reference
 # procedure, torchmetrics and clip_s alone (capeval also timed a second time in the same process with every cache
 # emptied), capeval's time per part of its pipeline (--breakdown, cProfile), the host side alone (capeval-host),
-# capeval with one part of its pipeline
-# changed at a time (Pillow for every image, texts after images), float16 (clipscore.py's own GPU path) against the
-# reference in float16 and float16's parts (--breakdown, cProfile), the GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same
-# rows (benchmarks/score_dataset_images.py). Results under $OUT (else
-# out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
+# capeval with one part of its pipeline changed at a time (Pillow for every image, texts after images), float16
+# (clipscore.py's own GPU path) against the reference in float16 and float16's parts (--breakdown, cProfile), the
+# GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same rows
+# (benchmarks/score_dataset_images.py). Results under $OUT (else out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
 # hub_models/ (62 MB of tracked Hub mirrors) it is over the device's 64 MiB, so move that folder out of the checkout
 # for the call (nothing here reads it) and back after.
 set -uo pipefail
