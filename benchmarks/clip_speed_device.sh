@@ -6,9 +6,9 @@
 # capeval with one part of its pipeline changed at a time (Pillow for every image, texts after images), float16
 # (clipscore.py's own GPU path) against the reference in float16 and float16's parts (--breakdown, cProfile), the
 # GPU-only parity tests (where pytest is installed), then `capeval score-dataset` on the same rows
-# (benchmarks/score_dataset_images.py). Results under $OUT (else out/device). DEVICE=cpu IMAGES=5 rehearses it on a machine without a GPU. The checkout travels whole: with
-# hub_models/ (62 MB of tracked Hub mirrors) it is over the device's 64 MiB, so move that folder out of the checkout
-# for the call (nothing here reads it) and back after.
+# (benchmarks/score_dataset_images.py). Results under $OUT (else out/device). DEVICE=cpu IMAGES=5 rehearses it on a
+# machine without a GPU. The checkout travels whole: with hub_models/ (62 MB of tracked Hub mirrors) it is over the
+# device's 64 MiB, so move that folder out of the checkout for the call (nothing here reads it) and back after.
 set -uo pipefail
 out=${OUT:-out/device}
 mkdir -p "$out"
