@@ -90,6 +90,17 @@ def test_ids_assembled_from_pieces_other_texts_taught(texts):
     assert (_got(texts, "") == _expected(texts, "")).all()
 
 
+def test_the_text_table_stays_bounded_and_a_call_mixing_known_and_new_texts_gets_all(monkeypatch):
+    """Texts already known in a call whose new texts overflow the table (a long score-dataset run) keep their ids."""
+    _clear()
+    monkeypatch.setattr(T, "ENCODED_CACHE_SIZE", 10)
+    texts = [f"caption {i} of a dog" for i in range(30)]
+    for chunk in (texts[:8], texts[:8] + texts[8:20], texts[5:30]):
+        assert (_got(chunk) == _expected(chunk)).all()
+        assert len(T._ENCODED) <= 10
+    _clear()
+
+
 def test_the_piece_table_stays_bounded(monkeypatch):
     _clear()
     monkeypatch.setattr(T, "PIECE_CACHE_SIZE", 10)

@@ -154,14 +154,15 @@ def _encode_many(texts: list[str]) -> list[tuple[int, ...]]:
         if todo:
             pieces = [_pieces(t) for t in todo]
             _encode_pieces([p for p in dict.fromkeys(chain.from_iterable(pieces)) if p not in _PIECE_IDS])
-            ids = _PIECE_IDS
-            results = [tuple(chain.from_iterable([ids[p] for p in text_pieces])) for text_pieces in pieces]
-            if len(_ENCODED) + len(todo) > ENCODED_CACHE_SIZE:
-                _ENCODED.clear()
-            _ENCODED.update(zip(todo, results))
-            if len(_PIECE_IDS) > PIECE_CACHE_SIZE:
-                _PIECE_IDS.clear()
-        return [_ENCODED[t] for t in texts]
+            _ENCODED.update((text, tuple(chain.from_iterable([_PIECE_IDS[p] for p in text_pieces])))
+                            for text, text_pieces in zip(todo, pieces))
+        encoded = [_ENCODED[t] for t in texts]
+        # bounded after the answer is read: emptied before, it would lose the texts this call found known
+        if len(_ENCODED) > ENCODED_CACHE_SIZE:
+            _ENCODED.clear()
+        if len(_PIECE_IDS) > PIECE_CACHE_SIZE:
+            _PIECE_IDS.clear()
+        return encoded
 
 
 def _encode_pieces(new: list[str]) -> None:
