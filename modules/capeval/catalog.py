@@ -199,11 +199,22 @@ def canonical(name: str) -> str:
     return NAME_ALIASES.get(str(name).lower(), str(name))
 
 
+class UnknownModelError(KeyError):
+    """A name capeval's catalog does not know; its message names the closest catalog names."""
+
+    def __str__(self) -> str:  # KeyError's own str() is the repr of its argument
+        return str(self.args[0]) if self.args else "unknown model"
+
+
 def entry(name: str) -> ModelEntry:
-    """The catalog entry of ``name`` (``KeyError`` naming the catalog for an unknown name)."""
+    """The catalog entry of ``name`` (:class:`UnknownModelError`, a ``KeyError``, naming the closest catalog names
+    for an unknown name)."""
+    from capeval.suggest import did_you_mean
+
     key = canonical(name)
     if key not in MODELS:
-        raise KeyError(f"{name!r} is not in capeval's catalog; known: {', '.join(MODELS)}")
+        raise UnknownModelError(f"{name!r} is not a model of capeval's catalog{did_you_mean(str(name), MODELS)} "
+                                "(`capeval models` lists them)")
     return MODELS[key]
 
 

@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from capeval.catalog import BUNDLED, HUB_NAMESPACE, MODELS, canonical, entry, hub_repo
+from capeval.hub_cli import download_command
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = _PACKAGE_DIR.parents[1]
@@ -99,7 +100,7 @@ def model_dir(name: str, *, download: bool = True) -> Path:
         raise ModelNotAvailableError(
             f"{model.name!r} ({where}Hub repo {repo_id!r}) is not in the Hugging Face cache and could not be fetched "
             f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); fetch it once with network access: "
-            f"`{fetch_command(model.name)}` (or `hf download {repo_id}`), or set CAPEVAL_MODELS_DIR to a folder "
+            f"`{fetch_command(model.name)}` (or `{download_command(repo_id)}`), or set CAPEVAL_MODELS_DIR to a folder "
             f"holding {model.name}/.") from None
 
 
@@ -112,9 +113,17 @@ def resolve(name_or_folder: str | os.PathLike) -> Path:
         return path
     if isinstance(name_or_folder, str) and has_weights(name_or_folder):
         return model_dir(name_or_folder)
-    names = sorted(n for n in MODELS if has_weights(n))
-    raise FileNotFoundError(f"{os.fspath(name_or_folder)!r} is neither a folder nor a model of capeval's catalog "
-                            f"({', '.join(names)}; `capeval models` lists them).")
+    raise not_a_model(name_or_folder)
+
+
+def not_a_model(given: str | os.PathLike, metric_prefix: str = "") -> FileNotFoundError:
+    """The error for ``given`` that is neither a folder nor a catalog model with files: it names the closest catalog
+    names (among the models of metrics named ``metric_prefix...`` when given) and ``capeval models``."""
+    from capeval.suggest import did_you_mean
+
+    names = [n for n, m in MODELS.items() if has_weights(n) and (m.metric or "").startswith(metric_prefix)]
+    return FileNotFoundError(f"{os.fspath(given)!r} is neither a folder nor a model of capeval's catalog"
+                             f"{did_you_mean(os.fspath(given), names)} (`capeval models` lists them)")
 
 
 def catalog_name_of(folder: str | os.PathLike) -> str | None:
@@ -134,4 +143,4 @@ def catalog_name_of(folder: str | os.PathLike) -> str | None:
 
 
 __all__ = ["HUB_NAMESPACE", "ModelNotAvailableError", "bundled_dir", "catalog_name_of", "fetch_command",
-           "has_weights", "hub_repo_id", "mirror_root", "model_dir", "resolve"]
+           "has_weights", "hub_repo_id", "mirror_root", "model_dir", "not_a_model", "resolve"]

@@ -131,7 +131,10 @@ def resolve(names: list[str] | tuple[str, ...] | str | None) -> dict[str, list[s
         else:
             metric = next((m for m, spec in REGISTRY.items() if name in spec.keys), None)
             if metric is None:
-                raise ValueError(f"Unknown metric {raw!r}; choose from {available_metrics()}.")
+                from capeval.suggest import did_you_mean
+
+                hint = did_you_mean(raw.strip(), available_metrics())
+                raise ValueError(f"Unknown metric {raw!r}" + (hint or f"; choose from {', '.join(available_metrics())}."))
             keys = [name]
         bucket = selected.setdefault(metric, [])
         bucket.extend(k for k in keys if k not in bucket)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 #: Cells that stand for a missing number and keep a column of numbers right-aligned.
 PLACEHOLDERS = ("", "—", "-", "n/a", "?")
@@ -57,18 +59,238 @@ def _pad(text: str, width: int, right: bool) -> str:
     return space + text if right else text + space
 
 
-def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4) -> str:
+#: While set (``capeval ... --wide``), :func:`terminal_width` is 0: nothing is wrapped or cut.
+_WIDE: ContextVar[bool] = ContextVar("capeval_wide_output", default=False)
+
+
+@contextmanager
+def full_width(wide: bool = True):
+    """Within this block (``wide=True``), :func:`terminal_width` is 0: tables and lines print whole (``--wide``)."""
+    token = _WIDE.set(bool(wide))
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def terminal_width() -> int:
+    """Columns the CLI's output may use: ``$COLUMNS`` when it is a positive integer, else the size of the terminal
+    on stdout or stderr, else 100 (a file or a pipe); never below 40. 0 (no limit) inside :func:`full_width`
+    (``--wide``)."""
+    import os
+    import sys
+
+    if _WIDE.get():
+        return 0
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return max(40, int(env))
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and stream.isatty():
+                return max(40, os.get_terminal_size(stream.fileno()).columns)
+        except (OSError, ValueError, AttributeError):
+            continue
+    return DEFAULT_WIDTH
+
+
+#: The width of output that goes to no terminal (a file, a pipe, CI's log) when ``$COLUMNS`` is not set.
+DEFAULT_WIDTH = 100
+#: The narrowest a text column is wrapped to when a table does not fit.
+MIN_TEXT_COLUMN = 12
+
+
+def fit_text(text: str, width: int | None = None) -> str:
+    """``text`` with every line longer than ``width`` terminal columns (default :func:`terminal_width`; 0: none)
+    wrapped between words, the continuation lines indented two spaces more than the line they continue."""
+    width = terminal_width() if width is None else width
+    if not width:
+        return text
+    out: list[str] = []
+    for line in text.split("\n"):
+        if display_width(line) <= width:
+            out.append(line)
+            continue
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        out += wrap(line[len(lead):], width, first=lead, indent=lead + "  ")
+    return "\n".join(out)
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` terminal columns, with an ellipsis when it was cut."""
+    if not width or display_width(text) <= width:
+        return text
+    out = text[:max(width, 1)]
+    while out and display_width(out) > width - 1:
+        out = out[:-1]
+    return out + "…"
+
+
+def wrap(text: str, width: int, *, indent: str = "", first: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` terminal columns: broken between words (never at a hyphen or an
+    underscore of a name unless a word alone is too long), later lines indented by ``indent``; ``first`` prefixes
+    the first line (``"signature: "``). ``width`` 0: one line, unwrapped."""
+    if not width:
+        return [first + text]
+    return _wrap_words(text.split(" "), width, first=first, indent=indent) or [first.rstrip()]
+
+
+def _wrap_words(words: Sequence[str], width: int, *, first: str = "", indent: str = "") -> list[str]:
+    lines: list[str] = []
+    line = first
+    start = first
+    for word in words:
+        if not word:
+            continue
+        sep = "" if line == start else " "
+        if display_width(line) + len(sep) + display_width(word) <= width:
+            line += sep + word
+            continue
+        if line != start:
+            lines.append(line)
+            line = start = indent
+        while display_width(line) + display_width(word) > width:  # a word longer than a line: broken
+            room = max(width - display_width(line), 1)
+            piece = word[:room]
+            while display_width(piece) > room and len(piece) > 1:
+                piece = piece[:-1]
+            lines.append(line + piece)
+            word = word[len(piece):]
+            line = start = indent
+        line += word
+    if line != start or not lines:
+        lines.append(line)
+    return lines
+
+
+_BREAKS = re.compile(r"(?<=[ _\-/,=|])")
+
+
+def _longest_piece(text: str) -> int:
+    """The widest unbreakable piece of ``text`` as :func:`_wrap_cell` breaks it."""
+    return max((display_width(p.rstrip()) for p in _BREAKS.split(text)), default=1)
+
+
+def _wrap_cell(text: str, width: int) -> list[str]:
+    """A cell's lines within ``width``: between words first, then at ``_``, ``-``, ``/``, ``,``, ``=`` inside a
+    name (``spice_precision`` -> ``spice_`` / ``precision``), then anywhere."""
+    pieces = [p for p in _BREAKS.split(text) if p]
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        if display_width(line + piece.rstrip()) <= width:
+            line += piece
+            continue
+        if line:
+            lines.append(line.rstrip())
+        line = piece.lstrip() if lines else piece
+        while display_width(line.rstrip()) > width:
+            lines.append(cut_exact(line, width))
+            line = line[len(lines[-1]):]
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def cut_exact(text: str, width: int) -> str:
+    """The longest start of ``text`` within ``width`` terminal columns (at least one character)."""
+    out = text[:width]
+    while len(out) > 1 and display_width(out) > width:
+        out = out[:-1]
+    return out
+
+
+def _layout(cells: list[list[str]], headers: list[str], numeric: list[bool], width: int) -> list[int] | None:
+    """Column widths that fit ``width`` (two spaces between columns): text columns wrapped down to
+    :data:`MIN_TEXT_COLUMN`, headers wrapped down to their column's widest value; ``None`` when even that is
+    too wide."""
+    natural = [max([display_width(h), *(display_width(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    values = [max([1, *(display_width(r[i]) for r in cells)]) for i in range(len(headers))]
+    gaps = 2 * (len(headers) - 1)
+    if sum(natural) + gaps <= width:
+        return natural
+    # the narrowest each column can be: a number's values whole, a header wrapped at its words or underscores
+    floor = [max(v, _longest_piece(h)) if num else min(n, max(MIN_TEXT_COLUMN, _longest_piece(h)))
+             for h, v, n, num in zip(headers, values, natural, numeric)]
+    if sum(floor) + gaps > width:
+        return None
+    widths = list(floor)
+    room = width - gaps - sum(widths)
+    # give the room back, widest wish first, one column at a time
+    while room > 0:
+        wants = [(natural[i] - widths[i], i) for i in range(len(widths)) if widths[i] < natural[i]]
+        if not wants:
+            break
+        _, i = max(wants)
+        step = min(room, natural[i] - widths[i])
+        widths[i] += step
+        room -= step
+    return widths
+
+
+def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], widths: list[int]) -> list[str]:
+    def lines_of(row: Sequence[str]) -> list[str]:
+        wrapped = [_wrap_cell(c, w) if display_width(c) > w else [c] for c, w in zip(row, widths)]
+        height = max(len(w) for w in wrapped)
+        return ["  ".join(_pad(w[k] if k < len(w) else "", width, right)
+                          for w, width, right in zip(wrapped, widths, numeric)).rstrip()
+                for k in range(height)]
+
+    out = lines_of(headers)
+    out.append("  ".join("-" * w for w in widths))
+    for row in cells:
+        out += lines_of(row)
+    return out
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4, width: int | None = None) -> str:
     """A plain-text table: the first column (the row labels) and text columns left-aligned, columns of numbers
     right-aligned (their headers too), widths in terminal columns (:func:`display_width`), so that wide characters
-    keep the columns straight."""
+    keep the columns straight.
+
+    ``width``: the most columns a line may take; ``None`` (default) is :func:`terminal_width`, ``0`` no limit.
+    A table wider than that wraps its text cells (between words, then inside names) and its headers; when the numbers
+    alone are too wide, the columns are shown in several blocks, each repeating the first column."""
+    headers = [str(h) for h in headers]
     cells = [[fmt(c, digits) for c in row] for row in rows]
     numeric = [False, *_numeric_columns(rows, len(headers))[1:]]
-    widths = [max(display_width(str(h)), *(display_width(r[i]) for r in cells)) if cells else display_width(str(h))
-              for i, h in enumerate(headers)]
-    line = "  ".join(_pad(str(h), w, right) for h, w, right in zip(headers, widths, numeric))
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(_pad(c, w, right) for c, w, right in zip(r, widths, numeric)) for r in cells]
-    return "\n".join([line, rule, *body])
+    limit = terminal_width() if width is None else width
+    if not limit:
+        widths = [max([display_width(h), *(display_width(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+        return "\n".join(_render(headers, cells, numeric, widths))
+    widths = _layout(cells, headers, numeric, limit)
+    if widths is not None:
+        return "\n".join(_render(headers, cells, numeric, widths))
+    blocks = _column_blocks(cells, headers, numeric, limit)
+    out: list[str] = []
+    for block in blocks:
+        cols = [0, *block]
+        sub_headers = [headers[i] for i in cols]
+        sub_cells = [[r[i] for i in cols] for r in cells]
+        sub_numeric = [numeric[i] for i in cols]
+        sub_widths = _layout(sub_cells, sub_headers, sub_numeric, limit) or [
+            min(limit, max([display_width(h), *(display_width(r[i]) for r in sub_cells)]))
+            for i, h in enumerate(sub_headers)]
+        if out:
+            out.append("")
+        out += _render(sub_headers, sub_cells, sub_numeric, sub_widths)
+    return "\n".join(out)
+
+
+def _column_blocks(cells: list[list[str]], headers: list[str], numeric: list[bool], width: int) -> list[list[int]]:
+    """The columns after the first, in runs that each fit ``width`` beside the first column."""
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    for i in range(1, len(headers)):
+        trial = [0, *current, i]
+        if current and _layout([[r[j] for j in trial] for r in cells], [headers[j] for j in trial],
+                               [numeric[j] for j in trial], width) is None:
+            blocks.append(current)
+            current = []
+        current.append(i)
+    if current:
+        blocks.append(current)
+    return blocks
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4) -> str:

@@ -23,6 +23,27 @@ def build_signature(common: Mapping[str, str], metric_fields: Iterable[tuple[str
     return "|".join(parts)
 
 
+#: The fields every signature has that belong to no one metric (they open :func:`signature_lines`' first line).
+COMMON_FIELDS = ("nrefs", "clean", "tok", "version")
+
+
+def signature_lines(signature: str, width: int | None = None, label: str = "signature") -> list[str]:
+    """The signature for a terminal, sacrebleu-style: ``signature: nrefs:4|clean:thumb|tok:ptb-py.1|version:0.2.0``,
+    then one indented line per metric (``  cider_d:df=refs,sigma=6``), each cut to ``width`` terminal columns
+    (default :func:`capeval.render.terminal_width`; 0: whole) with an ellipsis, and then a line saying where the
+    whole string is. The string itself (``result["signature"]``, ``--json``) is never shortened."""
+    from capeval.render import cut, terminal_width
+
+    width = terminal_width() if width is None else width
+    fields = [part.partition(":") for part in signature.split("|") if part]
+    common = "|".join(f"{k}:{v}" for k, _, v in fields if k in COMMON_FIELDS)
+    lines = [cut(f"{label}: {common}", width)]
+    lines += [cut(f"  {k}:{v}", width) for k, _, v in fields if k not in COMMON_FIELDS]
+    if width and any(line.endswith("…") for line in lines):
+        lines.append("  (cut to the terminal: --signature full or --json for the whole string)")
+    return lines
+
+
 def parse_signature(signature: str) -> dict[str, str]:
     """Inverse of :func:`build_signature` (for caches and tests)."""
     out: dict[str, str] = {}

@@ -3,7 +3,7 @@
 A Hub dataset stored as parquet shards (``data/<split>-00000-of-00002.parquet``, as ``push_to_hub`` writes them and
 the dataset card's ``configs`` names them) is found, in this order:
 
-1. under a local folder (``huggingface-cli download --repo-type dataset <id> --local-dir <folder>``):
+1. under a local folder (``hf download --repo-type dataset <id> --local-dir <folder>``):
    ``<folder>/data/<split>-*.parquet``, or ``<folder>/<split>-*.parquet``;
 2. in the Hugging Face hub cache (``HF_HOME`` / ``HF_HUB_CACHE``), through
    ``huggingface_hub.snapshot_download(..., local_files_only=True)``, which never touches the network;

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.hub_cli import download_command
 from capeval.benchmarks.files import image_finder, norm_space, read_json, resolve_root
 from capeval.benchmarks.hub_dataset import (HubSplit, cached_snapshot, find_shards, offline, read_datasets_cache,
                                             read_parquet, shard_patterns)
@@ -195,8 +196,8 @@ def _find_source(spec: JudgmentSet, base: Path, split: str) -> _Source:
     if hub is None:
         raise FileNotFoundError(
             f"{looked[0]} not found; expected EXPERT's annotation file ({EXPERT_FORMAT}). Also looked for: "
-            f"{'; '.join(looked[1:])}. Fetch the Hub dataset: `huggingface-cli download --repo-type dataset "
-            f"{spec.hub_repo} --local-dir {base}`, or put a file in EXPERT's annotation format at {looked[0]} "
+            f"{'; '.join(looked[1:])}. Fetch the Hub dataset: "
+            f"`{download_command(spec.hub_repo, repo_type='dataset', local_dir=str(base))}`, or put a file in EXPERT's annotation format at {looked[0]} "
             "(github.com/hjkim811/EXPERT, annotations/, distributes nebula_test.json).")
     return _Source(hub.kind, where, hub.rows, cols, hub.files, hub.image_names, hub.images)
 

@@ -31,10 +31,34 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """``capeval``'s parsers (the sub-commands' too): :class:`HelpFormatter` unless one is given."""
+    """``capeval``'s parsers (the sub-commands' too): :class:`HelpFormatter` unless one is given; an argument error
+    is one line and where to read more, never the whole usage (:meth:`error`)."""
 
     def __init__(self, *args, formatter_class=HelpFormatter, **kwargs) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def error(self, message: str):
+        """Print ``capeval COMMAND: error: MESSAGE`` with the closest valid name of a misspelt choice, then ``Run
+        capeval COMMAND --help for its options.``, and exit with status 2 (argparse's code for a usage error)."""
+        from capeval.suggest import did_you_mean
+
+        line = " ".join(message.split())
+        found = _INVALID_CHOICE.search(line)
+        if found:
+            given, choices = found.group("given"), _CHOICE.findall(found.group("choices"))
+            what = found.group("what")
+            what = "command" if what in ("COMMAND", "command") or what.isupper() else what
+            hint = did_you_mean(given, choices)
+            line = f"unknown {what} {given!r}" + (hint or f"; valid: {', '.join(choices)}")
+        sys.stderr.write(f"{self.prog}: error: {line}\nRun '{self.prog} --help' for its options.\n")
+        raise SystemExit(2)
+
+
+#: argparse's message for a value outside ``choices``.
+_INVALID_CHOICE = __import__("re").compile(
+    r"argument (?P<what>[^:]+): invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
+#: One choice inside that message (argparse quotes each one).
+_CHOICE = __import__("re").compile(r"'([^']*)'")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +68,25 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):
             importlib.import_module(f"{__name__}.{info.name}").register(sub)
+    for command in _leaf_parsers(parser):
+        if "--wide" not in command._option_string_actions:
+            command.add_argument("--wide", action="store_true",
+                                 help="print every table and line whole, however wide (default: fit the terminal: "
+                                      "$COLUMNS, else its size, else 100 columns)")
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a command (those without sub-commands of their own), each once."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    seen: dict[int, argparse.ArgumentParser] = {}
+    for action in subs:
+        for child in action.choices.values():
+            for leaf in _leaf_parsers(child):
+                seen.setdefault(id(leaf), leaf)
+    return list(seen.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,18 +111,56 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = lambda message, category, *rest, **kw: write(
             f"capeval {args.command}: warning: {message}", file=sys.stderr
         )
+    from capeval.render import full_width
+
     try:
-        return int(args.func(args) or 0)
-    except (ValueError, TypeError, OSError, RuntimeError, ImportError) as err:
+        with full_width(getattr(args, "wide", False)):
+            return int(args.func(args) or 0)
+    except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:
             raise
-        print(f"capeval {args.command}: error: {_one_line(err)}", file=sys.stderr)
+        print(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"capeval {_command_name(args)}: interrupted", file=sys.stderr)
+        return 130
     finally:
         warnings.showwarning = previous
+
+
+def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` with the keyword arguments it names written as the flags of ``capeval``'s commands: ``pass
+    pac_model=<path>`` -> ``pass --pac-model <path>``, ``polos_model=`` -> ``--polos-model``, ``images=`` ->
+    ``--images``. Keywords no command has as a flag stay as they are."""
+    import re
+
+    flags = {flag for leaf in _leaf_parsers(parser) for flag in leaf._option_string_actions}
+
+    def flag_of(found: "re.Match") -> str:
+        flag = "--" + found.group(1).replace("_", "-")
+        if flag not in flags:
+            return found.group(0)
+        value = (found.group(2) or "").strip("'\"")
+        return f"{flag} {value}" if value else flag
+
+    text = re.sub(r"(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|images)=(<[^>]*>|'[^']*'|\"[^\"]*\"|[\w./-]+)?",
+                  flag_of, message)
+    return re.sub(r"(--[\w-]+ [^\s()]+) \(\1\)", r"\1", text)  # "--x v (--x v)": the API's parenthesis, now the same
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    """``score``, ``models fetch``: the command as typed, for the start of an error line."""
+    names = [args.command]
+    for key, value in vars(args).items():
+        if key.endswith("_command") and isinstance(value, str):
+            names.append(value)
+    return " ".join(names)
 
 
 def _one_line(err: BaseException) -> str:
     if isinstance(err, OSError) and err.filename is not None and err.strerror:
         return f"{err.filename}: {err.strerror}"
+    if isinstance(err, KeyError) and len(err.args) == 1:  # KeyError's str() is the key's repr
+        return f"no such name: {err.args[0]!r}" if not isinstance(err.args[0], str) or " " not in err.args[0] \
+            else err.args[0]
     return " ".join(str(err).split()) or type(err).__name__

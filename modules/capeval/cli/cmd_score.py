@@ -6,8 +6,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, check_output_path,
-                                model_options, text_stream, write_json)
+from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, add_signature_argument,
+                                check_output_path, model_options, print_signature, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES, OptionError
 
@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"],
                    help="clean-up of the text that text-reading metrics see; tokens never see it")
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
-    p.add_argument("--cider-df", default="references", help="'references' (pycocoevalcap) or 'coco-val2014'")
+    p.add_argument("--cider-df", default=None,
+                   help="CIDEr-D's document frequencies: 'references' (pycocoevalcap's, the default) or 'coco-val2014' "
+                        "(the default with --example: its 8 captions are too few for their own)")
     p.add_argument("--meteor-backend", choices=("python", "java"), default="python",
                    help="METEOR 1.5 in Python (default, no Java) or through the original jar (needs Java; verification)")
     p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs (--meteor-backend java)")
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "'image_id', a JSON/JSONL/CSV image or id field): the image of id X is DIR/X, else "
                              "DIR/X.jpg, else (integer ids) DIR/COCO_val2014_<X, 12 digits>.jpg")
     p.add_argument("--per-caption", action="store_true", help="also print per-caption scores")
+    add_signature_argument(p)
     p.add_argument("--features", action="store_true",
                    help="with lceval / lceval_released / lceval_plus: add each caption's LCEval features to the JSON "
                         "result (under lceval_features / lceval_released_features / lceval_plus_features) and print "
@@ -112,7 +115,7 @@ def _relaunch(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from capeval.api import score
     from capeval.parallel import in_distributed_launch
-    from capeval.render import text_table
+    from capeval.render import fit_text, text_table
     from capeval.io import load_predictions, load_references, pair, split_by_occurrence, unscored_reference_ids
     from capeval.registry import resolve
 
@@ -153,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
 
-    options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=args.cider_df,
+    cider_df = args.cider_df or ("coco-val2014" if args.example else "references")
+    options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=cider_df,
                    meteor_backend=args.meteor_backend, meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
                    language_check=not args.no_language_check,
                    progress=args.progress, **model_options(args))
@@ -178,13 +182,13 @@ def run(args: argparse.Namespace) -> int:
         ((ids, preds, result),) = results
         source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
                   f"{pred_path.name} / {ref_path.name}")
-        print(f"{_count(len(preds), 'prediction')} scored against {source}", file=out)
+        print(fit_text(f"{_count(len(preds), 'prediction')} scored against {source}"), file=out)
         print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
         if result.get("coverage"):
-            print(coverage_line(result["coverage"]), file=out)
+            print(fit_text(coverage_line(result["coverage"])), file=out)
         if scale_line(result["signature"]):
-            print(scale_line(result["signature"]), file=out)
-        print(f"signature: {result['signature']}", file=out)
+            print(fit_text(scale_line(result["signature"])), file=out)
+        print_signature(result["signature"], args, out)
         if args.per_caption:
             rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
                     for i in range(len(preds))]
@@ -200,9 +204,10 @@ def run(args: argparse.Namespace) -> int:
         payload = result
     else:
         sizes = [len(p) for _, p, _ in results]
-        print(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
-              f"{pred_path.name}: scored as {_count(len(results), 'captioner')} (the k-th caption of every image = "
-              f"captioner k; {' / '.join(map(str, sizes))} captions) against {ref_path.name}", file=out)
+        print(fit_text(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
+                       f"{pred_path.name}: scored as {_count(len(results), 'captioner')} (the k-th caption of every "
+                       f"image = captioner k; {' / '.join(map(str, sizes))} captions) against {ref_path.name}"),
+              file=out)
         if len(set(sizes)) > 1:
             print("capeval score: warning: the captioners have different numbers of captions, so their scores "
                   "come from different image sets (CIDEr-D document frequencies too)", file=sys.stderr)
@@ -210,8 +215,8 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(headers, [(k, *(r[k] for _, _, r in results)) for k in keys]), file=out)
         for k, (_, _, r) in enumerate(results):
             if r.get("coverage"):
-                print(f"captioner {k + 1}: {coverage_line(r['coverage'])}", file=out)
-            print(f"signature (captioner {k + 1}): {r['signature']}", file=out)
+                print(fit_text(f"captioner {k + 1}: {coverage_line(r['coverage'])}"), file=out)
+            print_signature(r["signature"], args, out, label=f"signature (captioner {k + 1})")
         if args.per_caption:
             for k, (s_ids, s_preds, r) in enumerate(results):
                 print(f"captioner {k + 1}:", file=out)

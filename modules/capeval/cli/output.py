@@ -40,6 +40,23 @@ def add_progress_argument(parser: argparse.ArgumentParser) -> None:
                              "terminal, for steps longer than a second)")
 
 
+def add_signature_argument(parser: argparse.ArgumentParser) -> None:
+    """``--signature short|full``: how the signature prints on the terminal (``args.signature``)."""
+    parser.add_argument("--signature", choices=["short", "full"], default="short",
+                        help="short (default): one line per metric, cut to the terminal's width; full: the whole "
+                             "string on one line (as in --json)")
+
+
+def print_signature(signature: str, args: argparse.Namespace, out: TextIO, label: str = "signature") -> None:
+    """Print ``signature`` as ``--signature`` asks (:func:`capeval.signature.signature_lines` when short)."""
+    from capeval.signature import signature_lines
+
+    if getattr(args, "signature", "short") == "full":
+        print(f"{label}: {signature}", file=out)
+        return
+    print("\n".join(signature_lines(signature, label=label)), file=out)
+
+
 def text_stream(*targets: Any) -> TextIO:
     """Where the human-readable output goes: stderr when one of ``targets`` is stdout (``--json -``)."""
     return sys.stderr if any(t == STDOUT for t in targets) else sys.stdout

@@ -23,15 +23,22 @@ _LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
 def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
     """The folder of a critic: ``path`` (a folder, or the name of a shipped critic such as ``critic-flickr8k-caption``),
     or the shipped critic of ``context``."""
-    from capeval.model_store import has_weights, model_dir
+    from capeval.model_store import has_weights, model_dir, not_a_model
 
     if path is not None:
         if isinstance(path, str) and has_weights(path) and not Path(path).exists():
             return model_dir(path)
+        if isinstance(path, str) and not Path(path).exists() and _looks_like_a_name(path):
+            raise not_a_model(path, "critic")
         return Path(path)
     if context not in SHIPPED:
         raise ValueError(f"context must be one of {sorted(SHIPPED)}, got {context!r}.")
     return model_dir(SHIPPED[context])
+
+
+def _looks_like_a_name(text: str) -> bool:
+    """A bare name (``critic-nope``), not a path: no separator, no leading ``.`` or ``~``."""
+    return os.sep not in text and "/" not in text and not text.startswith((".", "~"))
 
 
 def member_folder(name: str, base: str | os.PathLike | None = None) -> Path:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from capeval.hub.cards import split_front_matter
+from capeval.hub_cli import login_command
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -99,7 +100,7 @@ def _upload(folder, repo_id: str, repo_type: str, *, token, private, revision, c
     token = token or get_token()
     if not token:
         raise RuntimeError(
-            "no Hugging Face token: run `hf auth login` (or `huggingface-cli login`), set HF_TOKEN, or pass --token."
+            f"no Hugging Face token: run `{login_command()}`, set HF_TOKEN, or pass --token."
         )
     api = HfApi(endpoint=endpoint, token=token)
     target = endpoint or "the Hugging Face Hub"

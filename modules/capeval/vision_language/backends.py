@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.hub_cli import download_command
 from capeval.models._deps import default_device, require
 
 #: OpenAI's model names and the Hub repos holding the same weights in transformers' format.
@@ -229,7 +230,7 @@ def _first_sentence(err: BaseException, limit: int = 160) -> str:
 
 
 def _fetch_hint(repo: str) -> str:
-    return (f"fetch it once online with `huggingface-cli download {repo}` (or `hf download {repo}`), then it is read "
+    return (f"fetch it once online with `{download_command(repo)}`, then it is read "
             "from the Hugging Face cache offline")
 
 
