@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from capeval.cli.output import add_json_argument, check_output_path, text_stream, write_json
 
@@ -18,7 +19,7 @@ status, training_data, components, location, hub_repo, bundled, size_mb, summary
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="the model catalog: status, defaults, training data; fetch Hub models",
                        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    inner = p.add_subparsers(dest="models_command", metavar="{fetch}")
+    inner = p.add_subparsers(dest="models_command", metavar="{fetch,random}")
     f = inner.add_parser("fetch", help="download catalog models from the Hub into the Hugging Face cache",
                          description="Download each named model's Hub repo (capeval/NAME) into the standard Hugging "
                                      "Face cache (HF_HOME / HF_HUB_CACHE), where capeval then finds it offline too. "
@@ -26,6 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("names", nargs="*", metavar="NAME", help="catalog models (capeval models lists them)")
     f.add_argument("--all", action="store_true", help="every model whose location is hub")
     f.set_defaults(func=run_fetch)
+    r = inner.add_parser("random", help="seeded random checkpoints of CLIP ViT-B/32 and Polos, to try clip_s, "
+                                        "ref_clip_s, pac_s, ref_pac_s and polos without downloading weights",
+                         description=RANDOM_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("folder", type=Path, metavar="DIR", help="where to write them (created)")
+    r.add_argument("--tiny", action="store_true", help="small widths, same structure (a few MB, seconds)")
+    r.add_argument("--seed", type=int, default=0, help="the weights' seed (default 0)")
+    r.set_defaults(func=run_random)
     p.add_argument("--metric", help="only the models of this metric (e.g. critic, lceval)")
     p.add_argument("--training-data", action="store_true", help="print each model's training data under it")
     add_json_argument(p, "[{name, metric, default, recommended, status, training_data, ...}]", dest="json_out")
@@ -67,6 +75,29 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  - {item}", file=out)
     if args.json_out is not None:
         write_json(args.json_out, rows)
+    return 0
+
+
+RANDOM_DESCRIPTION = """\
+Write seeded random checkpoints of the real architectures into DIR, with three captions of the bundled example
+photos, and print the `capeval score` command that scores them with every vision-language metric: DIR/clip-vit-b-32.pt
+(OpenAI-format CLIP ViT-B/32 state dict, float16, 0.3 GB: --clip-model and --pac-model read it), DIR/polos (a Polos
+checkpoint in the released layout: RoBERTa-base encoder, COMET head, the same CLIP; 0.55 GB: --polos-model),
+DIR/predictions.json, references.json, images.txt. The scores mean nothing: the weights are random. Everything else
+is the real path (loaders, preprocessing, tokenizers, shapes). --tiny writes small widths for a quick check.
+"""
+
+
+def run_random(args: argparse.Namespace) -> int:
+    import sys
+
+    from capeval.vision_language.random_weights import score_command, write_random_models
+
+    paths = write_random_models(args.folder, tiny=args.tiny, seed=args.seed)
+    size = sum(f.stat().st_size for f in Path(args.folder).rglob("*") if f.is_file()) / 1e6
+    print(f"wrote random {'tiny ' if args.tiny else ''}checkpoints ({size:.0f} MB) in {args.folder}; score the "
+          "example with every vision-language metric:", file=sys.stderr)
+    print(score_command(paths))
     return 0
 
 
