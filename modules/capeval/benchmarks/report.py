@@ -259,20 +259,51 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path: str | Path, dpi: int = 120) -> Path:
-    """Lay out ``fig``, write it as a PNG to ``path`` (creating its folder), close it; return the path."""
+def save_figure(fig, path: str | Path, dpi: int = 120, tight: bool = True) -> Path:
+    """Lay out ``fig`` (``tight``: matplotlib's tight layout; False: as the caller laid it out), write it as a PNG to
+    ``path`` (creating its folder), close it; return the path."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if tight:
+        fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
 
 
+def scatter_title(result: BenchResult, key: str) -> str:
+    """A scatter panel's title: the metric, its headline statistic and the statistic's 95 % bootstrap interval
+    (``cider_d: τ-c = .439 [.423, .455]``); no interval when the run had no bootstrap."""
+    r = result.results[key]
+    head = r.get("headline")
+    if not head:  # an older payload or a run without a headline record
+        label = r.get("primary", "pearson")
+        head = {"statistic": label, "value": r[label] if label in r else r.get("with_human", {}).get("total")}
+    names = {"tau_c": "τ-c", "tau_b": "τ-b", "pearson": "Pearson r", "spearman": "Spearman ρ"}
+    return f"{key}: {names.get(head['statistic'], head['statistic'])} = {format_headline(head)}"
+
+
+def bar_errors(result: BenchResult, key: str, categories: list[str]) -> tuple[list[float], list[float], str] | None:
+    """The error bars of ``key``'s per-category accuracies (percent): ``(below, above, what)``. ``what`` says which
+    interval they draw: the 95 % bootstrap interval of each category (one seed with ``--bootstrap N``) or ± one
+    standard deviation over the seeds (several seeds); None when the run computed neither."""
+    r = result.results[key]
+    if isinstance(r.get("ci"), dict) and all(c in r["ci"] for c in categories):
+        below = [max(r[c] - r["ci"][c][0], 0.0) for c in categories]
+        above = [max(r["ci"][c][1] - r[c], 0.0) for c in categories]
+        return below, above, "95 % bootstrap interval"
+    if isinstance(r.get("std"), dict) and all(c in r["std"] for c in categories):
+        sd = [r["std"][c] for c in categories]
+        return sd, sd, f"± 1 s.d. over {len(r.get('per_seed', [])) or 'the'} seeds"
+    return None
+
+
 def plot(result: BenchResult, path: str | Path) -> Path:
-    """A PNG: metric-vs-human scatter (correlations, THumB) or per-category bars (pairwise)."""
+    """A PNG: metric-vs-human scatter (correlations, THumB), each panel titled with the headline statistic and its
+    95 % interval, or per-category accuracy bars (pairwise) with their intervals as error bars (the legend gives each
+    metric's average and its interval)."""
     import numpy as np
 
     plt = pyplot()
@@ -282,15 +313,24 @@ def plot(result: BenchResult, path: str | Path) -> Path:
     kind = result.plot_data[keys[0]]["kind"]
     if kind == "bars":
         cats = list(result.plot_data[keys[0]]["values"])
-        fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(cats), 4))
+        fig, ax = plt.subplots(figsize=(2.2 + 1.5 * len(cats), 4.2))
         width = 0.8 / len(keys)
+        whats = set()
         for i, key in enumerate(keys):
             vals = [result.results[key][c] for c in cats]
-            ax.bar(np.arange(len(cats)) + i * width, vals, width, label=key)
+            errors = bar_errors(result, key, cats)
+            head = result.results[key].get("headline") or {"statistic": "avg", "value": result.results[key]["avg"]}
+            label = f"{key} (avg {format_headline(head)})"
+            yerr = None
+            if errors is not None:
+                yerr = [errors[0], errors[1]]
+                whats.add(errors[2])
+            ax.bar(np.arange(len(cats)) + i * width, vals, width, label=label, yerr=yerr, capsize=2,
+                   error_kw={"elinewidth": 0.8})
         ax.set_xticks(np.arange(len(cats)) + 0.4 - width / 2, cats)
-        ax.set_ylabel("accuracy (%)")
+        ax.set_ylabel("accuracy (%)" + (f", bars: {sorted(whats)[0]}" if len(whats) == 1 else ""))
         ax.set_ylim(40, 100)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, loc="lower left")
         ax.set_title(f"{result.benchmark}: agreement with human preference")
     else:
         n = len(keys)
@@ -302,15 +342,12 @@ def plot(result: BenchResult, path: str | Path) -> Path:
             d = result.plot_data[key]
             jitter = rng.uniform(-0.15, 0.15, size=len(d["human"]))
             ax.scatter(d["human"] + jitter, d["metric"], s=3, alpha=0.25)
-            r = result.results[key]
-            label = r.get("primary", "pearson")
-            value = r[label] if label in r else r.get("with_human", {}).get("total")
-            ax.set_title(f"{key} ({label} = {value:.3f})", fontsize=9)
+            ax.set_title(scatter_title(result, key), fontsize=9)
             ax.set_xlabel("human judgment")
             ax.set_ylabel(key)
         for ax in list(axes.flat)[n:]:
             ax.axis("off")
-        fig.suptitle(f"{result.benchmark}: metric vs human", fontsize=10)
+        fig.suptitle(f"{result.benchmark}: metric vs human (95 % bootstrap intervals)", fontsize=10)
     return save_figure(fig, path)
 
 

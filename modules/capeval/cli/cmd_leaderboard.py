@@ -30,14 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE_OR_DIR",
                    help="`capeval bench --json` files, or directories: their *.json bench payloads (others skipped)")
     p.add_argument("--markdown", type=Path, metavar="OUT", help="write the table as markdown here")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="write a figure here: a panel per column, each metric's statistic with its 95%% interval, "
+                        "contaminated and unknown cells marked, published anchors as diamonds")
     add_json_argument(p, "{columns, rows, anchors, footnotes, citations, files, notes}", dest="json_out")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.leaderboard import build_leaderboard, read_payloads, render
+    from capeval.benchmarks.leaderboard import build_leaderboard, plot_leaderboard, read_payloads, render
 
-    for flag, out in (("--json", args.json_out), ("--markdown", args.markdown)):
+    for flag, out in (("--json", args.json_out), ("--markdown", args.markdown), ("--plot", args.plot)):
         if out is not None:
             check_output_path(out, flag)
     payloads, skipped = read_payloads(args.inputs)
@@ -51,4 +54,6 @@ def run(args: argparse.Namespace) -> int:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(render(board, "markdown") + "\n", encoding="utf-8")
         print(f"wrote {args.markdown}", file=sys.stderr)
+    if args.plot:
+        print(f"wrote {plot_leaderboard(board, args.plot)}", file=sys.stderr)
     return 0
