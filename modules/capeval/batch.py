@@ -26,7 +26,13 @@ class CaptionBatch:
         images: one image per prediction (path, bytes, ``datasets.Image`` dict, PIL image or array, as given
             to :func:`capeval.score`; see :class:`~capeval.metric.CaptionMetric`), or ``None`` when none were
             given. Only metrics with ``needs_images`` read them.
+        metrics: the call's metric instances by name (set by :func:`capeval.score`; empty otherwise), so that a
+            metric built on others (``spider`` on ``cider_d`` and ``spice``) uses the call's own when it has them
+            and each is computed once (:meth:`computed`).
     """
+
+    #: See the class docstring; :func:`capeval.score` replaces it with the call's instances.
+    metrics: dict[str, Any] = {}
 
     def __init__(
         self,
@@ -80,6 +86,7 @@ class CaptionBatch:
         if "tokenizer" in self.__dict__:
             sub.__dict__["tokenizer"] = self.tokenizer
         sub.images = None if self.images is None else [self.images[i] for i in indices]
+        sub.metrics = self.metrics
         sub.raw_predictions = [self.raw_predictions[i] for i in indices]
         sub.raw_references = [self.raw_references[i] for i in indices]
         if "predictions" in self.__dict__:
@@ -89,6 +96,16 @@ class CaptionBatch:
         sub.__dict__["prediction_tokens"] = [self.prediction_tokens[i] for i in indices]
         sub.__dict__["reference_tokens"] = [self.reference_tokens[i] for i in indices]
         return sub
+
+    def computed(self, metric: Any) -> Any:
+        """``metric.compute(self)`` (a :class:`~capeval.metric.MetricOutput`), computed once per metric instance
+        and batch: the second request (a composite metric reading a metric the call also reports) gets the same
+        output."""
+        outputs = self.__dict__.setdefault("_outputs", {})
+        key = id(metric)
+        if key not in outputs:
+            outputs[key] = (metric, metric.compute(self))  # the instance kept, so that its id is not reused
+        return outputs[key][1]
 
     @cached_property
     def _token_table(self) -> dict[str, list[str]]:

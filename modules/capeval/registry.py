@@ -32,6 +32,7 @@ _SPECS = (
     MetricSpec("cider_d", "capeval.coco.cider", "CiderD", ("cider_d",)),
     MetricSpec("spice", "capeval.spice.metric", "Spice", ("spice", "spice_precision", "spice_recall")),
     MetricSpec("spice_u", "capeval.spice_u.metric", "SpiceU", ("spice_u", "uniqueness")),
+    MetricSpec("spider", "capeval.spider.metric", "Spider", ("spider",)),
     MetricSpec("critic", "capeval.critic.metric", "Critic", ("critic",)),
     MetricSpec("critic_ref", "capeval.critic.metric", "CriticRef", ("critic_ref",)),
     MetricSpec("critic_img", "capeval.critic.metric", "CriticImg", ("critic_img",)),

@@ -22,7 +22,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
                     "coverage", "scales", "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
-    ("metric families and models", ("coco", "spice", "spice_u", "thumb", "models", "sentence_cosine",
+    ("metric families and models", ("coco", "spice", "spice_u", "spider", "thumb", "models", "sentence_cosine",
                                     "vision_language")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring")),  # "" = the top-level package capeval/__init__.py

@@ -90,3 +90,33 @@ def test_meteor_backends_agree_through_the_module(module, java, monkeypatch):
     assert not started
     jar_result = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="meteor", meteor_backend="java")
     assert len(started) == 1 and python == jar_result
+
+
+def test_spider_through_the_module(module):
+    """SPIDEr on request (not in the default set): (CIDEr-D + SPICE) / 2 from the same call, as capeval.score; SPICE
+    options reach it."""
+    pytest.importorskip("spacy")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", capeval.coco.cider.SmallCorpusWarning)
+        ours = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics=["cider_d", "spider"])
+        direct = capeval.score(PREDICTIONS, REFERENCES, metrics=["cider_d", "spider"])
+        spice = capeval.score(PREDICTIONS, REFERENCES, metrics=["spice"])
+        plain = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="spider", spice_synonyms=False)
+    assert ours == direct
+    assert ours["spider"] == (ours["cider_d"] + spice["spice"]) / 2
+    assert ours["per_caption"]["spider"] == [(c + s) / 2 for c, s in zip(ours["per_caption"]["cider_d"],
+                                                                         spice["per_caption"]["spice"])]
+    assert "syn=none" in plain["signature"] and "syn=none" not in ours["signature"]
+
+
+def test_default_metrics_leave_spider_out(module, monkeypatch):
+    """metrics=None computes BLEU, METEOR, ROUGE-L and CIDEr-D (SPIDEr needs SPICE's parser, capeval[spice])."""
+    import sys
+
+    script = sys.modules[type(module).__module__]
+    asked = {}
+    monkeypatch.setattr(script, "capeval_score", lambda *a, metrics, **k: asked.setdefault("metrics", metrics))
+    module.compute(predictions=PREDICTIONS, references=REFERENCES)
+    assert asked["metrics"] == ["bleu_1", "bleu_2", "bleu_3", "bleu_4", "meteor", "rouge_l", "cider_d"]

@@ -25,7 +25,7 @@ from capeval.provenance import SOURCES, UNDISCLOSED, benchmark_data, overlaps
 from capeval.registry import resolve
 
 #: Metric families with nothing trained (document frequencies and uniqueness tables are corpus statistics).
-RULE_BASED = frozenset({"bleu", "meteor", "rouge_l", "cider_d", "spice", "spice_u"})
+RULE_BASED = frozenset({"bleu", "meteor", "rouge_l", "cider_d", "spice", "spice_u", "spider"})
 #: ``evaluate`` modules with nothing trained (``evaluate:<module>`` specs).
 RULE_BASED_EVALUATE = frozenset({"bleu", "sacrebleu", "google_bleu", "rouge", "meteor", "chrf", "ter", "wer", "cer",
                                  "exact_match"})

@@ -160,7 +160,8 @@ def score_dataset(
                          "with one image per row.")
     columns = {"prediction": prediction_column, "references": references_column,
                "image": image_column if needs_images else None, "id": id_column}
-    cider_table = "cider_d" in selected and options.get("cider_df", "references") == "references"
+    cider_table = (any("cider_df" in metric_class(n).options for n in selected)  # cider_d, spider
+                   and options.get("cider_df", "references") == "references")
     run = _Run(data=data, split=split, folder=folder, selected=selected, columns=columns, chunk_size=chunk_size,
                on_error=on_error, score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit,
                                                 "empty": empty},
