@@ -216,41 +216,42 @@ def _layout(cells: list[list[str]], headers: list[str], numeric: list[bool], wid
         return None
     widths = list(floor)
     room = width - gaps - sum(widths)
-    # give the room back, widest wish first, one column at a time
-    while room > 0:
-        wants = [(natural[i] - widths[i], i) for i in range(len(widths)) if widths[i] < natural[i]]
-        if not wants:
-            break
-        _, i = max(wants)
+    # the room back to the columns that need least of it first: as many columns as possible whole, then the rest
+    # of the room to the next column in that order
+    for _, i in sorted((natural[i] - widths[i], i) for i in range(len(widths)) if widths[i] < natural[i]):
         step = min(room, natural[i] - widths[i])
         widths[i] += step
         room -= step
     return widths
 
 
-def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], widths: list[int]) -> list[str]:
-    def lines_of(row: Sequence[str]) -> list[str]:
-        wrapped = [_wrap_cell(c, w) if display_width(c) > w else [c] for c, w in zip(row, widths)]
+def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], widths: list[int],
+            overflow: str = "wrap") -> list[str]:
+    def lines_of(row: Sequence[str], how: str = overflow) -> list[str]:
+        wrapped = [[c] if display_width(c) <= w else [cut(c, w)] if how == "cut" else _wrap_cell(c, w)
+                   for c, w in zip(row, widths)]
         height = max(len(w) for w in wrapped)
         return ["  ".join(_pad(w[k] if k < len(w) else "", width, right)
                           for w, width, right in zip(wrapped, widths, numeric)).rstrip()
                 for k in range(height)]
 
-    out = lines_of(headers)
+    out = lines_of(headers, "wrap")
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
         out += lines_of(row)
     return out
 
 
-def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4, width: int | None = None) -> str:
+def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4, width: int | None = None,
+               overflow: str = "wrap") -> str:
     """A plain-text table: the first column (the row labels) and text columns left-aligned, columns of numbers
     right-aligned (their headers too), widths in terminal columns (:func:`display_width`), so that wide characters
     keep the columns straight.
 
     ``width``: the most columns a line may take; ``None`` (default) is :func:`terminal_width`, ``0`` no limit.
     A table wider than that wraps its text cells (between words, then inside names) and its headers; when the numbers
-    alone are too wide, the columns are shown in several blocks, each repeating the first column."""
+    alone are too wide, the columns are shown in several blocks, each repeating the first column. ``overflow="cut"``
+    cuts a long cell with an ellipsis instead of wrapping it (one line per row: per-caption listings)."""
     headers = [str(h) for h in headers]
     cells = [[fmt(c, digits) for c in row] for row in rows]
     numeric = [False, *_numeric_columns(rows, len(headers))[1:]]
@@ -260,7 +261,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4
         return "\n".join(_render(headers, cells, numeric, widths))
     widths = _layout(cells, headers, numeric, limit)
     if widths is not None:
-        return "\n".join(_render(headers, cells, numeric, widths))
+        return "\n".join(_render(headers, cells, numeric, widths, overflow))
     blocks = _column_blocks(cells, headers, numeric, limit)
     out: list[str] = []
     for block in blocks:
@@ -273,7 +274,7 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4
             for i, h in enumerate(sub_headers)]
         if out:
             out.append("")
-        out += _render(sub_headers, sub_cells, sub_numeric, sub_widths)
+        out += _render(sub_headers, sub_cells, sub_numeric, sub_widths, overflow)
     return "\n".join(out)
 
 

@@ -40,7 +40,7 @@ def signature_lines(signature: str, width: int | None = None, label: str = "sign
     lines = [cut(f"{label}: {common}", width)]
     lines += [cut(f"  {k}:{v}", width) for k, _, v in fields if k not in COMMON_FIELDS]
     if width and any(line.endswith("…") for line in lines):
-        lines.append("  (cut to the terminal: --signature full or --json for the whole string)")
+        lines.append(cut("  (cut: --signature full or --json show it whole)", width))
     return lines
 
 

@@ -24,7 +24,7 @@ def test_json_lists_every_model_with_the_required_fields(capsys):
 
 
 def test_table_filters_by_metric_and_refuses_unknown(capsys):
-    assert main(["models", "--metric", "lceval", "--training-data"]) == 0
+    assert main(["models", "--metric", "lceval", "--training-data", "--wide"]) == 0
     out = capsys.readouterr().out
     assert "lceval-caption-flickr8k-coco" in out and "lceval (recommended)" in out and "critic-flickr8k " not in out
     assert "Flickr8k train split" in out
@@ -44,7 +44,7 @@ def test_example_skips_metrics_whose_default_model_does_not_ship():
 
 
 def test_the_table_says_which_defaults_report_a_readable_scale(capsys):
-    assert main(["models"]) == 0
+    assert main(["models", "--wide"]) == 0
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("readable scale by default"))
     assert line.endswith("critic, critic_plus, critic_ref, lceval, lceval_plus")
     assert main(["models", "--metric", "lceval_released"]) == 0

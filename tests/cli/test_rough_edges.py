@@ -118,7 +118,7 @@ def _table(text: str, first_header: str) -> list[str]:
 
 
 def test_models_aligns_text_left_and_numbers_right(capsys):
-    assert main(["models"]) == 0
+    assert main(["models", "--wide"]) == 0
     rows = _columns(_table(capsys.readouterr().out, "model"))
     header, body = rows[0], rows[1:]
     for i, name in enumerate(header):

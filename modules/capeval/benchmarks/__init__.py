@@ -81,7 +81,9 @@ def canonical_name(name: str, choices: Sequence[str] = BENCHMARK_NAMES) -> str:
     key = str(name).strip().lower().replace("_", "-")
     key = BENCHMARK_ALIASES.get(key, key)
     if key not in BENCHMARK_NAMES:
-        raise ValueError(f"unknown benchmark {name!r}; available: {', '.join(choices)}.")
+        from capeval.suggest import did_you_mean
+
+        raise ValueError(f"unknown benchmark {name!r}{did_you_mean(str(name), choices) or '; available: ' + ', '.join(choices)}.")
     return key
 
 

@@ -68,12 +68,27 @@ def build_parser() -> argparse.ArgumentParser:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("cmd_"):
             importlib.import_module(f"{__name__}.{info.name}").register(sub)
-    for command in _leaf_parsers(parser):
+    for command in _command_parsers(parser):
         if "--wide" not in command._option_string_actions:
             command.add_argument("--wide", action="store_true",
                                  help="print every table and line whole, however wide (default: fit the terminal: "
                                       "$COLUMNS, else its size, else 100 columns)")
     return parser
+
+
+def _command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every parser below ``capeval``'s own, each once (``models`` and ``models fetch`` both)."""
+    seen: dict[int, argparse.ArgumentParser] = {}
+    stack = [parser]
+    while stack:
+        current = stack.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    if id(child) not in seen:
+                        seen[id(child)] = child
+                        stack.append(child)
+    return list(seen.values())
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -97,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, which knows its flags
+        _unrecognized(parser, args, extra)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for commands that relaunch themselves
     if not getattr(args, "func", None):
         parser.print_help()
@@ -146,6 +163,22 @@ def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
     text = re.sub(r"(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|images)=(<[^>]*>|'[^']*'|\"[^\"]*\"|[\w./-]+)?",
                   flag_of, message)
     return re.sub(r"(--[\w-]+ [^\s()]+) \(\1\)", r"\1", text)  # "--x v (--x v)": the API's parenthesis, now the same
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Exit through the parser of the command that was typed, naming ``extra`` and the closest flag of that
+    command to the first one."""
+    from capeval.suggest import did_you_mean
+
+    current = parser
+    for name in _command_name(args).split():
+        action = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if action is None or name not in action.choices:
+            break
+        current = action.choices[name]
+    flags = [f for f in current._option_string_actions if f.startswith("--")]
+    hint = did_you_mean(extra[0].split("=")[0], flags) if extra[0].startswith("-") else ""
+    current.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
 
 
 def _command_name(args: argparse.Namespace) -> str:

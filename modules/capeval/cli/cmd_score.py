@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         if args.per_caption:
             rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
                     for i in range(len(preds))]
-            print(text_table(["item", "caption", *keys], rows), file=out)
+            print(text_table(["item", "caption", *keys], rows, overflow="cut"), file=out)
             for name in ("lceval", "lceval_released", "lceval_plus"):
                 feats = result.get(f"{name}_features")
                 if feats:
@@ -222,17 +222,19 @@ def run(args: argparse.Namespace) -> int:
                 print(f"captioner {k + 1}:", file=out)
                 print(text_table(["item", "caption", *keys],
                                  [[s_ids[i], _shown(s_preds[i]), *(r["per_caption"][key][i] for key in keys)]
-                                  for i in range(len(s_preds))]), file=out)
+                                  for i in range(len(s_preds))], overflow="cut"), file=out)
         payload = {"captioners": [dict(r, image_ids=s_ids) for s_ids, _, r in results]}
     if args.json_out:
         write_json(args.json_out, payload)
     return 0
 
 
-def coverage_line(coverage: dict[str, float]) -> str:
-    """``vocabulary coverage: critic_ref 98.8%, lceval 99.6%`` (the share of the tokens each learned metric read that
-    its vocabulary knows; :mod:`capeval.coverage`)."""
-    return "vocabulary coverage: " + ", ".join(f"{name} {share:.1%}" for name, share in coverage.items())
+def coverage_line(coverage: dict[str, float | None]) -> str:
+    """``vocabulary coverage: critic_ref 98.8%, lceval 99.6% of the predictions' tokens`` (the share of the prediction
+    tokens each learned metric read that its vocabulary knows, ``n/a`` without one; :mod:`capeval.coverage`)."""
+    return "vocabulary coverage: " + ", ".join(
+        f"{name} {'n/a' if share is None else f'{share:.1%}'}" for name, share in coverage.items()
+    ) + " of the predictions' tokens"
 
 
 def scale_line(signature: str) -> str:
