@@ -57,7 +57,7 @@ def test_released_equals_capeval_score(released):
     want = capeval.score(PREDICTIONS, REFERENCES, metrics="lceval_released", lceval_released_features=True)
     assert released == want
     assert list(released) == ["lceval_released", "per_caption", "coverage", "coverage_per_caption",
-                              "lceval_released_features", "signature"]
+                              "reference_coverage", "lceval_released_features", "signature"]
     assert released["coverage"] == {"lceval_released": pytest.approx(released["coverage"]["lceval_released"])}
     assert 0.9 < released["coverage"]["lceval_released"] <= 1
     scores = released["per_caption"]["lceval_released"]
@@ -85,7 +85,8 @@ def test_both_networks_with_a_trained_folder(module, released, tiny_lceval):
     got = module.compute(predictions=PREDICTIONS, references=REFERENCES, **kwargs)
     want = capeval.score(PREDICTIONS, REFERENCES, **kwargs)
     assert got == want
-    assert sorted(got) == ["coverage", "coverage_per_caption", "lceval", "lceval_released", "per_caption", "signature"]
+    assert sorted(got) == ["coverage", "coverage_per_caption", "lceval", "lceval_released", "per_caption",
+                           "reference_coverage", "signature"]
     assert sorted(got["coverage"]) == ["lceval", "lceval_released"]
     assert got["per_caption"]["lceval_released"] == released["per_caption"]["lceval_released"]
     assert got["per_caption"]["lceval"][2] == 0.0 and all(0 < p < 1 for p in got["per_caption"]["lceval"][:2])
@@ -103,7 +104,8 @@ def test_default_is_the_shipped_lceval_network(module, released):
             module.compute(predictions=PREDICTIONS, references=REFERENCES)
         pytest.skip(f"the shipped {DEFAULTS['lceval']} network is not installed: checked the error only")
     got = module.compute(predictions=PREDICTIONS, references=REFERENCES)
-    assert sorted(got) == ["coverage", "coverage_per_caption", "lceval", "per_caption", "signature"]
+    assert sorted(got) == ["coverage", "coverage_per_caption", "lceval", "per_caption", "reference_coverage",
+                           "signature"]
     assert got == capeval.score(PREDICTIONS, REFERENCES, metrics="lceval")
     assert f"lceval:model={DEFAULTS['lceval']},feat=1," in got["signature"]
     paper = module.compute(predictions=PREDICTIONS, references=REFERENCES, lceval_model="lceval-flickr8k-coco")

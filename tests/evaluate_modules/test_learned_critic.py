@@ -77,10 +77,12 @@ def test_pil_images_and_datasets_values_score_like_paths(module, tiny_critics, p
 
 def test_default_is_critic_with_images_and_critic_ref_without(module, tiny_critics, paths):
     with_images = module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths, **tiny_critics)
-    assert sorted(with_images) == ["coverage", "coverage_per_caption", "critic", "per_caption", "signature"]
+    assert sorted(with_images) == ["coverage", "coverage_per_caption", "critic", "per_caption",
+                                   "reference_coverage", "signature"]
     _same(with_images, capeval.score(PREDICTIONS, REFERENCES, metrics="critic", images=paths, **tiny_critics))
     without = module.compute(predictions=PREDICTIONS, references=REFERENCES, **tiny_critics)
-    assert sorted(without) == ["coverage", "coverage_per_caption", "critic_ref", "per_caption", "signature"]
+    assert sorted(without) == ["coverage", "coverage_per_caption", "critic_ref", "per_caption",
+                                   "reference_coverage", "signature"]
     _same(without, capeval.score(PREDICTIONS, REFERENCES, metrics="critic_ref", **tiny_critics))
 
 
@@ -144,7 +146,8 @@ def test_critic_plus_equals_capeval_score_and_needs_images(module, tiny_critics,
     got = module.compute(predictions=PREDICTIONS, references=REFERENCES, images=paths, metrics=["critic_plus"],
                          critic_plus_model=str(folder))
     want = capeval.score(PREDICTIONS, REFERENCES, metrics="critic_plus", images=paths, critic_plus_model=str(folder))
-    assert sorted(got) == ["coverage", "coverage_per_caption", "critic_plus", "per_caption", "signature"]
+    assert sorted(got) == ["coverage", "coverage_per_caption", "critic_plus", "per_caption", "reference_coverage",
+                           "signature"]
     assert got["critic_plus"] == want["critic_plus"] and got["per_caption"] == want["per_caption"]
     assert got["signature"] == want["signature"] and "encoder=fake-letters" in got["signature"]
     assert all(0.0 < p < 1.0 for p in got["per_caption"]["critic_plus"])

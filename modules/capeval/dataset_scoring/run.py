@@ -489,7 +489,8 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                         _check_mean(name, keys, result)
                     if states[name]["coverage"] is not None:  # token counts: added up over the chunks
                         record["coverage"][name] = states[name]["coverage"]
-                        columns[f"coverage_{name}"] = [float(v) for v in result["coverage_per_caption"][name]]
+                        columns[f"coverage_{name}"] = [None if v is None else float(v)  # None: no token
+                                                       for v in result["coverage_per_caption"][name]]
                 record["signature"] = result["signature"]
                 record["nrefs"] = sorted({len(r) for r in refs})
                 if run.language_check:
@@ -631,8 +632,8 @@ def _finalize(run: _Run) -> dict[str, Any]:
     fields = [f"nrefs:{next(iter(nrefs)) if len(nrefs) == 1 else 'var'}" if f.startswith("nrefs:") else f
               for f in fields]
     result["signature"] = "|".join(fields)
-    if tokens:  # as capeval.score's result["coverage"]: the share of the tokens read that the vocabulary knows
-        result["coverage"] = {name: known / total if total else 1.0 for name, (known, total) in tokens.items()}
+    if tokens:  # as capeval.score's result["coverage"]: the share of the prediction tokens read that it knows
+        result["coverage"] = {name: known / total if total else None for name, (known, total) in tokens.items()}
         result["coverage_tokens"] = {name: {"known": known, "total": total} for name, (known, total) in tokens.items()}
     result["rows"] = rows
     result["skipped"] = {"count": skipped_count, "rows": skipped}

@@ -100,8 +100,10 @@ def score_captions(compute: Callable[..., dict], keys: Sequence[str], prediction
 
 def coverage_rows(result: Mapping[str, Any]) -> list[list[Any]]:
     """Corpus-table rows ``["<metric> vocabulary coverage", share]`` for the learned metrics that report one (the
-    share of the tokens they read that their vocabulary knows, :mod:`capeval.coverage`)."""
-    return [[f"{name} vocabulary coverage", _round(share)] for name, share in (result.get("coverage") or {}).items()]
+    share of the prediction tokens they read that their vocabulary knows, ``None`` without one;
+    :mod:`capeval.coverage`)."""
+    return [[f"{name} vocabulary coverage", None if share is None else _round(share)]
+            for name, share in (result.get("coverage") or {}).items()]
 
 
 def _score_tables(compute: Callable[..., dict], keys: Sequence[str], predictions_text: str, references_text: str,
