@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from capeval.batch import CaptionBatch
+from capeval.inputs import by_image_id
 from capeval.progress import progress as progress_bar
 from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
@@ -16,8 +17,10 @@ from capeval.validation import (
     check_caption_lengths,
     check_finite,
     check_images,
+    UnscoredReferencesWarning,
     check_max_caption_chars,
     normalize_inputs,
+    warn_at_caller,
     warn_empty,
     warn_wordless,
 )
@@ -137,8 +140,11 @@ def score(
     """Score captions with any subset of capeval's metrics in one call.
 
     Args:
-        predictions: one caption per item.
-        references: per item, one reference string or a non-empty list of them.
+        predictions: one caption per item; or keyed by image id as pycocoevalcap's ``res``
+            (``{image_id: [caption]}``) or COCO's results list (``[{"image_id", "caption"}]``), the references then
+            keyed the same way (:mod:`capeval.inputs`), and ``result["image_ids"]`` gives each per-caption entry's id.
+        references: per item, one reference string or a non-empty list of them; or, with keyed predictions,
+            pycocoevalcap's ``gts`` (``{image_id: [captions]}``), COCO's annotation dict or the path of its file.
         metrics: metric names or result keys (``"bleu"`` = ``bleu_1``..``bleu_4``, ``"bleu_4"``,
             ``"meteor"``, ``"rouge_l"``, ``"cider_d"``, ``"spice"``, ``"spice_u"``), a list or a
             comma-separated string. Default: BLEU, METEOR, ROUGE-L, CIDEr-D.
@@ -158,10 +164,12 @@ def score(
             words, kept in the corpus statistics: BLEU's brevity penalty, CIDEr-D's document frequencies,
             METEOR's aggregate) with an :class:`~capeval.validation.EmptyCaptionWarning` naming it. Useful
             for model outputs (early checkpoints); references must never be empty.
-        images: ``None`` (default) or one image per prediction, in prediction order, for metrics that read
-            images (``needs_images``, e.g. ``critic``): a path (``str`` / ``os.PathLike``), encoded bytes, a
-            ``datasets.Image`` value (a dict with ``"path"`` and/or ``"bytes"``), a ``PIL.Image.Image`` or a
-            numpy array (the rules of :mod:`capeval.models.images`). Required when such a metric is selected
+        images: ``None`` (default) or one image per prediction, in prediction order (or keyed by image id with
+            keyed predictions), for metrics that read images (``needs_images``, e.g. ``critic``): a path (``str`` /
+            ``os.PathLike``), encoded bytes, a ``datasets.Image`` value (a dict with ``"path"`` and/or ``"bytes"``),
+            a ``PIL.Image.Image``, a numpy array or a torch tensor (uint8, or float in [0, 1]; C×H×W or H×W×C; a
+            4-D array or tensor is a batch of them, as torchmetrics' ``CLIPScore`` takes it; the rules of
+            :mod:`capeval.models.images`). Required when such a metric is selected
             (``ValueError`` naming it), with no ``None`` entry; accepted and ignored when none is (so
             ``evaluate.combine`` can send it to every module), the length and entry types still checked.
             Files are read, and decoded, only by the metrics that need them.
@@ -202,6 +210,12 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
            images, language_check, options: dict[str, Any]) -> dict[str, Any] | None:
     """:func:`score` after the metrics were resolved."""
     share = _SHARE.get()
+    keyed = by_image_id(predictions, references, images)
+    if keyed is not None:  # pycocoevalcap's dicts, COCO's results list: matched by image id
+        predictions, references, images = keyed.predictions, keyed.references, keyed.images
+        if keyed.unscored and (share is None or share.is_main):
+            warn_at_caller(f"{len(keyed.unscored)} reference image(s) have no prediction and take no part in the "
+                           f"scores, e.g. {keyed.unscored[:3]!r}", UnscoredReferencesWarning)
     preds, refs = normalize_inputs(predictions, references, empty=empty)
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
@@ -244,6 +258,8 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
     if uses_tokens:
         common["tok"] = batch.tokenizer.name
     result["per_caption"] = per_caption
+    if keyed is not None:
+        result["image_ids"] = list(keyed.ids)
     result.update(extras)
     result["signature"] = build_signature(common, fields)
     return result

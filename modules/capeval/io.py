@@ -5,6 +5,8 @@ Supported inputs (detected from the content, not only the extension):
 * **plain JSON**: predictions ``["a dog", ...]``; references ``[["ref 1", "ref 2"], ...]`` (or one
   string per item), paired by order.
 * **COCO results** (predictions): ``[{"image_id": 1, "caption": "..."}, ...]``.
+* **pycocoevalcap's dicts**: predictions ``{"391895": ["a man ..."]}`` (its ``res``: one caption per image id, or the
+  caption itself), references ``{"391895": ["ref 1", ...]}`` (its ``gts``).
 * **COCO annotations** (references): ``{"annotations": [{"image_id": 1, "caption": "..."}, ...]}``;
   also a ``{id: [captions]}`` mapping.
 * **JSONL**: one JSON value per line: a string, a list of strings, or an object with an id field
@@ -247,6 +249,8 @@ def load_predictions(
                 _check_unique(ids, path, "rows")
         return ids, preds
     kind, data = _read_json_or_jsonl(path)
+    if kind == "json" and isinstance(data, dict) and data and "annotations" not in data:
+        return _keyed_predictions(data, path, allow_empty)
     _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
     where = "line" if kind == "jsonl" else "item"
     if all(isinstance(x, str) for x in data):
@@ -272,6 +276,21 @@ def load_predictions(
         )
     if not allow_duplicate_ids:
         _check_unique(ids, path, f"{where}s")
+    return ids, preds
+
+
+def _keyed_predictions(data: dict, path: Path, allow_empty: bool) -> tuple[list[Any], list[str]]:
+    """pycocoevalcap's ``res`` as a JSON object: ``{image_id: [caption]}`` or ``{image_id: caption}``."""
+    ids, preds = list(data), []
+    for key, value in data.items():
+        if isinstance(value, list):
+            if len(value) != 1:
+                raise InputFormatError(f"{path}: image {key!r} holds {len(value)} captions; a {{image_id: [caption]}} "
+                                       "predictions file (pycocoevalcap's res) has exactly one per image.")
+            value = value[0]
+        if isinstance(value, dict):
+            value = _pick(value, PRED_FIELDS, path, f"image {key!r}")
+        preds.append(_prediction(value, path, f"image {key!r}", allow_empty))
     return ids, preds
 
 

@@ -28,6 +28,10 @@ class WordlessCaptionWarning(UserWarning):
     """A caption has no word token after PTB tokenisation (only punctuation, emoji, zero-width characters...)."""
 
 
+class UnscoredReferencesWarning(UserWarning):
+    """References keyed by image id include images that have no prediction: they take no part in the scores."""
+
+
 class EmptyCaptionWarning(UserWarning):
     """A prediction is empty or whitespace only and ``empty="zero"`` scored it 0 on every metric."""
 
@@ -158,7 +162,7 @@ def normalize_inputs(
 
 #: What ``images=`` entries may be, for the error messages (the rules are :mod:`capeval.models.images`').
 IMAGE_KINDS = ("a path (str or os.PathLike), encoded bytes, a datasets.Image value (a dict with 'bytes' and/or "
-               "'path'), a PIL.Image.Image or a numpy array")
+               "'path'), a PIL.Image.Image, a numpy array or a torch tensor")
 
 
 def _is_missing(value: Any) -> bool:
@@ -170,8 +174,10 @@ def _is_in_memory_image(value: Any) -> bool:
     its module is loaded)."""
     pil = sys.modules.get("PIL.Image")
     np = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
     return bool((pil is not None and isinstance(value, pil.Image))
-                or (np is not None and isinstance(value, np.ndarray)))
+                or (np is not None and isinstance(value, np.ndarray))
+                or (torch is not None and isinstance(value, torch.Tensor)))
 
 
 def _shape(value: Any) -> str:

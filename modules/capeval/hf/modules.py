@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.api import option_names
+from capeval.inputs import by_image_id
 from capeval.registry import resolve, result_keys
 from capeval.validation import normalize_references
 
@@ -76,20 +77,56 @@ class CaptionModule:
     """
 
     def compute(self, *, predictions=None, references=None, **kwargs):
-        """Like ``evaluate.Metric.compute``, with mixed reference forms and combine-friendly options."""
+        """Like ``evaluate.Metric.compute``, with mixed reference forms and combine-friendly options; predictions and
+        references keyed by image id (pycocoevalcap's dicts, COCO's results list: :mod:`capeval.inputs`) are matched
+        by id and ``result["image_ids"]`` names each per-caption entry's image; images given to :meth:`add_batch` /
+        :meth:`add` are used when ``images`` is not given here."""
+        keyed = None if predictions is None else by_image_id(predictions, references, kwargs.get("images"))
+        if keyed is not None:
+            predictions, references = keyed.predictions, keyed.references
+            if kwargs.get("images") is not None:
+                kwargs["images"] = keyed.images
+        pending, self._pending_images = getattr(self, "_pending_images", None), None
+        if pending is not None and kwargs.get("images") is None:
+            if predictions is not None:
+                raise ValueError(f"the {self.name} module holds images from add_batch() / add() but compute() got "
+                                 "predictions of its own; give their images=, or add everything with add_batch().")
+            kwargs["images"] = pending
         kwargs = self._own_options(kwargs)
         # evaluate.Metric.compute hands predictions and references to add_batch, which reads the reference forms
-        return super().compute(predictions=predictions, references=references, **kwargs)
+        result = super().compute(predictions=predictions, references=references, **kwargs)
+        if keyed is not None and isinstance(result, dict):
+            result["image_ids"] = list(keyed.ids)
+        return result
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Like ``evaluate.Metric.add_batch``, with one reference string or a list per prediction."""
+    def add_batch(self, *, predictions=None, references=None, images=None, **kwargs):
+        """Like ``evaluate.Metric.add_batch``, with one reference string or a list per prediction, and ``images``
+        (one per prediction) in the modules that read images, kept until :meth:`compute`."""
+        keyed = None if predictions is None else by_image_id(predictions, references, images)
+        if keyed is not None:
+            predictions, references, images = keyed.predictions, keyed.references, keyed.images
+        if images is not None:
+            self._keep_images(list(images), len(predictions) if predictions is not None else None)
         return super().add_batch(predictions=predictions, references=_reference_lists(references), **kwargs)
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Like ``evaluate.Metric.add``, with one reference string or a list."""
+    def add(self, *, prediction=None, reference=None, image=None, **kwargs):
+        """Like ``evaluate.Metric.add``, with one reference string or a list, and ``image`` in the modules that read
+        images."""
         if reference is not None:
             (reference,) = normalize_references([reference])
+        if image is not None:
+            self._keep_images([image], 1)
         return super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _keep_images(self, images: list[Any], expected: int | None) -> None:
+        if "images" not in inspect.signature(self._compute).parameters:
+            raise ValueError(f"the {self.name} module reads no images: leave images= out (the image metrics' modules, "
+                             "clip_score, pac_score, polos and learned_critic, take them).")
+        if expected is not None and len(images) != expected:
+            raise ValueError(f"add_batch() got {expected} predictions but {len(images)} images; give one image per "
+                             "prediction.")
+        pending = getattr(self, "_pending_images", None)
+        self._pending_images = (pending or []) + images
 
     def _own_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         declared = set(inspect.signature(self._compute).parameters) - {"predictions", "references"}

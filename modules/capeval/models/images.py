@@ -10,6 +10,8 @@ Accepted items (a sequence of them; ``images[i]`` below is the item's position, 
   (``1×H×W``, ``3×H×W``, ``4×H×W``, torch's layout) when the last axis cannot be channels (not 1, 3 or 4 long):
   ``uint8`` as is, ``uint16`` scaled by 255/65535, ``bool`` as 0/255, other integer types when their values lie in
   [0, 255], floats must lie in [0, 1]. Anything else is refused naming the item and the rule.
+* a ``torch.Tensor`` (torchmetrics' ``CLIPScore`` inputs): its values as the numpy array above (``uint8`` as is,
+  float in [0, 1]; ``C×H×W`` or ``H×W×C``); a 4-D tensor or array passed as ``images`` is a batch, one per prediction.
 * Not accepted: a URL (``http://``, ``https://``, ...): capeval reads local files and never downloads; it is refused
   at once, naming the item.
 
@@ -36,6 +38,7 @@ import hashlib
 import io
 import math
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,8 +123,21 @@ def _in_memory_to_rgb(item: Any, label: str):
     np = require("numpy")
     if isinstance(item, np.ndarray):
         return to_rgb(array_to_image(item, label), label)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(item, torch.Tensor):
+        return to_rgb(array_to_image(tensor_to_array(item), label), label)
     raise ValueError(f"{label} is a {type(item).__name__}, not an image: pass a path, bytes, a datasets.Image "
-                     "value, a PIL image or an H×W(×C) numpy array.")
+                     "value, a PIL image, an H×W(×C) numpy array or a C×H×W / H×W×C torch tensor.")
+
+
+def tensor_to_array(tensor):
+    """A torch tensor's values as a numpy array on the CPU (bfloat16, which numpy lacks, as float32): then the
+    array rules apply, so a ``uint8`` tensor scores as the same pixels read from a file and a float tensor in [0, 1]
+    as ``round(x × 255)``."""
+    t = tensor.detach()
+    if t.dtype == t.new_empty(0, dtype=__import__("torch").bfloat16).dtype:
+        t = t.float()
+    return t.cpu().numpy()
 
 
 def array_to_image(array, label: str):
