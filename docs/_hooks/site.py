@@ -1,0 +1,213 @@
+"""MkDocs hooks of capeval's site (mkdocs.yml ``hooks:``): pages generated at build time, so that none goes stale.
+
+* ``cli.md``: every ``capeval`` command's ``--help``, rendered from :func:`capeval.cli.build_parser` (100 columns).
+* ``which-metric.md``: README.md's "Which metric should I report?" section; ``results.md``: BENCHMARKS.md.
+* ``<!-- include: PATH § HEADING -->`` in a page: replaced by that section of ``docs/PATH`` (the heading line and
+  everything under it, up to the next heading of the same or a higher level).
+* Links written for GitHub that leave ``docs/`` are mapped into the site: ``README.md`` → ``index.md`` (its
+  which-metric section → ``which-metric.md``), ``BENCHMARKS.md`` → ``results.md``, ``docs/X`` → ``X``; a link to any
+  other file of the repository (source, scripts) becomes its text and the file's path in code, since the site does
+  not hold them. A link to a file that does not exist is left alone, so ``mkdocs build --strict`` reports it.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[2]
+LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^()\s]+(?:\([^()]*\))?[^()\s]*)\)")
+INCLUDE = re.compile(r"^<!-- include: (\S+) § (.+?) -->$", re.M)
+OPTIONS = re.compile(r"^<!-- options: ([a-z0-9_ ]+) -->$", re.M)
+FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
+GENERATED = {"which-metric.md", "results.md", "cli.md"}
+
+
+def _section(text: str, heading: str, where: str) -> str:
+    """The section of ``text`` whose heading line reads ``heading`` (any level), up to the next heading of the same or
+    a higher level (lines inside code fences are not headings)."""
+    lines = text.splitlines()
+    fenced = False
+    start = level = None
+    out = []
+    for line in lines:
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        match = None if fenced else re.match(r"^(#{1,6}) (.+?)\s*$", line)
+        if start is None:
+            if match and match.group(2) == heading:
+                start, level = True, len(match.group(1))
+                out.append(line)
+            continue
+        if match and len(match.group(1)) <= level:
+            break
+        out.append(line)
+    if start is None:
+        raise ValueError(f"{where}: no heading {heading!r} (the site includes that section; update docs/_hooks/site.py "
+                         "or the page that includes it)")
+    return "\n".join(out).strip() + "\n"
+
+
+def _outside_docs(repo_path: str, anchor: str, page_dir: str, text: str, image: bool) -> str | None:
+    """The link target for a repository path outside ``docs/`` (None: leave it), or a text replacement."""
+    if repo_path == "README.md":
+        target = "which-metric.md" if anchor == "#which-metric-should-i-report" else "index.md"
+        anchor = "" if target == "index.md" else ""
+        return posixpath.relpath(target, page_dir or ".") + anchor
+    if repo_path == "BENCHMARKS.md":
+        return posixpath.relpath("results.md", page_dir or ".") + anchor
+    return None
+
+
+def rebase(markdown: str, source_dir: str, page_dir: str) -> str:
+    """Rewrite the relative links of ``markdown``, written in repository folder ``source_dir``, for a site page in
+    docs folder ``page_dir`` (see the module docstring). Code fences are left as they are."""
+
+    def fix(match: re.Match) -> str:
+        image, text, target = match.groups()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith(("#", "/")):
+            return match.group(0)
+        path, _, anchor = target.partition("#")
+        anchor = f"#{anchor}" if anchor else ""
+        repo_path = posixpath.normpath(posixpath.join(source_dir, path)) if path else None
+        if repo_path is None:
+            return match.group(0)
+        if repo_path.startswith("docs/"):
+            return f"{image}[{text}]({posixpath.relpath(repo_path[5:], page_dir or '.')}{anchor})"
+        mapped = _outside_docs(repo_path, anchor, page_dir, text, bool(image))
+        if mapped is not None:
+            return f"{image}[{text}]({mapped})"
+        if (ROOT / repo_path).exists():  # source, scripts, data files: not part of the site
+            plain = text.strip("`")
+            return text if plain.rstrip("/") == repo_path.rstrip("/") or plain == Path(repo_path).name \
+                else f"{text} (`{repo_path}`)"
+        return match.group(0)  # broken: left for --strict to report
+
+    parts, last = [], 0
+    for fence in FENCE.finditer(markdown):
+        parts.append(LINK.sub(fix, markdown[last:fence.start()]))
+        parts.append(fence.group(0))
+        last = fence.end()
+    parts.append(LINK.sub(fix, markdown[last:]))
+    return "".join(parts)
+
+
+def _score_flags() -> set[str]:
+    """Every option string of ``capeval score``."""
+    from capeval.cli import build_parser
+
+    for words, parser in _commands(build_parser()):
+        if words == ("capeval", "score"):
+            return {flag for action in parser._actions for flag in action.option_strings}
+    return set()
+
+
+def options_table(metrics: list[str], page_dir: str = "") -> str:
+    """A markdown table of the keyword options of ``metrics`` (``capeval.score(..., option=...)``), their defaults and
+    CLI flags, read from the metric classes (:func:`capeval.registry.metric_class`)."""
+    from capeval.registry import metric_class
+
+    flags = _score_flags()
+    rows, seen = [], set()
+    for metric in metrics:
+        for option, default in metric_class(metric).options.items():
+            if option in seen:
+                continue
+            seen.add(option)
+            users = [m for m in metrics if option in metric_class(m).options]
+            shown = "—" if default is None else f"`{default!r}`"
+            flag = f"--{option.replace('_', '-')}"
+            flag = f"`{flag}`" if flag in flags else "—"
+            rows.append(f"| `{option}` | {shown} | {flag} | {', '.join(users)} |")
+    head = ["| option (`capeval.score`, `evaluate`) | default | command line | metrics |", "|---|---|---|---|"]
+    up = posixpath.relpath(".", page_dir or ".")
+    up = "" if up == "." else up + "/"
+    note = ("\nRead from the metric classes when this site was built; what each does: the class's docstring in the "
+            f"[API reference]({up}api.md) and `capeval score --help` ([command line]({up}cli.md#capeval-score)). Options that "
+            "every metric shares (`cleanup`, `tokenizer`, `empty`, `max_caption_chars`) are `capeval.score`'s own; "
+            "— in the command line column: no flag of its own (the option is set from Python or `evaluate`).\n")
+    return "\n".join(head + rows) + "\n" + note
+
+
+def _includes(markdown: str, page_src: str) -> str:
+    page_dir = posixpath.dirname(page_src)
+
+    def include(match: re.Match) -> str:
+        path, heading = match.group(1), match.group(2)
+        source = ROOT / "docs" / path
+        text = _section(source.read_text(encoding="utf-8"), heading, f"docs/{path}")
+        return rebase(text, posixpath.dirname(f"docs/{path}"), page_dir)
+
+    markdown = INCLUDE.sub(include, markdown)
+    return OPTIONS.sub(lambda m: options_table(m.group(1).split(), page_dir), markdown)
+
+
+# -- generated pages -----------------------------------------------------------------------------------------------
+
+
+def _commands(parser, path=("capeval",)):
+    """``(command words, parser)`` for ``parser`` and every sub-command under it, depth first, in declaration order."""
+    import argparse
+
+    yield path, parser
+    seen = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if id(sub) in seen:
+                    continue  # an alias
+                seen.add(id(sub))
+                yield from _commands(sub, (*path, name))
+
+
+def cli_reference() -> str:
+    """Markdown of every command's help, as ``capeval ... --help`` prints it at 100 columns."""
+    from capeval import __version__
+    from capeval.cli import build_parser
+
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "100"
+    try:
+        parser = build_parser()
+        parts = ["# Command line reference", "",
+                 f"Every `capeval` command's `--help`, generated from `capeval.cli.build_parser()` when this site was "
+                 f"built (capeval {__version__}). Examples of use: [Usage guide](usage.md#command-line).", ""]
+        for words, sub in _commands(parser):
+            parts += [f"## `{' '.join(words)}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
+    return "\n".join(parts)
+
+
+def which_metric() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = _section(readme, "Which metric should I report?", "README.md")
+    section = section.replace("## Which metric should I report?", "# Which metric should I report?", 1)
+    note = ("The table of the [README](index.md); the numbers behind it are on the [results page](results.md) and "
+            "each metric's page says how it is computed.\n\n")
+    body = section.split("\n", 1)[1]
+    return rebase("# Which metric should I report?\n\n" + note + body, "", "")
+
+
+def results() -> str:
+    return rebase((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"), "", "")
+
+
+def on_files(files, config):
+    for name, make in (("cli.md", cli_reference), ("which-metric.md", which_metric), ("results.md", results)):
+        files.append(File.generated(config, name, content=make()))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    src = page.file.src_uri
+    if src in GENERATED:
+        return markdown
+    markdown = _includes(markdown, src)
+    return rebase(markdown, posixpath.dirname(f"docs/{src}"), posixpath.dirname(src))

@@ -1,0 +1,116 @@
+"""The documentation site (mkdocs.yml, docs/): `mkdocs build --strict` passes, so a broken link, a missing anchor or a
+missing API reference fails CI; the generated pages (CLI reference, which-metric, results) hold what they promise."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from support import ROOT
+
+pytest.importorskip("mkdocs")
+pytest.importorskip("material")
+pytest.importorskip("mkdocstrings")
+
+
+def _build(config, site, cwd=ROOT):
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+                          cwd=cwd, capture_output=True, text=True, env={**__import__("os").environ,
+                                                                         "NO_MKDOCS_2_WARNING": "1"})
+    return proc, time.perf_counter() - started
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("capeval_site_hooks", ROOT / "docs" / "_hooks" / "site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    proc, seconds = _build(ROOT / "mkdocs.yml", out)
+    warnings = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("WARNING")]
+    assert proc.returncode == 0 and not warnings, (proc.stdout + proc.stderr)[-4000:]
+    assert seconds < 120, f"mkdocs build took {seconds:.0f} s"
+    return out
+
+
+def test_every_page_is_built(site):
+    for page in ("index.html", "which-metric/index.html", "results/index.html", "benchmarks/lab-notes/index.html",
+                 "metrics/coco/index.html", "metrics/spice/index.html", "metrics/learned/index.html",
+                 "vision_language/index.html", "metrics/thumb/index.html", "reproducing/index.html",
+                 "scoring-datasets/index.html", "human-evaluation/index.html", "api/index.html", "cli/index.html"):
+        assert (site / page).is_file(), page
+
+
+def test_cli_reference_is_generated_from_the_parser(site):
+    from capeval.cli import build_parser
+
+    html = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    commands = [" ".join(words) for words, _ in _hooks()._commands(build_parser())]
+    assert len(commands) > 30 and "capeval models random" in commands and "capeval leaderboard" in commands
+    for command in commands:
+        assert f"<code>{command}</code>" in html, command
+    assert "--plot" in html.split("<code>capeval leaderboard</code>", 1)[1].split("<h2", 1)[0]
+
+
+def test_api_reference_renders_the_docstrings(site):
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    for name in ("capeval.score", "capeval.score_dataset", "plot_leaderboard", "write_random_models"):
+        assert name in html, name
+    assert "Score captions with any subset of capeval" in html  # capeval.score's docstring, rendered
+
+
+def test_figures_are_shown_with_their_commands(site):
+    for figure in ("leaderboard.png", "flickr8k-expert.png", "pascal50s.png"):
+        path = ROOT / "docs" / "figures" / figure
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size < 300_000, figure
+        assert (site / "figures" / figure).is_file()
+    results = (site / "results" / "index.html").read_text(encoding="utf-8")
+    assert all(f"figures/{f}" in results for f in ("leaderboard.png", "flickr8k-expert.png", "pascal50s.png"))
+    assert "capeval leaderboard" in results and "--plot" in results
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert re.search(r"!\[[^\]]*\]\(docs/figures/[a-z0-9-]+\.png\)", readme)
+
+
+def test_options_tables_read_the_metric_classes(site):
+    from capeval.registry import metric_class
+
+    html = (site / "metrics" / "coco" / "index.html").read_text(encoding="utf-8")
+    for option in metric_class("cider_d").options:
+        assert f"<code>{option}</code>" in html, option
+
+
+def test_rebase_maps_github_links_into_the_site():
+    rebase = _hooks().rebase
+    text = ("[a](BENCHMARKS.md#leaderboard) [b](docs/usage.md#python) [c](benchmarks/claims.sh) "
+            "[d](README.md) [e](https://example.org) [f](nowhere.md)\n```\n[g](docs/usage.md)\n```\n")
+    out = rebase(text, "", "metrics")
+    assert "[a](../results.md#leaderboard)" in out and "[b](../usage.md#python)" in out
+    assert "c (`benchmarks/claims.sh`)" in out and "[d](../index.md)" in out
+    assert "[e](https://example.org)" in out and "[f](nowhere.md)" in out  # a broken link stays, for --strict
+    assert "[g](docs/usage.md)" in out  # code is left alone
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    """The check the site relies on: a page linking to a missing page or anchor makes the strict build fail."""
+    docs = tmp_path / "docs"
+    shutil.copytree(ROOT / "docs", docs, ignore=shutil.ignore_patterns("figures"))
+    shutil.copytree(ROOT / "docs" / "figures", docs / "figures")
+    (docs / "api.md").write_text("# API\n\nSee [the usage guide](usage.md#no-such-section).\n", encoding="utf-8")
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = config.replace("docs_dir: docs", f"docs_dir: {docs}")
+    config = config.replace("- docs/_hooks/site.py", f"- {ROOT / 'docs' / '_hooks' / 'site.py'}")
+    config = config.replace("paths: [modules]", f"paths: [{ROOT / 'modules'}]")
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    proc, _ = _build(tmp_path / "mkdocs.yml", tmp_path / "site", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "does not contain an anchor '#no-such-section'" in proc.stdout + proc.stderr
