@@ -99,7 +99,7 @@ def test_unavailable_data_skips_with_the_probe_reason_and_measures_nothing():
 @pytest.mark.parametrize("entry, name, field, tolerance", [
     (HESSEL, "cider_d", None, 0.05),
     (HESSEL, "spice", None, 1.0),  # SPICE's fidelity target against official SPICE
-    ({**HESSEL, "source": "pycocoevalcap-here", "where": "spec §6", "scale": 1, "values": {"cider_d": 0.224}},
+    ({**HESSEL, "source": "pycocoevalcap-here", "where": "docs/benchmarks/measurements.md §2", "scale": 1, "values": {"cider_d": 0.224}},
      "cider_d", None, 0.0005),
     ({"benchmark": "thumb", "source": "kasai2022", "where": "Table 4", "protocol": "with_human",
       "statistic": "pearson", "scale": 1, "values": {"cider_d": {"total": 0.2}}}, "cider_d", "total", 0.005),
@@ -124,7 +124,8 @@ def test_tolerance_rule(entry, name, field, tolerance):
 
 
 def test_boundary_is_inclusive_with_float_slack():
-    row = v.Row("cider_d", "pascal50s", 65.4, "pycocoevalcap-here", "spec §6", "accuracy", "expert-5-refs",
+    row = v.Row("cider_d", "pascal50s", 65.4, "pycocoevalcap-here", "docs/benchmarks/measurements.md §2", "accuracy",
+                "expert-5-refs",
                 field="HC", decimals=1, tolerance=0.05, measured=65.45)
     assert v.compare(row).status == "reproduced"
     row.measured = 65.46
@@ -163,7 +164,9 @@ def test_classification_of_the_published_table():
     assert reasons(benchmark="coco2015", metric="spice") == {v.COCO2015_CAPTIONS}
     # metrics capeval does not have
     for name in ("tiger", "bert_s_pp", "nubia", "spider", "wmd", "nneval", "bertscore", "refonlyc"):
-        assert all("not a capeval metric" in r.reason for r in rows if r.metric == name), name
+        if v._capeval_key(name) is None:  # (SPIDEr is one once the registry has it: its rows keep their protocol's)
+            assert all("not a capeval metric" in r.reason and r.skip.kind == "not_in_capeval"
+                       for r in rows if r.metric == name), name
     # Polos is one now: its Flickr8k and Polaris rows are targets (COMPOSITE's keep the reference-text reason)
     polos = {r.benchmark: r.reason for r in rows if r.metric == "polos"}
     assert {b for b, why in polos.items() if why is None} >= {"flickr8k-expert", "flickr8k-crowdflower", "polaris"}
@@ -208,9 +211,19 @@ def test_fast_skips_spice_saying_so():
 
 def test_render_numbers_reasons_and_counts():
     report, _, _ = run([HESSEL], {"bleu_4": 0.308, "cider_d": 0.45, "meteor": 0.418})
-    text = v.render(report)
-    assert "[1] TIGEr" in text and WEIGHTS in text
-    assert "DIFFERS: cider_d on flickr8k-expert" in text
-    assert "6 published numbers: 2 reproduced, 1 differ, 3 skipped." in text
+    text = v.render(report, width=100)
+    lines = text.splitlines()
+    assert lines[:2] == ["6 published numbers: 2 reproduced, 1 differ, 3 skipped",
+                         "skipped by kind: 0 weights, 0 data, 0 irreproducible, 1 not_in_capeval, 2 other"]
+    assert "Differs (1)" in text and "flickr8k-expert · hessel2021 Table 1" in text
+    differs = lines.index("Differs (1): measured further from the published number than its tolerance")
+    assert lines[differs + 4].split()[:2] == ["cider_d", "clipscore"] and "+1.100" in lines[differs + 4]
+    # the fake probe's bare string is a skip of kind other, grouped with its text; TIGEr: not_in_capeval
+    assert any(line.startswith("other") and WEIGHTS[:40] in line for line in lines)
+    assert any(line.startswith("not_in_capeval") and "TIGEr" in line for line in lines)
     assert "hessel2021: Jack Hessel" in text
-    assert v.render(report, "markdown").startswith("| metric |")
+    listed = v.render(report, show="skipped", width=100)
+    assert "[1] TIGEr" in listed and WEIGHTS in listed and "Differs" not in listed
+    markdown = v.render(report, "markdown")
+    assert markdown.startswith("6 published numbers: 2 reproduced, 1 differ, 3 skipped.")
+    assert "| metric |" in markdown and "skipped: not_in_capeval [1]" in markdown

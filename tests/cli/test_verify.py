@@ -8,6 +8,7 @@ import pytest
 
 from capeval.benchmarks.verify import REQUIRED_KEYS, STATUSES, weights_reason
 from capeval.cli import main
+from capeval.hub_cli import download_command
 
 from support import require_data
 
@@ -45,8 +46,8 @@ def test_flickr8k_expert_classical_rows_reproduce_and_vision_language_rows_skip(
         assert row["status"] == "skipped" and row["reason"], row
         missing = weights_reason(row["metric"])
         if missing:  # offline: the reason names the weights and how to get them
-            assert row["reason"] == missing
-            assert ("huggingface-cli download openai/clip-vit-base-patch32" in missing if row["metric"] != "pac_s"
+            assert row["reason"] == missing and row["skip_kind"] == "weights" and row["fix"]
+            assert (download_command("openai/clip-vit-base-patch32") in missing if row["metric"] != "pac_s"
                     else "clip_ViT-B-32.pth" in missing)
 
 
@@ -79,7 +80,7 @@ def test_vision_language_rows_are_measured_once_the_weights_are_there(tmp_path, 
         assert row["status"] in ("differs", "reproduced") and 0 <= row["measured"] <= 2.0, row
         assert row["tolerance"] == pytest.approx(1e-4)
     assert any(r["status"] == "differs" for r in example) and rc == 1
-    assert "DIFFERS: pac_s on pacscore-example" in out.err
+    assert "Differs (" in out.err and "pacscore-example · pacscore-readme README.md: Quick Start" in out.err
     flickr = [r for r in rows if r["benchmark"] == "flickr8k-expert"]
     assert flickr and all(r["status"] == "skipped" for r in flickr)
     if require_data("flickr8k").joinpath("images-224").is_dir() and not any(

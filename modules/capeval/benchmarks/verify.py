@@ -5,11 +5,13 @@ clipscore / pacscore / pycocoevalcap example outputs) becomes one :class:`Row`. 
 
 * ``reproduced``: measured with the published protocol, ``|measured - published| <= tolerance``;
 * ``differs``: measured with the published protocol, further away than ``tolerance`` (``delta`` says by how much);
-* ``skipped``: not compared, ``reason`` says why: capeval has no such metric (TIGEr, BERT-S++, Polos ...), the
-  published protocol cannot be replicated with the data here (:func:`static_reason`: Cui et al.'s τ, the LCEval
-  authors' unreleased COMPOSITE split ...), or, for a row that could be compared, the benchmark files, the model
-  weights or the images are not here (:func:`probe`). Nothing is dropped silently; a published ``null`` is no number
-  and makes no row.
+* ``skipped``: not compared, ``reason`` says why and ``skip_kind`` (:data:`SKIP_KINDS`) what kind of why, decided
+  where the skip is (a :class:`Skip`): ``not_in_capeval`` (capeval has no such metric: TIGEr, BERT-S++ ...),
+  ``irreproducible`` (the published protocol cannot be replicated with the data here, :func:`static_skip`: Cui et
+  al.'s τ, the LCEval authors' unreleased COMPOSITE split ...) or, for a row that could be compared, ``weights`` (the
+  model weights are not here, :func:`weights_skip`), ``data`` (the benchmark files or the images are not here,
+  :class:`Probe`) or ``other`` (``--fast``, a missing Python package, a failed measurement). Nothing is dropped
+  silently; a published ``null`` is no number and makes no row.
 
 **Scale.** ``published``, ``measured``, ``delta`` and ``tolerance`` are on the scale the source prints (``scale`` 100:
 τ × 100; PASCAL-50S accuracies in percent; THumB system scores × 100 for the n-gram metrics, CLIP-S on its own
@@ -41,12 +43,36 @@ from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
+from capeval.hub_cli import download_command
 from capeval.published import citations
 from capeval.published import entries as published_entries
 
 #: The three statuses, and the keys every JSON row has.
 STATUSES = ("reproduced", "differs", "skipped")
 REQUIRED_KEYS = ("metric", "benchmark", "published", "measured", "tolerance", "status", "source")
+#: Why a row is skipped (``skip_kind`` of every skipped JSON row), in the order the summary lists them: the model
+#: weights are not here; the benchmark files or images are not here; the published number cannot be reproduced with
+#: what exists (unreleased data, an unstated protocol); capeval has no such metric; anything else (``--fast``, a
+#: missing Python package, a failed measurement).
+SKIP_KINDS = ("weights", "data", "irreproducible", "not_in_capeval", "other")
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a row is not compared, as data, decided where the skip is: ``kind`` (:data:`SKIP_KINDS`), ``text`` (the
+    whole reason: the row's ``reason``), ``missing`` (a few words naming what is missing or why: rows with the same
+    ``kind`` and ``missing`` form one line of the summary) and ``fix`` (what makes the row run here, e.g. the command
+    that fetches the weights; ``None`` where nothing here can)."""
+
+    kind: str
+    text: str
+    missing: str = ""
+    fix: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SKIP_KINDS:
+            raise ValueError(f"skip kind must be one of {', '.join(SKIP_KINDS)}, got {self.kind!r}")
+
 
 #: published.json spelling -> capeval result key.
 KEY_OF = {"refclip_s": "ref_clip_s", "refpac_s": "ref_pac_s"}
@@ -118,16 +144,18 @@ COMPOSITE_TEXT = ("COMPOSITE's original caption text is not available: capeval r
                   "bert-base-cased WordPiece ids (lower-cased, most punctuation removed), so the scores are not the "
                   "paper's (CIDEr-D τ-c 37.60 vs 37.7, BLEU-4 30.52 vs 30.6, METEOR 38.72 vs 38.9)")
 WANG_LABELS = ("the SPICE-U paper's PASCAL-50S labels evidently differ from the released ones (its CIDEr-D HC 53.0; "
-               "pycocoevalcap gives 68.7 on these files with all references; spec §6)")
+               "pycocoevalcap gives 68.7 on these files with all references; docs/benchmarks/measurements.md §2)")
 LCEVAL_REFS = "the LCEval paper does not say which of the references it used, nor how ties count"
-ALL_REFS_TIES = ("the spec's all-50-reference numbers do not state their tie policy: 21 pairs are CIDEr-D ties with "
-                 "all 50 references (mostly MM), which alone move MM between 67.3 (ties wrong) and 68.8 (ties "
-                 "right); capeval counts them ½ (68.75 / 99.2 / 91.95 / 68.05; docs/benchmarks/measurements.md §2)")
+ALL_REFS_TIES = ("pycocoevalcap's all-50-reference numbers (68.7 / 99.2 / 91.9 / 68.2) do not state their tie "
+                 "policy: 21 pairs are CIDEr-D ties with all 50 references (mostly MM), which alone move MM between "
+                 "67.3 (ties wrong) and 68.8 (ties right); capeval counts them ½ (68.75 / 99.2 / 91.95 / 68.05; "
+                 "docs/benchmarks/measurements.md §2)")
 RANDOM_DRAWS = ("5 references drawn at random (of the 48), accuracy averaged over 5 draws, ties broken at random: "
                 "the paper's draws cannot be replicated (capeval's --refs 5 --seed ... draws its own)")
 THUMB_TABLE4 = ("Kasai et al.'s Table 4 does not reproduce on the released THumB 1.0 file even with pycocoevalcap's "
-                "own CIDEr-D (with Human total .224 vs .23, without Human P .278 vs .27; spec §6): it was computed "
-                "on another version of the data (the pycocoevalcap-here rows are the targets)")
+                "own CIDEr-D (with Human total .224 vs .23, without Human P .278 vs .27; "
+                "docs/benchmarks/measurements.md §2): it was computed on another version of the data (the "
+                "pycocoevalcap-here rows are the targets)")
 THUMB_SACREBLEU = ("the paper's BLEU-4 is sacreBLEU's sentence BLEU and its ROUGE-L Hugging Face's rouge (§A.2); "
                    "capeval's bleu_4 / rouge_l are the COCO implementations")
 THUMB_HUMAN = ("the released file's Human captions are not the paper's: after THumB's 2022 data fix 39 of them appear "
@@ -193,10 +221,26 @@ class Row:
     lookup: tuple = dc_field(default=(), repr=False)  #: path into the job's result
     factor: float = dc_field(default=1.0, repr=False)  #: measured = result × factor (the printed scale)
     error: bool = False  #: the measurement failed (``reason`` says how)
+    skip: Skip | None = dc_field(default=None, repr=False)  #: why the row is skipped, as data (``reason`` its text)
 
     @property
     def delta(self) -> float | None:
         return None if self.measured is None else self.measured - self.published
+
+    def skip_because(self, why: Skip | str | None) -> None:
+        """Record why the row is not compared (a :class:`Skip`; a bare string, e.g. from a custom probe, is of kind
+        ``other``); ``None`` changes nothing."""
+        if why is None:
+            return
+        self.skip = why if isinstance(why, Skip) else Skip("other", str(why), str(why))
+        self.reason = self.skip.text
+
+    @property
+    def skip_kind(self) -> str | None:
+        """:data:`SKIP_KINDS` entry of a skipped row (``other`` where no :class:`Skip` was recorded), else ``None``."""
+        if self.status != "skipped":
+            return None
+        return self.skip.kind if self.skip is not None else "other"
 
     @property
     def what(self) -> str:
@@ -212,7 +256,8 @@ class Row:
                 "source": self.source, "where": self.where, "via": self.via, "field": self.field,
                 "statistic": self.statistic, "protocol": self.protocol, "scale": self.scale,
                 "delta": self.delta, "tolerance_rule": self.tolerance_rule, "reason": self.reason,
-                "published_as": self.published_as, "error": self.error}
+                "published_as": self.published_as, "error": self.error, "skip_kind": self.skip_kind,
+                "fix": self.skip.fix if self.skip is not None and self.status == "skipped" else None}
 
 
 def _decimals(number: float) -> int:
@@ -309,15 +354,54 @@ def _lookup(entry: Mapping[str, Any], key: str, field_: str | None) -> tuple[tup
     return (key, stat), float(scale)
 
 
-def static_reason(entry: Mapping[str, Any], name: str, key: str | None, field_: str | None) -> str | None:
+def _irreproducible(text: str, missing: str) -> Skip:
+    return Skip("irreproducible", text, missing)
+
+
+#: Each reason a published number is no target whatever is here, with the few words the summary groups it by.
+_STATIC: dict[str, Skip] = {text: _irreproducible(text, missing) for text, missing in (
+    (CUI_PROTOCOL, "Cui et al.'s τ variant unknown"),
+    (CUI_CRITIC, "Cui et al.'s critic weights never released"),
+    (LCEVAL_SPLIT, "LCEval's COMPOSITE test split never released"),
+    (COMPOSITE_TEXT, "COMPOSITE's original caption text unavailable"),
+    (WANG_LABELS, "SPICE-U paper's PASCAL-50S labels differ"),
+    (LCEVAL_REFS, "LCEval paper's references and ties unstated"),
+    (ALL_REFS_TIES, "tie policy of the all-50-reference numbers unstated"),
+    (RANDOM_DRAWS, "random reference draws not replicable"),
+    (THUMB_TABLE4, "THumB Table 4 computed on other data"),
+    (THUMB_SACREBLEU, "THumB's BLEU-4 / ROUGE-L are sacreBLEU's / HF's"),
+    (THUMB_HUMAN, "THumB's Human captions changed after the paper"),
+    (THUMB_TYPO, "a typo in the THumB paper"),
+    (THUMB_BOOTSTRAP, "an unseeded bootstrap interval"),
+    (THUMB_WORST, "THumB's 'strictly worst' undefined"),
+    (COCO2015_CAPTIONS, "COCO 2015 teams' captions unavailable"),
+    (SPICE_TINY, "no SPICE fidelity target on 2 captions"),
+)}
+
+
+def static_skip(entry: Mapping[str, Any], name: str, key: str | None, field_: str | None) -> Skip | None:
     """Why the published number ``entry["values"][name]`` (``field_``) is no target here whatever data and weights
-    are present, or ``None``: capeval has no such metric, or the published protocol cannot be replicated."""
-    bench, source, proto, where = entry["benchmark"], entry["source"], entry.get("protocol"), entry.get("where", "")
+    are present (a :class:`Skip` of kind ``not_in_capeval`` or ``irreproducible``), or ``None``: capeval has no such
+    metric, or the published protocol cannot be replicated."""
     if name == "inter-human":
-        return "not a metric: the agreement between Cui et al.'s annotators"
+        return Skip("not_in_capeval", "not a metric: the agreement between Cui et al.'s annotators",
+                    "inter-human agreement")
     if key is None:
         what = NOT_IN_CAPEVAL.get(name, name)
-        return f"{what} is not a capeval metric"
+        return Skip("not_in_capeval", f"{what} is not a capeval metric", what.split(" (", 1)[0])
+    text = _static_reason_text(entry, key, field_)
+    return None if text is None else _STATIC[text]
+
+
+def static_reason(entry: Mapping[str, Any], name: str, key: str | None, field_: str | None) -> str | None:
+    """The text of :func:`static_skip` (``None``: the number is a target where the data and weights are here)."""
+    skip = static_skip(entry, name, key, field_)
+    return None if skip is None else skip.text
+
+
+def _static_reason_text(entry: Mapping[str, Any], key: str, field_: str | None) -> str | None:
+    """Which of the protocol reasons (:data:`_STATIC`) applies to a number of capeval metric ``key``, if any."""
+    bench, source, proto = entry["benchmark"], entry["source"], entry.get("protocol")
     if bench == "coco2015":
         return COCO2015_CAPTIONS
     if source == "cui2018":
@@ -381,12 +465,12 @@ def plan(entries: Iterable[Mapping[str, Any]]) -> list[Row]:
                       published_as=name if key and key != name else None)
             row.decimals = printed_decimals(entry["source"], entry.get("where", ""), name, field_, value)
             row.tolerance, row.tolerance_rule = tolerance_for(row)
-            row.reason = static_reason(entry, name, key, field_)
+            row.skip_because(static_skip(entry, name, key, field_))
             row.job = _job(entry, key)
             if row.job is not None:
                 row.lookup, row.factor = _lookup(entry, key or name, field_)
             if row.job is None and row.reason is None:
-                row.reason = "capeval has no way to measure this number"
+                row.skip_because(Skip("other", "capeval has no way to measure this number", "no way to measure"))
             rows.append(row)
     return rows
 
@@ -433,53 +517,76 @@ def _benchmark_name(name: str) -> str:
 
 
 def weights_reason(key: str) -> str | None:
-    """Why the default weights of vision-language metric ``key`` are not here (``None``: they are); never downloads."""
+    """Why the default weights of vision-language metric ``key`` are not here (``None``: they are); never downloads.
+    The text of :func:`weights_skip`."""
+    skip = weights_skip(key)
+    return None if skip is None else skip.text
+
+
+def weights_skip(key: str) -> Skip | None:
+    """Why the default weights of vision-language metric ``key`` are not here, as a :class:`Skip` of kind
+    ``weights`` whose ``fix`` says how to get them (``None``: they are here); never downloads."""
     from capeval.vision_language.metric import DEFAULT_CLIP_MODEL, PAC_CHECKPOINT_NAME, default_pac_checkpoint
 
     if key == "polos":
-        return _polos_weights_reason()
+        return _polos_weights_skip()
     if CLIP_FAMILY.get(key) == "clip":
+        missing = "CLIP ViT-B/32"
         try:
             import huggingface_hub
 
             huggingface_hub.snapshot_download(DEFAULT_CLIP_MODEL, local_files_only=True)
         except ImportError as err:
-            return f"{err}"
+            return Skip("weights", f"{err}", missing, download_command(DEFAULT_CLIP_MODEL))
         except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
-            return (f"weights not in the Hugging Face cache: huggingface-cli download {DEFAULT_CLIP_MODEL}")
+            return Skip("weights", f"weights not in the Hugging Face cache: {download_command(DEFAULT_CLIP_MODEL)}",
+                        missing, download_command(DEFAULT_CLIP_MODEL))
         return None
     path = default_pac_checkpoint()
     if not path.is_file():
-        return (f"PAC-S weights not found at {path}: download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from the link in "
-                "aimagelab/pacscore's README and put it there")
+        return Skip("weights",
+                    f"PAC-S weights not found at {path}: download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from the link "
+                    "in aimagelab/pacscore's README and put it there",
+                    f"PAC-S {PAC_CHECKPOINT_NAME}", f"save to {_short_path(path.parent)}/")
     return None
 
 
-def _polos_weights_reason() -> str | None:
+def _short_path(path: Path) -> str:
+    """``path`` with the home directory written ``~`` (for the summary's short lines)."""
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except (ValueError, RuntimeError):
+        return str(path)
+
+
+def _polos_weights_skip() -> Skip | None:
     """Why the released Polos checkpoint or its text encoder's configuration is not here (``None``: both are)."""
-    from capeval.vision_language.metric import resolve_polos_model
+    from capeval.vision_language.metric import polos_checkpoint_places, resolve_polos_model
 
     try:
         folder = resolve_polos_model(None)
     except FileNotFoundError as err:
-        return _one_line(err)
+        return Skip("weights", _one_line(err), "Polos reprod.zip",
+                    f"unzip reprod/'s files to {_short_path(polos_checkpoint_places()[0])}/")
     from capeval.vision_language.polos import DEFAULT_TEXT_MODEL, read_checkpoint
 
     try:
         text_model = read_checkpoint(folder).text_model
     except (OSError, ValueError) as err:
-        return _one_line(err)
+        return Skip("weights", _one_line(err), "a readable Polos checkpoint")
     if Path(text_model).is_dir():
         return None
+    command = download_command(text_model or DEFAULT_TEXT_MODEL)
+    missing = f"Polos's text encoder ({text_model or DEFAULT_TEXT_MODEL})"
     try:
         import huggingface_hub
 
         huggingface_hub.snapshot_download(text_model, local_files_only=True)
     except ImportError as err:
-        return f"{err}"
+        return Skip("weights", f"{err}", missing, command)
     except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
-        return (f"Polos's text encoder configuration and tokenizer are not in the Hugging Face cache: "
-                f"huggingface-cli download {text_model or DEFAULT_TEXT_MODEL}")
+        return Skip("weights", "Polos's text encoder configuration and tokenizer are not in the Hugging Face cache: "
+                    f"{command}", missing, command)
     return None
 
 
@@ -518,12 +625,12 @@ def _example_sets(name: str, with_images: bool) -> dict[str | None, tuple[list[s
 
 
 class Probe:
-    """The real availability checks: :meth:`__call__` ``(job, key) -> reason | None``, loading each benchmark once."""
+    """The real availability checks: :meth:`__call__` ``(job, key) -> Skip | None``, loading each benchmark once."""
 
     def __init__(self) -> None:
         self._loaded: dict[Job, Any] = {}
-        self._data: dict[Job, str | None] = {}
-        self._images: dict[Job, str | None] = {}
+        self._data: dict[Job, Skip | None] = {}
+        self._images: dict[Job, Skip | None] = {}
 
     def benchmark(self, job: Job):
         """The job's :class:`Benchmark` (or the exception loading it raised)."""
@@ -539,71 +646,89 @@ class Probe:
                 self._loaded[job] = err
         return self._loaded[job]
 
-    def data(self, job: Job) -> str | None:
+    def data(self, job: Job) -> Skip | None:
         """Why the job's files are not here (``None``: they are)."""
         if job not in self._data:
-            self._data[job] = self._data_reason(job)
+            self._data[job] = self._data_skip(job)
         return self._data[job]
 
-    def images(self, job: Job) -> str | None:
+    def images(self, job: Job) -> Skip | None:
         """Why the job's images are not all here as the papers scored them (``None``: they are)."""
         if job not in self._images:
-            self._images[job] = self._images_reason(job)
+            self._images[job] = self._images_skip(job)
         return self._images[job]
 
-    def _data_reason(self, job: Job) -> str | None:
+    def _data_skip(self, job: Job) -> Skip | None:
         if job.kind == "bench":
             got = self.benchmark(job)
-            return f"benchmark data not found: {_one_line(got)}" if isinstance(got, Exception) else None
+            if not isinstance(got, Exception):
+                return None
+            if isinstance(got, ImportError):
+                return Skip("other", _one_line(got), f"a Python package for {job.name}")
+            return Skip("data", f"benchmark data not found: {_one_line(got)}", f"{job.name} files",
+                        _first_clause(got))
         if job.kind == "thumb-rubric":
             from capeval.paths import data_dir
 
             root = data_dir()
             path = None if root is None else root / "thumb" / "mscoco_THumB-1.0.jsonl"
-            return None if path is not None and path.is_file() else \
-                f"benchmark data not found: {path or 'no data directory'} (THumB 1.0's mscoco_THumB-1.0.jsonl)"
+            if path is not None and path.is_file():
+                return None
+            return Skip("data", f"benchmark data not found: {path or 'no data directory'} (THumB 1.0's "
+                        "mscoco_THumB-1.0.jsonl)", "thumb files",
+                        f"{path} not found" if path else "set CAPEVAL_DATA_DIR")
         try:
             _example_sets(job.name, with_images=False)
         except (FileNotFoundError, OSError, ValueError, KeyError, ImportError) as err:
-            return f"example data not found: {_one_line(err)}"
+            return Skip("data", f"example data not found: {_one_line(err)}", f"{job.name} files", _first_clause(err))
         return None
 
-    def _images_reason(self, job: Job) -> str | None:
+    def _images_skip(self, job: Job) -> Skip | None:
         if job.kind == "example":
             missing = [i for sets in _example_sets(job.name, True).values() for i, p in enumerate(sets[2]) if p is None]
             if missing:
                 total = sum(len(s[0]) for s in _example_sets(job.name, False).values())
-                return (f"{len(missing)} of {total} images of {job.name} are not under the data directory "
-                        f"({_example_dir(job.name).name}/images or coco_val2014_images)")
+                where = f"{_example_dir(job.name).name}/images or coco_val2014_images"
+                return Skip("data", f"{len(missing)} of {total} images of {job.name} are not under the data directory "
+                            f"({where})", f"{job.name} images", f"put them in {where} under the data directory")
             return None
         bench = self.benchmark(job)
         images = bench.images()
         if images is None:
             missing = bench.missing_images()
-            return (f"{len(missing)} image(s) of {bench.name} are not under the data directory (e.g. {missing[0]!r})")
+            return Skip("data", f"{len(missing)} image(s) of {bench.name} are not under the data directory (e.g. "
+                        f"{missing[0]!r})", f"{bench.name} images", f"{len(missing)} missing, e.g. {missing[0]}")
         resized = next((p for p in images
                         if isinstance(p, str) and any(d in Path(p).parts for d in RESIZED_IMAGE_DIRS)), None)
         if resized is not None:
-            return (f"only re-encoded copies of {bench.name}'s images are here ({Path(resized).parent}), not the "
-                    "original images the published numbers were measured on: put the originals in "
-                    "flickr8k/Flicker8k_Dataset/ under the data directory")
+            return Skip("data", f"only re-encoded copies of {bench.name}'s images are here ({Path(resized).parent}), "
+                        "not the original images the published numbers were measured on: put the originals in "
+                        "flickr8k/Flicker8k_Dataset/ under the data directory", f"{bench.name} original images",
+                        "put them in flickr8k/Flicker8k_Dataset/ (only 224 × 224 copies are here)")
         return None
 
-    def __call__(self, job: Job, key: str) -> str | None:
+    def __call__(self, job: Job, key: str) -> Skip | None:
         if key in IMAGE_METRICS:
             from capeval.registry import metric_class
 
             try:
                 metric_class(key).check_available()
             except ImportError as err:
-                return _one_line(err)
-            why = weights_reason(key)
+                from capeval.models._deps import INSTALL_HINT
+
+                return Skip("other", _one_line(err), f"Python packages for {key}", INSTALL_HINT)
+            why = weights_skip(key)
             if why:
                 return why
         why = self.data(job)
         if why or key not in IMAGE_METRICS:
             return why
         return self.images(job)
+
+
+def _first_clause(err: BaseException) -> str:
+    """The first clause of an error's one-line message (``<path> not found``), for the summary's short lines."""
+    return _one_line(err).split("; ", 1)[0].split(". ", 1)[0]
 
 
 def _one_line(err: BaseException) -> str:
@@ -673,7 +798,12 @@ class Report:
     jobs: list[dict[str, Any]] = dc_field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
+        """Rows per status (:data:`STATUSES`)."""
         return {s: sum(r.status == s for r in self.rows) for s in STATUSES}
+
+    def skip_counts(self) -> dict[str, int]:
+        """Skipped rows per kind (:data:`SKIP_KINDS`, every kind, in that order); they sum to the skipped count."""
+        return {k: sum(r.skip_kind == k for r in self.rows) for k in SKIP_KINDS}
 
     @property
     def ok(self) -> bool:
@@ -692,16 +822,17 @@ def verify(
     use_cache: bool = True,
     show_progress: bool | None = None,
     entries: Iterable[Mapping[str, Any]] | None = None,
-    probe: Callable[[Job, str], str | None] | None = None,
+    probe: Callable[[Job, str], Skip | str | None] | None = None,
     measure_job: Callable[[Job, Sequence[str]], Mapping[str, Any]] | None = None,
 ) -> Report:
     """Re-measure the published numbers (all of ``data/published.json``, or ``entries``) restricted to ``metrics`` /
     ``benchmarks``, and classify each (:class:`Row`).
 
-    ``probe(job, key)`` says why ``key`` cannot be measured by ``job`` here (default :class:`Probe`: benchmark files,
-    the vision-language weights without downloading, the images); ``measure_job(job, keys)`` returns the job's result
-    (default :func:`measure`). A job that raises marks its rows ``skipped`` with ``error`` set and the message in
-    ``reason`` (and :attr:`Report.ok` false). ``fast``: SPICE is not measured.
+    ``probe(job, key)`` says why ``key`` cannot be measured by ``job`` here, as a :class:`Skip` (default
+    :class:`Probe`: benchmark files, the vision-language weights without downloading, the images; a bare string is a
+    skip of kind ``other``); ``measure_job(job, keys)`` returns the job's result (default :func:`measure`). A job that
+    raises marks its rows ``skipped`` with ``error`` set and the message in ``reason`` (and :attr:`Report.ok` false).
+    ``fast``: SPICE is not measured.
     """
     import time
 
@@ -716,9 +847,9 @@ def verify(
         if row.job is None:
             continue
         if row.reason is None and fast and row.metric == "spice":
-            row.reason = FAST
+            row.skip_because(Skip("other", FAST, "SPICE (--fast)", "leave --fast out"))
         if row.reason is None:
-            row.reason = probe(row.job, row.metric)
+            row.skip_because(probe(row.job, row.metric))
         by_job.setdefault(row.job, []).append(row)
     # a job runs when some row of it is a target; it then also measures the non-target rows of the same metrics
     # (their measured value is shown for information, their status stays skipped)
@@ -733,7 +864,9 @@ def verify(
         except Exception as err:  # noqa: BLE001 - one failed run must not hide the others' results
             for row in by_job[job]:
                 if row.reason is None:
-                    row.reason, row.error = f"measurement failed: {type(err).__name__}: {_one_line(err)}", True
+                    row.skip_because(Skip("other", f"measurement failed: {type(err).__name__}: {_one_line(err)}",
+                                          f"{job.label}: measurement failed"))
+                    row.error = True
             report.jobs.append({"job": job.label, "metrics": keys, "seconds": round(time.perf_counter() - start, 3),
                                 "error": _one_line(err)})
             continue
@@ -745,17 +878,24 @@ def verify(
             row.measured = None if value is None else value * row.factor
             if row.reason is None:
                 if row.measured is None:  # a target the run did not produce: a failure, not a pass
-                    row.reason, row.error = f"{job.label} gave no value at {'/'.join(map(str, row.lookup))}", True
+                    row.skip_because(Skip("other", f"{job.label} gave no value at {'/'.join(map(str, row.lookup))}",
+                                          f"{job.label}: no value"))
+                    row.error = True
                 compare(row)
     for row in rows:
         if row.status != "skipped":
             continue
         if row.reason is None:
-            row.reason = "not measured"
+            row.skip_because(Skip("other", "not measured", "not measured"))
     return report
 
 
 # -- rendering ------------------------------------------------------------------------------------------------------
+
+#: What ``capeval verify --show`` lists row by row: a status (:data:`STATUSES`) or ``all`` (every row).
+SHOW_CHOICES = ("differs", "reproduced", "skipped", "all")
+#: Skip kinds whose rows cannot be made to run here: the summary gives each one line, whatever its reasons.
+_NO_FIX_KINDS = ("irreproducible", "not_in_capeval")
 
 
 def _number(value: float | None, decimals: int, sign: bool = False) -> str:
@@ -764,8 +904,15 @@ def _number(value: float | None, decimals: int, sign: bool = False) -> str:
     return f"{value:+.{decimals}f}" if sign else f"{value:.{decimals}f}"
 
 
+def _source(row: Row, with_where: bool = True) -> str:
+    """``hessel2021 Table 1 (via capevalkit)``: the citation key, the table (``with_where``) and the transcription."""
+    text = f"{row.source} {row.where}".strip() if with_where else row.source
+    return text + (f" (via {row.via})" if row.via else "")
+
+
 def table_rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
-    """``(headers, rows, footnotes)`` of the text table: skip reasons are numbered footnotes (each reason once)."""
+    """``(headers, rows, footnotes)`` of the full table (every row, ``--markdown``): skip reasons are numbered
+    footnotes (each reason once), the status of a skipped row names its kind."""
     notes: dict[str, int] = {}
     body = []
     for r in report.rows:
@@ -773,73 +920,241 @@ def table_rows(report: Report) -> tuple[list[str], list[list[str]], list[str]]:
         status = r.status
         if r.reason and r.status == "skipped":
             number = notes.setdefault(r.reason, len(notes) + 1)
-            status = f"skipped [{number}]"
-        source = f"{r.source} {r.where}".strip() + (f" (via {r.via})" if r.via else "")
+            status = f"skipped: {r.skip_kind} [{number}]"
         body.append([r.metric, r.benchmark, r.what, _number(r.published, r.decimals),
                      _number(r.measured, extra), _number(r.delta, extra, sign=True),
-                     "—" if r.tolerance is None else f"±{r.tolerance:g}", status, source])
+                     "—" if r.tolerance is None else f"±{r.tolerance:g}", status, _source(r)])
     headers = ["metric", "benchmark", "what", "published", "measured", "Δ", "tolerance", "status", "source"]
     return headers, body, [f"[{n}] {reason}" for reason, n in notes.items()]
 
 
-#: Columns of :func:`table_rows` printed right-aligned (numbers).
-_NUMERIC = (3, 4, 5, 6)
+def summary_lines(report: Report) -> list[str]:
+    """The first lines of every rendering: the rows per status, then the skipped rows per kind (each under 100
+    columns)."""
+    counts, kinds = report.counts(), report.skip_counts()
+    return [f"{len(report.rows)} published numbers: {counts['reproduced']} reproduced, {counts['differs']} differ, "
+            f"{counts['skipped']} skipped",
+            "skipped by kind: " + ", ".join(f"{n} {kind}" for kind, n in kinds.items())]
 
 
-def _text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Text columns left-aligned, number columns right-aligned, no trailing spaces."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+def skip_groups(report: Report) -> list[tuple[str, int, str]]:
+    """The skipped rows one line per group, ``(kind, rows, what is missing: the fix)``, in :data:`SKIP_KINDS` order:
+    rows that can be made to run (``weights``, ``data``, ``other``) grouped by what is missing and its fix (each
+    group names them); the others one group per kind, naming what is missing or why, most rows first."""
+    out: list[tuple[str, int, str]] = []
+    for kind in SKIP_KINDS:
+        rows = [r for r in report.rows if r.skip_kind == kind]
+        if not rows:
+            continue
+        skips = [r.skip or Skip("other", r.reason or "not measured", r.reason or "not measured") for r in rows]
+        if kind in _NO_FIX_KINDS:
+            labels: dict[str, int] = {}
+            for skip in skips:
+                labels[skip.missing or skip.text] = labels.get(skip.missing or skip.text, 0) + 1
+            ordered = sorted(labels, key=lambda k: -labels[k])
+            what = (f"{len(ordered)} reasons: " if kind == "irreproducible" and len(ordered) > 1 else "") + \
+                "; ".join(ordered)
+            out.append((kind, len(rows), what))
+            continue
+        groups: dict[tuple[str, str | None], int] = {}
+        for skip in skips:
+            key = (skip.missing or skip.text, skip.fix)
+            groups[key] = groups.get(key, 0) + 1
+        for (missing, fix), n in groups.items():
+            out.append((kind, n, f"{missing}: {fix}" if fix else missing))
+    return out
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if i in _NUMERIC else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
+    from capeval.render import text_table
+
+    return text_table(headers, rows, width=width)
 
 
-def render(report: Report, fmt: str = "text") -> str:
-    """The table (``fmt`` ``"text"`` or ``"markdown"``), its footnotes (why rows were skipped), the tolerance rules
-    used and the counts."""
-    import textwrap
+def _skip_group_table(report: Report, width: int) -> str:
+    """:func:`skip_groups` as a table within ``width``: a group that can be made to run wraps its line, one that
+    cannot (:data:`_NO_FIX_KINDS`) is cut to one line (``--show skipped`` lists its reasons)."""
+    from capeval.render import cut, wrap
 
-    from capeval.render import markdown_table
+    groups = skip_groups(report)
+    headers = ["kind", "rows", "what is missing: how to get it"]
+    kind_width = max([len(headers[0]), *(len(k) for k, _, _ in groups)])
+    rows_width = max([len(headers[1]), *(len(str(n)) for _, n, _ in groups)])
+    room = max(width - kind_width - rows_width - 4, 20) if width else 0
+    body: list[list[str]] = []
+    for kind, n, what in groups:
+        if not room:
+            body.append([kind, str(n), what])
+        elif kind in _NO_FIX_KINDS:
+            body.append([kind, str(n), cut(what, room)])
+        else:
+            lines = wrap(what, room, indent="  ")
+            body += [[kind, str(n), lines[0]], *(["", "", line] for line in lines[1:])]
+    return _table(headers, body, width)
+
+
+def _wrapped(text: str, width: int, indent: str = "  ") -> list[str]:
+    """``text`` within ``width`` columns (0: one line), its leading spaces kept, later lines indented by ``indent``."""
+    from capeval.render import wrap
+
+    body = text.lstrip(" ")
+    return wrap(body, width, first=text[:len(text) - len(body)], indent=indent)
+
+
+def _group_title(row: Row) -> str:
+    """``thumb · kasai2022 Table 2 (THumB 1.0)``: a benchmark and the published table its rows come from."""
+    return f"{row.benchmark} · {_source(row)}"
+
+
+def _grouped_table(rows: Sequence[Row], headers: Sequence[str], cells: Callable[[Row], list[str]],
+                   width: int) -> list[str]:
+    """``rows`` one line each under a title per benchmark and published table (:func:`_group_title`), in one
+    table whose columns line up across the groups; where that does not fit ``width``, one table with the benchmark
+    and the source as columns (which :func:`capeval.render.text_table` wraps)."""
+    from capeval.render import display_width
+
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(_group_title(row), []).append(row)
+    ordered = [r for group in groups.values() for r in group]
+    lines = _table(headers, [cells(r) for r in ordered], 0).split("\n")
+    if not width or max(display_width(line) for line in lines) + 2 <= width:
+        out = ["  " + lines[0], "  " + lines[1]]
+        body = iter(lines[2:])
+        for title, group in groups.items():
+            out += _wrapped(title, width, indent="    ")
+            out += ["  " + next(body) for _ in group]
+        return out
+    flat = [[cells(r)[0], r.benchmark, *cells(r)[1:], _source(r, with_where=False)] for r in ordered]
+    return _table([headers[0], "benchmark", *headers[1:], "source"], flat, width).split("\n")
+
+
+def _differs_lines(rows: Sequence[Row], width: int) -> list[str]:
+    return _grouped_table(rows, ["metric", "what", "published", "measured", "Δ", "tolerance"], lambda r: [
+        r.metric, r.what, _number(r.published, r.decimals), _number(r.measured, r.decimals + 2),
+        _number(r.delta, r.decimals + 2, sign=True), "—" if r.tolerance is None else f"±{r.tolerance:g}"], width)
+
+
+def _reproduced_lines(rows: Sequence[Row], width: int) -> list[str]:
+    return _grouped_table(rows, ["metric", "what", "published", "measured"], lambda r: [
+        r.metric, r.what, _number(r.published, r.decimals), _number(r.measured, r.decimals + 2)], width)
+
+
+def _skipped_lines(rows: Sequence[Row], width: int) -> list[str]:
+    """Every skipped row, one line each (``--show skipped``) with its kind and the number of its reason, then the
+    numbered reasons."""
+    notes: dict[str, int] = {}
+    for r in rows:
+        notes.setdefault(r.reason or "not measured", len(notes) + 1)
+    out = _grouped_table(rows, ["metric", "what", "published", "measured", "why"], lambda r: [
+        r.metric, r.what, _number(r.published, r.decimals), _number(r.measured, r.decimals + 2),
+        f"{r.skip_kind} [{notes[r.reason or 'not measured']}]"], width)
+    out.append("")
+    for reason, n in notes.items():
+        out += _wrapped(f"[{n}] {reason}", width, indent="    ")
+    return out
+
+
+def show_set(show: str | Iterable[str] | None) -> set[str] | None:
+    """The statuses ``--show`` names (``None``: the default view); ``ValueError`` naming the closest valid value for
+    an unknown one."""
+    if show is None:
+        return None
+    names = [s.strip() for s in show.split(",")] if isinstance(show, str) else [s.strip() for s in show]
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in SHOW_CHOICES]
+    if unknown or not names:
+        from capeval.suggest import did_you_mean
+
+        valid = f"; valid: {', '.join(SHOW_CHOICES)} (comma-separated)"
+        if not unknown:
+            raise ValueError(f"--show: nothing given{valid}")
+        raise ValueError(f"--show: unknown {unknown[0]!r}" + (did_you_mean(unknown[0], SHOW_CHOICES) or valid))
+    return set(STATUSES) if "all" in names else set(names)
+
+
+def render(report: Report, fmt: str = "text", show: str | Iterable[str] | None = None,
+           width: int | None = None) -> str:
+    """``report`` for a reader.
+
+    ``fmt="text"`` (the terminal, within ``width`` columns: default :func:`capeval.render.terminal_width`, 0 no
+    limit): first the counts (:func:`summary_lines`: rows per status, skipped rows per kind), then by default the
+    differing rows, the reproduced rows one short line each and the skipped rows one line per group
+    (:func:`skip_groups`); ``show`` (statuses of :data:`SHOW_CHOICES`, a list or comma-separated) lists those rows one
+    by one instead (``skipped``: every skipped row, with its kind and numbered reason). Then how to make skipped rows
+    run, the tolerance rules, the runs and the references cited by the rows listed.
+
+    ``fmt="markdown"``: the counts, then every row in one table with its numbered reason, the rules and references.
+    """
+    from capeval.render import markdown_table, terminal_width
 
     if fmt not in ("text", "markdown"):
         raise ValueError(f"fmt must be 'text' or 'markdown', got {fmt!r}")
-    headers, body, notes = table_rows(report)
+    listed = show_set(show)
+    width = terminal_width() if width is None else width
     md = fmt == "markdown"
-    out = [markdown_table(headers, body) if md else _text_table(headers, body), ""]
-    if notes:
-        out.append("Skipped because:")
-        wrap = (lambda s: "- " + s) if md else (lambda s: textwrap.fill(s, 120, subsequent_indent="    "))
-        out += [wrap(n) for n in notes]
-        out.append("")
-    rules = list(dict.fromkeys(r.tolerance_rule for r in report.rows if r.tolerance_rule and r.status != "skipped"))
+    out = summary_lines(report)
+    if md:
+        headers, body, notes = table_rows(report)
+        out = [out[0] + ".", "", out[1] + ".", "", markdown_table(headers, body)]
+        if notes:
+            out += ["", "Skipped because:", *("- " + n for n in notes)]
+        shown = report.rows
+    else:
+        sections = ["differs", "reproduced"] if listed is None else [s for s in STATUSES if s in listed]
+        shown = []
+        for status in sections:
+            rows = [r for r in report.rows if r.status == status]
+            shown += rows
+            out.append("")
+            if status == "differs":
+                out.append(f"Differs ({len(rows)}): measured further from the published number than its tolerance"
+                           if rows else "Differs: none")
+                out += _differs_lines(rows, width) if rows else []
+            elif status == "reproduced":
+                out.append(f"Reproduced ({len(rows)}): within the tolerance, by published table" if rows else
+                           "Reproduced: none")
+                out += _reproduced_lines(rows, width) if rows else []
+            else:
+                out.append(f"Skipped ({len(rows)}), by published table: the kind of why and the reason [n]" if rows
+                           else "Skipped: none")
+                out += _skipped_lines(rows, width) if rows else []
+        skipped = report.counts()["skipped"]
+        if listed is None and skipped:
+            out += ["", f"Skipped ({skipped}), one line per group; every row: --show skipped",
+                    _skip_group_table(report, width)]
+        if skipped and (listed is None or "skipped" in listed):
+            from capeval.paths import data_dir
+
+            root = data_dir()
+            out += [""] + _wrapped(
+                "To run skipped rows: fetch the weights named (the command shown), put the benchmark files and "
+                "images under the data directory (" + (f"now {root}; " if root else "none now: ") + "CAPEVAL_DATA_DIR "
+                "sets it) and leave --fast out; irreproducible and not_in_capeval rows cannot run here. More: "
+                "README.md, 'Reproducing published numbers'.", width)
+    rules = list(dict.fromkeys(r.tolerance_rule for r in shown if r.tolerance_rule and r.status != "skipped"))
     if rules:
-        out.append("Tolerance rules: " + "; ".join(rules) + ".")
-    differs = [r for r in report.rows if r.status == "differs"]
-    for r in differs:
-        out.append(f"DIFFERS: {r.metric} on {r.benchmark} ({r.what}): measured {_number(r.measured, r.decimals + 2)}, "
-                   f"published {_number(r.published, r.decimals)} ({r.source} {r.where}), Δ "
-                   f"{_number(r.delta, r.decimals + 2, sign=True)} > ±{r.tolerance:g}")
+        out += [""] + (["Tolerance rules: " + "; ".join(rules) + "."] if md else
+                       _wrapped("Tolerance rules: " + "; ".join(rules) + ".", width))
     failed = [r for r in report.rows if r.error]
     if failed:
-        out.append(f"{len(failed)} row(s) could not be measured (errors above, in their footnotes).")
+        out += _wrapped(f"{len(failed)} row(s) could not be measured: 'measurement failed' in their reasons "
+                        "(--show skipped).", 0 if md else width)
     if report.jobs:
-        runs = "; ".join(f"{j['job']} [{', '.join(j['metrics'])}] {j['seconds']:.0f} s" + (" (failed)" if "error" in j
-                                                                                            else "")
-                         for j in report.jobs)
-        out.append(f"Runs ({sum(j['seconds'] for j in report.jobs):.0f} s): {runs}.")
-    counts = report.counts()
-    out.append(f"{len(report.rows)} published numbers: {counts['reproduced']} reproduced, {counts['differs']} "
-               f"differ, {counts['skipped']} skipped.")
+        runs = "; ".join(f"{j['job']} [{', '.join(j['metrics'])}] {j['seconds']:.0f} s" +
+                         (" (failed)" if "error" in j else "") for j in report.jobs)
+        out += _wrapped(f"Runs ({sum(j['seconds'] for j in report.jobs):.0f} s): {runs}.", 0 if md else width)
     cites = citations()
-    used = list(dict.fromkeys(k for r in report.rows for k in (r.source, r.via) if k))
+    used = list(dict.fromkeys(k for r in shown for k in (r.source, r.via) if k))
     if used:
         out += ["", "References:"]
-        out += [f"{'- ' if md else '  '}{k}: {cites.get(k, k)}" for k in used]
+        for key in used:
+            out += [f"- {key}: {cites.get(key, key)}"] if md else \
+                _wrapped(f"  {key}: {cites.get(key, key)}", width, indent="      ")
     return "\n".join(out)
 
 
-__all__ = ["EXAMPLES", "Job", "KEY_OF", "Probe", "REQUIRED_KEYS", "Report", "Row", "STATUSES", "compare", "measure",
-           "plan", "render", "select", "static_reason", "tolerance_for", "verify", "weights_reason"]
+__all__ = ["EXAMPLES", "Job", "KEY_OF", "Probe", "REQUIRED_KEYS", "Report", "Row", "SHOW_CHOICES", "SKIP_KINDS",
+           "STATUSES", "Skip", "compare", "measure", "plan", "render", "select", "show_set", "skip_groups",
+           "static_reason", "static_skip", "summary_lines", "tolerance_for", "verify", "weights_reason",
+           "weights_skip"]
