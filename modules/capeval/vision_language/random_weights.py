@@ -13,9 +13,9 @@ through OpenAI's tokenizer, and the model has the released shapes. What :func:`w
 * ``polos/reprod.ckpt`` + ``polos/hparams.yaml``: a Polos checkpoint in the released layout (a PyTorch Lightning
   checkpoint: ``encoder.model.*`` a RoBERTa-base encoder, 125M parameters, ``scalar_mix.*`` over its 13 layers,
   ``ff.0.ff.linear_{1,2,3}`` the head with COMET's estimator hidden sizes 3072 and 1024, ``clip.*`` the same
-  ViT-B/32; float16); its ``pretrained_model`` is ``polos/text-encoder``, a RoBERTa-base configuration with a byte-level BPE
+  ViT-B/32; encoder and CLIP in float16, the head in float32); its ``pretrained_model`` is ``polos/text-encoder``, a RoBERTa-base configuration with a byte-level BPE
   tokenizer trained on the captions below (not RoBERTa's vocabulary, which needs a download; the encoder keeps
-  RoBERTa's 50,265 embedding rows). 0.55 GB.
+  RoBERTa's 50,265 embedding rows). 0.64 GB.
 * ``predictions.json``, ``references.json``, ``images.txt``: three captions of capeval's bundled example photos
   (:func:`capeval.io.example_images`), two references each, in the formats ``capeval score`` reads.
 
