@@ -3,7 +3,8 @@
 * ``cli.md``: every ``capeval`` command's ``--help``, rendered from :func:`capeval.cli.build_parser` (100 columns).
 * ``which-metric.md``: README.md's "Which metric should I report?" section; ``results.md``: BENCHMARKS.md.
 * ``<!-- include: PATH § HEADING -->`` in a page: replaced by that section of ``docs/PATH`` (the heading line and
-  everything under it, up to the next heading of the same or a higher level).
+  everything under it, up to the next heading of the same or a higher level), its heading at level 3.
+* ``<!-- options: METRIC ... -->``: a table of those metrics' keyword options, defaults and CLI flags.
 * Links written for GitHub that leave ``docs/`` are mapped into the site: ``README.md`` → ``index.md`` (its
   which-metric section → ``which-metric.md``), ``BENCHMARKS.md`` → ``results.md``, ``docs/X`` → ``X``; a link to any
   other file of the repository (source, scripts) becomes its text and the file's path in code, since the site does
@@ -51,12 +52,12 @@ def _section(text: str, heading: str, where: str) -> str:
     return "\n".join(out).strip() + "\n"
 
 
-def _outside_docs(repo_path: str, anchor: str, page_dir: str, text: str, image: bool) -> str | None:
-    """The link target for a repository path outside ``docs/`` (None: leave it), or a text replacement."""
-    if repo_path == "README.md":
-        target = "which-metric.md" if anchor == "#which-metric-should-i-report" else "index.md"
-        anchor = "" if target == "index.md" else ""
-        return posixpath.relpath(target, page_dir or ".") + anchor
+def _outside_docs(repo_path: str, anchor: str, page_dir: str) -> str | None:
+    """The site page a repository file outside ``docs/`` stands for (relative to ``page_dir``), or None."""
+    if repo_path == "README.md":  # its which-metric section is a page of its own; the rest is the front page
+        if anchor == "#which-metric-should-i-report":
+            return posixpath.relpath("which-metric.md", page_dir or ".")
+        return posixpath.relpath("index.md", page_dir or ".")
     if repo_path == "BENCHMARKS.md":
         return posixpath.relpath("results.md", page_dir or ".") + anchor
     return None
@@ -77,7 +78,7 @@ def rebase(markdown: str, source_dir: str, page_dir: str) -> str:
             return match.group(0)
         if repo_path.startswith("docs/"):
             return f"{image}[{text}]({posixpath.relpath(repo_path[5:], page_dir or '.')}{anchor})"
-        mapped = _outside_docs(repo_path, anchor, page_dir, text, bool(image))
+        mapped = _outside_docs(repo_path, anchor, page_dir)
         if mapped is not None:
             return f"{image}[{text}]({mapped})"
         if (ROOT / repo_path).exists():  # source, scripts, data files: not part of the site
@@ -132,6 +133,21 @@ def options_table(metrics: list[str], page_dir: str = "") -> str:
     return "\n".join(head + rows) + "\n" + note
 
 
+def _demote(section: str, top: int) -> str:
+    """``section`` with its first heading at level ``top`` and the headings under it shifted alike (code fences
+    left alone), so that an included section sits under the including page's own ``##`` headings."""
+    lines, fenced, shift = section.splitlines(), False, None
+    for i, line in enumerate(lines):
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        match = None if fenced else re.match(r"^(#{1,6}) ", line)
+        if match:
+            level = len(match.group(1))
+            shift = top - level if shift is None else shift
+            lines[i] = "#" * min(max(level + shift, 1), 6) + line[level:]
+    return "\n".join(lines) + "\n"
+
+
 def _includes(markdown: str, page_src: str) -> str:
     page_dir = posixpath.dirname(page_src)
 
@@ -139,7 +155,7 @@ def _includes(markdown: str, page_src: str) -> str:
         path, heading = match.group(1), match.group(2)
         source = ROOT / "docs" / path
         text = _section(source.read_text(encoding="utf-8"), heading, f"docs/{path}")
-        return rebase(text, posixpath.dirname(f"docs/{path}"), page_dir)
+        return rebase(_demote(text, 3), posixpath.dirname(f"docs/{path}"), page_dir)
 
     markdown = INCLUDE.sub(include, markdown)
     return OPTIONS.sub(lambda m: options_table(m.group(1).split(), page_dir), markdown)
