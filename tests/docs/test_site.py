@@ -3,6 +3,7 @@ missing API reference fails CI; the generated pages (CLI reference, which-metric
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -21,13 +22,12 @@ pytest.importorskip("mkdocstrings")
 def _build(config, site, cwd=ROOT):
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-                          cwd=cwd, capture_output=True, text=True, env={**__import__("os").environ,
-                                                                         "NO_MKDOCS_2_WARNING": "1"})
+                          cwd=cwd, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     return proc, time.perf_counter() - started
 
 
 def _hooks():
-    spec = importlib.util.spec_from_file_location("capeval_site_hooks", ROOT / "docs" / "_hooks" / "site.py")
+    spec = importlib.util.spec_from_file_location("capeval_site_hooks", ROOT / "docs" / "_hooks" / "capeval_site.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -108,7 +108,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     (docs / "api.md").write_text("# API\n\nSee [the usage guide](usage.md#no-such-section).\n", encoding="utf-8")
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     config = config.replace("docs_dir: docs", f"docs_dir: {docs}")
-    config = config.replace("- docs/_hooks/site.py", f"- {ROOT / 'docs' / '_hooks' / 'site.py'}")
+    config = config.replace("- docs/_hooks/capeval_site.py", f"- {ROOT / 'docs' / '_hooks' / 'capeval_site.py'}")
     config = config.replace("paths: [modules]", f"paths: [{ROOT / 'modules'}]")
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
     proc, _ = _build(tmp_path / "mkdocs.yml", tmp_path / "site", cwd=tmp_path)

@@ -47,7 +47,7 @@ def _section(text: str, heading: str, where: str) -> str:
             break
         out.append(line)
     if start is None:
-        raise ValueError(f"{where}: no heading {heading!r} (the site includes that section; update docs/_hooks/site.py "
+        raise ValueError(f"{where}: no heading {heading!r} (the site includes that section; update docs/_hooks/capeval_site.py "
                          "or the page that includes it)")
     return "\n".join(out).strip() + "\n"
 
