@@ -9,6 +9,7 @@ from typing import Any
 from capeval.batch import CaptionBatch
 from capeval.inputs import by_image_id
 from capeval.progress import progress as progress_bar
+from capeval.progress import quiet
 from capeval.registry import REGISTRY, available_metrics, metric_class, resolve
 from capeval.signature import build_signature, nrefs_field
 from capeval.text import Tokenizer
@@ -153,7 +154,8 @@ def score(
             metrics tokenise the captions as written, like pycocoevalcap (see :mod:`capeval.text.cleanup`).
         tokenizer: ``"ptb"`` (pure Python, default), ``"ptb-ctx"``, ``"ptb-java"``, or an object with
             ``name`` and ``tokenize(texts)``.
-        progress: show progress bars (``None``: only on a terminal, after one second).
+        progress: show progress bars (``None``: only on a terminal, after one second). One-time work that runs
+            longer than 2 s (loading a model, building a table) says so in one line on stderr unless ``False``.
         max_caption_chars: captions longer than this many characters are refused (``ValueError``
             naming the item) before METEOR, SPICE or SPICE-U run, whose time and memory grow badly
             with caption length; ``None`` disables the check. Default
@@ -198,9 +200,10 @@ def score(
     if pause:
         gc.disable()
     try:
-        return _score(predictions, references, selected, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
-                      max_caption_chars=max_caption_chars, empty=empty, images=images, language_check=language_check,
-                      options=options)
+        with quiet(progress is False):  # progress=False: no bars, and one-time work is not announced either
+            return _score(predictions, references, selected, cleanup=cleanup, tokenizer=tokenizer, progress=progress,
+                          max_caption_chars=max_caption_chars, empty=empty, images=images,
+                          language_check=language_check, options=options)
     finally:
         if pause:
             gc.enable()

@@ -6,9 +6,12 @@ says otherwise.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import TypeVar
 
 from tqdm.auto import tqdm
@@ -41,10 +44,51 @@ def write(line: str, file=None) -> None:
 
 def working(desc: str, *, enabled: bool | None = None):
     """A line for one long step of unknown length (``with working("building ..."):``): ``desc`` alone, no count,
-    rate or ETA; cleared when the step ends. ``enabled=None`` shows it only on a terminal (at once: the step is
-    known to be long), ``True`` forces it on, ``False`` off."""
+    rate or ETA. ``enabled=None`` (default): on a terminal a line cleared when the step ends; elsewhere (logs, CI)
+    ``desc`` written once as a line of its own, so that a step known to take seconds is never silent. ``True``: the
+    cleared line even off a terminal; ``False``: nothing."""
+    if enabled is None and not _stderr_is_terminal():
+        write(desc)
+        return contextlib.nullcontext()
     return tqdm(total=None, desc=desc, bar_format="{desc}", disable=None if enabled is None else not enabled,
                 leave=False, dynamic_ncols=True)
+
+
+#: Seconds a one-time step (loading a model, building a table) runs before :func:`announce` says so.
+ANNOUNCE_AFTER = 2.0
+#: While set (``capeval ... --quiet``), :func:`announce` says nothing.
+_QUIET: ContextVar[bool] = ContextVar("capeval_quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet(on: bool = True):
+    """Within this block (``on=True``), one-time work is not announced (``--quiet``)."""
+    token = _QUIET.set(bool(on))
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
+
+
+@contextlib.contextmanager
+def announce(desc: str, *, enabled: bool | None = None, after: float = ANNOUNCE_AFTER):
+    """One line ``capeval: <desc>`` on stderr when the step inside this block is still running after ``after``
+    seconds, on a terminal or not (a log shows why a call paused); a step that ends sooner says nothing.
+    ``enabled=False`` (``progress=False``) or :func:`quiet` (``--quiet``) silence it; ``True`` prints at once."""
+    if enabled is False or _QUIET.get():
+        yield
+        return
+    if enabled:
+        write(f"capeval: {desc}")
+        yield
+        return
+    timer = threading.Timer(after, write, args=(f"capeval: {desc}",))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def _stderr_is_terminal() -> bool:

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--wide", action="store_true",
                                  help="print every table and line whole, however wide (default: fit the terminal: "
                                       "$COLUMNS, else its size, else 100 columns)")
+        if "--quiet" not in command._option_string_actions:
+            command.add_argument("--quiet", action="store_true",
+                                 help="do not announce one-time work (loading a model, building a table) that runs "
+                                      "longer than 2 s")
     return parser
 
 
@@ -128,10 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         warnings.showwarning = lambda message, category, *rest, **kw: write(
             f"capeval {args.command}: warning: {message}", file=sys.stderr
         )
+    from capeval.progress import quiet
     from capeval.render import full_width
 
     try:
-        with full_width(getattr(args, "wide", False)):
+        with full_width(getattr(args, "wide", False)), quiet(getattr(args, "quiet", False) is True):
             return int(args.func(args) or 0)
     except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:

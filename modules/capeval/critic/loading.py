@@ -85,10 +85,13 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
     device = default_device(device)
     key = (str(folder.resolve()), str(device))
     if key not in _LOADED:
-        from capeval.critic.model import CriticModel
+        from capeval.progress import announce
 
-        model = CriticModel.from_pretrained(folder).float().to(device).eval()  # shipped weights are float16
-        _LOADED[key] = (model, CriticVocab.load(folder))
+        with announce(f"loading the critic {folder.name} (once per process)"):
+            from capeval.critic.model import CriticModel
+
+            model = CriticModel.from_pretrained(folder).float().to(device).eval()  # shipped weights are float16
+            _LOADED[key] = (model, CriticVocab.load(folder))
     return _LOADED[key]
 
 

@@ -120,8 +120,11 @@ def load_sentence_encoder(name: str | os.PathLike = DEFAULT_SENTENCE_ENCODER, *,
     device = default_device(device)
     key = (label, str(device), int(max_length))
     if key not in _LOADED:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
-        model = transformers.AutoModel.from_pretrained(str(source)).float().to(device).eval()
+        from capeval.progress import announce
+
+        with announce(f"loading the sentence encoder {label} (once per process)"):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+            model = transformers.AutoModel.from_pretrained(str(source)).float().to(device).eval()
         _LOADED[key] = SentenceEncoder(label, tokenizer, model, max_length)
     return _LOADED[key]
 

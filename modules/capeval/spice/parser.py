@@ -58,13 +58,16 @@ def _is_model_path(model: str) -> bool:
 def load_model(model: str = DEFAULT_MODEL):
     """Load a spaCy pipeline by package name or path, without NER (SPICE's rules do not use it)."""
     check_model(model)
-    import spacy
+    from capeval.progress import announce
 
-    try:
-        module = importlib.import_module(model)
-        nlp = module.load(exclude=["ner"])
-    except (ImportError, AttributeError, TypeError):
-        nlp = spacy.load(model, exclude=["ner"])
+    with announce(f"loading the spaCy parser {model} (once per process)"):
+        import spacy
+
+        try:
+            module = importlib.import_module(model)
+            nlp = module.load(exclude=["ner"])
+        except (ImportError, AttributeError, TypeError):
+            nlp = spacy.load(model, exclude=["ner"])
     for required in ("parser", "tagger"):
         if required not in nlp.pipe_names and not any(required in n for n in nlp.pipe_names):
             raise ValueError(f"spaCy model {model!r} has no {required}; SPICE needs tags and dependencies.")

@@ -281,8 +281,11 @@ def _from_state_dict(path: Path, option: str, label: str) -> ClipBackend:
 
 def _from_transformers(source: str, option: str, label: str) -> ClipBackend:
     transformers = require("transformers", what=f"{option} (a transformers CLIP)")
+    from capeval.progress import announce
+
     try:
-        model = transformers.CLIPModel.from_pretrained(source, torch_dtype="float32")
+        with announce(f"loading the CLIP model {label} (once per process)"):
+            model = transformers.CLIPModel.from_pretrained(source, torch_dtype="float32")
     except OSError as err:
         raise OSError(f"{option}={source!r}: could not be loaded ({str(err)[:300]}); {_fetch_hint(source)}.") from None
     model.eval()
