@@ -37,6 +37,7 @@ import numpy as np
 
 from capeval.coco.compact_df import KEY_BYTES, DocumentFrequencyCounter, _merge, gram_keys
 from capeval.coco.document_frequency import DocumentFrequency
+from capeval.paths import file_mode
 
 __all__ = ["DiskDocumentFrequency", "DiskDocumentFrequencyCounter", "FORMAT", "merge_tables", "read_header"]
 
@@ -237,6 +238,7 @@ def _write_table(path: Path, blocks: Iterator[tuple[np.ndarray, np.ndarray]], do
     """Stream sorted ``(keys, counts)`` blocks into a ``capeval-df/1`` file at ``path`` (temporary file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
+    os.fchmod(fd, file_mode())  # the umask's permissions (mkstemp makes it 0o600)
     counts_tmp = f"{tmp}.counts"
     index_tmp = f"{tmp}.index"
     try:

@@ -17,9 +17,9 @@ file that cannot be read or has the wrong shape is rebuilt, with a :class:`Cache
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from capeval.coco.ngrams import BatchNgrams, ngrams_of
-from capeval.paths import CacheRebuiltWarning, cache_dir
+from capeval.paths import CacheRebuiltWarning, atomic_write, cache_dir
 from capeval.text import Tokenizer, get_tokenizer
 from capeval.validation import warn_at_caller
 
@@ -92,19 +92,13 @@ def _cache_path(settings: dict) -> Path:
 
 
 def _write_atomic(path: Path, payload: dict) -> None:
-    # the writer's pid is in the name, so that a later call can tell a dead writer's leftovers
-    fd, tmp = tempfile.mkstemp(prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, ensure_ascii=False, separators=(",", ":"))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    # the writer's pid is in the name, so that a later call can tell a dead writer's leftovers; the file gets the
+    # umask's permissions
+    with atomic_write(path, fsync=False, prefix=f"{path.name}.{os.getpid()}.", suffix=".tmp") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8")
+        json.dump(payload, fh, ensure_ascii=False, separators=(",", ":"))
+        fh.flush()
+        fh.detach()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -167,7 +161,11 @@ def coco_document_frequency(
         remove_stale_temp_files(path.parent)
         table = _load(path, settings)
         if table is None:
-            table = _compute(settings, tok)
+            from capeval.progress import announce
+
+            with announce(f"building CIDEr-D's COCO val2014 document frequencies for {tok.name} (once; cached in "
+                          f"{path.parent})"):
+                table = _compute(settings, tok)
             _write_atomic(
                 path,
                 {"settings": settings, "n_documents": table.n_documents, "df": table.df},

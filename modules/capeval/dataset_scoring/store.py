@@ -22,10 +22,10 @@ Layout of ``DIR``:
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from capeval.paths import write_bytes_atomic
 
 MANIFEST = "capeval-score-dataset.json"
 FORMAT = "capeval-score-dataset/1"
@@ -39,19 +39,9 @@ META_KEY = b"capeval"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` into ``path`` through a temporary file in the same folder, flushed to disk, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """``data`` into ``path`` through a temporary file in the same folder, flushed to disk, then renamed; the file gets
+    the umask's permissions (:func:`capeval.paths.write_bytes_atomic`)."""
+    write_bytes_atomic(path, data)
 
 
 def write_json(path: Path, payload: Any) -> None:

@@ -7,24 +7,27 @@ found in the other, in both directions.
 
 Here every distinct phrase string (either side, 2.6 M; tokens joined by one space, split on
 ``StringTokenizer``'s delimiters as the jar splits them) gets an id (its rank among the phrases'
-64-bit BLAKE2b hashes, a hit confirmed on the string), and each entry becomes one key
+64-bit hashes, :mod:`capeval.meteor.phrase_arrays`; a hit confirmed on the string), and each entry becomes one key
 ``phrase_id << 22 | paraphrase_id``, sorted (stably, so equal keys keep file order) beside its *rank*:
 the entry's position among its phrase's paraphrases in the file. A sentence's n-grams are looked up
 together (cached across sentences); a phrase's paraphrases become a dict ``{paraphrase id: ranks}`` on
 first use, so matching a sentence pair is a few dict lookups, and the rank restores the jar's
 emission order.
 
-The arrays are cached under ``<cache>/meteor/`` (about 150 MB; written atomically, keyed by the source
-file's size and modification time and a format version); building them takes about 20 s, once. An
-unwritable cache folder keeps them in memory for the process (with a warning).
+Building: :meth:`ParaphraseTable.from_file` reads pycocoevalcap's canonical file with numpy alone (the lines stay
+slices of one byte array, hashed, numbered and checked byte for byte in a few vectorised passes, some in threads:
+about 4 s on one core of the project's machine, where a Python string and dict entry per line took 17–21 s); a file
+that is not canonical is read line by line (:meth:`ParaphraseTable.from_lines`), the same table.
+
+The arrays are cached under ``<cache>/meteor/`` (about 150 MB; written atomically with the umask's permissions,
+keyed by a format version and the SHA-256 of the installed file's content, so environments with the same
+pycocoevalcap file share one copy; ``capeval cache clear meteor`` removes them). An unwritable cache folder keeps
+them in memory for the process (with a warning).
 """
 from __future__ import annotations
 
-import gzip
-import hashlib
-import os
+import codecs
 import re
-import tempfile
 import threading
 import zipfile
 from collections.abc import Iterable, Sequence
@@ -32,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, padded, slices_equal, unique_slices, word_bit,
+                                          word_bits, words_of)
 from capeval.meteor.resources import paraphrase_file
-from capeval.paths import cache_dir, quarantine_cache_file
+from capeval.paths import atomic_write, cache_dir, file_digest, quarantine_cache_file
 from capeval.progress import working
 from capeval.validation import warn_at_caller
 
@@ -45,7 +50,7 @@ MAX_PHRASE_WORDS = 7
 #: n-grams (about 150 bytes each) and phrases' paraphrase groups (built from the table on first use).
 GRAM_CACHE_SIZE = 300_000
 GROUP_CACHE_SIZE = 20_000
-_FORMAT = 1
+_FORMAT = 2  # 2: phrase ids by phrase_arrays' hash (1: BLAKE2b)
 _TOKENS = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's delimiters
 
 
@@ -54,8 +59,64 @@ class ParaphraseCacheWarning(UserWarning):
 
 
 def phrase_hash(phrase: str) -> int:
-    """Stable 64-bit hash of a phrase string (BLAKE2b, 8 bytes, little-endian)."""
-    return int.from_bytes(hashlib.blake2b(phrase.encode("utf-8"), digest_size=8).digest(), "little")
+    """Stable 64-bit hash of a phrase string's UTF-8 bytes (:func:`capeval.meteor.phrase_arrays.hash_bytes`)."""
+    return int(hash_bytes([phrase.encode("utf-8")])[0])
+
+
+def _canonical(texts: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether no phrase string (``texts[offsets[i]:offsets[i + 1]]``) starts or ends with a space or holds two in a
+    row: the strings are then as the jar's ``StringTokenizer`` re-joins them."""
+    nonempty = offsets[1:] > offsets[:-1]
+    if (texts[offsets[:-1][nonempty]] == 32).any() or (texts[offsets[1:][nonempty] - 1] == 32).any():
+        return False
+    space = texts == 32
+    return not bool((space[1:] & space[:-1]).any())
+
+
+def _utf8(data: np.ndarray) -> bool:
+    """Whether the bytes are UTF-8 (the jar reads the file as UTF-8; other bytes are read line by line)."""
+    try:
+        codecs.utf_8_decode(memoryview(data), "strict", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class KnownWords:
+    """The table's words as a bitmap filter (:func:`capeval.meteor.phrase_arrays.word_bits`): ``word in known`` is
+    ``False`` only for a word no phrase contains (n-grams with it are not looked up); ``True`` for every table word
+    and, rarely, another (its n-grams are then looked up and not found: the same matches, a little more work).
+    Answers are kept per word."""
+
+    def __init__(self, bits: np.ndarray | bytes) -> None:
+        if isinstance(bits, np.ndarray):
+            if bits.dtype == bool:
+                bits = np.packbits(bits)
+            bits = bits.tobytes()
+        if len(bits) != 1 << (WORD_BITS - 3):
+            raise ValueError(f"a word bitmap holds {1 << (WORD_BITS - 3)} bytes, not {len(bits)}")
+        self.bits = bits
+        self._seen: dict[str, bool] = {}
+
+    @classmethod
+    def of(cls, words: Iterable[str]) -> KnownWords:
+        bits = np.zeros(1 << WORD_BITS, dtype=bool)
+        bits[[word_bit(w.encode("utf-8")) for w in words]] = True
+        return cls(bits)
+
+    def __contains__(self, word: str) -> bool:
+        found = self._seen.get(word)
+        if found is None:
+            k = word_bit(word.encode("utf-8"))
+            found = self._seen[word] = bool(self.bits[k >> 3] >> (7 - (k & 7)) & 1)
+            if len(self._seen) > GRAM_CACHE_SIZE:
+                self._seen.clear()
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KnownWords) and self.bits == other.bits
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class ParaphraseTable:
@@ -66,14 +127,14 @@ class ParaphraseTable:
     the string.
 
     Attributes:
-        vocabulary: every word of the table (a phrase with another word cannot be in it).
+        vocabulary: the table's words (:class:`KnownWords`: a phrase with another word cannot be in it).
         hashes, offsets, texts: sorted phrase hashes (uint64), string offsets (int64), UTF-8 strings (uint8).
         is_phrase / is_paraphrase: per id, whether it occurs on the left / right side of an entry.
         keys: sorted ``phrase_id << shift | paraphrase_id`` of every entry (int64); ``shift`` bits per id.
         ranks: per key, the entry's position among its phrase's paraphrases in the file (int32).
     """
 
-    def __init__(self, vocabulary: frozenset[str], hashes: np.ndarray, offsets: np.ndarray, texts: np.ndarray,
+    def __init__(self, vocabulary: KnownWords, hashes: np.ndarray, offsets: np.ndarray, texts: np.ndarray,
                  is_phrase: np.ndarray, is_paraphrase: np.ndarray, keys: np.ndarray, ranks: np.ndarray, shift: int) -> None:
         if not (len(hashes) == len(is_phrase) == len(is_paraphrase) == len(offsets) - 1) or len(keys) != len(ranks):
             raise ValueError("inconsistent paraphrase table arrays")
@@ -120,8 +181,7 @@ class ParaphraseTable:
         right = np.fromiter(map(first_ids.__getitem__, right_text), dtype=np.int64, count=n)
         del first_ids, left_text, right_text
         encoded = [p.encode("utf-8") for p in phrases]
-        digests = b"".join([hashlib.blake2b(e, digest_size=8).digest() for e in encoded])
-        raw_hashes = np.frombuffer(digests, dtype="<u8").astype(np.uint64)  # == phrase_hash(p)
+        raw_hashes = hash_bytes(encoded)  # == phrase_hash(p)
         order = np.argsort(raw_hashes, kind="stable")
         hashes = raw_hashes[order]
         if len(hashes) > 1 and bool((hashes[1:] == hashes[:-1]).any()):
@@ -134,30 +194,112 @@ class ParaphraseTable:
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         texts = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         del encoded
-        vocabulary = frozenset(" ".join(phrases).split(" ")) - {""}
-        is_phrase = np.zeros(len(phrases), dtype=bool)
+        vocabulary = KnownWords.of(set(" ".join(phrases).split(" ")) - {""})
+        return cls._from_ids(vocabulary, hashes, offsets, texts, left, right)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ParaphraseTable | None:
+        """Build from the uncompressed file's bytes with numpy alone (:mod:`capeval.meteor.phrase_arrays`: no Python
+        string per line; about 8x :meth:`from_lines`), the same table. ``None`` when the file is not canonical
+        (a line with tabs, form feeds, carriage returns, NUL bytes, doubled, leading or trailing spaces, or bytes
+        that are not UTF-8): :meth:`from_file` then reads it line by line as the jar does."""
+        return cls.from_scan(LineScan.of_bytes(data))
+
+    @classmethod
+    def from_scan(cls, scan: LineScan) -> ParaphraseTable | None:
+        """:meth:`from_bytes` of a file already read into a :class:`~capeval.meteor.phrase_arrays.LineScan`."""
+        if not scan.plain:
+            return None
+        buffer, ends = scan.buffer, scan.ends
+        n = len(ends) // 3  # a trailing partial entry is never read by the jar's loop
+        # entry k: probability line 3k, phrase line 3k + 1 (starts after line 3k's end), paraphrase line 3k + 2
+        side_starts = np.concatenate([ends[0 : 3 * n : 3], ends[1 : 3 * n : 3]]) + 1
+        side_lengths = np.concatenate([ends[1 : 3 * n : 3], ends[2 : 3 * n : 3]]) - side_starts
+        del ends
+        left_starts, left_lengths = side_starts[:n], side_lengths[:n]
+        # a phrase's entries are contiguous in pycocoevalcap's file: its repeats are found by comparing neighbours,
+        # and only the first of each run is numbered with the paraphrases
+        run = np.ones(n, dtype=bool)
+        if n > 1:
+            same = np.flatnonzero(left_lengths[1:] == left_lengths[:-1])
+            equal = slices_equal(buffer, left_starts[same + 1], left_starts[same], left_lengths[same + 1])
+            run[same[equal] + 1] = False
+        run_of = np.cumsum(run) - 1
+        heads = np.flatnonzero(run)
+        candidates_starts = np.concatenate([left_starts[heads], side_starts[n:]])
+        candidates_lengths = np.concatenate([left_lengths[heads], side_lengths[n:]])
+        del side_starts, side_lengths, left_starts, left_lengths
+        try:
+            hashes, first, ids = unique_slices(buffer, candidates_starts, candidates_lengths)
+        except ValueError:
+            raise ValueError("two phrases of the paraphrase table share a 64-bit hash") from None
+        texts, offsets = gather(buffer, candidates_starts[first], candidates_lengths[first])
+        del buffer, candidates_starts, candidates_lengths, first
+        if not _canonical(texts, offsets) or (not scan.ascii and not _utf8(texts)):  # texts: every phrase string
+            return None
+        word_starts, word_lengths = words_of(texts, offsets)
+        vocabulary = KnownWords(word_bits(padded(texts), word_starts, word_lengths))
+        return cls._from_ids(vocabulary, hashes, offsets, texts, ids[: len(heads)][run_of], ids[len(heads) :])
+
+    @classmethod
+    def _from_ids(cls, vocabulary: KnownWords, hashes: np.ndarray, offsets: np.ndarray, texts: np.ndarray,
+                  left: np.ndarray, right: np.ndarray) -> ParaphraseTable:
+        """The table from its phrase strings (ids = positions in sorted ``hashes``) and each entry's phrase and
+        paraphrase ids in file order."""
+        n, phrases = len(left), len(hashes)
+        is_phrase = np.zeros(phrases, dtype=bool)
         is_phrase[left] = True
-        is_paraphrase = np.zeros(len(phrases), dtype=bool)
+        is_paraphrase = np.zeros(phrases, dtype=bool)
         is_paraphrase[right] = True
         # rank of each entry among its phrase's entries, in file order (the jar appends as it reads)
+        run = np.ones(n, dtype=bool)
+        run[1:] = left[1:] != left[:-1]
+        heads = np.flatnonzero(run)
+        if len(np.unique(left[heads])) == len(heads):  # each phrase's entries in one run, as in pycocoevalcap's file
+            ranks = (np.arange(n) - np.repeat(heads, np.diff(np.r_[heads, n]))).astype(np.int32)
+        else:
+            ranks = cls._ranks(left)
+        shift = max(1, phrases.bit_length())
+        keys = (left << shift) | right
+        rank_bits = 64 - 2 * shift
+        if n and int(ranks.max()) < 1 << rank_bits:
+            # (phrase, paraphrase, rank) in one word: a plain sort is the stable sort by key (equal keys in file
+            # order, which is rank order), several times faster than argsort
+            both = np.sort((keys.astype(np.uint64) << np.uint64(rank_bits)) | ranks.astype(np.uint64))
+            keys = (both >> np.uint64(rank_bits)).astype(np.int64)
+            ranks = (both & np.uint64((1 << rank_bits) - 1)).astype(np.int32)
+        else:
+            by_key = np.argsort(keys, kind="stable")
+            keys, ranks = keys[by_key], ranks[by_key]
+        return cls(vocabulary, hashes, offsets, texts, is_phrase, is_paraphrase, keys, ranks, shift)
+
+    @staticmethod
+    def _ranks(left: np.ndarray) -> np.ndarray:
+        """Per entry, how many entries of its phrase come before it in the file (``int32``)."""
+        n = len(left)
         by_phrase = np.argsort(left, kind="stable")
         sorted_left = left[by_phrase]
-        starts = np.r_[0, np.flatnonzero(sorted_left[1:] != sorted_left[:-1]) + 1]
+        starts = np.r_[0, np.flatnonzero(sorted_left[1:] != sorted_left[:-1]) + 1] if n else np.zeros(0, np.int64)
         group_start = np.repeat(starts, np.diff(np.r_[starts, n]))
         ranks = np.empty(n, dtype=np.int32)
         ranks[by_phrase] = np.arange(n) - group_start
-        shift = max(1, len(phrases).bit_length())
-        keys = (left << shift) | right
-        by_key = np.argsort(keys, kind="stable")
-        return cls(vocabulary, hashes, offsets, texts, is_phrase, is_paraphrase, keys[by_key], ranks[by_key], shift)
+        return ranks
 
     @classmethod
     def from_file(cls, path: str | Path) -> ParaphraseTable:
-        """Read ``paraphrase-en.gz`` (or an uncompressed copy) the way ``ParaphraseTransducer`` does."""
+        """Read ``paraphrase-en.gz`` (or an uncompressed copy) the way ``ParaphraseTransducer`` does: with numpy
+        (:meth:`from_bytes`) when its lines are canonical, as pycocoevalcap's are, else line by line."""
         path = Path(path)
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+        raw = path.read_bytes()
+        scan = LineScan.of_gzip(raw) if path.suffix == ".gz" else LineScan.of_bytes(raw)
+        del raw
+        table = cls.from_scan(scan)
+        if table is not None:
+            return table
+        data = scan.buffer[: scan.size].tobytes()
+        del scan
+        text = data.decode("utf-8", "replace")
+        del data
         canonical = not any(bad in text for bad in ("\t", "\f", "  ", " \n", "\n ", "\r")) and text[:1] != " "
         lines = text.split("\n") if "\r" not in text else re.split("\r\n|\r|\n", text)  # readLine's line ends
         del text
@@ -169,21 +311,11 @@ class ParaphraseTable:
     # -- cache -----------------------------------------------------------------------------------
     def save(self, path: Path) -> None:
         """Write the arrays to ``path`` (``.npz``) atomically."""
-        vocabulary = np.frombuffer("\n".join(sorted(self.vocabulary)).encode("utf-8"), dtype=np.uint8)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, vocabulary=vocabulary, hashes=self.hashes, offsets=self.offsets, texts=self.texts,
-                         is_phrase=self.is_phrase, is_paraphrase=self.is_paraphrase, keys=self.keys,
-                         ranks=self.ranks, meta=np.array([_FORMAT, self.shift]))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        vocabulary = np.frombuffer(self.vocabulary.bits, dtype=np.uint8)
+        with atomic_write(path, fsync=False, prefix=path.name + ".", suffix=".tmp") as f:
+            np.savez(f, vocabulary=vocabulary, hashes=self.hashes, offsets=self.offsets, texts=self.texts,
+                     is_phrase=self.is_phrase, is_paraphrase=self.is_paraphrase, keys=self.keys,
+                     ranks=self.ranks, meta=np.array([_FORMAT, self.shift]))
 
     @classmethod
     def load(cls, path: Path) -> ParaphraseTable:
@@ -191,7 +323,7 @@ class ParaphraseTable:
             version, shift = (int(x) for x in data["meta"])
             if version != _FORMAT:
                 raise ValueError(f"format {version}, expected {_FORMAT}")
-            vocabulary = frozenset(data["vocabulary"].tobytes().decode("utf-8").split("\n"))
+            vocabulary = KnownWords(data["vocabulary"].tobytes())
             return cls(vocabulary, data["hashes"], data["offsets"], data["texts"], data["is_phrase"],
                        data["is_paraphrase"], data["keys"], data["ranks"], shift)
 
@@ -226,7 +358,7 @@ class ParaphraseTable:
         new = [g for g in wanted_grams if g not in known]
         if not new:
             return
-        wanted = np.array([phrase_hash(g) for g in new], dtype=np.uint64)
+        wanted = hash_bytes([g.encode("utf-8") for g in new])
         where = np.searchsorted(self.hashes, wanted)
         where[where >= len(self.hashes)] = 0
         hit = (self.hashes[where] == wanted).tolist()
@@ -286,18 +418,22 @@ _DEFAULT: ParaphraseTable | None = None
 
 
 def _cache_path(source: Path) -> Path:
-    stat = source.stat()
-    return cache_dir("meteor") / f"paraphrase-en-v{_FORMAT}-{stat.st_size}-{stat.st_mtime_ns}.npz"
+    """``<cache>/meteor/paraphrase-en-v<format>-<sha256 prefix of the source file>.npz``: keyed by the installed file's
+    content, so every environment with the same pycocoevalcap file shares one copy."""
+    return cache_dir("meteor") / f"{CACHE_PREFIX}{_FORMAT}-{file_digest(source)[:16]}.npz"
 
 
-#: The bar shown while the table is built from pycocoevalcap's file (once per cache folder: the next runs read the
-#: cached arrays in about a second).
-BUILD_DESC = "building METEOR's paraphrase table (once, ~20 s; cached for later runs)"
+#: The cache files' name prefix (``capeval cache`` counts them as METEOR's).
+CACHE_PREFIX = "paraphrase-en-v"
+#: The line said while the table is built from pycocoevalcap's file (once per installed file: later runs, in any
+#: environment with the same file, read the cached arrays in a fraction of a second).
+BUILD_DESC = "building METEOR's paraphrase table (once per installation, about 5 s; cached for later runs)"
 
 
 def default_table(progress: bool | None = None) -> ParaphraseTable:
-    """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached), under a
-    :data:`BUILD_DESC` bar (``progress``: as :func:`capeval.progress.progress`; no count, rate or ETA)."""
+    """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached), announced
+    by :data:`BUILD_DESC` (:func:`capeval.progress.working`: a line on stderr, also off a terminal; ``progress=False``
+    says nothing)."""
     global _DEFAULT
     with _LOCK:
         if _DEFAULT is not None:
