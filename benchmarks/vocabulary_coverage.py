@@ -1,6 +1,7 @@
 """Vocabulary coverage of capeval's learned metrics: on each shipped critic's training captions (the baseline its
 ``OutOfVocabularyWarning`` compares with, written into the critic's ``training.json`` with ``--write``) and on the
-benchmarks' candidates and references (BENCHMARKS.md, "Vocabulary coverage").
+benchmarks' candidates, their references apart, and how many candidates are low on their own (BENCHMARKS.md,
+"Vocabulary coverage").
 
     python benchmarks/vocabulary_coverage.py [--write] [--json out.json]
 
@@ -83,30 +84,48 @@ def critic_baselines(write: bool) -> dict:
 
 
 def benchmark_table() -> dict:
+    """Per benchmark: the candidates' coverage (what ``result["coverage"]`` reports), the references' (apart), and how
+    many candidates are low on their own (``capeval.coverage.is_low_counts``: what the OutOfVocabularyWarning names)
+    for the recommended critic as trained (``critic_oov="unk"``), with its default GloVe map, and for LCEval's GloVe."""
     from capeval.benchmarks import load_benchmark
+    from capeval.critic.expansion import expansion_for
+    from capeval.critic.stack import load_scorer
+    from capeval.coverage import is_low
+    from capeval.lceval.metric import GLOVE_BASELINE
     from capeval.lceval.stopwords import content_words
     from capeval.models.word_vectors import load_word_vectors
     from capeval.text import get_tokenizer
 
-    vocab = CriticVocab.load(critic_folders()["critic-flickr8k-joint"])
+    folder = critic_folders()["critic-flickr8k-joint"]
+    vocab = CriticVocab.load(folder)
+    ((model, _),) = load_scorer("critic-flickr8k-joint", "reference").members
+    mapped = expansion_for(model, vocab)
+    baseline = json.loads((folder / "training.json").read_text(encoding="utf-8"))["vocabulary_coverage"]["share"]
     vectors = load_word_vectors("glove-6b-50d")
     tokenizer = get_tokenizer("ptb")
     rows = {}
     for name in BENCHMARKS:
         bench = load_benchmark(name)
         cands, refs = list(bench.candidates()), list(bench.references())
-        critic = measure([[critic_tokens(c)[:15], *(critic_tokens(r)[:15] for r in rs)] for c, rs in zip(cands, refs)],
-                         vocab.index)
+        items = [[critic_tokens(c)[:15], *(critic_tokens(r)[:15] for r in rs)] for c, rs in zip(cands, refs)]
+        critic = measure(items, vocab.index, baseline=baseline)
+        glove_map = measure(items, mapped.known, baseline=baseline)
         cand_tokens = tokenizer.tokenize(cands)
         ref_tokens = iter(tokenizer.tokenize([r for rs in refs for r in rs]))
         glove = measure([[content_words(" ".join(c)), *(content_words(" ".join(next(ref_tokens))) for _ in rs)]
-                         for c, rs in zip(cand_tokens, refs)], vectors)
-        rows[name] = {"critic": round(critic.share, 4), "critic_tokens": critic.total,
-                      "critic_unknown": [w for w, _ in critic.unknown.most_common(8)],
-                      "glove": round(glove.share, 4), "glove_tokens": glove.total,
-                      "glove_unknown": [w for w, _ in glove.unknown.most_common(8)]}
-        print(f"{name}: critic {critic.share:.4f} of {critic.total:,}, GloVe {glove.share:.4f} of {glove.total:,}",
-              file=sys.stderr)
+                         for c, rs in zip(cand_tokens, refs)], vectors, baseline=GLOVE_BASELINE)
+        row = {"candidates": len(cands)}
+        for label, cov in (("critic", critic), ("critic_glove_map", glove_map), ("glove", glove)):
+            low = cov.low_items
+            row[label] = {"share": round(cov.share, 4), "tokens": cov.total,
+                          "reference_share": round(cov.reference_share, 4), "reference_tokens": cov.reference_total,
+                          "low_candidates": len(low), "call_low": is_low(cov),
+                          "low_examples": [cands[i] for i in low[:5]],
+                          "unknown": [w for w, _ in cov.unknown.most_common(8)]}
+        rows[name] = row
+        print(f"{name}: " + ", ".join(f"{label} {row[label]['share']:.4f} of {row[label]['tokens']:,} (refs "
+                                      f"{row[label]['reference_share']:.4f}; {row[label]['low_candidates']} low)"
+                                      for label in ("critic", "critic_glove_map", "glove")), file=sys.stderr)
     return rows
 
 

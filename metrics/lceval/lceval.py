@@ -100,10 +100,11 @@ Returns:
         more human-like: of P(human) on the raw scale, of its readable value by default for lceval and lceval_plus
         (see lceval_scale). A caption with no word token (only punctuation or emoji) scores 0 on both scales.
     per_caption (`dict`): for each key above, one float per prediction.
-    coverage (`dict`): per key above, the share (0 to 1) of the content words WMD and MOWE read (prediction and
-        references) that the word vectors know (lceval_plus: the lower of that and its critic's vocabulary
-        coverage); an OutOfVocabularyWarning names unknown words when it is more than 3 points below the share on
-        Flickr8k's training captions (99.5 %). coverage_per_caption (`dict`): the same per prediction.
+    coverage (`dict`): per key above, the share (0 to 1) of the predictions' content words (those WMD and MOWE
+        read) that the word vectors know (lceval_plus: the lower of that and its critic's vocabulary coverage); None
+        without such a word. coverage_per_caption (`dict`): the same per prediction. reference_coverage (`dict`):
+        the references' share. An OutOfVocabularyWarning names the predictions with many unknown words (all of them,
+        or clearly more than on Flickr8k's training captions, 99.5 % known) and the unknown words.
     lceval_features, lceval_released_features, lceval_plus_features (`list` of `dict`): with the `*_features`
         options, per prediction the features by name ("p1" ... "hwcm_dep3"; lceval_plus also "sentence_max",
         "sentence_mean", "critic_ref"), each in [0, 1].
@@ -127,7 +128,7 @@ Examples:
     >>> result = lceval.compute(predictions=predictions, references=references, metrics="lceval_released",
     ...                         lceval_released_features=True)
     >>> sorted(result)
-    ['coverage', 'coverage_per_caption', 'lceval_released', 'lceval_released_features', 'per_caption', 'signature']
+    ['coverage', 'coverage_per_caption', 'lceval_released', 'lceval_released_features', 'per_caption', 'reference_coverage', 'signature']
     >>> scores = result["per_caption"]["lceval_released"]
     >>> all(0 < p < 1 for p in scores[:2]), scores[2]  # the caption without words scores 0
     (True, 0.0)

@@ -93,10 +93,11 @@ Returns:
         of its readable value (the default for the shipped critics, see critic_scale), 0 to 1, higher = more
         human-like. critic_plus (`float`): the same for the combiner's probability, averaged over the references. A caption with no word token (only punctuation or emoji) scores 0.
     per_caption (`dict`): for each key above, one float per prediction.
-    coverage (`dict`): per key above, the share (0 to 1) of the tokens the critic read (the first 15 of the
-        prediction and, where read, of each reference) that its vocabulary knows; the others share one unknown
-        vector. An OutOfVocabularyWarning names unknown words when the share is more than 3 points below the
-        critic's on its training captions (98.8 to 100 %). coverage_per_caption (`dict`): the same per prediction.
+    coverage (`dict`): per key above, the share (0 to 1) of the predictions' tokens the critic read (the first 15
+        of each) that its vocabulary knows; the others share one unknown vector; None without a token.
+        coverage_per_caption (`dict`): the same per prediction. reference_coverage (`dict`): the references' share,
+        for a critic that reads them. An OutOfVocabularyWarning names the predictions with many unknown words (all of
+        them, or clearly more than on the critic's training captions, 98.8 to 100 % known) and the unknown words.
     signature (`str`): the critic (the shipped name, or the folder name and a hash of its files), its context
         "refs=mean" and oov=, e.g.
         "nrefs:1|clean:none|critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map,
@@ -121,7 +122,7 @@ Examples:
     ...               ["a cup of coffee with a spoon on a wooden table"]]
     >>> result = critic.compute(predictions=predictions, references=references, images=images)
     >>> sorted(result), all(0 <= p <= 1 for p in result["per_caption"]["critic"])
-    (['coverage', 'coverage_per_caption', 'critic', 'per_caption', 'signature'], True)
+    (['coverage', 'coverage_per_caption', 'critic', 'per_caption', 'reference_coverage', 'signature'], True)
     >>> field = result["signature"].split("|")[2]  # the critic, its context, oov= and the scale (with its map's digest)
     >>> field.split(",scale=")[0], field.split(",scale=")[1][:9]
     ('critic:model=critic-flickr8k-joint,ctx=image+reference,refs=mean,oov=glove-map', 'readable@')
@@ -129,7 +130,7 @@ Examples:
     Without images the default is the reference-only critic; the image critics must then be left out:
 
     >>> sorted(critic.compute(predictions=predictions, references=references))
-    ['coverage', 'coverage_per_caption', 'critic_ref', 'per_caption', 'signature']
+    ['coverage', 'coverage_per_caption', 'critic_ref', 'per_caption', 'reference_coverage', 'signature']
     >>> try:
     ...     critic.compute(predictions=predictions, references=references, metrics="critic")
     ... except ValueError as err:
