@@ -14,6 +14,7 @@ from capeval.benchmarks import report  # noqa: E402
 from capeval.benchmarks.harness import BenchResult  # noqa: E402
 from capeval.benchmarks.leaderboard import Cell, build_leaderboard, cell_kind, plot_leaderboard  # noqa: E402
 from capeval.cli import main  # noqa: E402
+from support import FIXTURES, require_data  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -174,3 +175,38 @@ def test_leaderboard_plot_refuses_an_empty_board(tmp_path):
                                 "results": {"m": {"avg": float("nan"), "contamination": []}}}])
     with pytest.raises(ValueError, match="nothing to plot"):
         plot_leaderboard(board, tmp_path / "x.png")
+
+
+# -- on the real benchmark files (skipped without them) -----------------------------------------------------------
+
+MODULE = "evaluate:" + str(FIXTURES / "evaluate_modules" / "token_overlap")
+
+
+@pytest.fixture
+def _isolated_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_bench_plot_on_pascal50s_draws_the_bootstrap_intervals(tmp_path, figures, _isolated_cache):
+    from capeval.benchmarks.harness import run_benchmark
+
+    require_data("pascal50s", "expert-processed", "pascal_50s.json")
+    result = run_benchmark("pascal50s", [MODULE], bootstrap=50)
+    entry = result.results[MODULE]
+    report.plot(result, tmp_path / "p.png")
+    cats = list(result.plot_data[MODULE]["values"])
+    lengths = _error_bar_lengths(figures[0].axes[0])
+    assert lengths == [[round(entry["ci"][c][1] - entry["ci"][c][0], 6) for c in cats]]
+    assert all(length > 0 for length in lengths[0])
+
+
+def test_bench_plot_on_flickr8k_expert_titles_carry_the_interval(tmp_path, figures, _isolated_cache):
+    from capeval.benchmarks.harness import run_benchmark
+
+    require_data("flickr8k")
+    result = run_benchmark("flickr8k-expert", [MODULE], bootstrap=50)
+    low, high = result.results[MODULE]["headline"]["ci"]
+    report.plot(result, tmp_path / "f.png")
+    title = figures[0].axes[0].get_title()
+    assert title.startswith(f"{MODULE}: τ-c = ") and title.endswith(f"[{low:.3f}, {high:.3f}]".replace("0.", "."))
