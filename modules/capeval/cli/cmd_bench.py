@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     add_json_argument(p, "{benchmark, settings, results, notes, comparisons}", dest="json_out")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
-    p.add_argument("--plot", type=Path, help="write a PNG (scatter or per-category bars) here")
+    p.add_argument("--plot", type=Path, help="write a PNG here: a scatter per metric against the human judgments (the headline "
+                        "statistic and its interval in each title), or per-category accuracy bars with their "
+                        "intervals as error bars (pairwise benchmarks)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the score cache")
     add_progress_argument(p)
     p.set_defaults(func=run)
