@@ -19,15 +19,18 @@ from tqdm.auto import tqdm
 T = TypeVar("T")
 
 
-def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "", enabled: bool | None = None):
+def progress(iterable: Iterable[T], *, total: int | None = None, desc: str = "", enabled: bool | None = None,
+             initial: int = 0):
     """Wrap ``iterable`` in a tqdm bar.
 
     ``enabled=None`` (default) shows the bar only when stderr is a terminal and the loop has run for
-    more than one second; ``True`` forces it on, ``False`` off.
+    more than one second; ``True`` forces it on, ``False`` off. ``initial``: work done before this run (e.g. a
+    resumed job's rows): the bar starts there, and its rate and ETA count only what this run does.
     """
     return tqdm(
         iterable,
         total=total,
+        initial=initial,
         desc=desc,
         disable=None if enabled is None else not enabled,
         delay=1.0 if enabled is None else 0.0,

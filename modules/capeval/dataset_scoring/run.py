@@ -176,8 +176,10 @@ def score_dataset(
     state = distributed_state() if processes == 1 else None
     is_main = state is None or state.is_main_process
     if is_main:
-        store.open_folder(folder, settings)
+        resumed = store.open_folder(folder, settings)
         store.remove_temporaries(folder)
+        if resumed and progress is not False:
+            _say_resuming(folder, source.num_rows, chunk_size)
     if state is not None:
         state.wait_for_everyone()
         if cider_table and not _counted(run):
@@ -244,6 +246,23 @@ def distributed_state():
     if gpus:  # each process's learned metrics on its own GPU
         torch.cuda.set_device(state.local_process_index % torch.cuda.device_count())
     return state
+
+
+def _say_resuming(folder: Path, num_rows: int | None, chunk_size: int) -> None:
+    """``resuming: k of n chunks done`` on stderr (``n``: from the row count when the input says it, else from
+    ``plan.json`` when an earlier run reached the end, else left out)."""
+    import json
+
+    from capeval.progress import write
+
+    done = len(store.done_chunks(folder))
+    total = -(-num_rows // chunk_size) if num_rows is not None else None
+    if total is None and (folder / store.PLAN).is_file():
+        try:
+            total = int(json.loads((folder / store.PLAN).read_text(encoding="utf-8"))["chunks"])
+        except (OSError, ValueError, KeyError, TypeError):
+            total = None
+    write(f"resuming: {done:,} of {total:,} chunks done" if total is not None else f"resuming: {done:,} chunks done")
 
 
 def _version() -> str:
@@ -455,16 +474,18 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     caught: dict[type, list] = {}
     coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
     chunks = rows_total = 0
-    with progress(None, total=source.num_rows, desc="score-dataset", enabled=run.progress if rank == 0 else False) \
-            as bar:
+    done = store.done_chunks(run.folder)  # scored before this run: the bar starts after them (rate, ETA: this run's)
+    with progress(None, total=source.num_rows, desc="score-dataset", enabled=run.progress if rank == 0 else False,
+                  initial=sum(store.chunk_rows(record) for record in done.values())) as bar:
         bar.unit = "rows"
         def mine(k: int) -> bool:  # this process's chunks that have no shard yet
-            return k % world == rank and store.read_record(store.shard_path(run.folder, k)) is None
+            return k % world == rank and k not in done
 
         for k, n, batch in source.chunks(run.chunk_size, _wanted(run), mine):
             chunks, rows_total = k + 1, rows_total + n
             if batch is None:
-                bar.update(n)
+                if k not in done:  # another process's chunk of this run
+                    bar.update(n)
                 continue
             ids, preds, refs, images, skipped = _chunk_rows(run, k, batch, source)
             record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
@@ -624,8 +645,10 @@ def _finalize(run: _Run) -> dict[str, Any]:
         raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
     result: dict[str, Any] = {}
     for name, keys in run.selected.items():
-        if name in merged:  # merged chunk by chunk: one chunk's state in memory at a time
-            result.update(metric_class(name).corpus_from_merged(merged[name]))
+        if name in merged:  # merged chunk by chunk: one chunk's state in memory at a time; the keys asked for (as
+            # capeval.score reports them, and the shards hold them per caption)
+            corpus = metric_class(name).corpus_from_merged(merged[name])
+            result.update({key: corpus[key] for key in keys})
         else:
             result.update({key: sums[key].value() / rows for key in keys})
     fields = signature.split("|")

@@ -167,14 +167,81 @@ def _data_files(path: Path) -> list[Path]:
     return files
 
 
+def files_fingerprint(kind: str, root: Path, files: list[Path]) -> dict[str, Any]:
+    """The identity of data files: per file its name (relative to ``root``), size (bytes) and the SHA-256 of its
+    content (:func:`capeval.paths.file_digest`: streamed, about 1 s per GB, and remembered per path, size and time
+    stamp, so an unchanged file is read once; a file that was touched but not changed is read again and matches).
+    The content, not the time stamp: a parquet footer alone would miss an edit that keeps every page's size. The
+    time stamp (``mtime_ns``) is recorded for the messages only (:func:`input_changes` does not compare it)."""
+    from capeval.paths import file_digest
+
+    return {"kind": kind, "files": [{"name": str(f.relative_to(root)) if f != root else f.name,
+                                     "size": f.stat().st_size, "sha256": file_digest(f),
+                                     "mtime_ns": f.stat().st_mtime_ns} for f in files]}
+
+
+def input_changes(then: Any, now: Any) -> list[str]:
+    """What differs between two input fingerprints, in words (``[]``: the same input). Files are compared by name,
+    size and content hash; a folder begun before content hashes (``[name, size, mtime_ns]`` per file) matches files
+    with the same name, size and time stamp."""
+    if then == now:
+        return []
+    if not (isinstance(then, dict) and isinstance(now, dict) and "files" in then and "files" in now):
+        return [f"the input was {_input_words(then)}, now {_input_words(now)}"]
+    old = {}
+    for f in then["files"]:
+        if isinstance(f, list):  # [name, size, mtime_ns]: recorded before content hashes
+            old[f[0]] = {"name": f[0], "size": f[1], "mtime_ns": f[2]}
+        else:
+            old[f["name"]] = f
+    new = {f["name"]: f for f in now["files"]}
+    changes = []
+    if then.get("kind") != now.get("kind"):
+        changes.append(f"{then.get('kind')} files then, {now.get('kind')} now")
+    for name in [n for n in old if n not in new]:
+        changes.append(f"{name} is gone")
+    for name in [n for n in new if n not in old]:
+        changes.append(f"{name} is new")
+    for name in [n for n in old if n in new]:
+        a, b = old[name], new[name]
+        if "sha256" not in a:  # recorded before content hashes: the same name, size and time stamp match
+            if a.get("size") != b["size"] or a.get("mtime_ns") != b.get("mtime_ns"):
+                changes.append(f"{name}: {a.get('size'):,} bytes modified {_when(a.get('mtime_ns'))} then, "
+                               f"{b['size']:,} bytes modified {_when(b.get('mtime_ns'))} now")
+        elif a.get("size") != b["size"] or a.get("sha256") != b["sha256"]:
+            changes.append(f"{name}: {a.get('size'):,} bytes, sha256 {str(a.get('sha256'))[:12]} then; {b['size']:,} "
+                           f"bytes, sha256 {b['sha256'][:12]} now")
+    return changes
+
+
+def _when(mtime_ns: Any) -> str:
+    import datetime
+
+    if not isinstance(mtime_ns, int):
+        return "at an unknown time"
+    return datetime.datetime.fromtimestamp(mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _input_words(fingerprint: Any) -> str:
+    if not isinstance(fingerprint, dict):
+        return repr(fingerprint)[:80]
+    kind = fingerprint.get("kind")
+    if kind == "hub":
+        return f"the Hub dataset {fingerprint.get('id')} ({fingerprint.get('split')})"
+    if kind == "datasets.Dataset":
+        return f"a Dataset of {fingerprint.get('rows')} rows (fingerprint {str(fingerprint.get('fingerprint'))[:12]})"
+    if "files" in fingerprint:
+        return f"{len(fingerprint['files'])} {kind} file(s)"
+    return str(kind)
+
+
 def _file_source(path: Path) -> Source:
     files = _data_files(path)
     kinds = {"parquet" if f.name.lower().endswith(PARQUET) else "jsonl" for f in files}
     if len(kinds) > 1:
         raise ValueError(f"{path}: mixes parquet and JSON-lines files; give one kind.")
     (kind,) = kinds
-    fingerprint = {"kind": kind, "files": [[str(f.relative_to(path)) if f != path else f.name, f.stat().st_size,
-                                            f.stat().st_mtime_ns] for f in files]}
+    fingerprint = files_fingerprint(kind, path, files)
     base = path if path.is_dir() else path.parent
     if kind == "parquet":
         import pyarrow.parquet as pq

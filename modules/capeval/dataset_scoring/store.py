@@ -5,7 +5,9 @@ Layout of ``DIR``:
 
 * ``capeval-score-dataset.json``: the manifest (format and the settings of the run: input, columns, metrics,
   options, chunk size, capeval version). A folder whose manifest records other settings is refused and left as it is;
-  a non-empty folder without one is not capeval's and is refused too.
+  a non-empty folder without one is not capeval's and is refused too. Input files are compared by name, size and
+  content hash (:func:`~capeval.dataset_scoring.sources.input_changes`: a file touched but not changed resumes; a
+  changed one is refused with what changed, then and now).
 * ``cider-df.bin``: CIDEr-D's document frequencies over every row's references (the first pass), a sorted table on
   disk with its document count in the header (:mod:`capeval.coco.disk_df`); only when ``cider_d`` scores with
   ``cider_df="references"``. Folders begun by capeval 0.2.0 before it hold ``cider-df.parquet`` instead (read into
@@ -25,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from capeval.dataset_scoring.sources import input_changes
 from capeval.paths import write_bytes_atomic
 
 MANIFEST = "capeval-score-dataset.json"
@@ -93,7 +96,14 @@ def open_folder(folder: Path, settings: dict[str, Any]) -> bool:
         if recorded.get("format") != FORMAT:
             raise ValueError(f"{folder} holds a score_dataset output of format {recorded.get('format')!r}, not "
                              f"{FORMAT!r}; use another folder.")
-        diff = _differences(recorded.get("settings"), json.loads(json.dumps(settings)))
+        then, now = recorded.get("settings") or {}, json.loads(json.dumps(settings))
+        changed = input_changes(then.get("input"), now.get("input"))
+        if changed:
+            raise ValueError(f"{folder} holds a run with other settings, so it was left untouched (another input: "
+                             + "; ".join(changed[:4]) + (f"; {len(changed) - 4} more" if len(changed) > 4 else "")
+                             + "). Use another --out folder, or the original input to resume it.")
+        diff = _differences({k: v for k, v in then.items() if k != "input"},
+                            {k: v for k, v in now.items() if k != "input"})
         if diff:
             raise ValueError(f"{folder} holds a run with other settings, so it was left untouched ("
                              + "; ".join(diff[:6]) + (f"; {len(diff) - 6} more" if len(diff) > 6 else "")
@@ -133,6 +143,25 @@ def read_record(path: Path) -> dict[str, Any] | None:
         return json.loads(meta[META_KEY])
     except (OSError, KeyError, ValueError):
         return None
+
+
+def done_chunks(folder: Path) -> dict[int, dict[str, Any]]:
+    """The chunks whose shard is there and readable: ``{chunk: record}``."""
+    done = {}
+    for path in sorted((folder / SHARDS).glob("part-*.parquet")):
+        try:
+            chunk = int(path.stem.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        record = read_record(path)
+        if record is not None:
+            done[chunk] = record
+    return done
+
+
+def chunk_rows(record: dict[str, Any]) -> int:
+    """The input rows of a chunk (scored and skipped) from its record."""
+    return int(record["rows"]) + len(record["skipped"])
 
 
 def read_columns(path: Path) -> dict[str, list]:
