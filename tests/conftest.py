@@ -22,6 +22,15 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture
+def whole_lines():
+    """Tables and lines printed whole, however wide (``--wide``): for tests that read cells out of the text."""
+    from capeval.render import full_width
+
+    with full_width():
+        yield
+
+
 @pytest.fixture(scope="session")
 def java() -> str:
     exe = shutil.which("java")

@@ -44,6 +44,30 @@ def signature_lines(signature: str, width: int | None = None, label: str = "sign
     return lines
 
 
+def merged_signature_lines(signatures: Iterable[str], width: int | None = None) -> list[str]:
+    """Several signatures (one per metric of a benchmark run) for a terminal: those with the same common fields
+    (:data:`COMMON_FIELDS`) under one ``signature: ...`` line, each metric field once, indented, every line cut to
+    ``width`` as in :func:`signature_lines` (0: whole)."""
+    from capeval.render import cut, terminal_width
+
+    width = terminal_width() if width is None else width
+    groups: dict[str, list[str]] = {}
+    for signature in signatures:
+        if not signature:
+            continue
+        fields = [part.partition(":") for part in signature.split("|") if part]
+        common = "|".join(f"{k}:{v}" for k, _, v in fields if k in COMMON_FIELDS)
+        own = groups.setdefault(common, [])
+        own += [f"{k}:{v}" for k, _, v in fields if k not in COMMON_FIELDS and f"{k}:{v}" not in own]
+    lines: list[str] = []
+    for common, own in groups.items():
+        lines.append(cut(f"signature: {common}", width))
+        lines += [cut(f"  {field}", width) for field in own]
+    if width and any(line.endswith("…") for line in lines):
+        lines.append(cut("  (cut: --wide or --json show them whole)", width))
+    return lines
+
+
 def parse_signature(signature: str) -> dict[str, str]:
     """Inverse of :func:`build_signature` (for caches and tests)."""
     out: dict[str, str] = {}

@@ -138,7 +138,12 @@ def test_bench_writes_and_prints_the_marks():
     result = run_benchmark("pascal50s", ["bleu_4", MODULE])
     assert result.results["bleu_4"]["contamination"] == []
     assert result.results[MODULE]["contamination"][0].startswith("unknown:")
-    text = render(result, "text")
+    from capeval.render import display_width, full_width
+
+    fitted = render(result, "text")  # pytest's captured output is no terminal: 100 columns unless COLUMNS says
+    assert max(display_width(line) for line in fitted.splitlines()) <= 100
+    with full_width():
+        text = render(result, "text")
     assert f"{MODULE} {CONTAMINATION_MARK}" in text and f"bleu_4 {CONTAMINATION_MARK}" not in text
     assert f"{CONTAMINATION_MARK} {MODULE}: not clean on this benchmark: unknown:" in text
     assert json.loads(json.dumps(result.to_json()))["results"]["bleu_4"]["contamination"] == []

@@ -54,6 +54,7 @@ def test_thumb_layout_and_tables():
     assert any("Table 4" in t for t in titles) and any("Table 2" in t for t in titles)
 
 
+@pytest.mark.usefixtures("whole_lines")
 def test_correlation_layout_composite_subsets():
     require_data("composite", "composite_8k.jsonl")
     result = run_benchmark("composite", [MODULE])
@@ -64,6 +65,7 @@ def test_correlation_layout_composite_subsets():
     assert "sharif2019 tau" in text  # the LCEval paper's numbers are printed beside
 
 
+@pytest.mark.usefixtures("whole_lines")
 def test_empty_published_cells_print_a_dash_as_the_leaderboard_does():
     """A metric the papers did not report: its published cells read "—" (as in ``capeval leaderboard``), not blank."""
     from capeval.benchmarks.harness import BenchResult

@@ -39,6 +39,7 @@ def labels(board):
 # -- columns and rows --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("whole_lines")
 def test_columns_come_in_the_fixed_order_whatever_the_file_order():
     payloads = [
         corr("thumb", {"m": {"with_human": {"P": .1, "R": .1, "total": .2}, "headline": headline("pearson", .2)}}),
@@ -177,6 +178,7 @@ def test_best_clean_value_is_bold_and_a_higher_contaminated_one_is_not():
 # -- published anchors -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("whole_lines")
 def test_anchors_follow_the_capeval_rows_with_their_citations():
     board = build_leaderboard([
         corr("flickr8k-expert", {"cider_d": entry("tau_c", .44)}, protocol="clipscore"),

@@ -202,6 +202,8 @@ def test_datasets_cache_is_read_offline_only(tmp_path, monkeypatch):
 
 # -- errors --------------------------------------------------------------------------------------------------------
 def test_missing_files_name_every_place(tmp_path):
+    from capeval.hub_cli import installed_cli
+
     (tmp_path / "nebula").mkdir()
     with pytest.raises(FileNotFoundError) as err:
         load_benchmark("nebula", tmp_path)
@@ -209,11 +211,12 @@ def test_missing_files_name_every_place(tmp_path):
     assert text.startswith(f"{tmp_path / 'nebula' / 'nebula_test.json'} not found; expected EXPERT's annotation file")
     for place in ("nebula_test.csv", "data/test-*.parquet", "test-*.parquet", "hub cache of Ka2ukiMatsuda/Nebula",
                   "datasets cache of Ka2ukiMatsuda/Nebula",
-                  "huggingface-cli download --repo-type dataset Ka2ukiMatsuda/Nebula"):
+                  f"{installed_cli()} download --repo-type dataset Ka2ukiMatsuda/Nebula"):
         assert place in text, place
     with pytest.raises(FileNotFoundError, match=r"polaris_val\.json not found.*polaris_valid\.csv.*"
-                                                r"data/validation-\*\.parquet.*yuwd/Polaris"):
+                                                r"data/validation-\*\.parquet.*yuwd/Polaris") as err:
         load_benchmark("polaris", tmp_path, split="validation")
+    assert "nebula" not in str(err.value)  # polaris's error names polaris's files only
 
 
 def _write_items(tmp_path: Path, items) -> Path:

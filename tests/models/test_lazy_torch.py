@@ -62,6 +62,6 @@ def test_learned_parts_without_torch_raise_the_install_hint(body, returncode, st
     text = getattr(out, stream)
     assert "needs the Python package 'torch'" in text and 'pip install "capeval[learned]"' in text
     if "cli" in body:
-        assert "capeval features: error:" in text and "Traceback" not in text
+        assert "capeval features extract: error:" in text and "Traceback" not in text
     else:
         assert "ImportError: the image encoders needs the Python package 'torch'" in text

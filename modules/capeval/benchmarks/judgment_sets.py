@@ -197,8 +197,9 @@ def _find_source(spec: JudgmentSet, base: Path, split: str) -> _Source:
         raise FileNotFoundError(
             f"{looked[0]} not found; expected EXPERT's annotation file ({EXPERT_FORMAT}). Also looked for: "
             f"{'; '.join(looked[1:])}. Fetch the Hub dataset: "
-            f"`{download_command(spec.hub_repo, repo_type='dataset', local_dir=str(base))}`, or put a file in EXPERT's annotation format at {looked[0]} "
-            "(github.com/hjkim811/EXPERT, annotations/, distributes nebula_test.json).")
+            f"`{download_command(spec.hub_repo, repo_type='dataset', local_dir=str(base))}`, or put a file in EXPERT's "
+            f"annotation format at {looked[0]} (github.com/hjkim811/EXPERT's annotations/ folder distributes "
+            f"{Path(looked[0]).name}).")
     return _Source(hub.kind, where, hub.rows, cols, hub.files, hub.image_names, hub.images)
 
 

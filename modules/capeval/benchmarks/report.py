@@ -5,7 +5,8 @@ from pathlib import Path
 from typing import Any
 
 from capeval.benchmarks.harness import CORRELATIONS, BenchResult
-from capeval.render import markdown_table, text_table
+from capeval.render import fit_text, markdown_table, text_table
+from capeval.signature import merged_signature_lines
 from capeval.published import published
 
 PAIR_CATEGORIES = {"pascal50s": ("HC", "HI", "HM", "MM", "avg"), "abstract50s": ("HC", "HI", "avg")}
@@ -244,9 +245,13 @@ def render(result: BenchResult, fmt: str = "text") -> str:
     settings = ", ".join(f"{k}={v}" for k, v in result.settings.items())
     parts.append(f"settings: {settings}")
     sigs = sorted({r.get("signature", "") for r in result.results.values() if isinstance(r, dict)})
-    parts += [f"signature: {s}" for s in sigs if s]
+    if fmt == "text":  # one line per metric, cut to the terminal (--wide: whole)
+        parts += merged_signature_lines(sigs)
+    else:
+        parts += [f"signature: {s}" for s in sigs if s]
     parts += [f"note: {n}" for n in result.notes]
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    return fit_text(text) if fmt == "text" else text
 
 
 def pyplot():

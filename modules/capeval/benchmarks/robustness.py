@@ -522,7 +522,15 @@ def render(result: RobustnessResult, fmt: str = "text") -> str:
              f"gammas: {', '.join(f'{g:g}' for g in s['gammas'])}; seed {s['seed']}"]
     if s.get("feature_encoder"):
         lines.append(f"RC features: {s['feature_encoder']}")
-    lines += [f"signature: {sig}" for sig in sorted({m['signature'] for m in result.metrics.values()})]
+    sigs = sorted({m['signature'] for m in result.metrics.values()})
+    if fmt == "text":
+        from capeval.render import fit_text
+        from capeval.signature import merged_signature_lines
+
+        lines += merged_signature_lines(sigs)
+        lines += [f"note: {n}" for n in result.notes]
+        return fit_text("\n".join(lines))
+    lines += [f"signature: {sig}" for sig in sigs]
     lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
 
