@@ -121,14 +121,18 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes, *, fsync: bool = Tr
 
 def file_digest(path: str | os.PathLike) -> str:
     """The SHA-256 (hex) of a file's content, for cache keys of data built from installed files (environments with
-    the same file share one copy). Remembered under ``<cache>/file_digests/`` per path, size, modification time and
-    inode, so a file is read once (about 0.1 s per 60 MB); a file touched or replaced is read again."""
+    the same file share one copy). Remembered under ``<cache>/file_digests/`` per path, size, inode, modification and
+    status-change times, so a file is read once (about 0.1 s per 60 MB); a file touched, written or replaced is read
+    again. A file modified in the last :data:`RACY_SECONDS` is not remembered (a write within the file system's
+    time-stamp granularity could leave the stamp unchanged)."""
     import hashlib
     import json
+    import time
 
     path = Path(path).resolve()
     stat = path.stat()
-    stamp = {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "inode": stat.st_ino}
+    stamp = {"path": str(path), "size": stat.st_size, "inode": stat.st_ino, "mtime_ns": stat.st_mtime_ns,
+             "ctime_ns": stat.st_ctime_ns}
     memo = cache_root() / "file_digests" / (hashlib.sha256(str(path).encode("utf-8")).hexdigest()[:24] + ".json")
     try:
         known = json.loads(memo.read_text(encoding="utf-8"))
@@ -138,11 +142,35 @@ def file_digest(path: str | os.PathLike) -> str:
         pass
     with open(path, "rb") as handle:
         digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    if time.time() - max(stat.st_mtime, stat.st_ctime) < RACY_SECONDS:
+        return digest
     try:
         write_bytes_atomic(memo, json.dumps({**stamp, "sha256": digest}).encode("utf-8"), fsync=False)
+        _prune_digests(memo.parent)
     except OSError:
         pass  # an unwritable cache: computed again next time
     return digest
+
+
+#: A file changed less than this many seconds ago is hashed each time, not remembered.
+RACY_SECONDS = 2.0
+#: Remembered digests kept before those of files that no longer exist are removed.
+MAX_DIGESTS = 200
+
+
+def _prune_digests(folder: Path) -> None:
+    """Remove the remembered digests of files that are gone, once there are more than :data:`MAX_DIGESTS`."""
+    import json
+
+    memos = list(folder.glob("*.json"))
+    if len(memos) <= MAX_DIGESTS:
+        return
+    for memo in memos:
+        try:
+            if not Path(json.loads(memo.read_text(encoding="utf-8"))["path"]).exists():
+                memo.unlink(missing_ok=True)
+        except (OSError, ValueError, KeyError, TypeError):
+            memo.unlink(missing_ok=True)
 
 
 def hub_cards_dir(*parts: str) -> Path:
@@ -180,6 +208,73 @@ def corenlp_ptb_jar() -> Path:
 
 def spice_jar() -> Path:
     return pycocoevalcap_dir() / "spice" / "spice-1.0.jar"
+
+
+#: What each kind of cache (a folder under :func:`cache_root`) holds; ``capeval cache`` lists them.
+CACHE_KINDS = {
+    "cider_df": "CIDEr-D document frequencies of COCO val2014",
+    "file_digests": "content hashes of installed and input files (cache keys)",
+    "image_features": "image features of the learned critic's encoders",
+    "lceval": "LCEval's parses and features",
+    "meteor": "METEOR's paraphrase table (built from pycocoevalcap's file)",
+    "models": "weights fetched for vision-language metrics (PAC-S, Polos)",
+    "scores": "benchmark score cache (capeval bench)",
+    "sentence_rank": "sentence_rank's training embeddings",
+    "sentence_vectors": "sentence embeddings (sentence_cosine, sentence_rank)",
+    "spice": "SPICE's scene-graph parses",
+}
+
+
+def cache_inventory() -> list[dict]:
+    """Per kind of cache present under :func:`cache_root` (its sub-folders; loose files count as kind ``other``):
+    ``{"kind", "description", "path", "files", "bytes", "newest"}`` (``newest``: the latest modification time of its
+    files, seconds since the epoch, ``None`` when empty), sorted by kind."""
+    root = cache_root()
+    if not root.is_dir():
+        return []
+    kinds: dict[str, dict] = {}
+    for entry in sorted(root.iterdir()):
+        kind = entry.name if entry.is_dir() and not entry.is_symlink() else "other"
+        row = kinds.setdefault(kind, {"kind": kind, "description": CACHE_KINDS.get(kind, "files capeval did not name"),
+                                      "path": str(entry if kind != "other" else root), "files": 0, "bytes": 0,
+                                      "newest": None})
+        for path in ([entry] if kind == "other" else entry.rglob("*")):
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if not path.is_file() or path.is_symlink():
+                continue
+            row["files"] += 1
+            row["bytes"] += info.st_size
+            row["newest"] = max(row["newest"] or 0.0, info.st_mtime)
+    return [kinds[k] for k in sorted(kinds)]
+
+
+def clear_cache(kind: str | None = None) -> list[dict]:
+    """Delete every cache (``kind=None``) or one kind's folder under :func:`cache_root`; returns the inventory rows
+    removed (``[]`` when there was nothing). A ``kind`` that is neither present nor one of :data:`CACHE_KINDS` raises
+    ``ValueError`` naming the closest kinds."""
+    import shutil
+
+    from capeval.suggest import did_you_mean
+
+    present = cache_inventory()
+    if kind is not None:
+        names = [row["kind"] for row in present]
+        if kind not in names and kind not in CACHE_KINDS:
+            valid = sorted(set(names) | set(CACHE_KINDS))
+            hint = did_you_mean(kind, valid)
+            raise ValueError(f"unknown cache kind {kind!r}{hint or '.'} Kinds: {', '.join(valid)}.")
+        present = [row for row in present if row["kind"] == kind]
+    for row in present:
+        if row["kind"] == "other":
+            for path in cache_root().iterdir():
+                if path.is_file() or path.is_symlink():
+                    path.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(row["path"], ignore_errors=True)
+    return present
 
 
 class CacheRebuiltWarning(UserWarning):
