@@ -200,6 +200,24 @@ def test_messages_name_flags_on_the_command_line():
     assert in_cli_words("pass cider_df='coco-val2014' (--cider-df coco-val2014).", parser) == \
         "pass --cider-df coco-val2014."
     assert in_cli_words("not_an_option=3 stays", parser) == "not_an_option=3 stays"
+    assert in_cli_words("clip_model: /x.pt is not a checkpoint", parser) == "--clip-model: /x.pt is not a checkpoint"
+
+
+def test_a_file_that_is_not_a_checkpoint_says_what_it_is(tmp_path):
+    pytest.importorskip("torch")
+    from PIL import Image
+
+    from capeval.vision_language.checkpoints import read_weights
+
+    (tmp_path / "notes.pt").write_text("hello world\n")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    Image.new("RGB", (4, 4)).save(tmp_path / "photo.pth", "JPEG")
+    (tmp_path / "lfs.pth").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n")
+    for name, kind in (("notes.pt", "text (hello world…)"), ("empty.pt", "an empty file"),
+                       ("photo.pth", "a JPEG image"), ("lfs.pth", "a Git LFS pointer")):
+        with pytest.raises(ValueError, match="is not a PyTorch or safetensors checkpoint: it is ") as err:
+            read_weights(tmp_path / name, "clip_model")
+        assert kind in str(err.value) and "\n" not in str(err.value)
 
 
 # -- hints and suggestions -----------------------------------------------------------------------------------------

@@ -165,6 +165,9 @@ def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
         value = (found.group(2) or "").strip("'\"")
         return f"{flag} {value}" if value else flag
 
+    head = re.match(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+): ", message)  # "clip_model: /x is not ..." -> "--clip-model: ..."
+    if head and "--" + head.group(1).replace("_", "-") in flags:
+        message = "--" + head.group(1).replace("_", "-") + message[head.end() - 2:]
     text = re.sub(r"(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|images)=(<[^>]*>|'[^']*'|\"[^\"]*\"|[\w./-]+)?",
                   flag_of, message)
     return re.sub(r"(--[\w-]+ [^\s()]+) \(\1\)", r"\1", text)  # "--x v (--x v)": the API's parenthesis, now the same

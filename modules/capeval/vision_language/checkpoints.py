@@ -38,6 +38,44 @@ def _is_torchscript(path: Path) -> bool:
         return False
 
 
+#: File signatures (first bytes) of what a checkpoint path sometimes turns out to hold.
+_SIGNATURES = ((b"\xff\xd8\xff", "a JPEG image"), (b"\x89PNG", "a PNG image"), (b"GIF8", "a GIF image"),
+               (b"%PDF", "a PDF document"), (b"\x1f\x8b", "a gzip archive (unpack it first)"),
+               (b"BZh", "a bzip2 archive (unpack it first)"), (b"7z\xbc\xaf", "a 7-zip archive (unpack it first)"),
+               (b"\x7fELF", "a program"), (b"<!DOCTYPE html", "an HTML page (a download that failed?)"),
+               (b"<html", "an HTML page (a download that failed?)"),
+               (b"version https://git-lfs", "a Git LFS pointer, not the file itself (git lfs pull)"))
+
+
+def not_a_torch_file(path: Path) -> str | None:
+    """What ``path`` is when its first bytes show it cannot be a PyTorch file (``"a JPEG image"``, ``"an empty
+    file"``, ``"a zip archive without a PyTorch model (no data.pkl)"``, ``"text"`` ...); ``None`` when it may be one
+    (a PyTorch zip archive or a legacy pickle)."""
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+    if not head:
+        return "an empty file"
+    if head.startswith(b"PK"):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            return "a damaged zip archive (an interrupted download?)"
+        if any(name.endswith("data.pkl") for name in names):
+            return None
+        return f"a zip archive without a PyTorch model (no data.pkl; it holds {', '.join(names[:3]) or 'nothing'})"
+    if head[:1] == b"\x80":  # a pickle's protocol opcode: torch.save's legacy format
+        return None
+    for signature, kind in _SIGNATURES:
+        if head.lstrip().lower().startswith(signature.lower()):
+            return kind
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "binary data of an unknown kind"
+    return "text (" + " ".join(head[:40].decode("utf-8", "replace").split()) + "…)"
+
+
 def read_weights(path: Path, what: str, *, allowed: tuple = (),
                  hint: str = "save the state dict itself (model.state_dict(), tensors only) or a safetensors file"):
     """What a ``.safetensors`` file or a PyTorch file holds, read without running code: safetensors' loader, or
@@ -50,6 +88,10 @@ def read_weights(path: Path, what: str, *, allowed: tuple = (),
             return safetensors_torch.load_file(str(path), device="cpu")
         except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
             raise ValueError(f"{what}: {path} is not a readable safetensors file ({err}).") from None
+    other = not_a_torch_file(path)
+    if other:
+        raise ValueError(f"{what}: {path} is not a PyTorch or safetensors checkpoint: it is {other}. Give the "
+                         "checkpoint file (.pt, .pth, .ckpt or .safetensors).")
     try:
         with torch.serialization.safe_globals(list(allowed)):
             return torch.load(str(path), map_location="cpu", weights_only=True)
