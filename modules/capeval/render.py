@@ -216,12 +216,13 @@ def _layout(cells: list[list[str]], headers: list[str], numeric: list[bool], wid
         return None
     widths = list(floor)
     room = width - gaps - sum(widths)
-    # the room back to the columns that need least of it first: as many columns as possible whole, then the rest
-    # of the room to the next column in that order
-    for _, i in sorted((natural[i] - widths[i], i) for i in range(len(widths)) if widths[i] < natural[i]):
-        step = min(room, natural[i] - widths[i])
-        widths[i] += step
-        room -= step
+    # the room back, first to the cells (a wrapped cell makes its row taller; a wrapped header one line once), then
+    # to the headers; each time to the columns that need least of it first: as many columns whole as can be
+    for goal in ([max(f, v) for f, v in zip(floor, values)], natural):
+        for _, i in sorted((goal[i] - widths[i], i) for i in range(len(widths)) if widths[i] < goal[i]):
+            step = min(room, goal[i] - widths[i])
+            widths[i] += step
+            room -= step
     return widths
 
 

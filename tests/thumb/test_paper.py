@@ -99,7 +99,7 @@ def test_cli_report_prints_tables(capsys):
     from capeval.cli import main
 
     path = require_data("thumb", "mscoco_THumB-1.0.jsonl")
-    assert main(["thumb", "report", str(path), "--paper", "--bootstrap-samples", "200"]) == 0
+    assert main(["thumb", "report", str(path), "--paper", "--bootstrap-samples", "200", "--wide"]) == 0
     out = capsys.readouterr().out
     assert "per-caption totals equal to the file's given totals: 2500/2500" in out
     human = next(line for line in out.splitlines() if line.startswith("Human"))

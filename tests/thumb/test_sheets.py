@@ -336,5 +336,5 @@ def test_cli_collect_error_exit_code(tmp_path, capsys):
     code = main(["thumb", "collect", "--key", str(out / "thumb_key.json"), str(out / "thumb_sheet.csv")])
     assert code == 1
     err = capsys.readouterr().err
-    assert "capeval thumb: error: 22 problem(s)" in err
+    assert "capeval thumb collect: error: 22 problem(s)" in err
     assert "column 'precision' is empty; allowed values: 1, 2, 3, 4, 5" in err

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +51,8 @@ from typing import Any
 from capeval.catalog import MODEL_OPTIONS
 from capeval.published import citations, published
 from capeval.registry import judged_benchmarks
-from capeval.render import markdown_table, text_table
+from capeval.render import markdown_table, terminal_width, text_table
+from capeval.render import wrap as wrap_words
 
 #: Benchmarks in column order, with their names in headers.
 BENCHMARK_LABELS = {
@@ -712,8 +712,12 @@ def render(board: Leaderboard, fmt: str = "text") -> str:
         table = markdown_table(headers, [*body, separator, *anchors])
     else:
         lines = text_table(headers, [*body, separator, *anchors]).split("\n")
-        table = "\n".join(line.rstrip() for line in [*lines[:2 + len(body)], lines[1], *lines[2 + len(body):]])
-    wrap = (lambda s: s) if md else (lambda s: textwrap.fill(s, 120, subsequent_indent="    "))
+        # a rule above the published rows (a wrapped row takes several lines: found by its first cell)
+        rule = next(i for i, line in enumerate(lines) if line and not line.strip("- "))
+        at = next(i for i in range(rule + 1, len(lines)) if lines[i].startswith(separator[0].split()[0]))
+        table = "\n".join(line.rstrip() for line in [*lines[:at], lines[rule], *lines[at:]])
+    width = terminal_width()
+    wrap = (lambda s: s) if md or not width else (lambda s: "\n".join(wrap_words(s, width, indent="    ")))
     out = ["## Leaderboard" if md else "Leaderboard", "", wrap(legend(board)), "", table, ""]
     labels = {c.key: c.label for c in board.columns}
     if board.footnotes:

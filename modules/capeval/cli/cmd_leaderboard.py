@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from capeval.cli.output import add_json_argument, check_output_path, text_stream, write_json
+from capeval.cli.output import add_json_argument, check_output_path, for_terminal, text_stream, write_json
 
 DESCRIPTION = """\
 Read `capeval bench BENCHMARK --json FILE` outputs (files, or directories whose *.json are read) and print one table:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     for note in skipped:
         print(f"capeval leaderboard: skipped {note}", file=sys.stderr)
     board = build_leaderboard(payloads)
-    print(render(board, "text"), file=text_stream(args.json_out))
+    print(for_terminal(render(board, "text")), file=text_stream(args.json_out))
     if args.json_out:
         write_json(args.json_out, board.to_json())
     if args.markdown:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from capeval.cli.output import (add_json_argument, add_model_arguments, add_progress_argument, model_options,
-                                text_stream, write_json)
+from capeval.cli.output import (add_json_argument, add_model_arguments, add_progress_argument, for_terminal,
+                                model_options, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, metric_list
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
@@ -89,17 +89,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = text_stream(args.json_out)
     keys = [k for k in result if isinstance(result[k], float)]
-    print(f"{result['rows']:,} row(s) scored in {result['chunks']} chunk(s); shards: {args.out / 'shards'}", file=out)
+    print(for_terminal(f"{result['rows']:,} row(s) scored in {result['chunks']} chunk(s); shards: "
+                       f"{args.out / 'shards'}"), file=out)
     print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
     if result["skipped"]["count"]:
         first = result["skipped"]["rows"][0]
-        print(f"skipped {result['skipped']['count']} row(s) (listed in result.json), e.g. row {first['row']} "
-              f"(id {first['id']!r}): {first['why']}", file=out)
+        print(for_terminal(f"skipped {result['skipped']['count']} row(s) (listed in result.json), e.g. row "
+                           f"{first['row']} (id {first['id']!r}): {first['why']}"), file=out)
     if result.get("coverage"):
         from capeval.cli.cmd_score import coverage_line
 
-        print(coverage_line(result["coverage"]), file=out)
-    print(f"signature: {result['signature']}", file=out)
+        print(for_terminal(coverage_line(result["coverage"])), file=out)
+    print(for_terminal(f"signature: {result['signature']}"), file=out)
     if args.json_out:
         write_json(args.json_out, result)
     return 0

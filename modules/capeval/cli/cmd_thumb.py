@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from capeval.cli.output import add_json_argument, add_progress_argument, check_output_path, text_stream, write_json
+from capeval.cli.output import (add_json_argument, add_progress_argument, check_output_path, for_terminal, text_stream,
+                                write_json)
 
 
 def _add_score_options(p: argparse.ArgumentParser) -> None:
@@ -98,7 +99,8 @@ def run_report(args: argparse.Namespace) -> int:
                    systems=table.systems, images=table.images, **_score_options(args))
     out = text_stream(args.json_out)
     print(f"{path}", file=out)
-    print(format_report(result, fmt="markdown" if args.markdown else "text", paper=args.paper), file=out)
+    text = format_report(result, fmt="markdown" if args.markdown else "text", paper=args.paper)
+    print(text if args.markdown else for_terminal(text), file=out)
     if table.given_total is not None:
         given = [float(v) for v in table.given_total]
         same = sum(abs(a - b) <= 1e-9 for a, b in zip(result["per_caption"]["total"], given))
@@ -128,7 +130,8 @@ def run_collect(args: argparse.Namespace) -> int:
     from capeval.thumb.workflow import collect
 
     report = collect(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
-    print(format_report(report["result"], fmt="markdown" if args.markdown else "text"))
+    text = format_report(report["result"], fmt="markdown" if args.markdown else "text")
+    print(text if args.markdown else for_terminal(text))
     agreement = report["agreement"]
     if agreement is not None:
         def fmt(k):

@@ -57,6 +57,22 @@ def print_signature(signature: str, args: argparse.Namespace, out: TextIO, label
     print("\n".join(signature_lines(signature, label=label)), file=out)
 
 
+def for_terminal(text: str) -> str:
+    """A command's text for the terminal (:func:`capeval.render.terminal_width`; ``--wide``: as it is): each
+    ``signature: ...`` line as one short line per metric (:func:`capeval.signature.signature_lines`), every other
+    line longer than the width wrapped between words (tables built with ``text_table`` already fit)."""
+    from capeval.render import fit_text
+    from capeval.signature import signature_lines
+
+    out = []
+    for line in text.split("\n"):
+        if line.startswith("signature: "):
+            out += signature_lines(line[len("signature: "):])
+        else:
+            out.append(line)
+    return fit_text("\n".join(out))
+
+
 def text_stream(*targets: Any) -> TextIO:
     """Where the human-readable output goes: stderr when one of ``targets`` is stdout (``--json -``)."""
     return sys.stderr if any(t == STDOUT for t in targets) else sys.stdout
