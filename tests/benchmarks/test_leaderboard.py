@@ -361,3 +361,20 @@ def test_paired_comparisons_are_listed_with_their_verdicts():
         in text
     assert "lceval (lceval-caption-flickr8k-coco) beats cider_d" in text and "no significant difference" in text
     assert board.to_json()["comparisons"][1]["b_row"] == "spice"
+
+
+def test_the_text_fits_the_terminal_and_the_rule_stays_above_the_published_rows(monkeypatch):
+    from capeval.render import display_width
+
+    board = build_leaderboard([
+        corr("flickr8k-expert", {"cider_d": entry("tau_c", .44), "lceval": entry("tau_c", .5)}, protocol="clipscore"),
+        corr("pascal50s", {"cider_d": entry("avg", 79.9)}, refs="expert"),
+        corr("thumb", {"cider_d": {"with_human": {"total": .224}, "headline": headline("pearson", .224),
+                                   "contamination": []}}),
+    ])
+    for width in (60, 100):
+        monkeypatch.setenv("COLUMNS", str(width))
+        lines = render(board, "text").splitlines()
+        assert max(display_width(line) for line in lines) <= width
+        published = next(i for i, line in enumerate(lines) if line.startswith("published"))
+        assert lines[published - 1] and not lines[published - 1].strip("- ")  # the rule
