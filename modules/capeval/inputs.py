@@ -47,7 +47,8 @@ def by_image_id(predictions: Any, references: Any, images: Any = None) -> KeyedI
     more than one caption, a results entry without ``image_id`` or ``caption``, two predictions for one image, one
     side keyed and the other a plain list."""
     keyed_preds = isinstance(predictions, Mapping) or is_results_list(predictions)
-    keyed_refs = isinstance(references, (Mapping, str, os.PathLike))
+    # a path is an annotation file only beside keyed predictions (else a lone string is refused as references)
+    keyed_refs = isinstance(references, Mapping) or (keyed_preds and isinstance(references, (str, os.PathLike)))
     if not keyed_preds and not keyed_refs:
         return None
     if not keyed_preds:
