@@ -248,3 +248,36 @@ def test_closest_names():
     assert closest("CIDER-D", ["cider_d", "spice"]) == ["cider_d"]
     assert did_you_mean("zzzz", ["bleu", "meteor"]) == ""
     assert did_you_mean("pascal5os", ["pascal50s", "thumb"]) == "; did you mean 'pascal50s'?"
+
+
+def _typed_options():
+    """(command path, flag, bad value) for every option of every command that converts or restricts its value."""
+    import argparse
+
+    parser = build_parser()
+    for path in COMMANDS:
+        current = parser
+        for name in path:
+            action = next(a for a in current._actions if isinstance(a, argparse._SubParsersAction))
+            current = action.choices[name]
+        for action in current._actions:
+            flags = [f for f in action.option_strings if f.startswith("--")]
+            if not flags or action.nargs == 0:
+                continue
+            if action.choices is not None:
+                yield path, flags[0], "zzqx"
+            elif action.type in (int, float):
+                yield path, flags[0], "not-a-number"
+
+
+TYPED = sorted(set(_typed_options()))
+
+
+@pytest.mark.parametrize("path, flag, value", TYPED, ids=lambda v: " ".join(v) if isinstance(v, tuple) else str(v))
+def test_every_typed_option_refuses_a_bad_value_in_one_line(path, flag, value, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([*path, flag, value])
+    lines = capsys.readouterr().err.splitlines()
+    assert stop.value.code == 2 and len(lines) == 2 and "Traceback" not in "\n".join(lines)
+    assert lines[0].startswith("capeval ") and flag in lines[0], lines
+    assert ("unknown" in lines[0] and "valid:" in lines[0]) or "invalid" in lines[0] or "expected" in lines[0], lines
