@@ -27,6 +27,7 @@ them in memory for the process (with a warning).
 from __future__ import annotations
 
 import codecs
+import gzip
 import re
 import threading
 import zipfile
@@ -35,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, padded, slices_equal, unique_slices, word_bit,
-                                          word_bits, words_of)
+from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, phrase_word_bits, slices_equal,
+                                          unique_slices, word_bit)
 from capeval.meteor.resources import paraphrase_file
 from capeval.paths import atomic_write, cache_dir, file_digest, quarantine_cache_file
 from capeval.progress import working
@@ -211,6 +212,7 @@ class ParaphraseTable:
         if not scan.plain:
             return None
         buffer, ends = scan.buffer, scan.ends
+        scan.buffer = scan.ends = None  # freed as soon as the phrase strings are copied out (a lower peak)
         n = len(ends) // 3  # a trailing partial entry is never read by the jar's loop
         # entry k: probability line 3k, phrase line 3k + 1 (starts after line 3k's end), paraphrase line 3k + 2
         side_starts = np.concatenate([ends[0 : 3 * n : 3], ends[1 : 3 * n : 3]]) + 1
@@ -224,7 +226,9 @@ class ParaphraseTable:
             same = np.flatnonzero(left_lengths[1:] == left_lengths[:-1])
             equal = slices_equal(buffer, left_starts[same + 1], left_starts[same], left_lengths[same + 1])
             run[same[equal] + 1] = False
-        run_of = np.cumsum(run) - 1
+            del same, equal
+        run_of = np.cumsum(run, dtype=np.int32 if n < 2**31 else np.int64)
+        run_of -= 1
         heads = np.flatnonzero(run)
         candidates_starts = np.concatenate([left_starts[heads], side_starts[n:]])
         candidates_lengths = np.concatenate([left_lengths[heads], side_lengths[n:]])
@@ -233,12 +237,12 @@ class ParaphraseTable:
             hashes, first, ids = unique_slices(buffer, candidates_starts, candidates_lengths)
         except ValueError:
             raise ValueError("two phrases of the paraphrase table share a 64-bit hash") from None
-        texts, offsets = gather(buffer, candidates_starts[first], candidates_lengths[first])
+        text_buffer, offsets = gather(buffer, candidates_starts[first], candidates_lengths[first], pad=True)
         del buffer, candidates_starts, candidates_lengths, first
+        texts = text_buffer[: int(offsets[-1])]
         if not _canonical(texts, offsets) or (not scan.ascii and not _utf8(texts)):  # texts: every phrase string
             return None
-        word_starts, word_lengths = words_of(texts, offsets)
-        vocabulary = KnownWords(word_bits(padded(texts), word_starts, word_lengths))
+        vocabulary = KnownWords(phrase_word_bits(text_buffer, offsets))
         return cls._from_ids(vocabulary, hashes, offsets, texts, ids[: len(heads)][run_of], ids[len(heads) :])
 
     @classmethod
@@ -255,12 +259,13 @@ class ParaphraseTable:
         run = np.ones(n, dtype=bool)
         run[1:] = left[1:] != left[:-1]
         heads = np.flatnonzero(run)
-        if len(np.unique(left[heads])) == len(heads):  # each phrase's entries in one run, as in pycocoevalcap's file
+        run_phrases = np.sort(left[heads])
+        if not (run_phrases[1:] == run_phrases[:-1]).any():  # each phrase's entries in one run (pycocoevalcap's file)
             ranks = (np.arange(n) - np.repeat(heads, np.diff(np.r_[heads, n]))).astype(np.int32)
         else:
             ranks = cls._ranks(left)
         shift = max(1, phrases.bit_length())
-        keys = (left << shift) | right
+        keys = (left.astype(np.int64) << shift) | right
         rank_bits = 64 - 2 * shift
         if n and int(ranks.max()) < 1 << rank_bits:
             # (phrase, paraphrase, rank) in one word: a plain sort is the stable sort by key (equal keys in file
@@ -296,8 +301,10 @@ class ParaphraseTable:
         table = cls.from_scan(scan)
         if table is not None:
             return table
-        data = scan.buffer[: scan.size].tobytes()
         del scan
+        raw = path.read_bytes()  # not canonical: read again, line by line
+        data = gzip.decompress(raw) if path.suffix == ".gz" else raw
+        del raw
         text = data.decode("utf-8", "replace")
         del data
         canonical = not any(bad in text for bad in ("\t", "\f", "  ", " \n", "\n ", "\r")) and text[:1] != " "

@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["PAD", "WORD_BITS", "LineScan", "gather", "hash_bytes", "hash_slices", "padded", "slices_equal", "unique_slices",
-           "word_bit", "word_bits", "words_of"]
+__all__ = ["PAD", "WORD_BITS", "LineScan", "gather", "hash_bytes", "hash_slices", "index_dtype", "padded",
+           "phrase_word_bits", "slices_equal", "unique_slices", "word_bit", "word_bits", "words_of"]
 
 #: Zero bytes a buffer needs after its last slice (a pass reads eight bytes at a time).
 PAD = 8
@@ -42,6 +42,19 @@ def padded(data: bytes | bytearray | memoryview) -> np.ndarray:
     out = np.zeros(len(data) + PAD, dtype=np.uint8)
     out[: len(data)] = np.frombuffer(data, dtype=np.uint8)
     return out
+
+
+def _positions(values) -> np.ndarray:
+    """Byte positions or lengths as an integer array (``int32`` or ``int64`` kept: half the memory for files under
+    2 GB, see :func:`index_dtype`)."""
+    values = np.asarray(values)
+    return values if values.dtype in (np.int32, np.int64) else values.astype(np.int64)
+
+
+def index_dtype(size: int) -> type:
+    """``int32`` for positions in a buffer of ``size`` bytes under 2 GB (half the memory of ``int64``), else
+    ``int64``."""
+    return np.int32 if size + 2 * PAD < 2**31 else np.int64
 
 
 def _words(buffer: np.ndarray) -> np.ndarray:
@@ -92,17 +105,24 @@ def _threads() -> int:
     return max(1, min(4, cpus))
 
 
-def _in_parts(function, *arrays: np.ndarray, least: int = 1 << 19) -> np.ndarray:
-    """``function(*arrays)`` computed on consecutive parts of the arrays in threads, the parts' results concatenated
-    (one part for fewer than ``2 * least`` items)."""
+def _in_parts(function, *arrays: np.ndarray, part: int = 1 << 19) -> np.ndarray:
+    """``function(*arrays)`` computed on consecutive parts of at most ``part`` items, several at a time in threads,
+    the parts' results concatenated: the temporary arrays stay small (fresh memory is what a pass pays most for)."""
     size = len(arrays[0])
-    parts = min(_threads(), max(1, size // least))
-    if parts == 1:
+    if size <= part:
         return function(*arrays)
-    bounds = np.linspace(0, size, parts + 1).astype(np.int64).tolist()
-    with ThreadPoolExecutor(parts) as pool:
-        results = list(pool.map(lambda i: function(*(a[bounds[i] : bounds[i + 1]] for a in arrays)), range(parts)))
-    return np.concatenate(results)
+    bounds = list(range(0, size, part)) + [size]
+
+    first = function(*(a[bounds[0] : bounds[1]] for a in arrays))
+    out = np.empty(size, dtype=first.dtype)  # every part's result has the first's type
+    out[: bounds[1]] = first
+
+    def one(i: int) -> None:
+        out[bounds[i] : bounds[i + 1]] = function(*(a[bounds[i] : bounds[i + 1]] for a in arrays))
+
+    with ThreadPoolExecutor(_threads()) as pool:
+        list(pool.map(one, range(1, len(bounds) - 1)))
+    return out
 
 
 def hash_slices(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -111,9 +131,8 @@ def hash_slices(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     ``buffer``: ``uint8`` with :data:`PAD` readable bytes after the last slice (:func:`padded`); ``starts`` and
     ``lengths``: integer arrays (bytes, lengths >= 0).
     """
-    starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    if len(starts) and int((starts + lengths).max()) + PAD > len(buffer):
+    starts, lengths = _positions(starts), _positions(lengths)
+    if len(starts) and int((starts + lengths).max()) + PAD > len(buffer):  # no overflow: positions in the buffer
         raise ValueError(f"slices reach past the buffer less its {PAD} padding bytes")
     return _in_parts(lambda s, n: _hash_part(buffer, s, n), starts, lengths)
 
@@ -148,8 +167,8 @@ def hash_bytes(items: Sequence[bytes]) -> np.ndarray:
 
 def slices_equal(buffer: np.ndarray, starts_a: np.ndarray, starts_b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Per ``i``, whether ``buffer[starts_a[i]:][:lengths[i]] == buffer[starts_b[i]:][:lengths[i]]`` (``bool``)."""
-    return _in_parts(lambda a, b, n: _equal_part(buffer, a, b, n), np.asarray(starts_a, dtype=np.int64),
-                     np.asarray(starts_b, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
+    return _in_parts(lambda a, b, n: _equal_part(buffer, a, b, n), _positions(starts_a), _positions(starts_b),
+                     _positions(lengths))
 
 
 def _equal_part(buffer: np.ndarray, starts_a: np.ndarray, starts_b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -176,35 +195,44 @@ def unique_slices(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     ``ValueError`` when two different strings share a 64-bit hash (each slice is compared with its string's first).
     """
     h = hash_slices(buffer, starts, lengths)
-    order = np.argsort(h)
-    sorted_h = h[order]
-    head = np.ones(len(h), dtype=bool)
-    head[1:] = sorted_h[1:] != sorted_h[:-1]
-    group = np.cumsum(head) - 1
+    order = np.argsort(h).astype(index_dtype(len(h)))
+    sorted_h = np.sort(h)  # the same order (a plain sort is several times faster than gathering h[order])
+    del h
+    head = np.empty(len(sorted_h), dtype=bool)
+    head[:1] = True
+    np.not_equal(sorted_h[1:], sorted_h[:-1], out=head[1:])
     hashes = sorted_h[head]
+    del sorted_h
+    group = np.cumsum(head, dtype=index_dtype(len(head))) - 1
     first = order[head]
-    ids = np.empty(len(h), dtype=np.int64)
+    ids = np.empty(len(order), dtype=index_dtype(len(order)))
     ids[order] = group
     # every other slice of a group is compared with the group's first; up to 8 bytes, equal lengths and hashes mean
     # equal bytes (the hash is a bijection of the one word for a length), so only the lengths are compared there
-    repeats = ~head
-    slices, reps = order[repeats], first[group[repeats]]
-    if not np.array_equal(lengths[slices], lengths[reps]):
+    np.logical_not(head, out=head)
+    slices, reps = order[head], first[group[head]]
+    del order, group, head
+    slice_lengths = lengths[slices]
+    if not np.array_equal(slice_lengths, lengths[reps]):
         raise ValueError("two different strings share a 64-bit hash")
-    long = lengths[slices] > 8
-    if long.any() and not slices_equal(buffer, starts[slices[long]], starts[reps[long]], lengths[slices[long]]).all():
+    long = slice_lengths > 8
+    slices, reps, slice_lengths = slices[long], reps[long], slice_lengths[long]
+    if len(slices) and not slices_equal(buffer, starts[slices], starts[reps], slice_lengths).all():
         raise ValueError("two different strings share a 64-bit hash")
     return hashes, first, ids
 
 
-def gather(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, block: int = 1 << 22) -> tuple[np.ndarray,
-                                                                                                    np.ndarray]:
+def gather(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray, block: int = 1 << 22,
+           pad: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The slices one after the other: ``(texts, offsets)``, slice ``i`` = ``texts[offsets[i]:offsets[i + 1]]``
-    (``uint8``, ``int64``); copied ``block`` bytes at a time (bounded index memory)."""
+    (``uint8``, ``int64``); copied ``block`` bytes at a time (bounded index memory). ``pad=True``: ``texts`` has
+    :data:`PAD` zero bytes more after its strings (as :func:`padded` makes it), ``offsets[-1]`` still its strings'
+    end."""
     lengths = np.asarray(lengths, dtype=np.int64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    texts = np.empty(int(offsets[-1]), dtype=np.uint8)
+    texts = np.empty(int(offsets[-1]) + (PAD if pad else 0), dtype=np.uint8)
+    texts[int(offsets[-1]) :] = 0
     bounds = [0]
     while bounds[-1] < len(lengths):
         j = int(np.searchsorted(offsets, offsets[bounds[-1]] + block, side="right")) - 1
@@ -252,7 +280,22 @@ def word_bits(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np
     """A bitmap (``bool``, ``2 ** WORD_BITS``) with the bit of every word ``buffer[starts[i]:][:lengths[i]]`` set
     (lengths > 0); a word whose bit is clear is none of them, a set bit may be another word's (0.3 % of words)."""
     bits = np.zeros(1 << WORD_BITS, dtype=bool)
-    bits[_word_keys(buffer, np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64))] = True
+    bits[_word_keys(buffer, _positions(starts), _positions(lengths))] = True
+    return bits
+
+
+def phrase_word_bits(texts: np.ndarray, offsets: np.ndarray, block: int = 1 << 22) -> np.ndarray:
+    """:func:`word_bits` of every word of the strings ``texts[offsets[i]:offsets[i + 1]]`` (split at single spaces),
+    ``block`` bytes of strings at a time (bounded temporary memory); ``texts`` needs :data:`PAD` readable bytes
+    after its last string (:func:`padded`)."""
+    bits = np.zeros(1 << WORD_BITS, dtype=bool)
+    i = 0
+    while i < len(offsets) - 1:
+        j = max(int(np.searchsorted(offsets, offsets[i] + block, side="right")) - 1, i + 1)
+        lo = int(offsets[i])
+        starts, lengths = words_of(texts[lo : int(offsets[j])], offsets[i : j + 1] - lo)
+        bits[_word_keys(texts, starts + lo, lengths)] = True
+        i = j
     return bits
 
 
@@ -277,7 +320,7 @@ class LineScan:
 
     Attributes:
         buffer: the bytes, then :data:`PAD` zeros; ``size``: how many bytes the file has.
-        ends: the position of every ``\\n`` (``int64``), then ``size`` when the last line has no line end.
+        ends: the position of every ``\\n`` (:func:`index_dtype`), then ``size`` when the last line has no line end.
         plain: no tab, form feed, carriage return or NUL byte.
         ascii: every byte is below 128.
 
@@ -302,7 +345,7 @@ class LineScan:
             grown[: self.size] = self.buffer[: self.size]
             self.buffer = grown
         self.buffer[self.size : end] = part
-        self._ends.append(np.flatnonzero(part == 10) + self.size)
+        self._ends.append((np.flatnonzero(part == 10) + self.size).astype(index_dtype(end), copy=False))
         if self.plain and any(bad in piece for bad in (b"\t", b"\f", b"\r", b"\x00")):  # memchr: cheap
             self.plain = False
         if self.ascii and not piece.isascii():
@@ -314,7 +357,7 @@ class LineScan:
         ends = np.concatenate(self._ends) if self._ends else np.zeros(0, dtype=np.int64)
         if self.size and self.buffer[self.size - 1] != 10:
             ends = np.append(ends, self.size)
-        self.ends = ends.astype(np.int64, copy=False)
+        self.ends = ends.astype(index_dtype(self.size), copy=False)
         self.buffer[self.size : self.size + PAD] = 0
         self._ends = []
         return self
