@@ -106,11 +106,13 @@ def test_cache_keyed_by_content_shared_and_umask(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(cache))
     monkeypatch.setattr(paraphrase_module, "paraphrase_file", lambda: source)
     monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    (cache / "meteor").mkdir(parents=True)
+    (cache / "meteor" / "paraphrase-en-v1-61813011-1795825358770355693.npz").write_bytes(b"an older format")
     old = os.umask(0o022)
     try:
         paraphrase_module.default_table()  # stderr is not a terminal here: the build still says so, once
         assert paraphrase_module.BUILD_DESC in capsys.readouterr().err
-        (built,) = (cache / "meteor").glob("*.npz")
+        (built,) = (cache / "meteor").glob("*.npz")  # the older format's copy is gone
         assert stat.S_IMODE(built.stat().st_mode) == 0o644
         # another environment's copy of the same file (other path, other time stamp): the same cache file
         other = tmp_path / "env2" / "paraphrase-en.gz"

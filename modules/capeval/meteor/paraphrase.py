@@ -437,6 +437,15 @@ CACHE_PREFIX = "paraphrase-en-v"
 BUILD_DESC = "building METEOR's paraphrase table (once per installation, about 5 s; cached for later runs)"
 
 
+def _remove_older_formats(folder: Path) -> None:
+    """Delete tables of older formats (``paraphrase-en-v1-*``: keyed by a file's size and time stamp, one copy per
+    environment) once a current one is written: no reader of this version uses them."""
+    for old in folder.glob(f"{CACHE_PREFIX}*.npz"):
+        version = old.name[len(CACHE_PREFIX) :].split("-", 1)[0]
+        if version.isdigit() and int(version) < _FORMAT:
+            old.unlink(missing_ok=True)
+
+
 def default_table(progress: bool | None = None) -> ParaphraseTable:
     """The process-wide English table: from the cache, else built from pycocoevalcap's file (and cached), announced
     by :data:`BUILD_DESC` (:func:`capeval.progress.working`: a line on stderr, also off a terminal; ``progress=False``
@@ -462,6 +471,7 @@ def default_table(progress: bool | None = None) -> ParaphraseTable:
             if path is not None:
                 try:
                     table.save(path)
+                    _remove_older_formats(path.parent)
                 except OSError as err:
                     path, reason = None, str(err)
         if path is None:
