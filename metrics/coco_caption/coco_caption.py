@@ -141,7 +141,7 @@ Examples:
     ['bleu:closest', 'rouge_l:beta=1.2', 'cider_d:df=refs,sigma=6']
 
     One reference string per prediction, and METEOR (pure Python; the first use on a machine builds its
-    paraphrase cache, about 20 s; later processes load it in about a second):
+    paraphrase cache, about 5 s; later processes load it in a fraction of a second):
 
     >>> results = coco.compute(predictions=["A man rides a horse."],
     ...                        references=["A man riding a horse on a beach."],

@@ -147,7 +147,7 @@ def test_paraphrase_cache_faults(tmp_path, monkeypatch):
 
 
 def test_the_one_time_table_build_has_its_own_line_before_the_meteor_bar(tmp_path, monkeypatch, capsys):
-    """Building the paraphrase table (about 17 s, once per cache folder) shows a line of its own that says so, with no
+    """Building the paraphrase table (about 5 s, once per installed file) shows a line of its own that says so, with no
     rate or ETA, and it happens before METEOR's bar over the captions opens, so that bar's rate is the captions'."""
     import gzip
 

@@ -172,7 +172,7 @@ CAPTION_SPACES: dict[str, dict[str, Any]] = {
         description="BLEU-1..4, METEOR 1.5, ROUGE-L and CIDEr-D with pycocoevalcap's numbers. CIDEr-D's document "
                     "frequencies come from the references you type, so it needs several captions to mean much. "
                     "Tick METEOR to add it (no Java): its first use loads its language data in about a second, "
-                    "the very first on a machine also builds its paraphrase cache (about 20 s).",
+                    "the very first on a machine also builds its paraphrase cache (about 5 s).",
         metrics=("bleu", "meteor", "rouge_l", "cider_d"), default=("bleu", "rouge_l", "cider_d")),
     "spice": dict(
         title="SPICE without Java (capeval)",
