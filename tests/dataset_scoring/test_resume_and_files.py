@@ -140,3 +140,22 @@ def test_shards_hold_every_per_caption_key_result_json_reports(tmp_path):
                           language_check=False)
     assert reported == {k for k, v in whole.items() if isinstance(v, float)}
     assert json.loads((tmp_path / "out" / store.RESULT).read_text())["bleu_4"] == pytest.approx(whole["bleu_4"])
+
+
+@pytest.mark.parametrize("mask, file_mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_writes_and_caches_honour_the_umask(tmp_path, mask, file_mode):
+    from capeval.coco import document_frequency
+    from capeval.paths import atomic_write, write_bytes_atomic
+
+    old = os.umask(mask)
+    try:
+        write_bytes_atomic(tmp_path / "new" / "a.bin", b"x")
+        with atomic_write(tmp_path / "b.bin", fsync=False) as handle:
+            handle.write(b"y")
+        document_frequency._write_atomic(tmp_path / "df.json", {"df": {}})  # the CIDEr-D cache's writer
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "new" / "a.bin", tmp_path / "b.bin", tmp_path / "df.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == file_mode, path
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o777 & ~mask
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.bin", "b.bin", "df.json", "new"]  # no temporary left
