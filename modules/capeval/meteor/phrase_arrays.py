@@ -400,13 +400,19 @@ class LineScan:
 
         worker = threading.Thread(target=decompress, name="capeval-gunzip", daemon=True)
         worker.start()
-        while True:
-            item = pieces.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                worker.join()
-                raise item
-            scan.add(item)
-        worker.join()
+        try:
+            while True:
+                item = pieces.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                scan.add(item)
+        finally:
+            while worker.is_alive():  # an error here: let the thread finish instead of blocking on a full queue
+                try:
+                    pieces.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            worker.join()
         return scan.finish()
