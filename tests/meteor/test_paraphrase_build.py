@@ -133,3 +133,15 @@ def test_cache_keyed_by_content_shared_and_umask(tmp_path, monkeypatch, capsys):
     finally:
         os.umask(old)
         monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+
+
+def test_a_failing_scan_leaves_no_decompressing_thread(monkeypatch):
+    import threading
+
+    def fail(self, piece):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(LineScan, "add", fail)
+    with pytest.raises(MemoryError):
+        LineScan.of_gzip(gzip.compress(bytes(random.Random(0).randbytes(4_000_000))), piece=1 << 12)
+    assert not [t for t in threading.enumerate() if t.name == "capeval-gunzip"]
