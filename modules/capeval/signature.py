@@ -29,26 +29,52 @@ COMMON_FIELDS = ("nrefs", "clean", "tok", "version")
 
 def signature_lines(signature: str, width: int | None = None, label: str = "signature") -> list[str]:
     """The signature for a terminal, sacrebleu-style: ``signature: nrefs:4|clean:thumb|tok:ptb-py.1|version:0.2.0``,
-    then one indented line per metric (``  cider_d:df=refs,sigma=6``), each cut to ``width`` terminal columns
-    (default :func:`capeval.render.terminal_width`; 0: whole) with an ellipsis, and then a line saying where the
-    whole string is. The string itself (``result["signature"]``, ``--json``) is never shortened."""
-    from capeval.render import cut, terminal_width
+    then one indented line per metric (``  cider_d:df=refs,sigma=6``); a metric's settings longer than ``width``
+    terminal columns (default :func:`capeval.render.terminal_width`; 0: no limit) continue on further lines, broken
+    after a comma, so that no setting is lost. The string itself (``result["signature"]``, ``--json``,
+    ``--signature full``) is one line."""
+    from capeval.render import terminal_width
 
     width = terminal_width() if width is None else width
     fields = [part.partition(":") for part in signature.split("|") if part]
     common = "|".join(f"{k}:{v}" for k, _, v in fields if k in COMMON_FIELDS)
-    lines = [cut(f"{label}: {common}", width)]
-    lines += [cut(f"  {k}:{v}", width) for k, _, v in fields if k not in COMMON_FIELDS]
-    if width and any(line.endswith("…") for line in lines):
-        lines.append(cut("  (cut: --signature full or --json show it whole)", width))
+    lines = _settings_lines(f"{label}: {common}", width)
+    for k, _, v in fields:
+        if k not in COMMON_FIELDS:
+            lines += _settings_lines(f"  {k}:{v}", width)
+    return lines
+
+
+def _settings_lines(text: str, width: int) -> list[str]:
+    """``text`` within ``width`` columns, broken after commas or ``|`` (then anywhere), continued under a deeper indent;
+    nothing is added or removed: the lines joined give ``text`` back."""
+    import re
+
+    from capeval.render import cut_exact, display_width
+
+    if not width or display_width(text) <= width:
+        return [text]
+    lead = text[:len(text) - len(text.lstrip(" "))]
+    indent = lead + "    "
+    lines, line = [], ""
+    for piece in re.split(r"(?<=[,|])", text):
+        if line and display_width(line + piece) > width:
+            lines.append(line)
+            line = indent
+        line += piece
+        while display_width(line) > width:  # one setting longer than a line
+            head = cut_exact(line, width)
+            lines.append(head)
+            line = indent + line[len(head):]
+    lines.append(line)
     return lines
 
 
 def merged_signature_lines(signatures: Iterable[str], width: int | None = None) -> list[str]:
     """Several signatures (one per metric of a benchmark run) for a terminal: those with the same common fields
-    (:data:`COMMON_FIELDS`) under one ``signature: ...`` line, each metric field once, indented, every line cut to
-    ``width`` as in :func:`signature_lines` (0: whole)."""
-    from capeval.render import cut, terminal_width
+    (:data:`COMMON_FIELDS`) under one ``signature: ...`` line, each metric field once, indented, broken after commas
+    within ``width`` as in :func:`signature_lines` (0: no limit)."""
+    from capeval.render import terminal_width
 
     width = terminal_width() if width is None else width
     groups: dict[str, list[str]] = {}
@@ -61,10 +87,9 @@ def merged_signature_lines(signatures: Iterable[str], width: int | None = None) 
         own += [f"{k}:{v}" for k, _, v in fields if k not in COMMON_FIELDS and f"{k}:{v}" not in own]
     lines: list[str] = []
     for common, own in groups.items():
-        lines.append(cut(f"signature: {common}", width))
-        lines += [cut(f"  {field}", width) for field in own]
-    if width and any(line.endswith("…") for line in lines):
-        lines.append(cut("  (cut: --wide or --json show them whole)", width))
+        lines += _settings_lines(f"signature: {common}", width)
+        for field in own:
+            lines += _settings_lines(f"  {field}", width)
     return lines
 
 

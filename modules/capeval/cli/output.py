@@ -43,7 +43,8 @@ def add_progress_argument(parser: argparse.ArgumentParser) -> None:
 def add_signature_argument(parser: argparse.ArgumentParser) -> None:
     """``--signature short|full``: how the signature prints on the terminal (``args.signature``)."""
     parser.add_argument("--signature", choices=["short", "full"], default="short",
-                        help="short (default): one line per metric, cut to the terminal's width; full: the whole "
+                        help="short (default): one line per metric, continued after a comma where it is wider than the "
+                             "terminal; full: the whole "
                              "string on one line (as in --json)")
 
 
