@@ -73,6 +73,11 @@ def quiet(on: bool = True):
         _QUIET.reset(token)
 
 
+def is_quiet() -> bool:
+    """Whether this call runs under :func:`quiet` (``--quiet``): status notes are left out."""
+    return _QUIET.get()
+
+
 @contextlib.contextmanager
 def announce(desc: str, *, enabled: bool | None = None, after: float = ANNOUNCE_AFTER):
     """One line ``capeval: <desc>`` on stderr when the step inside this block is still running after ``after``

@@ -253,8 +253,10 @@ def _say_resuming(folder: Path, num_rows: int | None, chunk_size: int) -> None:
     ``plan.json`` when an earlier run reached the end, else left out)."""
     import json
 
-    from capeval.progress import write
+    from capeval.progress import is_quiet, write
 
+    if is_quiet():
+        return
     done = len(store.done_chunks(folder))
     total = -(-num_rows // chunk_size) if num_rows is not None else None
     if total is None and (folder / store.PLAN).is_file():
