@@ -50,8 +50,10 @@ def working(desc: str, *, enabled: bool | None = None):
     rate or ETA. ``enabled=None`` (default): on a terminal a line cleared when the step ends; elsewhere (logs, CI)
     ``desc`` written once as a line of its own, so that a step known to take seconds is never silent. ``True``: the
     cleared line even off a terminal; ``False``: nothing."""
+    if enabled is False or (enabled is None and _QUIET.get()):
+        return contextlib.nullcontext()
     if enabled is None and not _stderr_is_terminal():
-        write(desc)
+        write(f"capeval: {desc}")  # as announce() writes it
         return contextlib.nullcontext()
     return tqdm(total=None, desc=desc, bar_format="{desc}", disable=None if enabled is None else not enabled,
                 leave=False, dynamic_ncols=True)
