@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 
 from capeval._version import __version__
@@ -45,7 +46,7 @@ class ArgumentParser(argparse.ArgumentParser):
         line = " ".join(message.split())
         found = _INVALID_CHOICE.search(line)
         if found:
-            given, choices = found.group("given"), _CHOICE.findall(found.group("choices"))
+            given, choices = found.group("given"), _choices(found.group("choices"))
             what = found.group("what")
             what = "command" if what in ("COMMAND", "command") or what.isupper() else what
             hint = did_you_mean(given, choices)
@@ -55,10 +56,12 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 #: argparse's message for a value outside ``choices``.
-_INVALID_CHOICE = __import__("re").compile(
+_INVALID_CHOICE = re.compile(
     r"argument (?P<what>[^:]+): invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
-#: One choice inside that message (argparse quotes each one).
-_CHOICE = __import__("re").compile(r"'([^']*)'")
+def _choices(text: str) -> list[str]:
+    """The choices of that message: quoted by Python 3.11 (``'a', 'b'``), bare since 3.12.8 (``a, b``)."""
+    quoted = re.findall(r"'([^']*)'", text)
+    return quoted or [c.strip() for c in text.split(",") if c.strip()]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,8 +157,6 @@ def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
     """``message`` with the keyword arguments it names written as the flags of ``capeval``'s commands: ``pass
     pac_model=<path>`` -> ``pass --pac-model <path>``, ``polos_model=`` -> ``--polos-model``, ``images=`` ->
     ``--images``. Keywords no command has as a flag stay as they are."""
-    import re
-
     flags = {flag for leaf in _leaf_parsers(parser) for flag in leaf._option_string_actions}
 
     def flag_of(found: "re.Match") -> str:
