@@ -13,7 +13,7 @@ from capeval.published import entries as published_entries
 HESSEL = {"benchmark": "flickr8k-expert", "source": "hessel2021", "where": "Table 1", "protocol": "clipscore",
           "statistic": "tau_c", "scale": 100,
           "values": {"bleu_4": 30.8, "cider_d": 43.9, "meteor": 41.8, "tiger": 49.3, "clip_s": 51.2, "refclip_s": 53.0}}
-WEIGHTS = "weights not in the Hugging Face cache: huggingface-cli download openai/clip-vit-base-patch32"
+WEIGHTS = "weights not in the Hugging Face cache: hf download openai/clip-vit-base-patch32"
 
 
 def fake_probe(job, key):

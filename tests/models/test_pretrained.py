@@ -43,7 +43,7 @@ def test_catalog_name_of_names_only_the_resolved_folders(tmp_path):
 
 
 def test_unknown_retired_and_pypi_names_are_refused():
-    with pytest.raises(KeyError, match="not in capeval's catalog"):
+    with pytest.raises(KeyError, match="is not a model of capeval's catalog"):
         pretrained_dir("resnet-critic")
     with pytest.raises(ValueError, match="retired"):
         pretrained_dir("critic-flickr8k-robust")

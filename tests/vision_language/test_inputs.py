@@ -121,8 +121,10 @@ def test_float16_is_refused_off_a_gpu(checkpoint, pngs):
 def test_an_uncached_hub_model_offline_names_the_id_and_the_fetch_command(monkeypatch, tmp_path, pngs):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
-    with pytest.raises(OSError, match=r"openai/clip-vit-base-patch32.*huggingface-cli download "
-                                      r"openai/clip-vit-base-patch32"):
+    from capeval.hub_cli import installed_cli
+
+    with pytest.raises(OSError, match=rf"openai/clip-vit-base-patch32.*`{installed_cli()} download "
+                                      r"openai/clip-vit-base-patch32`"):
         capeval.score(["a"], [["b"]], metrics="clip_s", images=pngs[:1])
 
 

@@ -44,8 +44,8 @@ def test_cli_writes_checkpoints_that_every_vision_language_metric_scores(tmp_pat
     out, err = capsys.readouterr()
     command = shlex.split(out.strip())
     assert command[:2] == ["capeval", "score"] and "wrote random tiny checkpoints" in err
-    assert read_state_dict(folder / "clip-vit-b-32.pt")  # the plain loader reads it (weights only)
-    assert (folder / "polos" / "reprod.ckpt").is_file() and (folder / "polos" / "hparams.yaml").is_file()
+    assert read_state_dict(folder / "clip-vit-b-32.safetensors")  # the plain loader reads it (weights only)
+    assert (folder / "polos" / "reprod.safetensors").is_file() and (folder / "polos" / "hparams.yaml").is_file()
     # the printed command runs and scores all five metrics
     json_out = tmp_path / "out.json"
     assert main(command[1:] + ["--json", str(json_out)]) == 0
@@ -59,8 +59,8 @@ def test_cli_writes_checkpoints_that_every_vision_language_metric_scores(tmp_pat
     preds = json.loads((folder / "predictions.json").read_text())
     refs = json.loads((folder / "references.json").read_text())
     images = (folder / "images.txt").read_text().split()
-    api = capeval.score(preds, refs, metrics=METRICS, images=images, clip_model=str(folder / "clip-vit-b-32.pt"),
-                        pac_model=str(folder / "clip-vit-b-32.pt"), polos_model=str(folder / "polos"))
+    api = capeval.score(preds, refs, metrics=METRICS, images=images, clip_model=str(folder / "clip-vit-b-32.safetensors"),
+                        pac_model=str(folder / "clip-vit-b-32.safetensors"), polos_model=str(folder / "polos"))
     for metric in METRICS:
         assert api[metric] == pytest.approx(scores[metric], abs=1e-6), metric
 

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 RANDOM_DESCRIPTION = """\
 Write seeded random checkpoints of the real architectures into DIR, with three captions of the bundled example
-photos, and print the `capeval score` command that scores them with every vision-language metric: DIR/clip-vit-b-32.pt
+photos, and print the `capeval score` command that scores them with every vision-language metric: DIR/clip-vit-b-32.safetensors
 (OpenAI-format CLIP ViT-B/32 state dict, float16, 0.3 GB: --clip-model and --pac-model read it), DIR/polos (a Polos
 checkpoint in the released layout: RoBERTa-base encoder, COMET head, the same CLIP; 0.64 GB: --polos-model),
 DIR/predictions.json, references.json, images.txt. The scores mean nothing: the weights are random. Everything else

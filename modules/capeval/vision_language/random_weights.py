@@ -6,12 +6,13 @@ the same loaders as the released checkpoints, the images go through the referenc
 through OpenAI's tokenizer, and the model has the released shapes. What :func:`write_random_models` writes in
 ``folder``:
 
-* ``clip-vit-b-32.pt``: an OpenAI-format CLIP ViT-B/32 state dict (151M parameters, float16 as OpenAI's
+* ``clip-vit-b-32.safetensors``: an OpenAI-format CLIP ViT-B/32 state dict (151M parameters, float16 as OpenAI's
   checkpoints are; 0.3 GB): open_clip's ``CLIP`` with OpenAI's ViT-B/32 configuration (QuickGELU) and its own
   initialisation, seeded. ``clip_model=`` reads it, and ``pac_model=`` too (PAC-S is a fine-tuned ViT-B/32 of the
   same shapes; its distributed file holds the same state dict under ``"state_dict"``).
-* ``polos/reprod.ckpt`` + ``polos/hparams.yaml``: a Polos checkpoint in the released layout (a PyTorch Lightning
-  checkpoint: ``encoder.model.*`` a RoBERTa-base encoder, 125M parameters, ``scalar_mix.*`` over its 13 layers,
+* ``polos/reprod.safetensors`` + ``polos/hparams.yaml``: a Polos checkpoint in the released layout with its state
+  dict as safetensors (the released ``reprod.ckpt`` is a PyTorch Lightning pickle; capeval writes none and reads both:
+  ``encoder.model.*`` a RoBERTa-base encoder, 125M parameters, ``scalar_mix.*`` over its 13 layers,
   ``ff.0.ff.linear_{1,2,3}`` the head with COMET's estimator hidden sizes 3072 and 1024, ``clip.*`` the same
   ViT-B/32; encoder and CLIP in float16, the head in float32); its ``pretrained_model`` is ``polos/text-encoder``, a RoBERTa-base configuration with a byte-level BPE
   tokenizer trained on the captions below (not RoBERTa's vocabulary, which needs a download; the encoder keeps
@@ -23,7 +24,6 @@ through OpenAI's tokenizer, and the model has the released shapes. What :func:`w
 """
 from __future__ import annotations
 
-import argparse
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -76,7 +76,7 @@ def random_clip(sizes: Sizes = REAL, seed: int = 0):
 
 
 def clip_state_dict(model, dtype=None) -> "OrderedDict[str, Any]":
-    """``model``'s weights as an OpenAI-format state dict (what ``torch.save(model.state_dict())`` of OpenAI's
+    """``model``'s weights as an OpenAI-format state dict (what OpenAI's saved ``model.state_dict()`` of
     ``clip`` holds), floating tensors cast to ``dtype`` (default float16, as OpenAI's checkpoints)."""
     torch = require("torch")
     dtype = torch.float16 if dtype is None else dtype
@@ -110,7 +110,7 @@ def _text_encoder_folder(folder: Path, sizes: Sizes, seed: int):
 
 
 def write_polos(folder: str | Path, clip_model, sizes: Sizes = REAL, seed: int = 0) -> Path:
-    """A random Polos checkpoint in the released layout under ``folder`` (``reprod.ckpt``, ``hparams.yaml``,
+    """A random Polos checkpoint in the released layout under ``folder`` (``reprod.safetensors``, ``hparams.yaml``,
     ``text-encoder/``) holding ``clip_model``'s weights as its CLIP; returns the folder (what ``polos_model=`` takes)."""
     torch = require("torch", what="a random Polos checkpoint")
     transformers = require("transformers", what="a random Polos checkpoint")
@@ -140,12 +140,18 @@ def write_polos(folder: str | Path, clip_model, sizes: Sizes = REAL, seed: int =
                "layer": "mix", "scalar_mix_dropout": 0.1, "pool": "cls", "dropout": 0.1, "activations": "Tanh",
                "hidden_sizes": ",".join(str(h) for h in sizes.head_hidden), "final_activation": False,
                "batch_size": 64, "nr_frozen_epochs": 100000, "loss": "mse"}
-    checkpoint = {"epoch": 0, "global_step": 0, "state_dict": state,
-                  "hyper_parameters": {"hparams": argparse.Namespace(**hparams)}}
-    torch.save(checkpoint, folder / "reprod.ckpt")
+    # the state dict as safetensors beside hparams.yaml (capeval reads that as it reads the released reprod.ckpt;
+    # writing a pickle is left to the reference code)
+    _save_safetensors(state, folder / "reprod.safetensors")
     lines = [f"{k}: {json.dumps(v)}" for k, v in hparams.items()]  # JSON scalars are YAML scalars
     (folder / "hparams.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
+
+
+def _save_safetensors(state: dict, path: Path) -> None:
+    """``state`` (name -> tensor) as a safetensors file: contiguous copies, so tied or strided tensors save."""
+    safetensors_torch = require("safetensors.torch", what="random vision-language checkpoints")
+    safetensors_torch.save_file({k: v.detach().contiguous().clone() for k, v in state.items()}, str(path))
 
 
 def write_examples(folder: Path) -> dict[str, Path]:
@@ -169,8 +175,8 @@ def write_random_models(folder: str | Path, *, tiny: bool = False, seed: int = 0
     folder.mkdir(parents=True, exist_ok=True)
     sizes = TINY if tiny else REAL
     clip_model = random_clip(sizes, seed)
-    clip_path = folder / "clip-vit-b-32.pt"
-    torch.save(clip_state_dict(clip_model), clip_path)
+    clip_path = folder / "clip-vit-b-32.safetensors"
+    _save_safetensors(clip_state_dict(clip_model), clip_path)
     polos = write_polos(folder / "polos", clip_model, sizes, seed)
     return {"clip_model": clip_path, "pac_model": clip_path, "polos_model": polos, **write_examples(folder)}
 
