@@ -115,6 +115,36 @@ def test_document_frequency_matches_pycocoevalcap_doc_freq():
     assert document_frequency_from_captions([[r.split() for r in rs] for rs in refs]) == theirs
 
 
+def _document_frequency_as_before(documents, n=4):
+    """The table as format 2 computed it: each document's captions the references of one empty prediction."""
+    from capeval.coco.document_frequency import reference_document_frequency
+
+    ng = ngrams_of([[] for _ in documents], documents, n)
+    df, _ = reference_document_frequency(ng)
+    return {g: int(c) for g, c in zip(ng.table.gram_strings(), df.tolist()) if c > 0}
+
+
+def test_document_frequency_arrays_equal_the_sparse_matrix_count_on_coco():
+    """The first 2,000 COCO val2014 images' captions (PTB-tokenised), counted both ways; plus tokens that are empty
+    or hold whitespace (re-split as pycocoevalcap does), documents without captions and empty captions."""
+    from capeval.coco.captions import coco_captions
+    from capeval.coco.document_frequency import document_frequency_arrays, document_frequency_from_captions
+    from capeval.text import get_tokenizer
+
+    images = [caps for caps in coco_captions("val2014").values() if caps][:2000]
+    tok = get_tokenizer("ptb")
+    documents = [tok.tokenize(caps) for caps in images]
+    documents += [[], [[]], [["a\u00a0man", "", "rides", " a\thorse "], ["a", "man"]], [["\u3000"]]]
+    grams, counts = document_frequency_arrays(documents)
+    before = _document_frequency_as_before(documents)
+    assert len(grams) == len(set(grams)) == len(before) > 50_000
+    assert dict(zip(grams, counts.tolist())) == before
+    assert before["a man rides a"] >= 2 and before["a"] > 1000
+    assert document_frequency_from_captions(documents) == before
+    no_grams, no_counts = document_frequency_arrays([[], [[""]], [[" "]]])
+    assert no_grams == [] and no_counts.size == 0
+
+
 @pytest.fixture(scope="module")
 def coco_df(tmp_path_factory):
     """The COCO val2014 df table for (none, ptb-java), computed once into a temporary cache dir."""
@@ -146,10 +176,13 @@ def test_coco_df_table_is_cached_atomically(coco_df):
     assert table.n_documents == 40504
     assert table.df["a"] > 30000 and table.df["a man"] > 5000 and table.df["dog"] < 40504
     files = list((cache / "cider_df").iterdir())
-    assert len(files) == 1 and files[0].suffix == ".json"  # no temporary file left behind
+    assert len(files) == 1 and files[0].suffix == ".df"  # no temporary file left behind
     assert "_tok-ptb-java" in files[0].name and "clean" not in files[0].name  # tokens never see the clean-up
-    payload = json.loads(files[0].read_text(encoding="utf-8"))
-    assert payload["settings"] == table.settings and payload["n_documents"] == 40504
+    data = files[0].read_bytes()
+    assert data.startswith(cider_df.MAGIC)
+    header = json.loads(data[len(cider_df.MAGIC):data.index(b"\n", len(cider_df.MAGIC))])
+    assert header["settings"] == table.settings and header["n_documents"] == 40504
+    assert header["n_grams"] == len(table.df)
     cider_df._MEMORY.clear()
     again = cider_df.coco_document_frequency(cleanup="none", tokenizer="ptb-java")  # from disk now
     assert again.df == table.df and again is not table

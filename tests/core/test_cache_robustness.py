@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
+import numpy as np
 import pytest
 
 from capeval.coco import document_frequency as cider_df
@@ -50,13 +52,14 @@ def test_kill_9_while_writing_leaves_nothing_behind_after_the_next_call(cache, t
     path = cider_df._cache_path(table.settings)
     path.unlink()
     code = (
-        "import json, time, sys\n"
+        "import time\n"
         "from pathlib import Path\n"
         "from capeval.coco import document_frequency as cider_df\n"
-        "def slow(obj, fh, **kw):\n"
-        "    fh.write('{\"partial\": ' + 'x' * 100000); fh.flush(); time.sleep(120)\n"
-        "json.dump = slow\n"
-        f"cider_df._write_atomic(Path({str(path)!r}), {{'df': {{}}}})\n"
+        "def slow():\n"
+        "    yield cider_df.MAGIC + b'x' * 100000\n"
+        "    time.sleep(120)\n"
+        "    yield b''\n"
+        f"cider_df._write_atomic(Path({str(path)!r}), slow())\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "modules")}
     writer = subprocess.Popen([sys.executable, "-c", code], env=env)
@@ -92,33 +95,53 @@ def test_remove_stale_temp_files_keeps_live_writers(tmp_path):
     assert mine.exists() and parent.exists() and new_unknown.exists()
 
 
+def _file(settings, grams=("a", "a dog"), counts=(3, 1), **header) -> bytes:
+    """A cache file's bytes for this table of 3 documents, with header fields overridden (``None`` removes one)."""
+    table = cider_df.SortedDocumentFrequency(list(grams), np.array(counts, dtype=np.int64), 3, settings)
+    magic, head, body, text = cider_df._encode(settings, table)
+    fields = {**json.loads(head), **header}
+    return magic + json.dumps({k: v for k, v in fields.items() if v is not None}).encode() + b"\n" + body + text
+
+
 @pytest.mark.parametrize(
-    "content, why",
+    "make, why",
     [
-        ("[]", "holds a JSON list"),
-        ("", "cannot be read"),
-        ('{"settings": ', "cannot be read"),
-        (b"\xff\xfe\x00", "cannot be read"),
-        ("null", "holds a JSON null"),
-        ('{"settings": {}, "n_documents": 3, "df": {"a": 1}}', "written for other settings"),
-        ("SETTINGS|-1|{}", "n_documents=-1"),
-        ("SETTINGS|3|[]", "no 'df' table"),
-        ('SETTINGS|3|{"a": "x"}', "not integers"),
-        ('SETTINGS|3|{"a": 7}', "not integers in [1, n_documents]"),
+        (lambda s: b"", "not a capeval CIDEr-D document-frequency file"),
+        (lambda s: b"\xff\xfe\x00", "not a capeval CIDEr-D document-frequency file"),
+        (lambda s: json.dumps({"settings": s, "n_documents": 3, "df": {"a": 3}}).encode(),  # format 2's JSON
+         "not a capeval CIDEr-D document-frequency file"),
+        (lambda s: cider_df.MAGIC + b'{"settings": ', "cannot be read"),
+        (lambda s: cider_df.MAGIC + b"\xff\xfe\n", "cannot be read"),
+        (lambda s: cider_df.MAGIC + b"[]\n", "has a JSON list as its header"),
+        (lambda s: cider_df.MAGIC + b"null\n", "has a JSON null as its header"),
+        (lambda s: _file({}), "written for other settings"),
+        (lambda s: _file(s, n_documents=-1), "n_documents=-1"),
+        (lambda s: _file(s, n_documents=True), "n_documents=True"),
+        (lambda s: _file(s, grams=(), counts=()), "n_grams=0: no 'df' table"),
+        (lambda s: _file(s)[:-3], "truncated or damaged"),
+        (lambda s: _file(s) + b"\n", "truncated or damaged"),
+        (lambda s: _file(s)[:-1] + b"X", "CRC-32"),
+        (lambda s: _file(s, crc32=None), "CRC-32"),
+        (lambda s: _file(s, counts=(7, 1)), r"not integers in \[1, n_documents\]"),
+        (lambda s: _file(s, counts=(3, 0)), r"not integers in \[1, n_documents\]"),
+        (lambda s: _file(s, grams=("a", "\udcff")), "cannot be read"),  # not UTF-8 (a lone surrogate)
+        (lambda s: _file(s, n_grams=1, text_bytes=11), "holds 2 grams where its header announces 1"),
     ],
 )
-def test_unusable_cache_file_is_rebuilt_with_a_warning(cache, tiny_table, content, why):
+def test_unusable_cache_file_is_rebuilt_with_a_warning(cache, tiny_table, make, why):
     table = cider_df.coco_document_frequency(tokenizer="ptb")
     path = cider_df._cache_path(table.settings)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        if content.startswith("SETTINGS|"):
-            _, n, df = content.split("|", 2)
-            content = json.dumps({"settings": table.settings, "n_documents": int(n), "df": json.loads(df)})
-        path.write_text(content, encoding="utf-8")
+    try:
+        content = make(table.settings)
+    except UnicodeEncodeError:  # a lone surrogate: write the bytes by hand
+        good = _file(table.settings, grams=("a", "b"))
+        content = good[:-1] + b"\xff"
+        head = json.loads(good[len(cider_df.MAGIC):good.index(b"\n", len(cider_df.MAGIC))])
+        body = content[len(good) - head["text_bytes"] - 8:]
+        content = cider_df.MAGIC + json.dumps({**head, "crc32": zlib.crc32(body)}).encode() + b"\n" + body
+    path.write_bytes(content)
     cider_df._MEMORY.clear()
-    with pytest.warns(CacheRebuiltWarning, match=why.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.warns(CacheRebuiltWarning, match=why):
         again = cider_df.coco_document_frequency(tokenizer="ptb")
     assert again.df == {"a": 3, "a dog": 1} and len(tiny_table) == 2
     # rebuilt on disk: the next process reads it without a warning
@@ -129,6 +152,38 @@ def test_unusable_cache_file_is_rebuilt_with_a_warning(cache, tiny_table, conten
         warnings.simplefilter("error")
         assert cider_df.coco_document_frequency(tokenizer="ptb").df == again.df
     assert len(tiny_table) == 2
+
+
+def test_cache_file_round_trip_and_umask(cache, tiny_table):
+    """What is written is read back as the same table (sorted grams, lookups by bisection and by dict alike), with
+    the umask's permissions."""
+    old = os.umask(0o027)
+    try:
+        table = cider_df.coco_document_frequency(tokenizer="ptb")
+    finally:
+        os.umask(old)
+    path = cider_df._cache_path(table.settings)
+    assert path.suffix == ".df" and path.stat().st_mode & 0o777 == 0o640
+    cider_df._MEMORY.clear()
+    again = cider_df.coco_document_frequency(tokenizer="ptb")
+    assert isinstance(again, cider_df.SortedDocumentFrequency) and again.grams == ["a", "a dog"]
+    assert again.n_documents == 3 and again.settings == table.settings
+    assert again.df == {"a": 3, "a dog": 1}
+    assert again.lookup(["a dog", "dog", "a", ""]).tolist() == [1.0, 0.0, 3.0, 0.0]
+
+
+def test_sorted_table_looks_up_by_bisection_then_by_dict():
+    rng = np.random.default_rng(0)
+    grams = [f"w{i} x{i % 7}" for i in rng.permutation(1000)] + ["", "é", "a\x01", "a b"]
+    counts = rng.integers(1, 50, len(grams))
+    table = cider_df.SortedDocumentFrequency.from_arrays(grams, counts, 50, {})
+    assert table.grams == sorted(grams)
+    expected = dict(zip(grams, counts.tolist()))
+    queries = grams[::97] + ["a", "a\x02", "w1", "zz", "é x"]
+    want = [float(expected.get(q, 0)) for q in queries]
+    assert table.lookup(queries).tolist() == want and table._df is None  # few grams: bisection, no dict
+    assert table.lookup(grams + queries).tolist() == [float(c) for c in counts] + want  # many: the dict
+    assert table._df == expected
 
 
 def test_cider_d_with_a_damaged_cache_still_scores(cache, tiny_table):
