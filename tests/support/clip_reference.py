@@ -119,11 +119,9 @@ def _caption_dataset(texts, prefix):
     return CapDataset()
 
 
-def _image_dataset(paths, n_px):
+def _image_dataset(paths, transform):
     import torch
     from PIL import Image
-
-    transform = reference_transform(n_px)
 
     class ImageDataset(torch.utils.data.Dataset):
         def __len__(self):
@@ -147,11 +145,14 @@ def extract_all_captions(texts, model, prefix="A photo depicts", batch_size=256,
     return np.vstack(out)
 
 
-def extract_all_images(paths, model, batch_size=64, num_workers=0):
+def extract_all_images(paths, model, batch_size=64, num_workers=0, transform=None):
+    """Image features as pac_score.py's ``extract_all_images``: ``transform`` the preprocessing the reference passes
+    (PAC-S: the ``preprocess`` of ``open_clip.create_model_and_transforms`` for its open_clip checkpoint), default
+    OpenAI's at the model's ``input_resolution``."""
     import torch
 
-    n_px = model.visual.input_resolution
-    data = torch.utils.data.DataLoader(_image_dataset(list(paths), n_px), batch_size=batch_size,
+    transform = transform or reference_transform(model.visual.input_resolution)
+    data = torch.utils.data.DataLoader(_image_dataset(list(paths), transform), batch_size=batch_size,
                                        num_workers=num_workers, shuffle=False)
     out = []
     with torch.no_grad():
@@ -165,10 +166,11 @@ def _normalize(x):
 
 
 def reference_scores(model, image_paths, candidates, references=None, *, w=2.5, prefix="A photo depicts",
-                     num_workers=0):
+                     num_workers=0, transform=None):
     """``(per-caption image-text scores, per-caption reference-augmented scores or None)`` as the reference code
-    computes them (clipscore.py with ``w=2.5``; PAC-S with ``w=2.0``, the same steps)."""
-    images = _normalize(extract_all_images(image_paths, model, num_workers=num_workers))
+    computes them (clipscore.py with ``w=2.5``; PAC-S with ``w=2.0``, the same steps); ``transform`` as in
+    :func:`extract_all_images`."""
+    images = _normalize(extract_all_images(image_paths, model, num_workers=num_workers, transform=transform))
     cands = _normalize(extract_all_captions(candidates, model, prefix, num_workers=num_workers))
     per = w * np.clip(np.sum(images * cands, axis=1), 0, None)
     if references is None:

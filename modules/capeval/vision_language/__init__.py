@@ -6,7 +6,7 @@ What goes here, data flowing one way (images + texts -> pixels / token ids -> fe
 
 * :mod:`.tokenizer`: OpenAI's CLIP tokenizer, the "A photo depicts " prefix, the reference truncation at 77 tokens;
 * :mod:`.checkpoints`: OpenAI-format checkpoints (PAC-S's included) read without running code, the architecture
-  inferred from the shapes;
+  inferred from the shapes; PAC-S's open_clip release (GELU) known by name, PAC-S++'s LoRA checkpoints refused;
 * :mod:`.backends`: one interface over open_clip and transformers CLIP models (Hub ids, folders, files, open_clip
   names), loaded once per process;
 * :mod:`.features`: image features (capeval's image reading rules, then the reference preprocessing; each image decoded

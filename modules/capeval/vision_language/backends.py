@@ -272,11 +272,24 @@ def _side(size) -> int:
 
 
 def _from_state_dict(path: Path, option: str, label: str) -> ClipBackend:
-    from capeval.vision_language.checkpoints import build_openai_clip, read_state_dict
+    """A checkpoint file: OpenAI's CLIP (QuickGELU, OpenAI's normalisation), or, for a released open_clip checkpoint
+    (:func:`~capeval.vision_language.checkpoints.open_clip_release`, PAC-S's ``openClip_ViT-L-14.pth``), the same
+    shapes with its configuration's activation and its pretrained tag's normalisation; the fingerprint then names
+    the activation too (the same weights under another activation are another model)."""
+    from capeval.vision_language.checkpoints import build_openai_clip, open_clip_release, read_state_dict
 
-    model = build_openai_clip(read_state_dict(path, what=option))
-    return ClipBackend("openai", label, weights_fingerprint(model), model, _side(model.visual.image_size),
-                       CLIP_MEAN, CLIP_STD, int(model.context_length), None, "float32")
+    state = read_state_dict(path, what=option)
+    release = open_clip_release(path)
+    if release is None:
+        model = build_openai_clip(state)
+        return ClipBackend("openai", label, weights_fingerprint(model), model, _side(model.visual.image_size),
+                           CLIP_MEAN, CLIP_STD, int(model.context_length), None, "float32")
+    model = build_openai_clip(state, quick_gelu=release.quick_gelu)
+    activation = "quick_gelu" if release.quick_gelu else "gelu"
+    fingerprint = hashlib.sha256(f"{weights_fingerprint(model)}:{activation}".encode()).hexdigest()[:16]
+    return ClipBackend("open_clip", f"{label}:open_clip-{release.name}-{activation}", fingerprint, model,
+                       _side(model.visual.image_size), release.mean, release.std, int(model.context_length), None,
+                       "float32")
 
 
 def _from_transformers(source: str, option: str, label: str) -> ClipBackend:

@@ -15,19 +15,72 @@ modified ResNet, widths, layers, patch size, resolution, text context, vocabular
 with ``open_clip``'s implementation of OpenAI's modules (QuickGELU), in float32: the values are loaded exactly as
 stored (``open_clip.build_model_from_openai_state_dict`` would round them to float16 first, which the PAC-S reference,
 loading into a float32 model, does not do).
+
+open_clip's CLIP keeps OpenAI's state-dict layout key for key (``open_clip/model.py`` ``CLIP``: the same ``visual.*`` /
+``transformer.resblocks.*`` names, its causal ``attn_mask`` a non-persistent buffer; so did the copy vendored in
+aimagelab/pacscore, ``models/open_clip/model.py``), so nothing in PAC-S's second checkpoint ``openClip_ViT-L-14.pth``
+tells it from an OpenAI ViT-L/14 but its name and what the reference builds for it: ``compute_metrics.py`` maps
+``open_clip_ViT-L/14`` to that file and loads it into ``open_clip.create_model_and_transforms('ViT-L-14',
+pretrained='laion2b_s32b_b82k')``, whose MLPs use ``nn.GELU`` (``model_configs/ViT-L-14.json`` has no ``quick_gelu``)
+and whose images are normalised with that tag's mean / std (0.5, 0.5, 0.5: ``pretrained.py`` of open_clip 2.0.2, the
+version pacscore vendors, and of today's). :data:`OPEN_CLIP_RELEASES` lists such files by name;
+:func:`open_clip_release` returns their settings.
+
+PAC-S++'s checkpoints (``PAC++_clip_ViT-B-32.pth``, ``PAC++_clip_ViT-L-14.pth``; ``compute_correlations_pac++.py``)
+hold OpenAI's CLIP with LoRA adapters (``models/clip_lora/model.py``, ``models/custom_loralib/layers.py``: tensors
+named ``*lora_A`` / ``*lora_B``, e.g. ``attn.in_proj_weight_lora_A``, ``mlp.c_fc.lora_B``): refused by
+:func:`read_state_dict` with one line naming what was found.
 """
 from __future__ import annotations
 
 import os
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from capeval.models._deps import require
+from capeval.vision_language.backends import CLIP_MEAN, CLIP_STD
 
 #: Keys every OpenAI-format CLIP state dict has.
 REQUIRED_KEYS = ("text_projection", "positional_embedding", "token_embedding.weight", "ln_final.weight")
+
+#: Released checkpoints that the reference builds as open_clip models, by file name (lower case): the open_clip model
+#: name and pretrained tag the reference passes to ``create_model_and_transforms`` (aimagelab/pacscore
+#: ``compute_metrics.py``, ``_MODELS`` and ``__main__``).
+OPEN_CLIP_RELEASES = {"openclip_vit-l-14.pth": ("ViT-L-14", "laion2b_s32b_b82k")}
+
+#: What names a LoRA adapter tensor in PAC-S++'s checkpoints (``models/custom_loralib/layers.py``).
+LORA_MARKERS = ("lora_A", "lora_B")
+
+
+@dataclass(frozen=True)
+class OpenClipRelease:
+    """How the reference builds a released open_clip checkpoint: open_clip ``name`` / ``tag``, ``quick_gelu`` (from
+    the model's configuration; False: ``nn.GELU``) and the image normalisation ``mean`` / ``std`` (per channel, for
+    pixels in [0, 1]) of the tag's pretrained configuration."""
+
+    name: str
+    tag: str
+    quick_gelu: bool
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+
+
+def open_clip_release(path: str | os.PathLike) -> OpenClipRelease | None:
+    """The open_clip settings of ``path`` when its file name is one of :data:`OPEN_CLIP_RELEASES` (PAC-S's
+    ``openClip_ViT-L-14.pth``), read from the installed open_clip's model and pretrained configurations; ``None``
+    for any other file (built as OpenAI's CLIP, QuickGELU)."""
+    entry = OPEN_CLIP_RELEASES.get(Path(path).name.lower())
+    if entry is None:
+        return None
+    open_clip = require("open_clip", what=f"the open_clip checkpoint {Path(path).name}")
+    name, tag = entry
+    config = open_clip.get_model_config(name) or {}
+    pretrained = open_clip.get_pretrained_cfg(name, tag) or {}
+    return OpenClipRelease(name, tag, bool(config.get("quick_gelu", False)),
+                           tuple(pretrained.get("mean") or CLIP_MEAN), tuple(pretrained.get("std") or CLIP_STD))
 
 
 def _is_torchscript(path: Path) -> bool:
@@ -123,6 +176,12 @@ def read_state_dict(path: str | os.PathLike, *, what: str = "clip_model") -> dic
     if not isinstance(state, dict):
         raise ValueError(f"{what}: {path} holds a {type(state).__name__}, not a state dict.")
     state = {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state.items()}
+    lora = [k for k in state if any(marker in k for marker in LORA_MARKERS)]
+    if lora:
+        raise ValueError(f"{what}: {path} holds a CLIP with LoRA adapters ({len(lora)} tensors such as {lora[0]!r}: "
+                         "PAC-S++'s layout, aimagelab/pacscore models/clip_lora), which capeval does not read; give a "
+                         "plain CLIP state dict (OpenAI's or open_clip's layout, as PAC-S's clip_ViT-B-32.pth and "
+                         "openClip_ViT-L-14.pth).")
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing or not any(k.startswith("visual.") for k in state):
         raise ValueError(f"{what}: {path} is not an OpenAI-format CLIP state dict (missing {missing or 'visual.*'}; "
@@ -158,8 +217,11 @@ def infer_architecture(state: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_openai_clip(state: dict[str, Any]):
-    """An ``open_clip.model.CLIP`` in float32, eval mode, holding ``state`` exactly (strict load)."""
+def build_openai_clip(state: dict[str, Any], *, quick_gelu: bool = True):
+    """An ``open_clip.model.CLIP`` in float32, eval mode, holding ``state`` exactly (strict load): the dimensions
+    from the shapes (:func:`infer_architecture`), the MLP activation QuickGELU (OpenAI's ``build_model``, and
+    ``open_clip.build_model_from_openai_state_dict``) or, with ``quick_gelu=False``, ``nn.GELU`` (open_clip's
+    ``CLIP(quick_gelu=False)``, what ``create_model('ViT-L-14')`` builds; heads of width 64 as its configurations)."""
     torch = require("torch", what="CLIP checkpoints")
     open_clip_model = require("open_clip.model", what="CLIP checkpoints")
     arch = infer_architecture(state)
@@ -167,7 +229,7 @@ def build_openai_clip(state: dict[str, Any]):
                                            patch_size=arch["patch_size"], image_size=arch["image_size"])
     text = open_clip_model.CLIPTextCfg(context_length=arch["context_length"], vocab_size=arch["vocab_size"],
                                        width=arch["text_width"], heads=arch["text_heads"], layers=arch["text_layers"])
-    model = open_clip_model.CLIP(arch["embed_dim"], vision_cfg=vision, text_cfg=text, quick_gelu=True)
+    model = open_clip_model.CLIP(arch["embed_dim"], vision_cfg=vision, text_cfg=text, quick_gelu=quick_gelu)
     weights = {k: v for k, v in state.items() if k not in ("input_resolution", "context_length", "vocab_size")}
     weights = {k: (v.float() if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in weights.items()}
     try:
@@ -178,4 +240,5 @@ def build_openai_clip(state: dict[str, Any]):
     return model.float().eval()
 
 
-__all__ = ["REQUIRED_KEYS", "build_openai_clip", "infer_architecture", "read_state_dict", "read_weights"]
+__all__ = ["LORA_MARKERS", "OPEN_CLIP_RELEASES", "OpenClipRelease", "REQUIRED_KEYS",
+           "build_openai_clip", "infer_architecture", "open_clip_release", "read_state_dict", "read_weights"]
