@@ -152,7 +152,7 @@ def test_atomic_writes_and_caches_honour_the_umask(tmp_path, mask, file_mode):
         write_bytes_atomic(tmp_path / "new" / "a.bin", b"x")
         with atomic_write(tmp_path / "b.bin", fsync=False) as handle:
             handle.write(b"y")
-        document_frequency._write_atomic(tmp_path / "df.json", {"df": {}})  # the CIDEr-D cache's writer
+        document_frequency._write_atomic(tmp_path / "df.json", [b"header\n", b"body"])  # the CIDEr-D cache's writer
     finally:
         os.umask(old)
     for path in (tmp_path / "new" / "a.bin", tmp_path / "b.bin", tmp_path / "df.json"):
