@@ -187,6 +187,100 @@ def reference_scores(model, image_paths, candidates, references=None, *, w=2.5, 
     return per, 2 * per * text_text / (per + text_text)
 
 
+def openai_gpu_model(path):
+    """OpenAI's model as ``clip.load(path, device="cuda", jit=False)`` holds it (clip/clip.py: ``build_model(state_dict
+    or model.state_dict()).to(device)``, no ``.float()`` off the CPU): ``build_model`` → ``convert_weights`` (float16
+    convolutions / linears / attention / projections, float32 LayerNorm computing in float32), here on the CPU."""
+    import torch
+
+    clip = import_openai_clip()
+    return clip.model.build_model(torch.load(str(path), map_location="cpu", weights_only=True)).eval()
+
+
+def _normalize_float16(x):
+    # clipscore.py get_clip_score / get_refonlyclipscore, numpy >= 1.21 branch (in the arrays' dtype: float16)
+    return x / np.sqrt(np.sum(x**2, axis=1, keepdims=True))
+
+
+def clipscore_gpu_scores(model, image_paths, candidates, references=None, *, w=2.5, prefix="A photo depicts"):
+    """``(per-caption CLIP-S, per-caption RefCLIP-S or None)`` as clipscore.py's ``main`` computes them on a GPU with
+    ``model`` from :func:`openai_gpu_model`: ``extract_all_images`` casts each batch to float16 (``if device ==
+    'cuda': b = b.to(torch.float16)``), features kept float16 (``.cpu().numpy()``, ``np.vstack``), ``get_clip_score``
+    normalises in numpy float16 and returns the normalised candidates, which ``get_refonlyclipscore`` normalises again
+    beside the references, ``all_sims = cand.dot(cur_refs.transpose()); per.append(np.max(all_sims))``, and ``main``'s
+    ``2 * per_instance_image_text * per_instance_text_text / (per_instance_image_text + per_instance_text_text)``."""
+    import torch
+
+    transform = reference_transform(model.visual.input_resolution)
+    data = torch.utils.data.DataLoader(_image_dataset(list(image_paths), transform), batch_size=64, shuffle=False)
+    feats = []
+    with torch.no_grad():
+        for b in data:
+            b = b["image"].to(torch.float16)
+            feats.append(model.encode_image(b).cpu().numpy())
+    images = np.vstack(feats)
+    cands = extract_all_captions(candidates, model, prefix)
+    assert images.dtype == cands.dtype == np.float16
+    images, cands = _normalize_float16(images), _normalize_float16(cands)
+    per = w * np.clip(np.sum(images * cands, axis=1), 0, None)
+    if references is None:
+        return per, None
+    flat, idxs = [], []
+    for idx, refs in enumerate(references):
+        flat.extend(refs)
+        idxs.extend([idx] * len(refs))
+    refs_feats = _normalize_float16(extract_all_captions(flat, model, prefix))
+    cands = _normalize_float16(cands)
+    by_cand = collections.defaultdict(list)
+    for feats_, idx in zip(refs_feats, idxs):
+        by_cand[idx].append(feats_)
+    by_cand = {k: np.vstack(v) for k, v in by_cand.items()}
+    text_text = [np.max(c.dot(by_cand[i].transpose())) for i, c in enumerate(cands)]
+    return per, 2 * per * text_text / (per + text_text)
+
+
+def float16_deviation(folder) -> dict:
+    """Per-caption ``clip_s`` / ``ref_clip_s`` with ``clip_dtype="float16"`` against ``"float32"`` on the CPU (the
+    tests' switch ``backends.HALF_ON_CPU``), on the files ``capeval models random FOLDER`` writes: every caption and
+    reference of its example as a candidate of each of its photos. Prints and returns ``{metric: (max |diff|, mean
+    |diff|, |corpus diff|)}`` (docs/vision_language.md, Arithmetic)."""
+    import json
+    import warnings
+    from pathlib import Path
+
+    import capeval
+    from capeval.vision_language import backends
+
+    folder = Path(folder)
+    preds = json.loads((folder / "predictions.json").read_text(encoding="utf-8"))
+    refs = json.loads((folder / "references.json").read_text(encoding="utf-8"))
+    preds, refs = (list(preds.values()), list(refs.values())) if isinstance(preds, dict) else (preds, refs)
+    images = [line.strip() for line in (folder / "images.txt").read_text(encoding="utf-8").splitlines() if line.strip()]
+    texts = [c for p, r in zip(preds, refs) for c in [p, *r]]
+    candidates = [c for _ in images for c in texts]
+    pictures = [i for i in images for _ in texts]
+    references = [refs[k // len(texts) % len(refs)] for k in range(len(candidates))]
+    old, backends.HALF_ON_CPU = backends.HALF_ON_CPU, True
+    try:
+        out = {}
+        for dtype in ("float32", "float16"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out[dtype] = capeval.score(candidates, references, metrics=["clip_s", "ref_clip_s"], images=pictures,
+                                           clip_model=str(folder / "clip-vit-b-32.safetensors"), clip_dtype=dtype,
+                                           clip_device="cpu")
+    finally:
+        backends.HALF_ON_CPU = old
+    found = {}
+    for metric in ("clip_s", "ref_clip_s"):
+        a = np.array(out["float32"]["per_caption"][metric])
+        b = np.array(out["float16"]["per_caption"][metric])
+        found[metric] = (float(np.abs(a - b).max()), float(np.abs(a - b).mean()), float(abs(a.mean() - b.mean())))
+        print(f"{metric}: {len(a)} pairs, max |float16 - float32| {found[metric][0]:.2e}, mean {found[metric][1]:.2e}, "
+              f"corpus {found[metric][2]:.2e}")
+    return found
+
+
 def save_state_dict(model, path, *, pac_format: bool = False) -> None:
     """Save ``model``'s weights as OpenAI-format state dict (``.pt``/``.pth``: ``torch.save``; ``.safetensors``);
     ``pac_format`` wraps them as the PAC-S checkpoints are distributed (``{"state_dict": ..., "epoch": ...}``)."""
@@ -304,5 +398,5 @@ def write_tokenizer_files(folder) -> None:
 
 
 __all__ = ["TensorFeatures", "write_tokenizer_files", "TINY", "TINY_RN", "VIT_B_32", "require_clip_stack", "tiny_checkpoints", "extract_all_captions", "extract_all_images", "import_openai_clip",
-           "random_openai_clip", "reference_scores", "reference_transform", "save_state_dict",
+           "clipscore_gpu_scores", "float16_deviation", "openai_gpu_model", "random_openai_clip", "reference_scores", "reference_transform", "save_state_dict",
            "to_transformers_folder"]

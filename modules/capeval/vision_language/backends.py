@@ -22,10 +22,12 @@ names)
 ``HF_HUB_OFFLINE=1`` is honoured by the loaders; a model that is neither cached nor reachable raises one
 ``OSError`` naming the id and the command that fetches it.
 
-Every backend runs in float32 by default (the reference's CPU path); ``dtype="float16"`` only on a GPU. Image
+Every backend runs in float32 by default (the reference's CPU path); ``dtype="float16"`` only on a GPU, as
+clipscore.py's GPU path (OpenAI's mixed precision, float16 features: :mod:`capeval.vision_language.half`). Image
 features come from ``encode_image`` (the projected class token / attention-pool output); text features from the
 end-of-text position after the final layer norm, projected. Token batches are only as long as their longest sequence
-(the text encoder is causal, see :mod:`capeval.vision_language.tokenizer`).
+(the text encoder is causal, see :mod:`capeval.vision_language.tokenizer`), in float32; in float16 the full context,
+as the reference pads them (a shorter sequence rounds differently there).
 """
 from __future__ import annotations
 
@@ -71,7 +73,8 @@ class ClipBackend:
     dtype: str
 
     def image_features(self, pixels, *, to_cpu: bool = True):
-        """``[B, 3, R, R]`` normalised pixels -> ``[B, D]`` float32 features (not normalised), on the CPU; with
+        """``[B, 3, R, R]`` normalised pixels -> ``[B, D]`` features (not normalised; float32, or float16 as the
+        float16 model gives them, :mod:`capeval.vision_language.half`), on the CPU; with
         ``to_cpu=False`` left on the model's device, not waited for (:func:`features_to_cpu` gathers them)."""
         torch = require("torch")
         from capeval.models.inference import ieee_float32
@@ -83,10 +86,12 @@ class ClipBackend:
                 out = out if torch.is_tensor(out) else out.pooler_output
             else:
                 out = self.model.encode_image(x)
-        return out.float().cpu() if to_cpu else out.float()
+        out = out if self.dtype == "float16" else out.float()
+        return out.cpu() if to_cpu else out
 
     def text_features(self, tokens, *, to_cpu: bool = True):
-        """``[B, L]`` token ids (end-of-text = the largest id of each row) -> ``[B, D]`` float32 features, CPU (or, with
+        """``[B, L]`` token ids (end-of-text = the largest id of each row) -> ``[B, D]`` features (float32, or float16 for
+        the float16 model), CPU (or, with
         ``to_cpu=False``, on the model's device, not waited for)."""
         torch = require("torch")
         from capeval.models.inference import ieee_float32
@@ -98,7 +103,8 @@ class ClipBackend:
                 out = out if torch.is_tensor(out) else out.pooler_output
             else:
                 out = _open_clip_text(self.model, ids, self._torch_dtype())
-        return out.float().cpu() if to_cpu else out.float()
+        out = out if self.dtype == "float16" else out.float()
+        return out.cpu() if to_cpu else out
 
     def to_device(self, tensor):
         """``tensor`` on the model's device. To a GPU from page-locked memory without waiting (a copy from ordinary
@@ -131,7 +137,7 @@ def _open_clip_text(model, ids, dtype):
 
 
 def features_to_cpu(parts):
-    """``[sum of B, D]`` float32 numpy: the features of ``parts`` (tensors from ``to_cpu=False`` calls, in order, at
+    """``[sum of B, D]`` numpy (the model's feature dtype): the features of ``parts`` (tensors from ``to_cpu=False`` calls, in order, at
     least one) in one copy, which waits for the device once."""
     torch = require("torch")
     return (torch.cat(parts) if len(parts) > 1 else parts[0]).cpu().numpy()
@@ -155,11 +161,15 @@ def check_dtype(dtype: Any, device, option: str) -> str:
         dtype = "float32"
     if dtype not in DTYPES:
         raise ValueError(f"{option} must be one of {list(DTYPES)}, got {dtype!r:.60}.")
-    if dtype == "float16" and default_device(device).type != "cuda":
+    if dtype == "float16" and default_device(device).type != "cuda" and not HALF_ON_CPU:
         raise ValueError(f"{option}='float16' runs only on a GPU (the CPU path is float32, as the reference's); "
                          f"device is {default_device(device)}.")
     return dtype
 
+
+#: Tests only: let ``dtype="float16"`` run on the CPU (torch computes float16 there, slowly), to check the float16
+#: path against OpenAI's own code without a GPU.
+HALF_ON_CPU = False
 
 _CACHE: dict[tuple[str, str, str], ClipBackend] = {}
 _LOCK = threading.Lock()
@@ -178,10 +188,27 @@ def load_clip(spec: str | os.PathLike, *, device: Any = None, dtype: str = "floa
     with _LOCK:
         if key not in _CACHE:
             backend = _load(spec, option)
-            backend.model.to(target, dtype=torch.float16 if dtype == "float16" else torch.float32)
+            if dtype == "float16":
+                _to_openai_mixed_precision(backend)
+                backend.model.to(target)
+            else:
+                backend.model.to(target, dtype=torch.float32)
             backend.device, backend.dtype = target, dtype
             _CACHE[key] = backend
         return _CACHE[key]
+
+
+def _to_openai_mixed_precision(backend: ClipBackend) -> None:
+    """``backend``'s model as OpenAI's ``clip.load`` holds it on a GPU (:mod:`capeval.vision_language.half`); a
+    transformers CLIP is first rebuilt in OpenAI's layout from the same weights (its fingerprint and label kept)."""
+    from capeval.vision_language.half import openai_mixed_precision, openai_state_from_transformers
+
+    if backend.kind == "transformers":
+        from capeval.vision_language.checkpoints import build_openai_clip
+
+        state, quick_gelu = openai_state_from_transformers(backend.model)
+        backend.model, backend.kind = build_openai_clip(state, quick_gelu=quick_gelu), "openai"
+    openai_mixed_precision(backend.model)
 
 
 def _cache_key(spec: str | os.PathLike) -> str:

@@ -20,7 +20,8 @@ token sequence is encoded once, in batches of similar lengths.
 Both keep their features per process in bounded least-recently-used tables keyed by the model's weight fingerprint,
 its dtype and the content (:data:`IMAGE_CACHE_ENTRIES`, :data:`TEXT_CACHE_ENTRIES`): a second metric of the same call
 (``clip_s`` and ``ref_clip_s``, or ``polos``) or a second call re-uses them. Features are kept as the model gives them and
-returned as float32 numpy arrays, L2-normalised as clipscore.py normalises them (a zero vector stays zero, so no NaN),
+returned as float32 numpy arrays (float16 for ``dtype="float16"``, as clipscore.py's GPU path keeps them:
+:mod:`.half`), L2-normalised as clipscore.py normalises them (a zero vector stays zero, so no NaN),
 or raw with ``normalize=False`` (Polos reads the unnormalised ``encode_image`` / ``encode_text`` outputs).
 """
 from __future__ import annotations
@@ -156,8 +157,13 @@ def reference_transform(resolution: int, mean: Sequence[float], std: Sequence[fl
 
 
 def normalize_rows(features):
-    """Each row divided by its L2 norm (float32), as clipscore.py does; an all-zero row stays zero."""
+    """Each row divided by its L2 norm, as clipscore.py does: in float32, or for float16 features (``dtype="float16"``)
+    in float16 as clipscore.py's GPU path (:func:`.half.normalize_rows_float16`); an all-zero row stays zero."""
     np = require("numpy")
+    if getattr(features, "dtype", None) == np.float16:
+        from capeval.vision_language.half import normalize_rows_float16
+
+        return normalize_rows_float16(features)
     features = np.asarray(features, dtype=np.float32)
     norms = np.sqrt(np.sum(features ** 2, axis=1, keepdims=True))
     return np.divide(features, norms, out=np.zeros_like(features), where=norms > 0)
@@ -258,7 +264,9 @@ def text_features(backend: ClipBackend, texts: Sequence[str], *, prefix: str, ba
     with progress_bar(None, total=len(missing), desc=desc, enabled=progress) as bar:
         for start in range(0, len(missing), batch_size):
             chunk = missing[start:start + batch_size]
-            in_flight.append((chunk, backend.text_features(pad_batch(chunk), to_cpu=False)))
+            # float16: the full context, as clip.tokenize pads (the shorter batch rounds otherwise: measured 0.002)
+            width = backend.context_length if backend.dtype == "float16" else None
+            in_flight.append((chunk, backend.text_features(pad_batch(chunk, width), to_cpu=False)))
             if len(in_flight) == TEXT_BATCHES_IN_FLIGHT:
                 _copy_back(in_flight, rows, _TEXTS, base)
             bar.update(len(chunk))
@@ -298,9 +306,12 @@ def _host_batch(arrays: list[Any], *, pinned: bool):
 
 
 def _gather(rows: dict, keys: Sequence) -> Any:
-    """``[len(keys), D]`` float32: the feature row of each key, in order (``D`` = 0 when there are none)."""
+    """``[len(keys), D]``: the feature row of each key, in order, in the rows' dtype (float32 when there are none,
+    ``D`` = 0 then)."""
     np = require("numpy")
-    out = np.zeros((len(keys), next(iter(rows.values())).shape[0] if rows else 0), dtype=np.float32)
+    first = next(iter(rows.values())) if rows else None
+    out = np.zeros((len(keys), 0 if first is None else first.shape[0]),
+                   dtype=np.float32 if first is None else first.dtype)
     for i, key in enumerate(keys):
         out[i] = rows[key]
     return out

@@ -16,7 +16,8 @@ Options (routed by name; the two metrics of a family share them):
   ``<capeval cache>/models/pac-s-clip-vit-b-32/``): a Hub id, an OpenAI name (``ViT-B/32``), ``open_clip:<name>/<tag>``,
   a folder or a checkpoint file (:mod:`capeval.vision_language.backends`);
 * ``clip_device`` / ``pac_device``: default CUDA when available;
-* ``clip_dtype`` / ``pac_dtype``: ``"float32"`` (default, the reference's CPU path) or ``"float16"`` (GPU only);
+* ``clip_dtype`` / ``pac_dtype``: ``"float32"`` (default, the reference's CPU path) or ``"float16"`` (GPU only;
+  clipscore.py's GPU path: OpenAI's mixed precision, numpy float16 scoring, :mod:`capeval.vision_language.half`);
 * ``clip_batch_size`` / ``pac_batch_size``: images per forward pass (default 64, the reference's; texts as many on the
   CPU, 4× as many on a GPU). No effect on the scores beyond float rounding;
 * ``clip_prefix`` / ``pac_prefix``: the prompt (default ``"A photo depicts "``; a space is appended if missing).
@@ -220,7 +221,12 @@ class _VisionLanguageMetric(CaptionMetric):
         scores = image_text_scores(pictures, candidates, self.weight)
         if self.with_references:
             owners = [i for i, refs in enumerate(batch.raw_references) for _ in refs]
-            scores = harmonic_mean(scores, reference_scores(candidates, references, owners))
+            if candidates.dtype == np.float16:  # clipscore.py's GPU path (capeval.vision_language.half)
+                from capeval.vision_language.half import reference_scores_float16
+
+                scores = harmonic_mean(scores, reference_scores_float16(candidates, references, owners))
+            else:
+                scores = harmonic_mean(scores, reference_scores(candidates, references, owners))
         empty = [i for i, p in enumerate(batch.raw_predictions) if not p.strip()]
         scores[empty] = 0.0
         return [float(s) for s in scores]

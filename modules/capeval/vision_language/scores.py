@@ -24,7 +24,8 @@ PAC_S_WEIGHT = 2.0
 
 
 def image_text_scores(image_features: np.ndarray, text_features: np.ndarray, weight: float) -> np.ndarray:
-    """``weight · max(cos, 0)`` per row of two ``[N, D]`` arrays of L2-normalised features (float32 arithmetic)."""
+    """``weight · max(cos, 0)`` per row of two ``[N, D]`` arrays of L2-normalised features, in their dtype (float32;
+    float16 for ``dtype="float16"``: clipscore.py's ``w*np.clip(np.sum(images * candidates, axis=1), 0, None)``)."""
     if image_features.shape != text_features.shape:
         raise ValueError(f"image features {image_features.shape} and text features {text_features.shape} differ.")
     return weight * np.clip(np.sum(image_features * text_features, axis=1), 0, None)
@@ -47,10 +48,12 @@ def reference_scores(candidate_features: np.ndarray, reference_features: np.ndar
 
 
 def harmonic_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``2ab / (a + b)`` elementwise, 0 where ``a + b == 0`` (see the module docstring)."""
+    """``2ab / (a + b)`` elementwise, 0 where ``a + b == 0`` (see the module docstring); in the inputs' float dtype
+    (float16 ones stay float16, as clipscore.py's GPU path computes it), float32 for integers."""
     a, b = np.asarray(a), np.asarray(b)
     denominator = a + b
-    out = np.zeros(np.broadcast(a, b).shape, dtype=np.result_type(a, b, np.float32))
+    dtype = np.result_type(a, b)
+    out = np.zeros(np.broadcast(a, b).shape, dtype=dtype if np.issubdtype(dtype, np.floating) else np.float32)
     np.divide(2 * a * b, denominator, out=out, where=denominator != 0)
     return out
 

@@ -224,12 +224,13 @@ def _encode_texts(texts: Sequence[str], prefix: str, context_length: int) -> Enc
     return EncodedTexts(ids, truncated, lengths)
 
 
-def pad_batch(ids: Sequence[Sequence[int]]):
-    """A ``[B, L]`` int64 tensor of ``ids`` zero-padded to the longest (``L`` ≤ the context length)."""
+def pad_batch(ids: Sequence[Sequence[int]], width: int | None = None):
+    """A ``[B, L]`` int64 tensor of ``ids`` zero-padded to the longest (``L`` ≤ the context length), or to ``width``
+    (the float16 path pads to the full context as ``clip.tokenize``: in float16 the shorter sequence rounds otherwise)."""
     from capeval.models._deps import require
 
     torch = require("torch")
-    width = max(len(t) for t in ids)
+    width = max(len(t) for t in ids) if width is None else width
     return torch.tensor([(*tokens, *(0,) * (width - len(tokens))) for tokens in ids], dtype=torch.long)
 
 
