@@ -136,3 +136,16 @@ def test_float16_stays_refused_off_a_gpu_without_the_test_switch(tmp_path, image
     monkeypatch.setattr(backends, "HALF_ON_CPU", False)
     with pytest.raises(ValueError, match=r"float16.*only on a GPU"):
         _score(images, clip_model=str(_checkpoint(tmp_path, ref.TINY)), clip_dtype="float16")
+
+
+def test_a_transformers_clip_that_is_not_openais_architecture_is_refused_in_float16(tmp_path, images):
+    import json
+
+    folder = tmp_path / "hf"
+    ref.to_transformers_folder(ref.random_openai_clip(ref.TINY, seed=0), ref.TINY, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["text_config"]["num_attention_heads"] = 2  # 32-wide heads: OpenAI's build_model infers 64-wide ones
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=r"float16.*text tower \(2 heads of width 64"):
+        _score(images, clip_model=str(folder), clip_dtype="float16")
+    assert len(_score(images, clip_model=str(folder))["per_caption"]["clip_s"]) == len(CAPTIONS)  # float32 reads it

@@ -189,7 +189,7 @@ def load_clip(spec: str | os.PathLike, *, device: Any = None, dtype: str = "floa
         if key not in _CACHE:
             backend = _load(spec, option)
             if dtype == "float16":
-                _to_openai_mixed_precision(backend)
+                _to_openai_mixed_precision(backend, option.replace("model", "dtype"))
                 backend.model.to(target)
             else:
                 backend.model.to(target, dtype=torch.float32)
@@ -198,7 +198,7 @@ def load_clip(spec: str | os.PathLike, *, device: Any = None, dtype: str = "floa
         return _CACHE[key]
 
 
-def _to_openai_mixed_precision(backend: ClipBackend) -> None:
+def _to_openai_mixed_precision(backend: ClipBackend, option: str) -> None:
     """``backend``'s model as OpenAI's ``clip.load`` holds it on a GPU (:mod:`capeval.vision_language.half`); a
     transformers CLIP is first rebuilt in OpenAI's layout from the same weights (its fingerprint and label kept)."""
     from capeval.vision_language.half import openai_mixed_precision, openai_state_from_transformers
@@ -206,7 +206,7 @@ def _to_openai_mixed_precision(backend: ClipBackend) -> None:
     if backend.kind == "transformers":
         from capeval.vision_language.checkpoints import build_openai_clip
 
-        state, quick_gelu = openai_state_from_transformers(backend.model)
+        state, quick_gelu = openai_state_from_transformers(backend.model, option)
         backend.model, backend.kind = build_openai_clip(state, quick_gelu=quick_gelu), "openai"
     openai_mixed_precision(backend.model)
 

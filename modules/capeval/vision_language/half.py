@@ -51,20 +51,21 @@ def openai_mixed_precision(model: Any) -> Any:
     return model
 
 
-def openai_state_from_transformers(model: Any) -> tuple[dict[str, Any], bool]:
+def openai_state_from_transformers(model: Any, option: str = "clip_dtype") -> tuple[dict[str, Any], bool]:
     """``(OpenAI-format state dict, quick_gelu)`` of a transformers ``CLIPModel`` (ViT towers, 64-wide heads, LayerNorm
     eps 1e-5 as OpenAI's): the inverse of transformers' ``convert_clip_original_pytorch_to_hf.py`` (q / k / v
-    projections concatenated into ``in_proj``, the projections transposed). ``ValueError`` for another architecture."""
+    projections concatenated into ``in_proj``, the projections transposed). ``ValueError`` naming ``option`` for another
+    architecture."""
     torch = require("torch")
     config = model.config
     text, vision = config.text_config, config.vision_config
     for name, cfg in (("text", text), ("vision", vision)):
         if cfg.hidden_size != 64 * cfg.num_attention_heads or abs(cfg.layer_norm_eps - 1e-5) > 1e-12:
-            raise ValueError(f"clip_dtype='float16' builds OpenAI's CLIP from the weights; this {name} tower "
+            raise ValueError(f"{option}='float16' builds OpenAI's CLIP from the weights; this {name} tower "
                              f"({cfg.num_attention_heads} heads of width {cfg.hidden_size}, LayerNorm eps "
                              f"{cfg.layer_norm_eps}) is not OpenAI's architecture (64-wide heads, eps 1e-5).")
     if text.hidden_act != vision.hidden_act or text.hidden_act not in ("quick_gelu", "gelu"):
-        raise ValueError(f"clip_dtype='float16': activations {text.hidden_act!r} / {vision.hidden_act!r} are not "
+        raise ValueError(f"{option}='float16': activations {text.hidden_act!r} / {vision.hidden_act!r} are not "
                          "one of OpenAI's (quick_gelu) or open_clip's (gelu).")
     sd = {k: v.detach().float() for k, v in model.state_dict().items()}
     out: dict[str, Any] = {}
