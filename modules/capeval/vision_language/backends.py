@@ -40,6 +40,7 @@ from typing import Any
 
 from capeval.hub_cli import download_command
 from capeval.models._deps import default_device, require
+from capeval.vision_language.checkpoints import CLIP_MEAN, CLIP_STD
 
 #: OpenAI's model names and the Hub repos holding the same weights in transformers' format.
 OPENAI_NAMES = {
@@ -50,9 +51,6 @@ OPENAI_NAMES = {
 }
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors", ".ckpt")
 DTYPES = ("float32", "float16")
-#: OpenAI CLIP's image normalisation (clipscore.py, PAC-S and every OpenAI-format checkpoint).
-CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
-CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
 @dataclass

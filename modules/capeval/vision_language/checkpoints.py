@@ -41,7 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from capeval.models._deps import require
-from capeval.vision_language.backends import CLIP_MEAN, CLIP_STD
+
+#: OpenAI CLIP's image normalisation (clipscore.py, PAC-S and every OpenAI-format checkpoint).
+CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
+CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 #: Keys every OpenAI-format CLIP state dict has.
 REQUIRED_KEYS = ("text_projection", "positional_embedding", "token_embedding.weight", "ln_final.weight")
