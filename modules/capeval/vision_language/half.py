@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from capeval.models._deps import require
+from capeval.vision_language.scores import reference_counts
 
 
 def openai_mixed_precision(model: Any) -> Any:
@@ -116,10 +117,7 @@ def reference_scores_float16(candidate_features: np.ndarray, reference_features:
     candidate needs one (``ValueError`` naming the first without). float16, in [-1, 1]."""
     owners = np.asarray(owners, dtype=np.int64)
     n = candidate_features.shape[0]
-    counts = np.bincount(owners, minlength=n) if owners.size else np.zeros(n, dtype=np.int64)
-    if (counts == 0).any():
-        raise ValueError(f"references[{int(np.argmin(counts > 0))}] is empty; the reference-augmented score needs at "
-                         "least one reference per prediction.")
+    counts = reference_counts(owners, n)
     candidates = normalize_rows_float16(candidate_features)
     references = np.asarray(reference_features, dtype=np.float16)
     order = np.argsort(owners, kind="stable")  # each candidate's references, in their order

@@ -31,16 +31,23 @@ def image_text_scores(image_features: np.ndarray, text_features: np.ndarray, wei
     return weight * np.clip(np.sum(image_features * text_features, axis=1), 0, None)
 
 
+def reference_counts(owners: np.ndarray, n: int) -> np.ndarray:
+    """How many references each of ``n`` candidates has (``owners[j]``: the candidate of reference ``j``);
+    ``ValueError`` naming the first candidate without one."""
+    counts = np.bincount(owners, minlength=n) if owners.size else np.zeros(n, dtype=np.int64)
+    if (counts == 0).any():
+        raise ValueError(f"references[{int(np.argmin(counts > 0))}] is empty; the reference-augmented score needs at "
+                         "least one reference per prediction.")
+    return counts
+
+
 def reference_scores(candidate_features: np.ndarray, reference_features: np.ndarray,
                      owners: Sequence[int]) -> np.ndarray:
     """Per candidate, the largest cosine with its references: ``reference_features[j]`` belongs to candidate
     ``owners[j]``; every candidate needs at least one (``ValueError`` naming the first without)."""
     owners = np.asarray(owners, dtype=np.int64)
     n = candidate_features.shape[0]
-    counts = np.bincount(owners, minlength=n) if owners.size else np.zeros(n, dtype=np.int64)
-    if (counts == 0).any():
-        raise ValueError(f"references[{int(np.argmin(counts > 0))}] is empty; the reference-augmented score needs at "
-                         "least one reference per prediction.")
+    reference_counts(owners, n)
     sims = np.sum(candidate_features[owners] * reference_features, axis=1)
     best = np.full(n, -np.inf, dtype=sims.dtype)
     np.maximum.at(best, owners, sims)
@@ -58,4 +65,4 @@ def harmonic_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["CLIP_S_WEIGHT", "PAC_S_WEIGHT", "harmonic_mean", "image_text_scores", "reference_scores"]
+__all__ = ["CLIP_S_WEIGHT", "PAC_S_WEIGHT", "harmonic_mean", "image_text_scores", "reference_counts", "reference_scores"]
