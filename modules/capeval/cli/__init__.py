@@ -98,19 +98,6 @@ def _command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentP
     return list(seen.values())
 
 
-def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """The parsers that run a command (those without sub-commands of their own), each once."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        return [parser]
-    seen: dict[int, argparse.ArgumentParser] = {}
-    for action in subs:
-        for child in action.choices.values():
-            for leaf in _leaf_parsers(child):
-                seen.setdefault(id(leaf), leaf)
-    return list(seen.values())
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Errors caused by the input (``ValueError``, ``TypeError``, ``OSError``,
     ``RuntimeError``) print one line ``capeval COMMAND: error: ...`` and return 1; warnings print one
@@ -157,7 +144,7 @@ def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
     """``message`` with the keyword arguments it names written as the flags of ``capeval``'s commands: ``pass
     pac_model=<path>`` -> ``pass --pac-model <path>``, ``polos_model=`` -> ``--polos-model``, ``images=`` ->
     ``--images``. Keywords no command has as a flag stay as they are."""
-    flags = {flag for leaf in _leaf_parsers(parser) for flag in leaf._option_string_actions}
+    flags = {flag for command in _command_parsers(parser) for flag in command._option_string_actions}
 
     def flag_of(found: "re.Match") -> str:
         flag = "--" + found.group(1).replace("_", "-")
