@@ -197,11 +197,6 @@ def openai_gpu_model(path):
     return clip.model.build_model(torch.load(str(path), map_location="cpu", weights_only=True)).eval()
 
 
-def _normalize_float16(x):
-    # clipscore.py get_clip_score / get_refonlyclipscore, numpy >= 1.21 branch (in the arrays' dtype: float16)
-    return x / np.sqrt(np.sum(x**2, axis=1, keepdims=True))
-
-
 def clipscore_gpu_scores(model, image_paths, candidates, references=None, *, w=2.5, prefix="A photo depicts"):
     """``(per-caption CLIP-S, per-caption RefCLIP-S or None)`` as clipscore.py's ``main`` computes them on a GPU with
     ``model`` from :func:`openai_gpu_model`: ``extract_all_images`` casts each batch to float16 (``if device ==
@@ -221,7 +216,7 @@ def clipscore_gpu_scores(model, image_paths, candidates, references=None, *, w=2
     images = np.vstack(feats)
     cands = extract_all_captions(candidates, model, prefix)
     assert images.dtype == cands.dtype == np.float16
-    images, cands = _normalize_float16(images), _normalize_float16(cands)
+    images, cands = _normalize(images), _normalize(cands)
     per = w * np.clip(np.sum(images * cands, axis=1), 0, None)
     if references is None:
         return per, None
@@ -229,8 +224,8 @@ def clipscore_gpu_scores(model, image_paths, candidates, references=None, *, w=2
     for idx, refs in enumerate(references):
         flat.extend(refs)
         idxs.extend([idx] * len(refs))
-    refs_feats = _normalize_float16(extract_all_captions(flat, model, prefix))
-    cands = _normalize_float16(cands)
+    refs_feats = _normalize(extract_all_captions(flat, model, prefix))
+    cands = _normalize(cands)
     by_cand = collections.defaultdict(list)
     for feats_, idx in zip(refs_feats, idxs):
         by_cand[idx].append(feats_)
