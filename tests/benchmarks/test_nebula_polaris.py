@@ -87,7 +87,7 @@ def test_expert_json_items():
     bench = load_benchmark("nebula", FIXTURES)
     raw = json.loads(NEBULA_JSON.read_text())
     assert bench.name == "nebula" and bench.statistic == "kendall_c"
-    assert bench.settings == {"split": "test", "source": "expert-json"}
+    assert bench.settings == {"split": "test", "source": "expert-json", "scores": "original"}
     assert len(raw) == 9 and len(bench) == 8  # items[5] has only empty references: skipped
     assert [r.source_id for r in bench.records] == [f"test/{i}" for i in (0, 1, 2, 3, 4, 6, 7, 8)]
     assert bench.records[0].image_id == raw[0]["imgid"]
@@ -148,7 +148,7 @@ def test_expert_images_are_found_by_imgid(tmp_path):
 def test_hub_parquet_nebula(tmp_path):
     pngs = _write_hub(tmp_path / "nebula", "nebula", "test")
     bench = load_benchmark("nebula", tmp_path)
-    assert bench.settings == {"split": "test", "source": "hub-parquet"}
+    assert bench.settings == {"split": "test", "source": "hub-parquet", "scores": "original"}
     assert len(bench) == 5 and [r.extra["index"] for r in bench.records] == [0, 1, 2, 4, 5]
     assert bench.candidates() == [HUB_ROWS[i][1] for i in (0, 1, 2, 4, 5)]
     assert bench.references()[0] == ["A dog running on green grass.", "a brown dog runs in a field"]

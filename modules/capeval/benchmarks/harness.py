@@ -178,7 +178,7 @@ def _compare_correlations(bench: Benchmark, scores: dict[str, ItemScores], compa
 
 
 def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: BenchResult, compare=()) -> None:
-    loader_settings = {k: v for k, v in settings.items() if k in ("protocol", "subset")}
+    loader_settings = {k: v for k, v in settings.items() if k in ("protocol", "subset", "scores")}
     bench = load_benchmark(name, **loader_settings)
     result.settings.update(bench.settings)
     result.notes += bench.notes
@@ -422,6 +422,7 @@ def run_benchmark(
     metric_options: dict[str, Any] | None = None,
     show_progress: bool | None = None,
     compare: Sequence[str | Sequence[str]] = (),
+    scores: str | None = None,
 ) -> BenchResult:
     """Score ``benchmark`` with ``metrics`` and compare with its human judgments.
 
@@ -442,6 +443,8 @@ def run_benchmark(
         compare: pairs ``(A, B)`` or ``"A,B"`` of result keys: a paired bootstrap of the headline statistic's
             difference A − B (:func:`plan_comparisons`; keys not among ``metrics`` are scored too), in
             :attr:`BenchResult.comparisons`; needs ``bootstrap`` > 0 (``ValueError`` for 0).
+        scores: Nebula only: ``original`` (default, the files' human scores) or ``corrected`` (Pearl's corrections
+            of the test split, :mod:`capeval.benchmarks.nebula`); recorded in ``settings["scores"]``.
     """
     name = canonical_name(benchmark, BENCH_NAMES)
     if name not in BENCH_NAMES:
@@ -453,6 +456,12 @@ def run_benchmark(
     if subset is not None and (name != "composite" or subset not in COMPOSITE_SUBSETS):
         raise ValueError(f"--subset applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
                          f"for {name}.")
+    if scores is not None and name != "nebula":
+        raise ValueError(f"--scores applies to nebula only, not {name}.")
+    if scores is not None:
+        from capeval.benchmarks.nebula import check_scores
+
+        check_scores(scores)
     if refs is not None and name not in ("pascal50s", "abstract50s"):
         raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
     pairs, metrics = plan_comparisons(compare, metrics)
@@ -480,6 +489,8 @@ def run_benchmark(
             settings = {"protocol": protocol} if protocol else {}
             if subset is not None:
                 settings["subset"] = subset
+            if scores is not None:
+                settings["scores"] = scores
             _run_correlation(name, metrics, scorer, settings, bootstrap, seeds[0], result, pairs)
     finally:
         if cache:

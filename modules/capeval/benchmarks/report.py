@@ -30,7 +30,16 @@ def _matching_entries(result: BenchResult) -> list[dict]:
         return [e for e in entries if e["protocol"] == want] + [
             e for e in entries if e["protocol"] != want and e["source"] != "pycocoevalcap-here"
         ]
+    if result.benchmark == "nebula":  # Nebula's numbers were published on the original or the corrected scores
+        want = s.get("scores", "original")
+        return [e for e in entries if (e.get("settings") or {}).get("scores", "original") == want]
     return entries
+
+
+def _name(result: BenchResult) -> str:
+    """The benchmark as the titles name it: ``nebula (corrected scores)`` for Nebula's corrected scores."""
+    scores = result.settings.get("scores")
+    return f"{result.benchmark} ({scores} scores)" if scores == "corrected" else result.benchmark
 
 
 def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
@@ -67,7 +76,7 @@ def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[li
         pubs = [e["values"].get(_pub_key(metric)) for e in corr]
         pubs = [None if v is None else v / e["scale"] for v, e in zip(pubs, corr)]
         rows.append([metric, *(r[k] for k in keys), *pubs, *_headline_cells(result, r)])
-    out = [(f"{result.benchmark}: correlation with human judgments", headers, rows)]
+    out = [(f"{_name(result)}: correlation with human judgments", headers, rows)]
     if any("subsets" in r for r in result.results.values()):
         sub_rows = [[m, s, *(v[k] for k in keys), *_headline_cells(result, v)]
                     for m, r in result.results.items() for s, v in r.get("subsets", {}).items()]
@@ -143,7 +152,7 @@ def comparison_table(result: BenchResult) -> tuple[str, list[str], list[list[Any
                      _p_value(c), verdict(c)])
     n = sorted({c["n_resamples"] for c in comps})
     level = sorted({f"{100 * c['confidence']:.0f} %" for c in comps})
-    title = (f"{result.benchmark}: paired bootstrap: A − B ({', '.join(map(str, n))} resamples, {', '.join(level)} "
+    title = (f"{_name(result)}: paired bootstrap: A − B ({', '.join(map(str, n))} resamples, {', '.join(level)} "
              "intervals, same resamples for A and B)")
     return title, headers, rows
 
@@ -365,7 +374,7 @@ def plot(result: BenchResult, path: str | Path) -> Path:
             ax.set_ylabel(key)
         for ax in list(axes.flat)[n:]:
             ax.axis("off")
-        fig.suptitle(f"{result.benchmark}: metric vs human (95 % bootstrap intervals)", fontsize=10)
+        fig.suptitle(f"{_name(result)}: metric vs human (95 % bootstrap intervals)", fontsize=10)
     return save_figure(fig, path)
 
 

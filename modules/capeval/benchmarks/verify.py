@@ -217,6 +217,7 @@ class Row:
     reason: str | None = None
     via: str | None = None  #: citation key of the transcription the number was read from, if not the paper
     published_as: str | None = None  #: the metric's spelling in published.json, where it differs from ``metric``
+    scores: str | None = None  #: Nebula: the human scores the number was published on (``original`` / ``corrected``)
     job: Job | None = dc_field(default=None, repr=False)
     lookup: tuple = dc_field(default=(), repr=False)  #: path into the job's result
     factor: float = dc_field(default=1.0, repr=False)  #: measured = result × factor (the printed scale)
@@ -244,8 +245,10 @@ class Row:
 
     @property
     def what(self) -> str:
-        """``"clipscore τ-c"``, ``"expert-5-refs accuracy % HC"``: protocol, statistic and field."""
-        parts = [self.protocol, _STAT_LABELS.get(self.statistic, self.statistic)]
+        """``"clipscore τ-c"``, ``"expert-5-refs accuracy % HC"``, ``"test-corrected (corrected scores) τ-c"``:
+        protocol, Nebula's scores variant, statistic and field."""
+        parts = [self.protocol, *([f"({self.scores} scores)"] if self.scores else []),
+                 _STAT_LABELS.get(self.statistic, self.statistic)]
         if self.field:
             parts.append(self.field)
         return " ".join(p for p in parts if p)
@@ -256,7 +259,8 @@ class Row:
                 "source": self.source, "where": self.where, "via": self.via, "field": self.field,
                 "statistic": self.statistic, "protocol": self.protocol, "scale": self.scale,
                 "delta": self.delta, "tolerance_rule": self.tolerance_rule, "reason": self.reason,
-                "published_as": self.published_as, "error": self.error, "skip_kind": self.skip_kind,
+                "published_as": self.published_as, "scores": self.scores, "error": self.error,
+                "skip_kind": self.skip_kind,
                 "fix": self.skip.fix if self.skip is not None and self.status == "skipped" else None}
 
 
@@ -330,9 +334,19 @@ def _job(entry: Mapping[str, Any], key: str | None) -> Job | None:
         if proto == "random-5-refs" and key == "clip_s":
             refs = "expert"  # CLIP-S reads no reference: any reference setting measures it
         return Job("bench", bench, (("refs", refs),)) if refs in ("expert", "all") else None
-    if bench in ("composite", "thumb", "nebula", "polaris", "abstract50s"):
+    if bench == "nebula":  # published on the scores as released or on Pearl's corrected ones
+        return Job("bench", bench, (("scores", _scores(entry)),))
+    if bench in ("composite", "thumb", "polaris", "abstract50s"):
         return Job("bench", bench)
     return None  # coco2015: no scores to compute here
+
+
+def _scores(entry: Mapping[str, Any]) -> str | None:
+    """Which of Nebula's human scores a published number was measured on (``original`` / ``corrected``, the entry's
+    ``settings["scores"]``; ``original`` for a Nebula entry without it), ``None`` for other benchmarks."""
+    if entry["benchmark"] != "nebula":
+        return None
+    return str((entry.get("settings") or {}).get("scores", "original"))
 
 
 def _lookup(entry: Mapping[str, Any], key: str, field_: str | None) -> tuple[tuple, float]:
@@ -462,7 +476,7 @@ def plan(entries: Iterable[Mapping[str, Any]]) -> list[Row]:
             row = Row(metric=key or name, benchmark=entry["benchmark"], published=float(value), source=source,
                       where=where, statistic=stat, protocol=str(entry.get("protocol", "")), field=field_,
                       scale=int(entry.get("scale", 1)), via=entry["source"] if original else None,
-                      published_as=name if key and key != name else None)
+                      published_as=name if key and key != name else None, scores=_scores(entry))
             row.decimals = printed_decimals(entry["source"], entry.get("where", ""), name, field_, value)
             row.tolerance, row.tolerance_rule = tolerance_for(row)
             row.skip_because(static_skip(entry, name, key, field_))
@@ -747,7 +761,7 @@ def measure(job: Job, keys: Sequence[str], *, use_cache: bool = True, show_progr
 
         settings = dict(job.settings)
         return run_benchmark(job.name, list(keys), protocol=settings.get("protocol"), refs=settings.get("refs"),
-                             use_cache=use_cache, show_progress=show_progress).results
+                             scores=settings.get("scores"), use_cache=use_cache, show_progress=show_progress).results
     if job.kind == "thumb-rubric":
         from capeval import thumb
         from capeval.paths import data_dir

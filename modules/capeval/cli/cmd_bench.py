@@ -25,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subset", choices=["8k", "30k", "coco"],
                    help="COMPOSITE: score one subset only (8k: Flickr8k test images, all present for image metrics)")
     p.add_argument("--protocol", choices=["clipscore", "cui"], help="Flickr8k protocol (default clipscore)")
+    p.add_argument("--scores", choices=["original", "corrected"],
+                   help="Nebula: the test split's human scores as distributed (original, the default) or Pearl's "
+                        "corrections (corrected: the mean of the rows of the same image and caption in "
+                        "spica_{train,val,test}.csv under <data dir>/nebula/)")
     p.add_argument("--refs", help="PASCAL-50S: expert (default), all or k; ABSTRACT-50S: all (default) or k")
     p.add_argument("--seed", default="0", help="reference-sampling seed, or several: 0,1,2,3,4")
     p.add_argument("--bootstrap", type=int, default=None,
@@ -87,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     compare = _compare(args.compare)  # run_benchmark checks the keys and --bootstrap before any scoring
     result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), subset=args.subset,
                            seeds=seeds, bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,
-                           show_progress=args.progress, compare=compare)
+                           show_progress=args.progress, compare=compare, scores=args.scores)
     print(render(result, "text"), file=text_stream(args.json_out))
     if args.json_out:
         write_json(args.json_out, result.to_json(), default=float)
