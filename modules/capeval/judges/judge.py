@@ -1,0 +1,377 @@
+"""A loaded caption judge (a vision-language model that answers FLEUR's question) and its batched greedy generation.
+
+Two kinds of judge:
+
+* **LLaVA-1.5** (``kind="llava-1.5"``: the paper's ``llava-hf/llava-1.5-13b-hf`` / ``liuhaotian/llava-v1.5-13b``, or
+  any checkpoint of that architecture in either layout, :mod:`capeval.judges.llava_layout`). Its inputs are built as
+  the original LLaVA code builds them for FLEUR: the ``llava_v1`` prompt (:mod:`capeval.judges.prompts`) tokenized as
+  ``llava.mm_utils.tokenizer_image_token`` does (the text before and after ``<image>`` tokenized separately, one
+  beginning-of-sequence token kept, the placeholder in between; transformers' model then needs the placeholder
+  repeated once per image feature, 576 for 336-px images), the image padded to a square with the image processor's
+  mean colour (``expand2square(image, tuple(int(x * 255) for x in image_mean))``) and then preprocessed by CLIP's
+  image processor (transformers' PIL implementation, the one LLaVA's transformers ran). llava-hf's checkpoints pad
+  the vocabulary to 32,064 rows (the conversion script's ``<image>``, ``<pad>`` and padding rows); the original model
+  has 32,000, so the logits of the added rows are set to ``-inf`` before the softmax and the argmax, as if they were
+  not there.
+* **Any other transformers vision-language model** (``kind="chat"``: Qwen2.5-VL, SmolVLM, LLaVA-OneVision, ...):
+  the same instruction as one user turn through the model's own chat template and processor.
+
+Decoding is plain greedy decoding (``do_sample=False``, ``num_beams=1``, ``max_new_tokens`` 512 as the reference),
+until the model's end-of-sequence token; a judge's own generation defaults (sampling, repetition penalties) are not
+applied, so every judge is read the same way. What is kept of each step is the softmax over the vocabulary of the
+step's logits, in the judge's dtype (the reference's ``softmax`` runs on float16 scores), at the ten digit tokens.
+
+Batches: prompts are left-padded and generated together (``fleur_batch_size``); with padding the logits can differ
+from a one-at-a-time run in the last bits (measured in the tests: within 1e-5 in float32); ``fleur_batch_size=1`` is
+the reference's procedure, one prompt per ``generate``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.judges.answers import digit_token_ids
+from capeval.judges.llava_layout import HF_MODEL_TYPE, is_original_layout, load_original, read_config
+from capeval.judges.prompts import IMAGE_PLACEHOLDER, chat_messages, llava_v1_prompt
+from capeval.models._deps import default_device, require
+
+#: The paper's judge: transformers' conversion of ``liuhaotian/llava-v1.5-13b``.
+DEFAULT_JUDGE = "llava-hf/llava-1.5-13b-hf"
+#: Names under which the paper's model is known (results then say "FLEUR", otherwise "FLEUR prompt, judge <id>").
+PAPER_JUDGES = frozenset({"llava-hf/llava-1.5-13b-hf", "liuhaotian/llava-v1.5-13b"})
+#: Above this many parameters a judge is refused on the CPU unless forced (LLaVA-1.5-7B has 7.1 billion: at fp32 on a
+#: CPU it needs 28 GB and minutes per caption).
+CPU_PARAMETER_LIMIT = 3_000_000_000
+#: The reference's ``max_new_tokens``.
+MAX_NEW_TOKENS = 512
+DTYPE_NAMES = ("auto", "float32", "float16", "bfloat16")
+
+
+@dataclass
+class Judge:
+    """A judge ready to generate: the model, its tokenizer and image preprocessing, and what FLEUR reads."""
+
+    model: Any
+    tokenizer: Any
+    kind: str  # "llava-1.5" or "chat"
+    label: str  # the spec the user gave (Hub id or folder name)
+    fingerprint: str
+    paper: bool  # the paper's judge (LLaVA-1.5-13B)
+    device: Any
+    dtype: Any
+    digit_tokens: list[int]
+    stop_ids: list[int]
+    pad_id: int
+    processor: Any = None  # the chat kind's processor
+    image_processor: Any = None  # the LLaVA kind's CLIP image processor
+    image_token_id: int | None = None
+    image_tokens: int = 0
+    pad_color: tuple[int, ...] = ()
+    base_vocab: int | None = None  # LLaVA: logits of ids at or above this are masked
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def dtype_name(self) -> str:
+        return str(self.dtype).replace("torch.", "")
+
+
+_JUDGES: dict[tuple, Judge] = {}
+_LOADING = threading.Lock()
+
+
+def _resolve_folder(spec: str | os.PathLike, option: str) -> Path:
+    path = Path(os.path.expanduser(str(spec)))
+    if path.is_dir():
+        return path
+    if path.exists() or str(spec).startswith((".", "/", "~")) or str(spec).count("/") != 1:
+        raise FileNotFoundError(f"{option}: {spec} is neither a folder nor a Hub model id (owner/name).")
+    hub = require("huggingface_hub", what="loading a judge from the Hub")
+    try:
+        return Path(hub.snapshot_download(repo_id=str(spec)))
+    except Exception as err:  # offline and not cached, a typo, a gated repo
+        from capeval.hub_cli import download_command
+
+        raise FileNotFoundError(f"{option}: the Hub model {spec} is not in the Hugging Face cache and could not be "
+                                f"downloaded ({type(err).__name__}); download it with: {download_command(str(spec))}, "
+                                "or pass a folder.") from err
+
+
+def _fingerprint(folder: Path) -> str:
+    """sha256 over ``config.json`` and each weight file's name, size, first and last MiB (the files are GBs)."""
+    digest = hashlib.sha256()
+    config = folder / "config.json"
+    if config.is_file():
+        digest.update(config.read_bytes())
+    for f in sorted(folder.iterdir()):
+        if f.suffix in (".safetensors", ".bin") and f.is_file():
+            size = f.stat().st_size
+            digest.update(f"{f.name}:{size}".encode())
+            with open(f, "rb") as handle:
+                digest.update(handle.read(1 << 20))
+                if size > 2 << 20:
+                    handle.seek(-(1 << 20), os.SEEK_END)
+                    digest.update(handle.read(1 << 20))
+    return digest.hexdigest()
+
+
+def _torch_dtype(name: str, device):
+    torch = require("torch")
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"fleur_dtype must be one of {list(DTYPE_NAMES)}, got {name!r:.60}.")
+    if name == "auto":  # the reference's float16 on a GPU; float32 on the CPU, where float16 matmuls are slow
+        return torch.float16 if device.type == "cuda" else torch.float32
+    return getattr(torch, name)
+
+
+def _parameter_count(config_obj, model_class) -> int:
+    torch = require("torch")
+    with torch.device("meta"):
+        model = model_class._from_config(config_obj) if hasattr(model_class, "_from_config") else model_class(config_obj)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _refuse_on_cpu(count: int, label: str, force: bool) -> None:
+    if count > CPU_PARAMETER_LIMIT and not force:
+        raise RuntimeError(
+            f"fleur_model: {label} has {count / 1e9:.1f} billion parameters; on the CPU that is tens of GB of memory "
+            f"and minutes per caption (capeval refuses judges over {CPU_PARAMETER_LIMIT / 1e9:g} billion there). Run it "
+            "on a GPU, or pass fleur_force_cpu=True (--fleur-force-cpu) to run it anyway.")
+
+
+def _clip_pil_processor(folder_or_id: str):
+    """CLIP's image processor, PIL implementation (transformers 5's ``CLIPImageProcessorPil``; the plain class in
+    earlier versions, which was the PIL one), configured from ``folder_or_id``'s ``preprocessor_config.json``."""
+    transformers = require("transformers")
+    cls = getattr(transformers, "CLIPImageProcessorPil", None) or transformers.CLIPImageProcessor
+    return cls.from_pretrained(str(folder_or_id))
+
+
+def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dtype: str = "auto",
+               device_map: str | None = None, force_cpu: bool = False, vision_tower: str | None = None,
+               option: str = "fleur_model") -> Judge:
+    """The judge ``spec`` (default :data:`DEFAULT_JUDGE`), loaded once per process, device and dtype.
+
+    spec: a Hub model id or a folder: transformers' layout of any image-text-to-text model, or LLaVA's original
+        layout (``model_type: "llava_llama"``; its CLIP vision tower from ``vision_tower`` or its
+        ``mm_vision_tower``).
+    device: ``"cuda"``, ``"cpu"``, ... (default: CUDA when available); ignored with ``device_map``.
+    dtype: ``"auto"`` (float16 on a GPU as the reference, float32 on the CPU) or a torch dtype name.
+    device_map: passed to ``from_pretrained`` (``"auto"`` spreads a model over several GPUs).
+    force_cpu: run a judge over :data:`CPU_PARAMETER_LIMIT` parameters on the CPU anyway.
+    """
+    spec = str(spec if spec is not None else DEFAULT_JUDGE)
+    target = default_device(device)
+    torch_dtype = _torch_dtype(dtype, target)
+    key = (spec, str(target), str(torch_dtype), device_map, vision_tower)
+    with _LOADING:
+        if key not in _JUDGES:
+            _JUDGES[key] = _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option)
+        return _JUDGES[key]
+
+
+def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option) -> Judge:
+    torch, transformers = require("torch", "transformers", what="the FLEUR judge")
+    folder = _resolve_folder(spec, option)
+    raw = read_config(folder)
+    if not raw:
+        raise ValueError(f"{option}: {spec} has no config.json; it is not a transformers model folder.")
+    label = spec if not Path(os.path.expanduser(spec)).is_dir() else Path(spec).name
+    paper = spec.rstrip("/") in PAPER_JUDGES
+    on_cpu = device_map is None and target.type == "cpu"
+    if is_original_layout(raw):
+        if on_cpu:
+            llama = transformers.LlamaConfig(**{k: v for k, v in raw.items() if k in transformers.LlamaConfig().to_dict()})
+            _refuse_on_cpu(_parameter_count(llama, transformers.LlamaForCausalLM), label, force_cpu)
+        model, tower = load_original(folder, vision_tower, dtype=torch_dtype)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+        judge = _llava_judge(model, tokenizer, _clip_pil_processor(tower), base_vocab=raw["vocab_size"])
+    else:
+        try:
+            config = transformers.AutoConfig.from_pretrained(str(folder))
+            model_class = transformers.AutoModelForImageTextToText._model_mapping[type(config)]
+        except (KeyError, ValueError) as err:
+            kind = raw.get("model_type") or "model"
+            raise ValueError(f"{option}: {spec} is a {kind} ({', '.join(raw.get('architectures') or ['no architecture'])}), "
+                             "not a vision-language model that answers about an image (transformers' "
+                             "image-text-to-text models: LLaVA, Qwen2.5-VL, SmolVLM, ...).") from err
+        if on_cpu:
+            _refuse_on_cpu(_parameter_count(config, model_class), label, force_cpu)
+        kwargs = {"dtype": torch_dtype}
+        if device_map is not None:
+            kwargs["device_map"] = device_map
+        model = model_class.from_pretrained(str(folder), **kwargs).eval()
+        if _is_llava_15(config):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+            judge = _llava_judge(model, tokenizer, _clip_pil_processor(folder), base_vocab=tokenizer.vocab_size)
+        else:
+            processor = transformers.AutoProcessor.from_pretrained(str(folder))
+            tokenizer = getattr(processor, "tokenizer", None)
+            if tokenizer is None or not getattr(processor, "chat_template", None) and not getattr(tokenizer, "chat_template", None):
+                raise ValueError(f"{option}: {spec} ships no chat template; capeval needs one to ask it FLEUR's question.")
+            judge = Judge(model=model, tokenizer=tokenizer, kind="chat", label="", fingerprint="", paper=False,
+                          device=None, dtype=None, digit_tokens=[], stop_ids=[], pad_id=0, processor=processor)
+    if device_map is None:
+        judge.model.to(target)
+    judge.model.requires_grad_(False)
+    judge.label, judge.paper, judge.fingerprint = label, paper, _fingerprint(folder)
+    judge.device = next(judge.model.parameters()).device
+    judge.dtype = torch_dtype
+    tok = judge.tokenizer
+    judge.digit_tokens = digit_token_ids(tok.encode)
+    generation = getattr(judge.model, "generation_config", None)
+    stops = getattr(generation, "eos_token_id", None) if generation is not None else None
+    stops = stops if stops is not None else tok.eos_token_id
+    judge.stop_ids = [stops] if isinstance(stops, int) else list(stops)
+    judge.pad_id = tok.pad_token_id if tok.pad_token_id is not None else judge.stop_ids[0]
+    return judge
+
+
+def _is_llava_15(config) -> bool:
+    """transformers' LLaVA with a Llama language model and a CLIP vision tower (LLaVA-1.5's architecture)."""
+    return (getattr(config, "model_type", None) == HF_MODEL_TYPE
+            and getattr(config.text_config, "model_type", None) == "llama"
+            and getattr(config.vision_config, "model_type", None) == "clip_vision_model")
+
+
+def _llava_judge(model, tokenizer, image_processor, base_vocab: int) -> Judge:
+    config = model.config
+    vision = config.vision_config
+    tokens = (vision.image_size // vision.patch_size) ** 2
+    if getattr(config, "vision_feature_select_strategy", "default") == "full":
+        tokens += 1
+    image_token_id = getattr(config, "image_token_id", None)
+    if image_token_id is None:
+        image_token_id = config.image_token_index
+    return Judge(model=model, tokenizer=tokenizer, kind="llava-1.5", label="", fingerprint="", paper=False,
+                 device=None, dtype=None, digit_tokens=[], stop_ids=[], pad_id=0, image_processor=image_processor,
+                 image_token_id=image_token_id, image_tokens=tokens,
+                 pad_color=tuple(int(x * 255) for x in image_processor.image_mean), base_vocab=base_vocab)
+
+
+# -- inputs --------------------------------------------------------------------------------------------------------
+
+
+def expand_to_square(image, colour: tuple[int, ...]):
+    """LLaVA's ``expand2square``: a non-square image centred on a square canvas of ``colour`` (its longer side)."""
+    Image = require("PIL.Image", what="the FLEUR judge")
+    width, height = image.size
+    if width == height:
+        return image
+    side = max(width, height)
+    canvas = Image.new(image.mode, (side, side), colour)
+    canvas.paste(image, ((side - width) // 2, (side - height) // 2))
+    return canvas
+
+
+def llava_pixels(judge: Judge, image):
+    """An RGB ``PIL`` image as LLaVA-1.5's ``(3, H, W)`` pixel tensor (padded to a square, CLIP-preprocessed)."""
+    square = expand_to_square(image, judge.pad_color)
+    return judge.image_processor.preprocess(square, return_tensors="pt")["pixel_values"][0]
+
+
+def llava_input_ids(judge: Judge, prompt: str) -> list[int]:
+    """``tokenizer_image_token`` for transformers' LLaVA: each side of the one ``<image>`` tokenized alone, the
+    second side's beginning-of-sequence token dropped, the placeholder repeated once per image feature."""
+    parts = prompt.split(IMAGE_PLACEHOLDER)
+    if len(parts) != 2:
+        raise ValueError(f"the prompt holds {len(parts) - 1} '<image>' placeholders; LLaVA's prompt has one.")
+    before, after = (judge.tokenizer(part).input_ids for part in parts)
+    offset = 1 if before and before[0] == judge.tokenizer.bos_token_id else 0
+    return before + [judge.image_token_id] * judge.image_tokens + after[offset:]
+
+
+@dataclass
+class Generated:
+    """One prompt's generation: ``ids`` the generated tokens up to and including the first stop token,
+    ``digit_probs`` a ``(len(ids), 10)`` CPU tensor in the judge's dtype (see the module docstring)."""
+
+    ids: list[int]
+    digit_probs: Any
+    stopped: bool
+
+
+def _vocab_mask(base_vocab: int):
+    transformers = require("transformers")
+
+    class OriginalVocabulary(transformers.LogitsProcessor):
+        """Logits of ids at or above ``base_vocab`` (tokens added after the original vocabulary) set to -inf."""
+
+        def __call__(self, input_ids, scores):
+            scores[:, base_vocab:] = float("-inf")
+            return scores
+
+    return OriginalVocabulary()
+
+
+def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS) -> list[Generated]:
+    """Greedy generation for a left-padded batch of model inputs (``input_ids``, ``attention_mask``, pixels...)."""
+    torch, transformers = require("torch", "transformers", what="the FLEUR judge")
+    config = transformers.GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_new_tokens,
+                                           eos_token_id=judge.stop_ids, pad_token_id=judge.pad_id,
+                                           output_scores=True, return_dict_in_generate=True)
+    processors = transformers.LogitsProcessorList()
+    if judge.kind == "llava-1.5" and judge.base_vocab is not None:
+        vocab = judge.model.get_output_embeddings().weight.shape[0]
+        if vocab > judge.base_vocab:
+            processors.append(_vocab_mask(judge.base_vocab))
+    inputs = {k: (v.to(judge.device) if hasattr(v, "to") else v) for k, v in inputs.items()}
+    if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
+        inputs["pixel_values"] = inputs["pixel_values"].to(judge.dtype)
+    with judge.lock, torch.inference_mode():
+        out = judge.model.generate(**inputs, generation_config=config, logits_processor=processors)
+    prompt_length = inputs["input_ids"].shape[1]
+    new = out.sequences[:, prompt_length:].cpu()
+    digits = torch.tensor(judge.digit_tokens, device=out.scores[0].device)
+    # the reference's softmax runs on the model dtype's scores (float16 on a GPU); transformers 5 hands float32
+    # copies of those logits, which convert back exactly
+    probs = torch.stack([torch.softmax(s.to(judge.dtype), dim=-1).index_select(1, digits) for s in out.scores], 1).cpu()
+    stops = set(judge.stop_ids)
+    results = []
+    for row in range(new.shape[0]):
+        ids = new[row].tolist()
+        end = next((k for k, t in enumerate(ids) if t in stops), None)
+        kept = ids if end is None else ids[:end + 1]
+        results.append(Generated(kept, probs[row, :len(kept)], end is not None))
+    return results
+
+
+def llava_batch(judge: Judge, prompts: list[str], pixels: list) -> dict:
+    """Model inputs for LLaVA-1.5 prompts (each with one ``<image>``) and their pixel tensors, left-padded."""
+    torch = require("torch")
+    rows = [llava_input_ids(judge, p) for p in prompts]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), judge.pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = torch.tensor(r)
+        mask[i, width - len(r):] = 1
+    return {"input_ids": ids, "attention_mask": mask, "pixel_values": torch.stack(pixels)}
+
+
+def chat_batch(judge: Judge, conversations: list[list[dict]], images: list) -> dict:
+    """Model inputs for conversations through the judge's chat template and processor, left-padded."""
+    texts = [judge.processor.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations]
+    tokenizer = judge.processor.tokenizer
+    tokenizer.padding_side = "left"
+    return dict(judge.processor(text=texts, images=[[im] for im in images], return_tensors="pt", padding=True))
+
+
+def prompt_for(judge: Judge, instruction: str):
+    """What :func:`batch_inputs` needs for one instruction: LLaVA's prompt string or a chat conversation."""
+    return llava_v1_prompt(instruction) if judge.kind == "llava-1.5" else chat_messages(instruction)
+
+
+def batch_inputs(judge: Judge, prompts: list, images: list) -> dict:
+    """Model inputs for prompts from :func:`prompt_for` (or longer conversations) and RGB ``PIL`` images."""
+    if judge.kind == "llava-1.5":
+        return llava_batch(judge, prompts, [llava_pixels(judge, im) for im in images])
+    return chat_batch(judge, prompts, images)
+
+
+def decode(judge: Judge, ids: list[int], *, special: bool) -> str:
+    """The text of generated ids (``special=True`` keeps special tokens, as the reference's parsing reads them)."""
+    return judge.tokenizer.decode(ids, skip_special_tokens=not special)

@@ -1,0 +1,66 @@
+"""The judges' prompts: FLEUR's instructions as Yebin46/FLEUR writes them, and how they reach the model.
+
+The texts are transcribed verbatim from the reference scripts (the ``inp = f'...'`` assignment in the loop of
+``fleur.py`` and of ``reffleur.py``); RefFLEUR joins an image's references with newlines (``reffleur.py``,
+``gt_list.append('\\n'.join(v['ground_truth']))``). The candidate is whitespace-normalised before it enters the prompt, as both
+scripts normalise it when they read the annotation file (``' '.join(human_judgement['caption'].split())``); the
+references are used as given.
+
+LLaVA-1.5 (the paper's judge) reads the prompt of LLaVA's ``llava_v1`` conversation (``llava/conversation.py``,
+``conv_llava_v1``: system text, roles ``USER`` / ``ASSISTANT``, separator style ``TWO`` with ``" "`` and ``"</s>"``),
+the image placeholder ``<image>`` and a newline before the instruction (``fleur.py``'s ``if model.config.mm_use_im_start_end`` block, without
+``mm_use_im_start_end`` as LLaVA-1.5's configuration sets it). Any other judge reads the same instruction through
+its own chat template (one user turn: the image, then the text).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: FLEUR's instruction (``fleur.py``); ``{candidate}`` is the caption.
+FLEUR_INSTRUCTION = (
+    "Your task is to evaluate and rate the caption on a scale of 0.0 to 1.0 based on the given Grading Criteria. "
+    "(Print Real Number Score ONLY)\n\nGrading Criteria:\n\n0.0: The caption does not describe the image at all.\n"
+    "1.0: The caption accurately and clearly describes the image.\n\nCaption: {candidate}\n\n"
+    "Score(Choose a rating from 0.0 to 1.0):")
+
+#: RefFLEUR's instruction (``reffleur.py``); ``{references}`` is the references joined by newlines.
+REF_FLEUR_INSTRUCTION = (
+    "Your task is to evaluate and rate the candidate caption on a scale of 0.0 to 1.0 based on the given Grading "
+    "Criteria. (Print Real Number Score ONLY)\n\nGrading Criteria:\n\n0.0: The caption does not describe the image at "
+    "all.\n1.0: The caption accurately and clearly describes the image.\n\nReference Captions: {references}\n\n"
+    "Candidate Caption: {candidate}\n\nScore(Choose a rating from 0.0 to 1.0):")
+
+#: LLaVA's image placeholder (``llava/constants.py``, ``DEFAULT_IMAGE_TOKEN``).
+IMAGE_PLACEHOLDER = "<image>"
+
+#: ``conv_llava_v1``'s system text, roles and separators (``llava/conversation.py``).
+LLAVA_V1_SYSTEM = ("A chat between a curious human and an artificial intelligence assistant. "
+                   "The assistant gives helpful, detailed, and polite answers to the human's questions.")
+LLAVA_V1_ROLES = ("USER", "ASSISTANT")
+LLAVA_V1_SEPARATORS = (" ", "</s>")
+
+
+def normalize_candidate(caption: str) -> str:
+    """The caption as the reference scripts put it in the prompt: runs of whitespace as one space, no ends."""
+    return " ".join(caption.split())
+
+
+def fleur_instruction(candidate: str, references: Sequence[str] | None = None) -> str:
+    """FLEUR's instruction for ``candidate`` (``references=None``), or RefFLEUR's with the references."""
+    if references is None:
+        return FLEUR_INSTRUCTION.format(candidate=normalize_candidate(candidate))
+    return REF_FLEUR_INSTRUCTION.format(candidate=normalize_candidate(candidate), references="\n".join(references))
+
+
+def llava_v1_prompt(instruction: str) -> str:
+    """The whole prompt LLaVA-1.5 reads: ``conv_llava_v1`` with the user turn ``<image>\\n`` + ``instruction`` and an
+    empty assistant turn (``Conversation.get_prompt`` for ``SeparatorStyle.TWO``: the system text and the first
+    separator, then ``ROLE: message`` + the separators in turn, and ``ASSISTANT:`` for the empty turn)."""
+    user, assistant = LLAVA_V1_ROLES
+    return (f"{LLAVA_V1_SYSTEM}{LLAVA_V1_SEPARATORS[0]}{user}: {IMAGE_PLACEHOLDER}\n{instruction}"
+            f"{LLAVA_V1_SEPARATORS[0]}{assistant}:")
+
+
+def chat_messages(instruction: str) -> list[dict]:
+    """One user turn for a judge's own chat template (``processor.apply_chat_template``): the image, then the text."""
+    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": instruction}]}]
