@@ -105,8 +105,13 @@ def _run_metrics(instances, selected: dict[str, list[str]], batch: CaptionBatch,
             finally:
                 metric.close()  # release its JVM / parser before the next metric starts
             for key in keys:
-                check_finite([out.corpus[key]], key)
-                check_finite(out.per_caption[key], f"per_caption[{key!r}]")
+                if metric.unscored_items:  # NaN marks an item without a score (listed and warned by the metric)
+                    scored = [v for v in out.per_caption[key] if v == v]
+                    check_finite(scored, f"per_caption[{key!r}] (scored items)")
+                    check_finite([out.corpus[key]] if scored else [], key)
+                else:
+                    check_finite([out.corpus[key]], key)
+                    check_finite(out.per_caption[key], f"per_caption[{key!r}]")
                 result[key] = out.corpus[key]
                 per_caption[key] = out.per_caption[key]
             states = _STATES.get()

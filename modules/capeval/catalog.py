@@ -139,6 +139,10 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                "Polos (Wada et al. 2024): SimCSE + CLIP ViT-B/32 features and a feed-forward head trained on "
                "Polaris's human judgments. The authors' reprod.ckpt (keio-smilab24/Polos README link)",
                location="external"),
+    ModelEntry("llava-1.5-13b", "fleur", "pretrained", ("llava-1.5-data", "openai-clip-wit-400m"), (),
+               "LLaVA-1.5-13B (Liu et al. 2024): Vicuna-13B with a CLIP ViT-L/14-336 vision tower, FLEUR's and "
+               "RefFLEUR's judge (Lee et al. 2024), read through transformers' conversion (or the original layout, "
+               "liuhaotian/llava-v1.5-13b)", location="external", hub_id="llava-hf/llava-1.5-13b-hf"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
@@ -159,6 +163,8 @@ DEFAULTS: dict[str, str] = {
     "pac_s": "pac-s-clip-vit-b-32",
     "ref_pac_s": "pac-s-clip-vit-b-32",
     "polos": "polos",
+    "fleur": "llava-1.5-13b",
+    "ref_fleur": "llava-1.5-13b",
 }
 
 #: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
@@ -182,12 +188,13 @@ MODEL_OPTIONS: dict[str, str] = {
     "critic_plus": "critic_plus_model", "lceval": "lceval_model", "lceval_released": "lceval_released_model",
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
     "sentence_rank": "sentence_rank_model", "clip_s": "clip_model", "ref_clip_s": "clip_model", "pac_s": "pac_model",
-    "ref_pac_s": "pac_model", "polos": "polos_model",
+    "ref_pac_s": "pac_model", "polos": "polos_model", "fleur": "fleur_model", "ref_fleur": "fleur_model",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
 NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
-                "openai/clip-vit-base-patch32": "openai-clip-vit-b-32", "vit-b/32": "openai-clip-vit-b-32"}
+                "openai/clip-vit-base-patch32": "openai-clip-vit-b-32", "vit-b/32": "openai-clip-vit-b-32",
+                "llava-hf/llava-1.5-13b-hf": "llava-1.5-13b", "liuhaotian/llava-v1.5-13b": "llava-1.5-13b"}
 
 #: The models inside the wheel: the metrics' defaults and the models they read when scoring
 #: (critic-flickr8k-plus reads critic-flickr8k-caption; lceval-plus-caption-flickr8k-coco reads critic-coco-ref).

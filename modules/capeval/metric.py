@@ -68,6 +68,10 @@ class CaptionMetric(ABC):
     #: garbage collector while a call selects only such metrics (its repeated scans of the many short-lived objects
     #: cost a quarter of BLEU + ROUGE-L + CIDEr-D's time on 8,000 Karpathy-test candidates, measured).
     pauses_gc: ClassVar[bool] = False
+    #: The metric may leave items without a score (a judge whose answer holds no usable number): their per-caption
+    #: value is ``NaN``, the metric counts and lists them in its extras and warns, and its corpus value is the mean of
+    #: the others (``NaN`` only when no item has a score). Infinite values are still a bug.
+    unscored_items: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:

@@ -102,6 +102,11 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("pac-s-synthetic-positives", "coco", "train2014", (IMAGES, CAPTIONS),
             "PAC-S's positive augmentations: BLIP captions of COCO train2014 images and Stable Diffusion images of their "
             "captions"),
+    # --- LLaVA-1.5 (Liu et al. 2024), FLEUR's judge: not trained by capeval
+    _source("llava-1.5-data", UNDISCLOSED, "all", (IMAGES, CAPTIONS),
+            "LLaVA-1.5's training: Vicuna's ShareGPT conversations (never released item by item), LCS-558K "
+            "(LAION / CC / SBU captions) and the 665k instruction mix (COCO train2017 images, whose 2014 counterparts "
+            "include val2014's, GQA, OCR-VQA, TextVQA, Visual Genome): its overlap with any benchmark is unknown"),
     # --- Polos (Wada et al. 2024): trained on Polaris's train split, from SimCSE and CLIP
     _source("polaris-train", "polaris", "train", (CAPTIONS, JUDGMENTS),
             "Polaris train split: candidates, references and human judgments (images: MS-COCO and nocaps)"),

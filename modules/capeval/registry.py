@@ -47,6 +47,8 @@ _SPECS = (
     MetricSpec("pac_s", "capeval.vision_language.metric", "PacS", ("pac_s",)),
     MetricSpec("ref_pac_s", "capeval.vision_language.metric", "RefPacS", ("ref_pac_s",)),
     MetricSpec("polos", "capeval.vision_language.metric", "Polos", ("polos",)),
+    MetricSpec("fleur", "capeval.judges.metric", "Fleur", ("fleur",)),
+    MetricSpec("ref_fleur", "capeval.judges.metric", "RefFleur", ("ref_fleur",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

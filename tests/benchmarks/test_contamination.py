@@ -31,7 +31,7 @@ def test_catalog_covers_every_shipped_model_and_default():
     for name in (n for n, m in catalog.MODELS.items() if m.location in ("bundled", "hub")):
         assert hub_cards_dir("models", f"{name}.md").is_file(), name
     # critic-flickr8k-joint scores without its image (image_optional); a CLIP serves its score and the reference-augmented one
-    also_serves = {"critic_ref": "critic", "ref_clip_s": "clip_s", "ref_pac_s": "pac_s"}
+    also_serves = {"critic_ref": "critic", "ref_clip_s": "clip_s", "ref_pac_s": "pac_s", "ref_fleur": "fleur"}
     for metric, name in catalog.DEFAULTS.items():
         assert metric in REGISTRY
         assert catalog.entry(name).metric in (metric, None, also_serves.get(metric)), (metric, name)

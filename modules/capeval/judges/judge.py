@@ -179,7 +179,7 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
     raw = read_config(folder)
     if not raw:
         raise ValueError(f"{option}: {spec} has no config.json; it is not a transformers model folder.")
-    label = spec if not Path(os.path.expanduser(spec)).is_dir() else Path(spec).name
+    label = spec
     paper = spec.rstrip("/") in PAPER_JUDGES
     on_cpu = device_map is None and target.type == "cpu"
     if is_original_layout(raw):
