@@ -87,3 +87,15 @@ def tiny_lceval(tmp_path_factory) -> str:
     folder = tmp_path_factory.mktemp("tiny-lceval") / "lceval-tiny"
     LCEvalModel(LCEvalConfig(hidden=3), params).save_pretrained(folder)
     return str(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_llava(tmp_path_factory) -> dict:
+    """A tiny LLaVA-1.5 (:mod:`capeval.judges.random_llava`) in both layouts: ``{"original", "hf", "vision"}``
+    folders, built once per session (seconds to a minute on a CPU). Skips without torch, transformers and
+    sentencepiece."""
+    for module in ("torch", "transformers", "sentencepiece"):
+        pytest.importorskip(module)
+    from capeval.judges.random_llava import write_tiny_llava
+
+    return write_tiny_llava(tmp_path_factory.mktemp("tiny-llava"))

@@ -1,5 +1,4 @@
-"""Fixtures for the judges' tests: the tiny LLaVA-1.5 in both layouts (built once per session, under a minute on a
-CPU) and the original LLaVA code (``llava-torch`` 1.2.2's wheel from PyPI, imported by path; ``$CAPEVAL_LLAVA_WHEEL``
+"""Fixtures for the judges' tests (the tiny LLaVA-1.5, ``tiny_llava``, is in tests/conftest.py): the original LLaVA code (``llava-torch`` 1.2.2's wheel from PyPI, imported by path; ``$CAPEVAL_LLAVA_WHEEL``
 may name the wheel file for offline runs)."""
 from __future__ import annotations
 
@@ -19,13 +18,6 @@ pytest.importorskip("sentencepiece")
 
 LLAVA_WHEEL = ("llava-torch==1.2.2", "llava_torch-1.2.2-py3-none-any.whl",
                "bb9146ac9f271d46d15507bb5df76902da5a15987101f56095b4ca8eca9f88f9")
-
-
-@pytest.fixture(scope="session")
-def tiny_llava(tmp_path_factory):
-    from capeval.judges.random_llava import write_tiny_llava
-
-    return write_tiny_llava(tmp_path_factory.mktemp("tiny-llava"))
 
 
 def _wheel(tmp: Path) -> Path:

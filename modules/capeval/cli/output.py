@@ -181,6 +181,33 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
                              "Polos score depends slightly on the other items of its batch)")
     parser.add_argument("--polos-device", metavar="DEVICE", default=None,
                         help="polos device: cpu, cuda, cuda:1 ... (default: CUDA when available)")
+    from capeval.judges.judge import CPU_PARAMETER_LIMIT, DEFAULT_JUDGE, DTYPE_NAMES, MAX_NEW_TOKENS
+
+    parser.add_argument("--fleur-model", metavar="ID|DIR",
+                        help=f"fleur / ref_fleur: the judge, a Hub id or folder of a transformers vision-language "
+                             f"model (default: {DEFAULT_JUDGE}, the paper's LLaVA-1.5-13B), or an original-layout "
+                             "LLaVA-1.5 folder (liuhaotian/llava-v1.5-13b's)")
+    parser.add_argument("--fleur-dtype", choices=list(DTYPE_NAMES), default=None,
+                        help="fleur / ref_fleur arithmetic: auto (default: float16 on a GPU as the reference, float32 "
+                             "on the CPU), float32, float16 or bfloat16")
+    parser.add_argument("--fleur-device", metavar="DEVICE", default=None,
+                        help="fleur / ref_fleur device: cpu, cuda, cuda:1 ... (default: CUDA when available)")
+    parser.add_argument("--fleur-device-map", metavar="MAP", default=None,
+                        help="fleur / ref_fleur: transformers' device_map (auto spreads a judge over several GPUs)")
+    parser.add_argument("--fleur-batch-size", metavar="N", type=int, default=None,
+                        help="fleur / ref_fleur: prompts generated together (default 8; 1 is the reference's one "
+                             "prompt per generate)")
+    parser.add_argument("--fleur-max-new-tokens", metavar="N", type=int, default=None,
+                        help=f"fleur / ref_fleur: the longest answer (default {MAX_NEW_TOKENS}, the reference's)")
+    parser.add_argument("--fleur-explain", action="store_true", default=None,
+                        help="fleur / ref_fleur: also ask FLEUR's follow-up question (\"Why? Tell me the reason.\") "
+                             "and keep the answers (in --json's fleur_explanations)")
+    parser.add_argument("--fleur-force-cpu", action="store_true", default=None,
+                        help=f"fleur / ref_fleur: run a judge over {CPU_PARAMETER_LIMIT / 1e9:g} billion parameters on "
+                             "the CPU anyway (refused otherwise: tens of GB, minutes per caption)")
+    parser.add_argument("--fleur-vision-tower", metavar="ID|DIR", default=None,
+                        help="fleur / ref_fleur with an original-layout LLaVA folder: its CLIP vision model (default: "
+                             "the folder's mm_vision_tower)")
     for family in ("clip", "pac"):
         parser.add_argument(f"--{family}-dtype", choices=["float32", "float16"], default=None,
                             help=f"{family}_s / ref_{family}_s arithmetic: float32 (default, the reference's) or "
@@ -206,5 +233,8 @@ def model_options(args: argparse.Namespace) -> dict:
                               *((f"{family}_{what}", getattr(args, f"{family}_{what}", None))
                                 for family in ("clip", "pac") for what in ("model", "dtype", "device")),
                               *((f"polos_{what}", getattr(args, f"polos_{what}", None))
-                                for what in ("model", "text_model", "batch_size", "device")))
+                                for what in ("model", "text_model", "batch_size", "device")),
+                              *((f"fleur_{what}", getattr(args, f"fleur_{what}", None))
+                                for what in ("model", "dtype", "device", "device_map", "batch_size", "max_new_tokens",
+                                             "explain", "force_cpu", "vision_tower")))
             if v is not None}
