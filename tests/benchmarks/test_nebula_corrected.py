@@ -217,7 +217,7 @@ def test_every_published_nebula_number_names_its_scores_variant():
     assert {e["settings"]["scores"] for e in nebula} == {"original", "corrected"}
     rows = [r for r in v.plan(published_entries()) if r.benchmark == "nebula"]
     by_variant = {s: {(r.metric, r.statistic) for r in rows if r.scores == s} for s in ("original", "corrected")}
-    assert by_variant["original"] == {("ref_clip_s", "tau_c"), ("ref_pac_s", "tau_c")}
+    assert by_variant["original"] == {("ref_clip_s", "tau_c"), ("ref_pac_s", "tau_c"), ("expert", "tau_c")}
     assert {("polos", "tau_c"), ("cider_d", "tau_b"), ("clip_s", "tau_c")} <= by_variant["corrected"]
     assert all(r.job == v.Job("bench", "nebula", (("scores", r.scores),)) for r in rows)
     assert {r.what for r in rows if r.statistic == "tau_c"} == {"test (original scores) τ-c",

@@ -77,11 +77,14 @@ class Skip:
 #: published.json spelling -> capeval result key.
 KEY_OF = {"refclip_s": "ref_clip_s", "refpac_s": "ref_pac_s"}
 #: Metrics that read the image (capeval result keys and published-only names).
-VISION_LANGUAGE = frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "tiger"})
+VISION_LANGUAGE = frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "tiger", "fleur", "ref_fleur",
+                             "expert"})
 #: capeval's vision-language metrics, by model family.
 CLIP_FAMILY = {"clip_s": "clip", "ref_clip_s": "clip", "pac_s": "pac", "ref_pac_s": "pac"}
-#: capeval's metrics that read images and external weights: the CLIP family and Polos.
-IMAGE_METRICS = frozenset(CLIP_FAMILY) | {"polos"}
+#: capeval's metrics that read images and external weights: the CLIP family, Polos and the LLaVA judges.
+IMAGE_METRICS = frozenset(CLIP_FAMILY) | {"polos", "fleur", "ref_fleur"}
+#: The multimodal-LLM judges and the model their published numbers were measured with.
+JUDGES = {"fleur": "llava-hf/llava-1.5-13b-hf", "ref_fleur": "llava-hf/llava-1.5-13b-hf"}
 #: Example outputs of the reference repositories (``published.json`` benchmarks that are not ``capeval bench``'s).
 EXAMPLES = {
     "clipscore-example": "clipscore_example",
@@ -96,6 +99,7 @@ NOT_IN_CAPEVAL = {
     "tiger": "TIGEr (Jiang et al. 2019: SCAN text-image grounding + references)",
     "bert_s_pp": "BERT-S++ (Yi et al. 2020: BERTScore re-weighted over the references)",
     "nubia": "NUBIA (Kane et al. 2020: a learned text-similarity metric)",
+    "expert": "EXPERT (Kim et al. 2025: LLaVA-1.5-13B with a LoRA fine-tuned to score and explain captions)",
     "spider": "SPIDEr (Liu et al. 2017: the mean of SPICE and CIDEr)",
     "wmd": "WMD (word mover's distance; LCEval computes it only as one of its features)",
     "nneval": "NNEval (Sharif et al. 2018)",
@@ -544,6 +548,8 @@ def weights_skip(key: str) -> Skip | None:
 
     if key == "polos":
         return _polos_weights_skip()
+    if key in JUDGES:
+        return _hub_weights_skip(JUDGES[key], "LLaVA-1.5-13B (llava-hf)")
     if CLIP_FAMILY.get(key) == "clip":
         missing = "CLIP ViT-B/32"
         try:
@@ -562,6 +568,20 @@ def weights_skip(key: str) -> Skip | None:
                     f"PAC-S weights not found at {path}: download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from the link "
                     "in aimagelab/pacscore's README and put it there",
                     f"PAC-S {PAC_CHECKPOINT_NAME}", f"save to {_short_path(path.parent)}/")
+    return None
+
+
+def _hub_weights_skip(repo: str, missing: str) -> Skip | None:
+    """Why Hub model ``repo`` is not in the Hugging Face cache (``None``: it is); never downloads."""
+    command = download_command(repo)
+    try:
+        import huggingface_hub
+
+        huggingface_hub.snapshot_download(repo, local_files_only=True)
+    except ImportError as err:
+        return Skip("weights", f"{err}", missing, command)
+    except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
+        return Skip("weights", f"weights not in the Hugging Face cache: {command}", missing, command)
     return None
 
 
