@@ -41,10 +41,17 @@ def reference(tiny_llava, llava_code):
     tokenizer, model, image_processor = ref.load_reference(tiny_llava["original"], llava_code)
     predictions, references, images = items()
     photos = [read_item(p, i).decode() for i, p in enumerate(images)]
+    fleur = [ref.fleur_reference(tokenizer, model, image_processor, im, p) for im, p in zip(photos, predictions)]
+
+    def explain(i, score):
+        """fleur_exp.py's second turn for item ``i``, saying ``score`` back."""
+        return ref.fleur_explanation_reference(tokenizer, model, fleur[i][3], score)
+
     return {
-        "fleur": [ref.fleur_reference(tokenizer, model, image_processor, im, p) for im, p in zip(photos, predictions)],
-        "ref_fleur": [ref.fleur_reference(tokenizer, model, image_processor, im, p, r)
+        "fleur": [run[:3] for run in fleur],
+        "ref_fleur": [ref.fleur_reference(tokenizer, model, image_processor, im, p, r)[:3]
                       for im, p, r in zip(photos, predictions, references)],
+        "explain": explain,
     }
 
 
@@ -98,6 +105,102 @@ def test_the_answers_are_the_reference_answers(tiny_llava, reference):
     for failure in result["judge_failures"]["fleur"]:
         _, answer, _ = reference["fleur"][failure["index"]]
         assert failure["answer"] == answer.replace("</s>", "").strip() and failure["reason"] == NO_NUMBER
+
+
+def test_explanations_are_fleur_exp_answers(tiny_llava, reference):
+    """``fleur_explain=True``: the second turn of ``fleur_exp.py`` (the score said back, "Why? Tell me the reason.").
+    The score is said back as ``str(score)``, all its digits: capeval's and the reference's first-turn scores agree to
+    1e-7, not to the last bit, so the reference's second turn is run with the score capeval said."""
+    predictions, references, images = items()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JudgeFailureWarning)
+        result = capeval.score(predictions, references, metrics="fleur", images=images, progress=False,
+                               fleur_model=str(tiny_llava["hf"]), fleur_explain=True, fleur_batch_size=1)
+    got = result["fleur_explanations"]["fleur"]
+    for i, (mine, score) in enumerate(zip(got, result["per_caption"]["fleur"])):
+        if math.isnan(score):
+            assert mine is None
+        else:
+            assert mine == reference["explain"](i, score).replace("</s>", "").strip()
+    assert sum(e is not None for e in got) >= 5
+
+
+@pytest.fixture(scope="module")
+def tiny_chat(tiny_llava, tmp_path_factory):
+    from capeval.judges.random_llava import write_tiny_chat_judge
+
+    return write_tiny_chat_judge(tmp_path_factory.mktemp("tiny-chat"), tiny_llava)
+
+
+def test_any_vlm_reads_fleurs_prompt_through_its_chat_template(tiny_chat):
+    """A judge that is not LLaVA-1.5 (here a Mistral LLaVA with a ChatML template): the instruction as one user turn
+    through its processor; scores equal one-prompt-per-generate runs read as fleur.py reads them."""
+    import transformers
+    from support import fleur_reference as ref
+
+    from capeval.judges.prompts import fleur_instruction
+    from capeval.models.images import read_item
+
+    model = transformers.LlavaForConditionalGeneration.from_pretrained(str(tiny_chat)).eval()
+    processor = transformers.AutoProcessor.from_pretrained(str(tiny_chat))
+    predictions, references, images = items()
+    want = [ref.chat_reference(model, processor, read_item(im, i).decode(), fleur_instruction(p))
+            for i, (im, p) in enumerate(zip(images, predictions))]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = capeval.score(predictions, references, metrics="fleur", images=images, progress=False,
+                               fleur_model=str(tiny_chat), fleur_batch_size=3)
+    got = result["per_caption"]["fleur"]
+    for i, (score, answer, error) in enumerate(want):
+        assert (math.isnan(got[i]) if score is None else abs(got[i] - score) <= TOL), (i, got[i], score, answer)
+    assert sum(s is not None for s, _, _ in want) >= 5
+    assert result["judges"]["fleur"] == f"FLEUR prompt, judge {tiny_chat}"
+    assert "img=processor" in result["signature"] and "paper=no" in result["signature"]
+
+
+def test_a_model_that_is_not_a_vlm_is_named_in_one_line(tiny_llava):
+    with pytest.raises(ValueError, match=r"^fleur_model: .* is a clip_vision_model \(CLIPVisionModel\), not a "
+                                         r"vision-language model") as err:
+        capeval.score(["a cat"], [["a cat"]], metrics="fleur", images=items()[2][:1],
+                      fleur_model=str(tiny_llava["vision"]))
+    assert "\n" not in str(err.value)
+
+
+def test_a_big_judge_is_refused_on_the_cpu_unless_forced(tiny_llava, monkeypatch):
+    from capeval.judges import judge
+
+    monkeypatch.setattr(judge, "CPU_PARAMETER_LIMIT", 1000)
+    monkeypatch.setattr(judge, "_JUDGES", {})
+    args = (["a tabby cat looking at the camera"], [["a cat"]])
+    with pytest.raises(RuntimeError, match=r"billion parameters; on the CPU .* fleur_force_cpu=True"):
+        capeval.score(*args, metrics="fleur", images=items()[2][:1], fleur_model=str(tiny_llava["hf"]),
+                      fleur_device="cpu")
+    result = capeval.score(*args, metrics="fleur", images=items()[2][:1], fleur_model=str(tiny_llava["hf"]),
+                           fleur_device="cpu", fleur_force_cpu=True)
+    assert 0 <= result["fleur"] <= 1
+
+
+def test_a_caption_holding_the_image_placeholder_is_refused(tiny_llava):
+    with pytest.raises(ValueError, match=r"item 0's caption or references contain '<image>'"):
+        capeval.score(["a <image> of a cat"], [["a cat"]], metrics="fleur", images=items()[2][:1],
+                      fleur_model=str(tiny_llava["hf"]))
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("fleur_batch_size", 0, "fleur_batch_size must be a positive integer"),
+    ("fleur_dtype", "half", "fleur_dtype must be one of"),
+    ("fleur_explain", "yes", "fleur_explain must be True or False"),
+    ("fleur_model", "", "fleur_model must be a Hub model id or a folder"),
+])
+def test_bad_options_are_refused_before_loading(option, value, message):
+    with pytest.raises(ValueError, match=message):
+        capeval.score(["a cat"], [["a cat"]], metrics="fleur", images=items()[2][:1], **{option: value})
+
+
+def test_a_missing_folder_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a folder nor a Hub model id"):
+        capeval.score(["a cat"], [["a cat"]], metrics="fleur", images=items()[2][:1],
+                      fleur_model=str(tmp_path / "nope"))
 
 
 # -- the reading rules, one by one (the reference's branches) ------------------------------------------------------

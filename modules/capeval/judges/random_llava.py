@@ -73,7 +73,7 @@ def train_tokenizer(path: Path, vocab_size: int = 600) -> None:
 
 def _tokenizer_config() -> dict:
     return {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-            "add_bos_token": True, "add_eos_token": False, "legacy": True, "model_max_length": 2048}
+            "add_bos_token": True, "add_eos_token": False, "legacy": False, "model_max_length": 2048}
 
 
 def write_tiny_llava(folder: str | Path, *, seed: int = 0, steps: int = 50) -> dict[str, Path]:
@@ -151,26 +151,33 @@ def _original_names(state: dict, vocab: int) -> dict:
     return out
 
 
-def _train(model, tokenizer, vision_dir: Path, transformers, torch, steps: int) -> None:
-    """Teach the tiny model :data:`ANSWERS` for FLEUR's prompt on the example photos (Adam, full batch)."""
+def _fleur_examples() -> list[tuple[Any, str, str]]:
+    """``(photo, caption, answer)`` for every caption of :data:`CAPTIONS` (answers cycling through :data:`ANSWERS`)."""
     from capeval.io import example_images
+    from capeval.models.images import read_item
+
+    photos = [read_item(p, i).decode() for i, p in enumerate(example_images()[:3])]
+    pairs = [(photo, caption) for photo, captions in zip(photos, CAPTIONS) for caption in captions]
+    return [(photo, caption, ANSWERS[k % len(ANSWERS)]) for k, (photo, caption) in enumerate(pairs)]
+
+
+def _train(model, tokenizer, vision_dir: Path, transformers, torch, steps: int) -> None:
+    """Teach the tiny LLaVA :data:`ANSWERS` for FLEUR's prompt on the example photos."""
     from capeval.judges.judge import _clip_pil_processor, _llava_judge, llava_batch, llava_pixels
     from capeval.judges.prompts import fleur_instruction, llava_v1_prompt
-    from capeval.models.images import read_item
 
     judge = _llava_judge(model, tokenizer, _clip_pil_processor(vision_dir), base_vocab=tokenizer.vocab_size)
     judge.pad_id = 0
-    photos = [read_item(p, i).decode() for i, p in enumerate(example_images()[:3])]
-    prompts, pixels, answers = [], [], []
-    k = 0
-    for photo, captions in zip(photos, CAPTIONS):
-        for caption in captions:
-            prompts.append(llava_v1_prompt(fleur_instruction(caption)))
-            pixels.append(llava_pixels(judge, photo))
-            answers.append(ANSWERS[k % len(ANSWERS)])
-            k += 1
-    batch = llava_batch(judge, prompts, pixels)
-    targets = [tokenizer(a).input_ids[1:] + [tokenizer.eos_token_id] for a in answers]
+    examples = _fleur_examples()
+    batch = llava_batch(judge, [llava_v1_prompt(fleur_instruction(c)) for _, c, _ in examples],
+                        [llava_pixels(judge, photo) for photo, _, _ in examples])
+    targets = [tokenizer(a).input_ids[1:] + [tokenizer.eos_token_id] for _, _, a in examples]
+    _fit(model, batch, targets, torch, steps)
+
+
+def _fit(model, batch: dict, targets: list[list[int]], torch, steps: int) -> None:
+    """Adam on the language model and projector (full batch, ``steps`` steps): each left-padded prompt of ``batch``
+    followed by its target tokens."""
     width = max(len(t) for t in targets)
     ids = torch.cat([batch["input_ids"], torch.zeros(len(targets), width, dtype=torch.long)], 1)
     mask = torch.cat([batch["attention_mask"], torch.zeros(len(targets), width, dtype=torch.long)], 1)
@@ -180,15 +187,70 @@ def _train(model, tokenizer, vision_dir: Path, transformers, torch, steps: int) 
         ids[i, start:start + len(t)] = torch.tensor(t)
         mask[i, start:start + len(t)] = 1
         labels[i, start:start + len(t)] = torch.tensor(t)
+    others = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
     model.train()
     model.model.vision_tower.requires_grad_(False)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=3e-3)
     for _ in range(steps):
-        loss = model(input_ids=ids, attention_mask=mask, pixel_values=batch["pixel_values"], labels=labels).loss
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels, **others).loss
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     model.eval()
+
+
+#: A ChatML-style template for the tiny chat judge: the image placeholder, then the text, in the user's turn.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def write_tiny_chat_judge(folder: str | Path, llava: dict[str, Path], *, seed: int = 0, steps: int = 50) -> Path:
+    """A tiny vision-language model that is not LLaVA-1.5 (a Mistral language model behind the same tiny CLIP), with
+    a processor and a ChatML-style chat template, trained like :func:`write_tiny_llava`'s on FLEUR's prompt through
+    that template: what ``fleur_model=`` reads as "any transformers VLM". ``llava``: :func:`write_tiny_llava`'s
+    folders (its tokenizer and vision tower are reused). Returns the folder."""
+    torch, transformers = require("torch", "transformers", what="building the tiny chat judge")
+    from capeval.judges.judge import Judge, chat_batch
+    from capeval.judges.prompts import chat_messages, fleur_instruction
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(llava["original"]))
+    tokenizer.add_tokens([transformers.AddedToken(t, special=True, normalized=False)
+                          for t in ("<image>", "<|im_start|>", "<|im_end|>")], special_tokens=True)
+    tokenizer.add_special_tokens({"pad_token": "<pad>"})
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    vision = transformers.CLIPVisionModel.from_pretrained(str(llava["vision"]))
+    image_processor = transformers.CLIPImageProcessor.from_pretrained(str(llava["vision"]))
+    processor = transformers.LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                            patch_size=VISION["patch_size"], vision_feature_select_strategy="default",
+                                            num_additional_image_tokens=1, chat_template=CHAT_TEMPLATE)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        text = transformers.MistralConfig(vocab_size=len(tokenizer), bos_token_id=1, eos_token_id=end,
+                                          pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False, **TEXT)
+        config = transformers.LlavaConfig(vision_config=vision.config.to_dict(), text_config=text.to_dict(),
+                                          image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
+                                          projector_hidden_act="gelu", vision_feature_select_strategy="default",
+                                          vision_feature_layer=-2)
+        model = transformers.LlavaForConditionalGeneration(config)
+        model.model.vision_tower.load_state_dict(vision.state_dict())
+        judge = Judge(model=model, tokenizer=tokenizer, kind="chat", label="", fingerprint="", paper=False,
+                      device=None, dtype=None, digit_tokens=[], stop_ids=[end], pad_id=tokenizer.pad_token_id,
+                      processor=processor)
+        examples = _fleur_examples()
+        batch = chat_batch(judge, [chat_messages(fleur_instruction(c)) for _, c, _ in examples],
+                           [photo for photo, _, _ in examples])
+        targets = [tokenizer(a, add_special_tokens=False).input_ids + [end] for _, _, a in examples]
+        _fit(model, batch, targets, torch, steps)
+    model.generation_config = transformers.GenerationConfig(bos_token_id=1, eos_token_id=end,
+                                                            pad_token_id=tokenizer.pad_token_id)
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
 
 
 def _write_hf(paths: dict, state: dict, vision, tokenizer, config: dict, transformers, torch) -> None:
