@@ -130,20 +130,28 @@ class _FleurMetric(CaptionMetric):
             if read.key not in decoded:
                 decoded[read.key] = read.decode()
         size = c["fleur_batch_size"]
-        entries: list[dict] = []
         progress = _bar(batch, len(batch), f"{self.name} judging")
-        for start in range(0, len(batch), size):
-            part = range(start, min(start + size, len(batch)))
-            prompts = [prompt_for(judge, instructions[i]) for i in part]
-            images = [decoded[keys[i]] for i in part]
-            for generated in generate(judge, batch_inputs(judge, prompts, images), c["fleur_max_new_tokens"]):
-                answer = decode(judge, generated.ids, special=True)
-                value = read_number(answer_text_for_parsing(answer))
-                reading = smoothed_score(value, generated.ids, judge.digit_tokens, generated.digit_probs)
-                entries.append({"score": reading.score, "value": reading.value, "failure": reading.failure,
-                                "answer": decode(judge, generated.ids, special=False).strip(), "explanation": None})
-            if progress is not None:
-                progress.update(len(part))
+        prompts = [prompt_for(judge, text) for text in instructions]
+        if judge.kind == "llava-1.5" and size > 1:  # each image's shared prompt prefix computed once
+            from capeval.judges.judge import generate_shared, llava_pixels
+
+            generations = generate_shared(judge, prompts, keys, lambda key: llava_pixels(judge, decoded[key]), size,
+                                          c["fleur_max_new_tokens"], progress)
+        else:  # one prompt per generate (the reference's procedure) or a chat judge's batches
+            generations = []
+            for start in range(0, len(batch), size):
+                part = range(start, min(start + size, len(batch)))
+                inputs = batch_inputs(judge, [prompts[i] for i in part], [decoded[keys[i]] for i in part])
+                generations += generate(judge, inputs, c["fleur_max_new_tokens"])
+                if progress is not None:
+                    progress.update(len(part))
+        entries: list[dict] = []
+        for generated in generations:
+            answer = decode(judge, generated.ids, special=True)
+            value = read_number(answer_text_for_parsing(answer))
+            reading = smoothed_score(value, generated.ids, judge.digit_tokens, generated.digit_probs)
+            entries.append({"score": reading.score, "value": reading.value, "failure": reading.failure,
+                            "answer": decode(judge, generated.ids, special=False).strip(), "explanation": None})
         if progress is not None:
             progress.close()
         if c["fleur_explain"]:
