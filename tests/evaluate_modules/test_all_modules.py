@@ -36,6 +36,10 @@ MODULES = {
     # {images}, {polos_model}: the tiny_polos fixture (a random RoBERTa + CLIP in the released checkpoint's layout)
     "polos": ("Polos", "predictions=['A dog runs.', 'A cat sleeps.'], references=[['A dog runs fast.'], 'A cat.'], "
               "images={images}, polos_model={polos_model!r}", "polos"),
+    # {images}, {fleur_model}: the tiny_llava fixture (a tiny LLaVA-1.5 in transformers' layout) and the bundled cat
+    # photo; the caption is one the tiny model was trained on, so its answer gives a number (not NaN)
+    "fleur": ("Fleur", "predictions=['a tabby cat looking at the camera'], references=[['a cat with grey stripes']], "
+              "images={images}, fleur_model={fleur_model!r}, metrics='fleur'", "fleur"),
 }
 #: Modules that score with a CLIP: the torch stack and open_clip, and a tiny random checkpoint in the smoke test.
 VISION_MODULES = ("clip_score", "pac_score", "polos")
@@ -188,6 +192,11 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
     if name == "polos":
         tiny = request.getfixturevalue("tiny_polos")
         kwargs = kwargs.format(images=tiny["images"][:2], polos_model=tiny["polos_model"])
+    elif name == "fleur":
+        from capeval.io import example_images
+
+        tiny = request.getfixturevalue("tiny_llava")
+        kwargs = kwargs.format(images=[str(example_images()[0])], fleur_model=str(tiny["hf"]))
     elif name in VISION_MODULES:
         tiny = request.getfixturevalue("tiny_clip")
         kwargs = kwargs.format(images=tiny["images"][:2], clip_model=tiny["clip_model"], pac_model=tiny["pac_model"])
@@ -200,6 +209,8 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
     value = float(out.stdout.strip().splitlines()[-1])
     if name == "polos":  # a sigmoid
         assert 0.0 < value < 1.0
+    elif name == "fleur":  # a smoothed 0.0-1.0 answer; NaN (no usable answer) fails here
+        assert 0.0 <= value <= 1.0
     elif name in VISION_MODULES:  # random weights: a negative cosine is clipped to 0; w = 2.5 (CLIP-S) or 2.0 (PAC-S)
         assert 0.0 <= value <= 2.5
     else:

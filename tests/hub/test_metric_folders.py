@@ -38,9 +38,15 @@ COMPUTE = {
     # + a tiny Polos checkpoint in the released layout (fixture tiny_polos_checkpoint)
     "polos": dict(predictions=["a dog runs on the grass", "two cats on a sofa"],
                   references=[["a brown dog running on a lawn"], ["two cats sleeping on a couch", "cats"]]),
+    # + the tiny LLaVA-1.5 (fixture tiny_llava) and the bundled cat and coffee photos; captions of the tiny model's
+    # training text, so every answer gives a number (a NaN would make the two results unequal)
+    "fleur": dict(predictions=["a tabby cat looking at the camera", "a cup of coffee on a saucer"],
+                  references=[["a cat with grey stripes"], ["a cup of coffee on a saucer with a spoon"]]),
 }
 #: The modules that need the torch stack (capeval[learned]) and read a CLIP checkpoint.
 LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score", "polos")
+#: The modules whose judge is a multimodal LLM (capeval[judges]: the torch stack and sentencepiece).
+JUDGES = ("fleur",)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +82,12 @@ def _compute_kwargs(name: str, request) -> dict:
     if name == "polos":
         tiny = request.getfixturevalue("tiny_polos_checkpoint")
         kwargs.update(polos_model=tiny["polos_model"], images=tiny["images"])
+    if name == "fleur":
+        from capeval.io import example_images
+
+        photos = example_images()
+        kwargs.update(fleur_model=str(request.getfixturevalue("tiny_llava")["hf"]),
+                      images=[str(photos[0]), str(photos[2])])
     return kwargs
 
 
@@ -110,6 +122,7 @@ def test_build_space_loads_and_scores_like_the_source(name, tmp_path, request):
     reqs = (out / "requirements.txt").read_text().split()
     assert reqs[0].startswith("capeval[evaluate") and reqs[0].endswith(f"=={__version__}")
     assert ("learned" in reqs[0]) == (name in LEARNED)  # torch only where needed
+    assert ("judges" in reqs[0]) == (name in JUDGES)
     assert f"gradio=={GRADIO_VERSION}" in reqs
     assert (out / f"capeval-{name}.py").read_text() == (ROOT / "metrics" / name / f"{name}.py").read_text()
     built_module = evaluate.load(str(out))

@@ -36,7 +36,7 @@ def needs(name: str) -> None:
     """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
     the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval; torch,
     transformers and all-MiniLM-L6-v2 for sentence_cosine; torch, torchvision, transformers and open_clip for
-    clip_score, pac_score and polos)."""
+    clip_score, pac_score and polos; torch, transformers and sentencepiece for fleur)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
     if name == "learned_critic":
@@ -50,6 +50,9 @@ def needs(name: str) -> None:
             pytest.importorskip(module)
     if name in ("clip_score", "pac_score", "polos"):
         for module in ("torch", "torchvision", "transformers", "open_clip"):
+            pytest.importorskip(module)
+    if name == "fleur":
+        for module in ("torch", "transformers", "sentencepiece"):
             pytest.importorskip(module)
 
 
