@@ -62,9 +62,10 @@ Args:
         Ignored with fleur_device_map.
     fleur_dtype (`str`, optional): "auto" (default: float16 on a GPU, as the reference; float32 on the CPU),
         "float32", "float16" or "bfloat16". Enters the signature.
-    fleur_batch_size (`int`, optional): captions per generation batch. Default 8. Batches are left-padded, which
-        can change the last bits of the probabilities against one prompt at a time; 1 is the reference's procedure
-        (one prompt per generate). Enters the signature.
+    fleur_batch_size (`int`, optional): captions generated together. Default 8. A LLaVA-1.5 judge computes each
+        image's shared prompt prefix once and batches prompts of equal length (no padding); another judge's
+        batches are left-padded. Either can change the last bits of the probabilities against one prompt at a
+        time; 1 is the reference's procedure (one prompt per generate). Enters the signature.
     fleur_max_new_tokens (`int`, optional): the longest answer. Default 512, the reference's. Enters the
         signature.
     fleur_explain (`bool`, optional): also ask FLEUR's follow-up question ("Why? Tell me the reason.", after the
