@@ -121,7 +121,7 @@ class CaptionModule:
     def _keep_images(self, images: list[Any], expected: int | None) -> None:
         if "images" not in inspect.signature(self._compute).parameters:
             raise ValueError(f"the {self.name} module reads no images: leave images= out (the image metrics' modules, "
-                             "clip_score, pac_score, polos and learned_critic, take them).")
+                             "clip_score, pac_score, polos, fleur and learned_critic, take them).")
         if expected is not None and len(images) != expected:
             raise ValueError(f"add_batch() got {expected} predictions but {len(images)} images; give one image per "
                              "prediction.")
