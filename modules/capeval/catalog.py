@@ -143,6 +143,10 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                "LLaVA-1.5-13B (Liu et al. 2024): Vicuna-13B with a CLIP ViT-L/14-336 vision tower, FLEUR's and "
                "RefFLEUR's judge (Lee et al. 2024), read through transformers' conversion (or the original layout, "
                "liuhaotian/llava-v1.5-13b)", location="external", hub_id="llava-hf/llava-1.5-13b-hf"),
+    ModelEntry("expert-llava-13b-lora", "expert", "pretrained", ("llava-1.5-data",), ("llava-1.5-13b",),
+               "EXPERT (Kim et al. 2025): a LoRA adapter on LLaVA-1.5-13B trained to score captions and explain the "
+               "score (its training explanations were written for Polaris and Nebula validation items)",
+               location="external", hub_id="hjkim811/EXPERT-llava-13b-lora"),
 )}
 
 #: The default model of each learned metric: the one place every metric reads (``critic_model=None`` means this).
@@ -165,6 +169,7 @@ DEFAULTS: dict[str, str] = {
     "polos": "polos",
     "fleur": "llava-1.5-13b",
     "ref_fleur": "llava-1.5-13b",
+    "expert": "expert-llava-13b-lora",
 }
 
 #: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
@@ -189,12 +194,14 @@ MODEL_OPTIONS: dict[str, str] = {
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
     "sentence_rank": "sentence_rank_model", "clip_s": "clip_model", "ref_clip_s": "clip_model", "pac_s": "pac_model",
     "ref_pac_s": "pac_model", "polos": "polos_model", "fleur": "fleur_model", "ref_fleur": "fleur_model",
+    "expert": "expert_adapter",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
 NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
                 "openai/clip-vit-base-patch32": "openai-clip-vit-b-32", "vit-b/32": "openai-clip-vit-b-32",
-                "llava-hf/llava-1.5-13b-hf": "llava-1.5-13b", "liuhaotian/llava-v1.5-13b": "llava-1.5-13b"}
+                "llava-hf/llava-1.5-13b-hf": "llava-1.5-13b", "liuhaotian/llava-v1.5-13b": "llava-1.5-13b",
+                "hjkim811/expert-llava-13b-lora": "expert-llava-13b-lora"}
 
 #: The models inside the wheel: the metrics' defaults and the models they read when scoring
 #: (critic-flickr8k-plus reads critic-flickr8k-caption; lceval-plus-caption-flickr8k-coco reads critic-coco-ref).

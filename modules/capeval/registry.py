@@ -49,6 +49,7 @@ _SPECS = (
     MetricSpec("polos", "capeval.vision_language.metric", "Polos", ("polos",)),
     MetricSpec("fleur", "capeval.judges.metric", "Fleur", ("fleur",)),
     MetricSpec("ref_fleur", "capeval.judges.metric", "RefFleur", ("ref_fleur",)),
+    MetricSpec("expert", "capeval.judges.metric", "Expert", ("expert",)),
 )
 
 #: ``{metric name: MetricSpec}`` in declaration order.

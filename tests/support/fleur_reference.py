@@ -101,10 +101,8 @@ class SlowLlamaTokenizer:
         return [self.decode(r, skip_special_tokens) for r in rows]
 
 
-def load_reference(original_folder, llava):
-    """``load_pretrained_model``'s steps for a non-LoRA LLaVA (``llava/model/builder.py``), in float32 on the CPU."""
-    from transformers import CLIPImageProcessorPil
-
+def adapted_llava_class():
+    """LLaVA's ``LlavaLlamaForCausalLM`` with the one keyword transformers 5 renamed (see the module docstring)."""
     from llava.model.language_model.llava_llama import LlavaLlamaForCausalLM
 
     class Adapted(LlavaLlamaForCausalLM):
@@ -116,6 +114,14 @@ def load_reference(original_folder, llava):
                 kwargs["past_key_values"] = cache
             return super().forward(*args, **kwargs)
 
+    return Adapted
+
+
+def load_reference(original_folder, llava):
+    """``load_pretrained_model``'s steps for a non-LoRA LLaVA (``llava/model/builder.py``), in float32 on the CPU."""
+    from transformers import CLIPImageProcessorPil
+
+    Adapted = adapted_llava_class()
     tokenizer = SlowLlamaTokenizer(str(original_folder / "tokenizer.model"))
     model = Adapted.from_pretrained(str(original_folder), dtype=torch.float32).eval()
     tower = model.get_vision_tower()

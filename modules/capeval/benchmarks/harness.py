@@ -20,6 +20,27 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
   ABSTRACT-50S pairs within their category, THumB captions. Seeded by the first of ``seeds``.
 * **Comparisons.** ``compare=[(A, B), ...]``: a paired bootstrap of headline(A) − headline(B) on the same resamples
   (:func:`capeval.benchmarks.stats.paired_bootstrap_difference`), in :attr:`BenchResult.comparisons`.
+* **Items without a score.** Only a metric whose class sets ``unscored_items`` (:attr:`capeval.metric.CaptionMetric.
+  unscored_items`: ``fleur``, ``ref_fleur``, whose judge may answer without a usable number) may give an item ``NaN``;
+  a ``NaN`` from any other metric (or an ``evaluate:`` module, or a blend) raises ``ValueError`` as before
+  (:func:`scored_items`). For such a metric, never silently:
+
+  - *Correlation benchmarks* (Flickr8k, COMPOSITE, Nebula, Polaris): its statistics (and their bootstrap intervals,
+    which resample the same kept items) are over the items it scored; an unscored item is left out *for that metric
+    only* (every judgment row of the item), the others keep all items. Its entry (and each COMPOSITE subset's) holds
+    ``unscored``: the number of items left out; a note names it when it is > 0. A comparison of two metrics uses the
+    items both scored (``unscored`` in the comparison: the items left out), so its ``value_a`` / ``value_b`` may differ
+    from the two metrics' own headlines.
+  - *Pairwise benchmarks* (PASCAL-50S, ABSTRACT-50S): a pair where either caption has no score is the metric's tie
+    (it earns what a tie earns, ½ here) and stays in its category's count. The reference scripts keep every pair in
+    the denominator too (Yebin46/FLEUR ``fleur_pascal.py``: accuracy = correct pairs / all pairs; a failed parse
+    reuses the previous caption's score, an out-of-range number crashes its pair assert; EXPERT's ``expert.py``),
+    but count a tie as wrong: with ``unscored_pairs`` (a list, one count per seed) and the per-category counts in the
+    note, the ties-wrong accuracy is the reported one minus ½ point per such pair.
+  - *THumB*: Pearson correlations over the scored captions (``unscored`` in each block); system-level scores are the
+    mean over each system's scored captions of the per-item scores (which is such a metric's corpus value), with
+    ``system_unscored`` (and ``system_no_leaked_unscored``) counting the captions left out; a system with no scored
+    caption has no system score (``None``).
 """
 from __future__ import annotations
 
@@ -35,7 +56,7 @@ from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.benchmarks.blend import is_blend
 from capeval.benchmarks.contamination import mark_contamination
-from capeval.registry import judged_benchmarks, resolve
+from capeval.registry import judged_benchmarks, metric_class, resolve
 
 #: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
 BENCH_NAMES = judged_benchmarks()
@@ -132,19 +153,63 @@ def headline_statistic(statistic: str, value: float, ci: dict[str, Any] | None, 
             "confidence": HEADLINE_CONFIDENCE, "n_resamples": 0 if ci is None else int(ci["n_resamples"]), "seed": seed}
 
 
+def may_leave_unscored(key: str) -> bool:
+    """Whether result key ``key`` comes from a metric that may leave items without a score (``NaN``): a capeval metric
+    whose class sets ``unscored_items``. Never an ``evaluate:`` module or a blend."""
+    if key.startswith("evaluate:") or is_blend(key):
+        return False
+    try:
+        ((family, _),) = resolve([key]).items()
+        return bool(getattr(metric_class(family), "unscored_items", False))
+    except (ImportError, ValueError):
+        return False
+
+
+def scored_items(key: str, values: np.ndarray) -> np.ndarray:
+    """The mask of the items ``key`` scored (not ``NaN``); ``ValueError`` when a metric that may not leave items
+    without a score (:func:`may_leave_unscored`) gave one ``NaN``."""
+    missing = np.isnan(np.asarray(values, dtype=float))
+    if missing.any() and not may_leave_unscored(key):
+        raise ValueError(f"{key} gave item {int(np.flatnonzero(missing)[0])} no score (NaN); only a metric that may "
+                         "leave items unscored (a judge metric such as fleur) may do that.")
+    return ~missing
+
+
+def _unscored_note(key: str, left_out: int, total: int, what: str, where: str = "") -> str | None:
+    """The note on ``key``'s items without a score (``None`` when there are none)."""
+    if not left_out:
+        return None
+    return (f"{key}{where}: {left_out} of {total} {what} have no score (the judge gave no usable number); its "
+            f"statistics{where and ' there'} are over the other {total - left_out}")
+
+
 def _comparison(a: str, b: str, statistic: str, subset: str | None, paired: dict[str, Any]) -> dict[str, Any]:
     """One ``comparisons`` entry from :func:`stats.paired_bootstrap_difference`'s result."""
     return {"a": a, "b": b, "statistic": statistic, "subset": subset, **paired}
 
 
+def _scored_rows(bench: Benchmark, values: np.ndarray, scored: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``bench``'s judgment rows ``(human, metric, item)`` of the items ``scored`` marks (all rows of each)."""
+    human, metric, item = bench.judgment_rows(np.where(scored, values, 0.0))
+    keep = scored[item]
+    return human[keep], metric[keep], item[keep]
+
+
 def _correlations(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int, headline: str | None = None,
-                  primary_ci: bool = True) -> dict[str, Any]:
+                  primary_ci: bool = True, key: str = "") -> dict[str, Any]:
     """The correlations of ``bench``'s judgment rows with ``values``; with ``bootstrap`` the protocol statistic's
     95 % interval (``ci``, unless ``primary_ci`` is false) and the ``headline`` (key ``headline``, default the
-    protocol's statistic) with its interval."""
-    human, metric, item = bench.judgment_rows(values)
+    protocol's statistic) with its interval. Items result key ``key`` left without a score are left out (counted in
+    ``unscored`` for a metric that may leave some)."""
+    scored = scored_items(key, values)
+    if scored.sum() < 2:
+        raise ValueError(f"{key} scored {int(scored.sum())} of the {len(scored)} items of {bench.name}; a correlation "
+                         "needs at least 2.")
+    human, metric, item = _scored_rows(bench, values, scored)
     out: dict[str, Any] = {name: stats.correlation(human, metric, stat) for name, stat in CORRELATIONS.items()}
     out["rows"] = int(len(human))
+    if may_leave_unscored(key):
+        out["unscored"] = int((~scored).sum())
     primary = bench.statistic
     if bootstrap and primary_ci:
         out["ci"] = stats.bootstrap_ci(lambda idx: stats.correlation(human[idx], metric[idx], primary),
@@ -166,14 +231,18 @@ def _compare_correlations(bench: Benchmark, scores: dict[str, ItemScores], compa
                           seed: int, subset: str | None) -> list[dict[str, Any]]:
     """Paired bootstraps of correlation ``key`` on ``bench`` (candidate items resampled, their rows together)."""
     out = []
-    for a, b in compare:
-        human, va, item = bench.judgment_rows(scores[a].values)
-        _, vb, _ = bench.judgment_rows(scores[b].values)
+    for a, b in compare:  # over the items both scored
+        scored = scored_items(a, scores[a].values) & scored_items(b, scores[b].values)
+        human, va, item = _scored_rows(bench, scores[a].values, scored)
+        _, vb, _ = _scored_rows(bench, scores[b].values, scored)
         stat = CORRELATIONS[key]
         paired = stats.paired_bootstrap_difference(lambda v, idx: stats.correlation(human[idx], v[idx], stat), va, vb,
                                                    groups=item, n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE,
                                                    seed=seed)
-        out.append(_comparison(a, b, key, subset, paired))
+        entry = _comparison(a, b, key, subset, paired)
+        if may_leave_unscored(a) or may_leave_unscored(b):
+            entry["unscored"] = int((~scored).sum())
+        out.append(entry)
     return out
 
 
@@ -187,20 +256,35 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
     result.comparisons += _compare_correlations(bench, scores, compare, headline, bootstrap, seed,
                                                 settings.get("subset"))
     for key, item_scores in scores.items():
-        entry = _correlations(bench, item_scores.values, bootstrap, seed, headline)
+        entry = _correlations(bench, item_scores.values, bootstrap, seed, headline, key=key)
         entry["primary"] = {"kendall_b": "tau_b", "kendall_c": "tau_c"}.get(bench.statistic, bench.statistic)
         entry["signature"] = item_scores.signature
         result.results[key] = entry
-        human, metric, _ = bench.judgment_rows(item_scores.values)
+        note = _unscored_note(key, entry.get("unscored", 0), len(bench), "items")
+        result.notes += [note] if note else []
+        human, metric, _ = _scored_rows(bench, item_scores.values, scored_items(key, item_scores.values))
         result.plot_data[key] = {"kind": "scatter", "human": human, "metric": metric}
+    _notes_of_comparisons(result, len(result.comparisons) - len(compare), bench, "items")
     if name == "composite" and "subset" not in settings:
         for subset in COMPOSITE_SUBSETS:
             sub = load_benchmark(name, subset=subset)
             sub_scores = scorer.bench(sub)
             for key, item_scores in sub_scores.items():
-                result.results[key].setdefault("subsets", {})[subset] = _correlations(
-                    sub, item_scores.values, bootstrap, seed, headline, primary_ci=False)
+                entry = _correlations(sub, item_scores.values, bootstrap, seed, headline, primary_ci=False, key=key)
+                result.results[key].setdefault("subsets", {})[subset] = entry
+                note = _unscored_note(key, entry.get("unscored", 0), len(sub), "items", f" (subset {subset})")
+                result.notes += [note] if note else []
             result.comparisons += _compare_correlations(sub, sub_scores, compare, headline, bootstrap, seed, subset)
+            _notes_of_comparisons(result, len(result.comparisons) - len(compare), sub, "items")
+
+
+def _notes_of_comparisons(result: BenchResult, start: int, bench: Benchmark, what: str) -> None:
+    """A note for each comparison from ``result.comparisons[start]`` on that left items out (items not both scored)."""
+    for c in result.comparisons[start:]:
+        if c.get("unscored"):
+            where = f" (subset {c['subset']})" if c.get("subset") else ""
+            result.notes.append(f"comparison {c['a']} − {c['b']}{where}: over the {len(bench) - c['unscored']} of "
+                                f"{len(bench)} {what} both scored ({c['unscored']} left out)")
 
 
 def _category_average(categories: np.ndarray) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -242,6 +326,17 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
         scores = scorer.bench(bench)
         for key, item_scores in scores.items():
             a, b = item_scores.values[0::2], item_scores.values[1::2]
+            scored = scored_items(key, item_scores.values)
+            unscored = ~(scored[0::2] & scored[1::2])  # a pair with a caption left without a score: a metric tie
+            a, b = np.where(unscored, 0.0, a), np.where(unscored, 0.0, b)
+            if may_leave_unscored(key):
+                result.results.setdefault(key, {}).setdefault("unscored_pairs", []).append(int(unscored.sum()))
+                if unscored.any():
+                    cats = np.array([r.category or "all" for r in bench.records])[unscored]
+                    counts = ", ".join(f"{c} {int((cats == c).sum())}" for c in dict.fromkeys(cats))
+                    result.notes.append(f"{key} (seed {seed}): {int(unscored.sum())} of {len(a)} pairs have a caption "
+                                        f"without a score (the judge gave no usable number; {counts}); each counts "
+                                        "as the metric's tie (½ point)")
             ev = bench.evaluate(a, b, bootstrap=bootstrap, seed=seed)
             credit, categories = _pair_credit(bench, a, b, seed)  # the same pairs and categories for every seed
             credit_sum[key] = credit_sum[key] + credit if key in credit_sum else credit

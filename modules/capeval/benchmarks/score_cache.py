@@ -5,11 +5,17 @@ the metric spec, its options, the implementation fingerprint (capeval version + 
 files) and the exact predictions and references, so any change to code, settings or data misses. For a
 metric that reads images the key also holds :func:`image_fingerprint` (every path with its file's size and
 modification time), so replacing an image file misses too.
+
+Payloads are stored as standard JSON. A non-finite float (the ``NaN`` of an item a judge metric left without a
+score, :attr:`capeval.metric.CaptionMetric.unscored_items`) is written as ``{"$float": "nan"}`` (``"inf"``,
+``"-inf"``) and read back as that float, so a cached payload returns exactly what was put; payloads written by
+earlier versions with Python's bare ``NaN`` token still read.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import time
@@ -71,6 +77,41 @@ def file_fingerprint(paths: Sequence[str | Path]) -> str:
     return h.hexdigest()[:16]
 
 
+#: The key of the one-entry object that stands for a non-finite float in a stored payload.
+FLOAT_TAG = "$float"
+
+
+def _encode(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by ``{FLOAT_TAG: "nan" | "inf" | "-inf"}``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {FLOAT_TAG: "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(obj: dict) -> Any:
+    """``json.loads``' object hook: ``{FLOAT_TAG: "nan"}`` back to ``float("nan")`` (``inf``, ``-inf``)."""
+    if len(obj) == 1 and FLOAT_TAG in obj and obj[FLOAT_TAG] in ("nan", "inf", "-inf"):
+        return float(obj[FLOAT_TAG])
+    return obj
+
+
+def dumps(payload: Any) -> str:
+    """``payload`` as standard JSON (no bare ``NaN`` / ``Infinity``), non-finite floats tagged (:func:`loads`)."""
+    try:
+        return json.dumps(payload, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: tag them
+        return json.dumps(_encode(payload), allow_nan=False)
+
+
+def loads(text: str) -> Any:
+    """The payload :func:`dumps` wrote, non-finite floats restored."""
+    return json.loads(text, object_hook=_decode)
+
+
 def make_key(**parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -108,14 +149,14 @@ class ScoreCache:
         if row is None:
             return None
         try:
-            payload = json.loads(row[0])
+            payload = loads(row[0])
         except (TypeError, ValueError):
             return None
         return payload if isinstance(payload, dict) else None
 
     def put(self, key: str, payload: dict) -> None:
         self._con.execute(
-            "INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", (key, time.time(), json.dumps(payload))
+            "INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", (key, time.time(), dumps(payload))
         )
 
     def close(self) -> None:

@@ -82,9 +82,10 @@ VISION_LANGUAGE = frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polo
 #: capeval's vision-language metrics, by model family.
 CLIP_FAMILY = {"clip_s": "clip", "ref_clip_s": "clip", "pac_s": "pac", "ref_pac_s": "pac"}
 #: capeval's metrics that read images and external weights: the CLIP family, Polos and the LLaVA judges.
-IMAGE_METRICS = frozenset(CLIP_FAMILY) | {"polos", "fleur", "ref_fleur"}
+IMAGE_METRICS = frozenset(CLIP_FAMILY) | {"polos", "fleur", "ref_fleur", "expert"}
 #: The multimodal-LLM judges and the model their published numbers were measured with.
-JUDGES = {"fleur": "llava-hf/llava-1.5-13b-hf", "ref_fleur": "llava-hf/llava-1.5-13b-hf"}
+JUDGES = {"fleur": ("llava-hf/llava-1.5-13b-hf",), "ref_fleur": ("llava-hf/llava-1.5-13b-hf",),
+          "expert": ("llava-hf/llava-1.5-13b-hf", "hjkim811/EXPERT-llava-13b-lora")}
 #: Example outputs of the reference repositories (``published.json`` benchmarks that are not ``capeval bench``'s).
 EXAMPLES = {
     "clipscore-example": "clipscore_example",
@@ -99,7 +100,6 @@ NOT_IN_CAPEVAL = {
     "tiger": "TIGEr (Jiang et al. 2019: SCAN text-image grounding + references)",
     "bert_s_pp": "BERT-S++ (Yi et al. 2020: BERTScore re-weighted over the references)",
     "nubia": "NUBIA (Kane et al. 2020: a learned text-similarity metric)",
-    "expert": "EXPERT (Kim et al. 2025: LLaVA-1.5-13B with a LoRA fine-tuned to score and explain captions)",
     "spider": "SPIDEr (Liu et al. 2017: the mean of SPICE and CIDEr)",
     "wmd": "WMD (word mover's distance; LCEval computes it only as one of its features)",
     "nneval": "NNEval (Sharif et al. 2018)",
@@ -549,7 +549,11 @@ def weights_skip(key: str) -> Skip | None:
     if key == "polos":
         return _polos_weights_skip()
     if key in JUDGES:
-        return _hub_weights_skip(JUDGES[key], "LLaVA-1.5-13B (llava-hf)")
+        for repo in JUDGES[key]:
+            why = _hub_weights_skip(repo, "LLaVA-1.5-13B (llava-hf)" if "llava-hf" in repo else "EXPERT's LoRA")
+            if why is not None:
+                return why
+        return None
     if CLIP_FAMILY.get(key) == "clip":
         missing = "CLIP ViT-B/32"
         try:

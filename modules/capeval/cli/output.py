@@ -208,6 +208,23 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fleur-vision-tower", metavar="ID|DIR", default=None,
                         help="fleur / ref_fleur with an original-layout LLaVA folder: its CLIP vision model (default: "
                              "the folder's mm_vision_tower)")
+    from capeval.judges.lora import EXPERT_ADAPTER
+
+    parser.add_argument("--expert-model", metavar="ID|DIR",
+                        help=f"expert: the base judge (default: {DEFAULT_JUDGE})")
+    parser.add_argument("--expert-adapter", metavar="ID|DIR",
+                        help=f"expert: the LLaVA LoRA adapter merged into the judge (default: {EXPERT_ADAPTER})")
+    parser.add_argument("--expert-conversation", choices=["llava_v0", "llava_v1"], default=None,
+                        help="expert: LLaVA's template (default llava_v0, what EXPERT's released expert.py runs; "
+                             "llava_v1, what its --conv-mode default names)")
+    parser.add_argument("--expert-dtype", choices=list(DTYPE_NAMES), default=None, help="expert: as --fleur-dtype")
+    parser.add_argument("--expert-device", metavar="DEVICE", default=None, help="expert: as --fleur-device")
+    parser.add_argument("--expert-device-map", metavar="MAP", default=None, help="expert: as --fleur-device-map")
+    parser.add_argument("--expert-batch-size", metavar="N", type=int, default=None,
+                        help="expert: as --fleur-batch-size")
+    parser.add_argument("--expert-max-new-tokens", metavar="N", type=int, default=None,
+                        help="expert: as --fleur-max-new-tokens")
+    parser.add_argument("--expert-force-cpu", action="store_true", default=None, help="expert: as --fleur-force-cpu")
     for family in ("clip", "pac"):
         parser.add_argument(f"--{family}-dtype", choices=["float32", "float16"], default=None,
                             help=f"{family}_s / ref_{family}_s arithmetic: float32 (default, the reference's) or "
@@ -236,5 +253,8 @@ def model_options(args: argparse.Namespace) -> dict:
                                 for what in ("model", "text_model", "batch_size", "device")),
                               *((f"fleur_{what}", getattr(args, f"fleur_{what}", None))
                                 for what in ("model", "dtype", "device", "device_map", "batch_size", "max_new_tokens",
-                                             "explain", "force_cpu", "vision_tower")))
+                                             "explain", "force_cpu", "vision_tower")),
+                              *((f"expert_{what}", getattr(args, f"expert_{what}", None))
+                                for what in ("model", "adapter", "conversation", "dtype", "device", "device_map",
+                                             "batch_size", "max_new_tokens", "force_cpu")))
             if v is not None}

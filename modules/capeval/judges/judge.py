@@ -36,7 +36,7 @@ from typing import Any
 
 from capeval.judges.answers import digit_token_ids
 from capeval.judges.llava_layout import HF_MODEL_TYPE, is_original_layout, load_original, read_config
-from capeval.judges.prompts import IMAGE_PLACEHOLDER, chat_messages, llava_v1_prompt
+from capeval.judges.prompts import IMAGE_PLACEHOLDER, chat_messages, llava_prompt
 from capeval.models._deps import default_device, require
 
 #: The paper's judge: transformers' conversion of ``liuhaotian/llava-v1.5-13b``.
@@ -152,7 +152,7 @@ def _clip_pil_processor(folder_or_id: str):
 
 def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dtype: str = "auto",
                device_map: str | None = None, force_cpu: bool = False, vision_tower: str | None = None,
-               option: str = "fleur_model") -> Judge:
+               adapter: str | os.PathLike | None = None, option: str = "fleur_model") -> Judge:
     """The judge ``spec`` (default :data:`DEFAULT_JUDGE`), loaded once per process, device and dtype.
 
     spec: a Hub model id or a folder: transformers' layout of any image-text-to-text model, or LLaVA's original
@@ -162,18 +162,19 @@ def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dty
     dtype: ``"auto"`` (float16 on a GPU as the reference, float32 on the CPU) or a torch dtype name.
     device_map: passed to ``from_pretrained`` (``"auto"`` spreads a model over several GPUs).
     force_cpu: run a judge over :data:`CPU_PARAMETER_LIMIT` parameters on the CPU anyway.
+    adapter: a LLaVA LoRA adapter (Hub id or folder) merged into the model (:mod:`capeval.judges.lora`).
     """
     spec = str(spec if spec is not None else DEFAULT_JUDGE)
     target = default_device(device)
     torch_dtype = _torch_dtype(dtype, target)
-    key = (spec, str(target), str(torch_dtype), device_map, vision_tower)
+    key = (spec, str(target), str(torch_dtype), device_map, vision_tower, None if adapter is None else str(adapter))
     with _LOADING:
         if key not in _JUDGES:
-            _JUDGES[key] = _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option)
+            _JUDGES[key] = _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter)
         return _JUDGES[key]
 
 
-def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option) -> Judge:
+def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter=None) -> Judge:
     torch, transformers = require("torch", "transformers", what="the FLEUR judge")
     folder = _resolve_folder(spec, option)
     raw = read_config(folder)
@@ -214,10 +215,22 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
                 raise ValueError(f"{option}: {spec} ships no chat template; capeval needs one to ask it FLEUR's question.")
             judge = Judge(model=model, tokenizer=tokenizer, kind="chat", label="", fingerprint="", paper=False,
                           device=None, dtype=None, digit_tokens=[], stop_ids=[], pad_id=0, processor=processor)
+    judge.model.requires_grad_(False)
+    fingerprint = _fingerprint(folder)
+    if adapter is not None:
+        from capeval.judges.lora import adapter_fingerprint, merge_adapter
+
+        adapter_option = option.replace("_model", "_adapter")
+        adapter_folder = _resolve_folder(adapter, adapter_option)
+        if judge.kind != "llava-1.5":
+            raise ValueError(f"{adapter_option}: capeval merges LLaVA LoRA adapters into LLaVA-1.5 judges; {spec} is "
+                             "not one.")
+        merge_adapter(judge.model, adapter_folder)
+        fingerprint = hashlib.sha256((fingerprint + adapter_fingerprint(adapter_folder)).encode()).hexdigest()
+        label = f"{label}+{adapter}"
     if device_map is None:
         judge.model.to(target)
-    judge.model.requires_grad_(False)
-    judge.label, judge.paper, judge.fingerprint = label, paper, _fingerprint(folder)
+    judge.label, judge.paper, judge.fingerprint = label, paper, fingerprint
     judge.device = next(judge.model.parameters()).device
     judge.dtype = torch_dtype
     tok = judge.tokenizer
@@ -307,12 +320,17 @@ def _vocab_mask(base_vocab: int):
     return OriginalVocabulary()
 
 
-def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS) -> list[Generated]:
-    """Greedy generation for a left-padded batch of model inputs (``input_ids``, ``attention_mask``, pixels...)."""
+def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
+             stop_strings: tuple[str, ...] = ()) -> list[Generated]:
+    """Greedy generation for a left-padded batch of model inputs (``input_ids``, ``attention_mask``, pixels...),
+    until the end-of-sequence token or, with ``stop_strings``, until the answer's text contains one of them (LLaVA's
+    ``KeywordsStoppingCriteria``: ``###`` for the ``llava_v0`` template)."""
     torch, transformers = require("torch", "transformers", what="the FLEUR judge")
     config = transformers.GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_new_tokens,
                                            eos_token_id=judge.stop_ids, pad_token_id=judge.pad_id,
-                                           output_scores=True, return_dict_in_generate=True)
+                                           output_scores=True, return_dict_in_generate=True,
+                                           stop_strings=list(stop_strings) or None)
+    extra = {"tokenizer": judge.tokenizer} if stop_strings else {}
     processors = transformers.LogitsProcessorList()
     if judge.kind == "llava-1.5" and judge.base_vocab is not None:
         vocab = judge.model.get_output_embeddings().weight.shape[0]
@@ -322,7 +340,7 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS) -
     if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
         inputs["pixel_values"] = inputs["pixel_values"].to(judge.dtype)
     with judge.lock, torch.inference_mode():
-        out = judge.model.generate(**inputs, generation_config=config, logits_processor=processors)
+        out = judge.model.generate(**inputs, generation_config=config, logits_processor=processors, **extra)
     prompt_length = inputs["input_ids"].shape[1]
     new = out.sequences[:, prompt_length:].cpu()
     digits = torch.tensor(judge.digit_tokens, device=out.scores[0].device)
@@ -334,6 +352,10 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS) -
     for row in range(new.shape[0]):
         ids = new[row].tolist()
         end = next((k for k, t in enumerate(ids) if t in stops), None)
+        if stop_strings:  # the first step whose text holds a stop string (rows padded after it)
+            said = next((k for k in range(len(ids)) if any(
+                stop in judge.tokenizer.decode(ids[:k + 1], skip_special_tokens=True) for stop in stop_strings)), None)
+            end = said if end is None or (said is not None and said < end) else end
         kept = ids if end is None else ids[:end + 1]
         results.append(Generated(kept, probs[row, :len(kept)], end is not None))
     return results
@@ -356,7 +378,8 @@ PREFIX_IMAGES = 8
 
 
 def generate_shared(judge: Judge, prompts: list[str], image_keys: list[str], pixels_of, batch_size: int,
-                    max_new_tokens: int = MAX_NEW_TOKENS, progress=None) -> list[Generated]:
+                    max_new_tokens: int = MAX_NEW_TOKENS, progress=None,
+                    stop_strings: tuple[str, ...] = ()) -> list[Generated]:
     """LLaVA-1.5 generation with each image's shared prompt prefix computed once.
 
     The prompts of one image (its captions) share their tokens up to the candidate (the system text, the image's
@@ -396,7 +419,7 @@ def generate_shared(judge: Judge, prompts: list[str], image_keys: list[str], pix
                     cache.update(stored.keys.index_select(0, rows), stored.values.index_select(0, rows), layer)
                 inputs = {"input_ids": torch.tensor([ids[i] for i in part]),
                           "attention_mask": torch.ones((len(part), size), dtype=torch.long), CACHE_KEYWORD: cache}
-                for i, generated in zip(part, generate(judge, inputs, max_new_tokens)):
+                for i, generated in zip(part, generate(judge, inputs, max_new_tokens, stop_strings)):
                     results[i] = generated
                 if progress is not None:
                     progress.update(len(part))
@@ -435,9 +458,10 @@ def chat_batch(judge: Judge, conversations: list[list[dict]], images: list) -> d
     return dict(judge.processor(text=texts, images=[[im] for im in images], return_tensors="pt", padding=True))
 
 
-def prompt_for(judge: Judge, instruction: str):
-    """What :func:`batch_inputs` needs for one instruction: LLaVA's prompt string or a chat conversation."""
-    return llava_v1_prompt(instruction) if judge.kind == "llava-1.5" else chat_messages(instruction)
+def prompt_for(judge: Judge, instruction: str, conversation: str = "llava_v1"):
+    """What :func:`batch_inputs` needs for one instruction: LLaVA's prompt string in ``conversation``'s template
+    (:data:`~capeval.judges.prompts.CONVERSATIONS`), or a chat conversation for other judges."""
+    return llava_prompt(instruction, conversation) if judge.kind == "llava-1.5" else chat_messages(instruction)
 
 
 def batch_inputs(judge: Judge, prompts: list, images: list) -> dict:

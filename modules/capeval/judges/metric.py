@@ -1,5 +1,14 @@
-"""The ``fleur`` and ``ref_fleur`` metrics: a vision-language model asked FLEUR's question about each (image,
-caption), its answer read and smoothed as Yebin46/FLEUR does (:mod:`capeval.judges.answers`).
+"""The ``fleur``, ``ref_fleur`` and ``expert`` metrics: a vision-language model asked FLEUR's (or EXPERT's) question
+about each (image, caption), its answer read and smoothed as Yebin46/FLEUR does (:mod:`capeval.judges.answers`).
+
+EXPERT (Kim et al. 2025, hjkim811/EXPERT ``expert.py``) is the same procedure with its own instruction
+(:data:`~capeval.judges.prompts.EXPERT_INSTRUCTION`), LLaVA-1.5-13B with its LoRA adapter merged
+(:mod:`capeval.judges.lora`), and two differences in reading the answer: the whole answer decoded without special
+tokens is read (no last 4 characters dropped), and the released script asks in LLaVA's ``llava_v0`` template
+(``expert.py`` infers the template from the model's name, ``EXPERT-llava-13b-lora``, which holds no ``v1``; its
+``--conv-mode llava_v1`` default only prints a warning): ``expert_conversation="llava_v0"`` (default) is the
+released behaviour, ``"llava_v1"`` the template the adapter was most likely trained in. Options ``expert_*``
+mirror ``fleur_*`` (no ``expert_explain``).
 
 Results: ``result["fleur"]`` the mean over the items that got a score, ``result["per_caption"]["fleur"]`` each item's
 score in [0, 1] (``NaN`` for an answer without a usable number), ``result["judge_failures"]["fleur"]`` the items
@@ -36,39 +45,77 @@ EXPLAIN_QUESTION = "Why? Tell me the reason."
 IMAGE_PREP = {"llava-1.5": "pad-square", "chat": "processor"}
 
 
-def _options() -> dict[str, Any]:
+def _options(family: str = "fleur") -> dict[str, Any]:
     from capeval.judges.judge import DEFAULT_JUDGE, MAX_NEW_TOKENS
 
-    return {"fleur_model": DEFAULT_JUDGE, "fleur_device": None, "fleur_dtype": "auto", "fleur_batch_size": 8,
-            "fleur_max_new_tokens": MAX_NEW_TOKENS, "fleur_explain": False, "fleur_device_map": None,
-            "fleur_force_cpu": False, "fleur_vision_tower": None}
+    options = {"model": DEFAULT_JUDGE, "device": None, "dtype": "auto", "batch_size": 8,
+               "max_new_tokens": MAX_NEW_TOKENS, "device_map": None, "force_cpu": False, "vision_tower": None}
+    if family == "fleur":
+        options["explain"] = False
+    else:
+        from capeval.judges.lora import EXPERT_ADAPTER
+
+        options.update(adapter=EXPERT_ADAPTER, conversation="llava_v0")
+    return {f"{family}_{k}": v for k, v in options.items()}
 
 
-class _FleurMetric(CaptionMetric):
-    """FLEUR's question to a judge, without (``fleur``) or with (``ref_fleur``) the references in the prompt."""
+class _JudgeMetric(CaptionMetric):
+    """A question to a judge about each (image, caption); subclasses say which (the ``fleur`` family's options
+    ``fleur_*``, the ``expert`` family's ``expert_*``)."""
 
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     unscored_items: ClassVar[bool] = True
     with_references: ClassVar[bool] = False
+    family: ClassVar[str] = "fleur"
     options: ClassVar[dict[str, Any]] = _options()
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         from capeval.judges.judge import DTYPE_NAMES
+        from capeval.judges.prompts import CONVERSATIONS
         from capeval.sentence_cosine.metric import positive_int_option
 
-        c = self.config
-        c["fleur_batch_size"] = positive_int_option(c["fleur_batch_size"], "fleur_batch_size")
-        c["fleur_max_new_tokens"] = positive_int_option(c["fleur_max_new_tokens"], "fleur_max_new_tokens")
-        model = c["fleur_model"]
-        if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
-            raise ValueError(f"fleur_model must be a Hub model id or a folder, got {model!r:.60}.")
-        if c["fleur_dtype"] not in DTYPE_NAMES:
-            raise ValueError(f"fleur_dtype must be one of {list(DTYPE_NAMES)}, got {c['fleur_dtype']!r:.60}.")
-        for flag in ("fleur_explain", "fleur_force_cpu"):
-            if not isinstance(c[flag], bool):
+        c, f = self.config, self.family
+        c[f"{f}_batch_size"] = positive_int_option(c[f"{f}_batch_size"], f"{f}_batch_size")
+        c[f"{f}_max_new_tokens"] = positive_int_option(c[f"{f}_max_new_tokens"], f"{f}_max_new_tokens")
+        for name in ("model", "adapter"):
+            value = c.get(f"{f}_{name}", "-")
+            if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+                raise ValueError(f"{f}_{name} must be a Hub model id or a folder, got {value!r:.60}.")
+        if c[f"{f}_dtype"] not in DTYPE_NAMES:
+            raise ValueError(f"{f}_dtype must be one of {list(DTYPE_NAMES)}, got {c[f'{f}_dtype']!r:.60}.")
+        if c.get(f"{f}_conversation", "llava_v1") not in CONVERSATIONS:
+            raise ValueError(f"{f}_conversation must be one of {list(CONVERSATIONS)}, got "
+                             f"{c[f'{f}_conversation']!r:.60}.")
+        for flag in (f"{f}_explain", f"{f}_force_cpu"):
+            if flag in c and not isinstance(c[flag], bool):
                 raise ValueError(f"{flag} must be True or False, got {c[flag]!r:.60}.")
+
+    def option(self, name: str) -> Any:
+        """The value of this family's option ``name`` (``batch_size`` → ``fleur_batch_size`` / ``expert_...``)."""
+        return self.config.get(f"{self.family}_{name}")
+
+    def instruction(self, prediction: str, references: list[str]) -> str:
+        from capeval.judges.prompts import fleur_instruction
+
+        return fleur_instruction(prediction, references if self.with_references else None)
+
+    def conversation(self) -> str:
+        return self.option("conversation") or "llava_v1"
+
+    def stop_strings(self, judge) -> tuple[str, ...]:
+        """LLaVA's keyword stop for the ``llava_v0`` template (``###``); ``</s>`` is the end-of-sequence token."""
+        from capeval.judges.prompts import LLAVA_V0_SEPARATOR
+
+        return (LLAVA_V0_SEPARATOR,) if judge.kind == "llava-1.5" and self.conversation() == "llava_v0" else ()
+
+    def answer_text(self, judge, ids: list[int]) -> str:
+        """The text the number is read from: FLEUR's (special tokens kept, the last 4 characters dropped)."""
+        from capeval.judges.answers import answer_text_for_parsing
+        from capeval.judges.judge import decode
+
+        return answer_text_for_parsing(decode(judge, ids, special=True))
 
     @classmethod
     def check_available(cls) -> None:
@@ -79,10 +126,10 @@ class _FleurMetric(CaptionMetric):
     def _judge(self):
         from capeval.judges.judge import load_judge
 
-        c = self.config
-        return load_judge(c["fleur_model"], device=c["fleur_device"], dtype=c["fleur_dtype"],
-                          device_map=c["fleur_device_map"], force_cpu=c["fleur_force_cpu"],
-                          vision_tower=c["fleur_vision_tower"])
+        o = self.option
+        return load_judge(o("model"), device=o("device"), dtype=o("dtype"), device_map=o("device_map"),
+                          force_cpu=o("force_cpu"), vision_tower=o("vision_tower"), adapter=o("adapter"),
+                          option=f"{self.family}_model")
 
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
@@ -91,32 +138,34 @@ class _FleurMetric(CaptionMetric):
 
     def describe(self, judge) -> str:
         """What judged, in the words results use."""
-        if judge.paper:
+        if self.is_paper(judge):
             return "FLEUR (LLaVA-1.5-13B)" if not self.with_references else "RefFLEUR (LLaVA-1.5-13B)"
         prompt = "RefFLEUR" if self.with_references else "FLEUR"
         return f"{prompt} prompt, judge {judge.label}"
 
+    def is_paper(self, judge) -> bool:
+        return judge.paper
+
     def signature_value(self, judge) -> str:
-        c = self.config
-        prompt = "ref-fleur" if self.with_references else "fleur"
-        return (f"judge={judge.label}#{judge.fingerprint[:8]},paper={'yes' if judge.paper else 'no'},prompt={prompt},"
-                f"dtype={judge.dtype_name},batch={c['fleur_batch_size']},max_new={c['fleur_max_new_tokens']},"
-                f"img={IMAGE_PREP[judge.kind]}")
+        o = self.option
+        prompt = self.name.replace("_", "-")
+        template = f",conv={self.conversation()}" if judge.kind == "llava-1.5" else ""
+        return (f"judge={judge.label}#{judge.fingerprint[:8]},paper={'yes' if self.is_paper(judge) else 'no'},"
+                f"prompt={prompt}{template},dtype={judge.dtype_name},batch={o('batch_size')},"
+                f"max_new={o('max_new_tokens')},img={IMAGE_PREP[judge.kind]}")
 
     def prepare(self, batch: CaptionBatch) -> list[dict]:
         """Each item's reading: ``{"score", "value", "answer", "failure", "explanation"}`` (independent items:
         ``--processes N`` splits them)."""
-        from capeval.judges.answers import answer_text_for_parsing, read_number, smoothed_score
+        from capeval.judges.answers import read_number, smoothed_score
         from capeval.judges.judge import batch_inputs, decode, generate, prompt_for
-        from capeval.judges.prompts import IMAGE_PLACEHOLDER, fleur_instruction
+        from capeval.judges.prompts import IMAGE_PLACEHOLDER
         from capeval.models.images import read_item
 
         if batch.images is None:
             raise ValueError(f"{self.name} needs images= (one per prediction).")
         judge = self._judge()
-        c = self.config
-        references = batch.raw_references if self.with_references else [None] * len(batch)
-        instructions = [fleur_instruction(p, r) for p, r in zip(batch.raw_predictions, references)]
+        instructions = [self.instruction(p, r) for p, r in zip(batch.raw_predictions, batch.raw_references)]
         if judge.kind == "llava-1.5":
             bad = [i for i, text in enumerate(instructions) if IMAGE_PLACEHOLDER in text]
             if bad:
@@ -129,32 +178,31 @@ class _FleurMetric(CaptionMetric):
             keys.append(read.key)
             if read.key not in decoded:
                 decoded[read.key] = read.decode()
-        size = c["fleur_batch_size"]
+        size, longest, stops = self.option("batch_size"), self.option("max_new_tokens"), self.stop_strings(judge)
         progress = _bar(batch, len(batch), f"{self.name} judging")
-        prompts = [prompt_for(judge, text) for text in instructions]
+        prompts = [prompt_for(judge, text, self.conversation()) for text in instructions]
         if judge.kind == "llava-1.5" and size > 1:  # each image's shared prompt prefix computed once
             from capeval.judges.judge import generate_shared, llava_pixels
 
             generations = generate_shared(judge, prompts, keys, lambda key: llava_pixels(judge, decoded[key]), size,
-                                          c["fleur_max_new_tokens"], progress)
+                                          longest, progress, stops)
         else:  # one prompt per generate (the reference's procedure) or a chat judge's batches
             generations = []
             for start in range(0, len(batch), size):
                 part = range(start, min(start + size, len(batch)))
                 inputs = batch_inputs(judge, [prompts[i] for i in part], [decoded[keys[i]] for i in part])
-                generations += generate(judge, inputs, c["fleur_max_new_tokens"])
+                generations += generate(judge, inputs, longest, stops)
                 if progress is not None:
                     progress.update(len(part))
         entries: list[dict] = []
         for generated in generations:
-            answer = decode(judge, generated.ids, special=True)
-            value = read_number(answer_text_for_parsing(answer))
+            value = read_number(self.answer_text(judge, generated.ids))
             reading = smoothed_score(value, generated.ids, judge.digit_tokens, generated.digit_probs)
             entries.append({"score": reading.score, "value": reading.value, "failure": reading.failure,
                             "answer": decode(judge, generated.ids, special=False).strip(), "explanation": None})
         if progress is not None:
             progress.close()
-        if c["fleur_explain"]:
+        if self.option("explain"):
             self._explain(judge, instructions, [decoded[k] for k in keys], entries)
         return entries
 
@@ -166,7 +214,7 @@ class _FleurMetric(CaptionMetric):
         from capeval.judges.prompts import LLAVA_V1_ROLES, LLAVA_V1_SEPARATORS, llava_v1_prompt
 
         todo = [i for i, e in enumerate(entries) if e["score"] is not None]
-        size = self.config["fleur_batch_size"]
+        size = self.option("batch_size")
         for start in range(0, len(todo), size):
             part = todo[start:start + size]
             prompts = []
@@ -184,7 +232,7 @@ class _FleurMetric(CaptionMetric):
                         {"role": "assistant", "content": [{"type": "text", "text": said}]},
                         {"role": "user", "content": [{"type": "text", "text": EXPLAIN_QUESTION}]}])
             generated = generate(judge, batch_inputs(judge, prompts, [images[i] for i in part]),
-                                 self.config["fleur_max_new_tokens"])
+                                 self.option("max_new_tokens"))
             for i, g in zip(part, generated):
                 entries[i]["explanation"] = decode(judge, g.ids, special=False).strip()
 
@@ -206,7 +254,7 @@ class _FleurMetric(CaptionMetric):
                           f"of the other {len(scored)}; judge_failures lists their answers.",
                           JudgeFailureWarning)
         extra: dict[str, Any] = {"judge_failures": {self.name: failures}, "judges": {self.name: self.describe(judge)}}
-        if self.config["fleur_explain"]:
+        if self.option("explain"):
             extra["fleur_explanations"] = {self.name: [e["explanation"] for e in entries]}
         corpus = sum(scored) / len(scored) if scored else math.nan
         return MetricOutput(corpus={self.name: corpus}, per_caption={self.name: per},
@@ -221,15 +269,46 @@ def _bar(batch: CaptionBatch, total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="caption", leave=False)
 
 
-class Fleur(_FleurMetric):
+class Fleur(_JudgeMetric):
     """FLEUR (Lee et al., ACL 2024): LLaVA-1.5-13B rates the caption against the image, 0.0 to 1.0, the answer's
     decimals smoothed over the digit tokens' probabilities; reference-free."""
 
     name = "fleur"
 
 
-class RefFleur(_FleurMetric):
+class RefFleur(_JudgeMetric):
     """RefFLEUR: FLEUR's question with the references in the prompt."""
 
     name = "ref_fleur"
     with_references = True
+
+
+class Expert(_JudgeMetric):
+    """EXPERT (Kim et al. 2025): LLaVA-1.5-13B with the authors' LoRA adapter asked its own scoring question; the
+    answer read and smoothed as FLEUR's (see the module docstring for the two reading differences)."""
+
+    name = "expert"
+    family = "expert"
+    options: ClassVar[dict[str, Any]] = _options("expert")
+
+    def instruction(self, prediction: str, references: list[str]) -> str:
+        from capeval.judges.prompts import expert_instruction
+
+        return expert_instruction(prediction)
+
+    def answer_text(self, judge, ids: list[int]) -> str:
+        """``expert.py``: ``batch_decode(output_ids, skip_special_tokens=True)[0].strip()``, nothing dropped."""
+        from capeval.judges.judge import decode
+
+        return decode(judge, ids, special=False).strip()
+
+    def is_paper(self, judge) -> bool:
+        from capeval.judges.lora import EXPERT_ADAPTER
+
+        return judge.paper and self.option("adapter") == EXPERT_ADAPTER and self.conversation() == "llava_v0"
+
+    def describe(self, judge) -> str:
+        if self.is_paper(judge):
+            return "EXPERT (LLaVA-1.5-13B + hjkim811/EXPERT-llava-13b-lora)"
+        return f"EXPERT prompt, judge {judge.label} ({self.conversation()})" if judge.kind == "llava-1.5" else \
+            f"EXPERT prompt, judge {judge.label}"

@@ -1,4 +1,5 @@
-"""The judges' prompts: FLEUR's instructions as Yebin46/FLEUR writes them, and how they reach the model.
+"""The judges' prompts: FLEUR's instructions as Yebin46/FLEUR writes them, EXPERT's as hjkim811/EXPERT writes it,
+and how they reach the model.
 
 The texts are transcribed verbatim from the reference scripts (the ``inp = f'...'`` assignment in the loop of
 ``fleur.py`` and of ``reffleur.py``); RefFLEUR joins an image's references with newlines (``reffleur.py``,
@@ -30,6 +31,9 @@ REF_FLEUR_INSTRUCTION = (
     "all.\n1.0: The caption accurately and clearly describes the image.\n\nReference Captions: {references}\n\n"
     "Candidate Caption: {candidate}\n\nScore(Choose a rating from 0.0 to 1.0):")
 
+#: EXPERT's scoring instruction (hjkim811/EXPERT ``expert.py``, ``get_scoring_prompt``); ``{candidate}`` is the caption.
+EXPERT_INSTRUCTION = "Evaluate the caption and assign a score on a scale of 0.0 to 1.0.\n\nCaption: {candidate}\n\nScore (0.0~1.0):"
+
 #: LLaVA's image placeholder (``llava/constants.py``, ``DEFAULT_IMAGE_TOKEN``).
 IMAGE_PLACEHOLDER = "<image>"
 
@@ -38,6 +42,14 @@ LLAVA_V1_SYSTEM = ("A chat between a curious human and an artificial intelligenc
                    "The assistant gives helpful, detailed, and polite answers to the human's questions.")
 LLAVA_V1_ROLES = ("USER", "ASSISTANT")
 LLAVA_V1_SEPARATORS = (" ", "</s>")
+
+
+#: ``conv_llava_v0``'s roles and separator (``llava/conversation.py``: ``SeparatorStyle.SINGLE``, ``"###"``; the same
+#: system text as ``conv_llava_v1``).
+LLAVA_V0_ROLES = ("Human", "Assistant")
+LLAVA_V0_SEPARATOR = "###"
+#: The conversation templates a LLaVA judge can be asked in.
+CONVERSATIONS = ("llava_v1", "llava_v0")
 
 
 def normalize_candidate(caption: str) -> str:
@@ -59,6 +71,29 @@ def llava_v1_prompt(instruction: str) -> str:
     user, assistant = LLAVA_V1_ROLES
     return (f"{LLAVA_V1_SYSTEM}{LLAVA_V1_SEPARATORS[0]}{user}: {IMAGE_PLACEHOLDER}\n{instruction}"
             f"{LLAVA_V1_SEPARATORS[0]}{assistant}:")
+
+
+def llava_v0_prompt(instruction: str) -> str:
+    """The prompt in ``conv_llava_v0`` (``SeparatorStyle.SINGLE``: the system text, ``###``, then ``ROLE: message###``
+    for each turn and ``Assistant:`` for the empty one), the user turn ``<image>\n`` + ``instruction``."""
+    user, assistant = LLAVA_V0_ROLES
+    sep = LLAVA_V0_SEPARATOR
+    return f"{LLAVA_V1_SYSTEM}{sep}{user}: {IMAGE_PLACEHOLDER}\n{instruction}{sep}{assistant}:"
+
+
+def expert_instruction(candidate: str) -> str:
+    """EXPERT's scoring instruction for ``candidate`` (whitespace-normalised, as ``expert.py`` reads Flickr8k and
+    COMPOSITE captions)."""
+    return EXPERT_INSTRUCTION.format(candidate=normalize_candidate(candidate))
+
+
+def llava_prompt(instruction: str, conversation: str = "llava_v1") -> str:
+    """The instruction in LLaVA's ``conversation`` template (:data:`CONVERSATIONS`)."""
+    if conversation == "llava_v1":
+        return llava_v1_prompt(instruction)
+    if conversation == "llava_v0":
+        return llava_v0_prompt(instruction)
+    raise ValueError(f"conversation must be one of {list(CONVERSATIONS)}, got {conversation!r:.60}.")
 
 
 def chat_messages(instruction: str) -> list[dict]:

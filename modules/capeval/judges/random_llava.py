@@ -189,7 +189,9 @@ def _fit(model, batch: dict, targets: list[list[int]], torch, steps: int) -> Non
         labels[i, start:start + len(t)] = torch.tensor(t)
     others = {k: v for k, v in batch.items() if k not in ("input_ids", "attention_mask")}
     model.train()
-    model.model.vision_tower.requires_grad_(False)
+    for name, param in model.named_parameters():  # the vision tower stays as it is (LLaVA freezes it too)
+        if "vision_tower" in name:
+            param.requires_grad_(False)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=3e-3)
     for _ in range(steps):
         loss = model(input_ids=ids, attention_mask=mask, labels=labels, **others).loss
