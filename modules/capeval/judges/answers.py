@@ -37,6 +37,11 @@ REPEATED_ONE = "the answer 1.0 generated the token '1' more than once"
 FLOAT_NOTATION = "the number's decimal digits are not written out (str() gives an exponent)"
 
 
+class JudgeContextWarning(UserWarning):
+    """A prompt with the longest answer does not fit the judge's context: scored as the reference scores it (the
+    whole prompt, nothing cut), beyond the positions the model was trained on."""
+
+
 class JudgeFailureWarning(UserWarning):
     """A judge's answer gave no score (no number, a number outside [0, 1], ...): the item's score is NaN."""
 

@@ -29,15 +29,18 @@ from __future__ import annotations
 
 import math
 import os
+import weakref
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
-from capeval.judges.answers import JudgeFailureWarning
+from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.validation import warn_at_caller
 
-#: Items named in the failure warning.
+#: Items named in the failure and context warnings.
 WARN_FIRST = 10
+#: Per batch: ``{image key: decoded RGB image}``, so that the judge metrics of one call decode each image once.
+_DECODED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 #: FLEUR's follow-up question (``fleur_exp.py``'s second input).
 EXPLAIN_QUESTION = "Why? Tell me the reason."
 #: The signature's name of the image preparation: LLaVA's square padding then CLIP's processor (``pad-square``), or
@@ -171,7 +174,7 @@ class _JudgeMetric(CaptionMetric):
             if bad:
                 raise ValueError(f"{self.name}: item {bad[0]}'s caption or references contain '{IMAGE_PLACEHOLDER}', "
                                  "LLaVA's image placeholder; remove it (the judge would read a second image there).")
-        decoded: dict[str, Any] = {}
+        decoded: dict[str, Any] = _DECODED.setdefault(batch, {})
         keys = []
         for i, item in enumerate(batch.images):
             read = read_item(item, i)
@@ -181,6 +184,7 @@ class _JudgeMetric(CaptionMetric):
         size, longest, stops = self.option("batch_size"), self.option("max_new_tokens"), self.stop_strings(judge)
         progress = _bar(batch, len(batch), f"{self.name} judging")
         prompts = [prompt_for(judge, text, self.conversation()) for text in instructions]
+        self._warn_context(judge, prompts, longest)
         if judge.kind == "llava-1.5" and size > 1:  # each image's shared prompt prefix computed once
             from capeval.judges.judge import generate_shared, llava_pixels
 
@@ -205,6 +209,24 @@ class _JudgeMetric(CaptionMetric):
         if self.option("explain"):
             self._explain(judge, instructions, [decoded[k] for k in keys], entries)
         return entries
+
+    def _warn_context(self, judge, prompts: list, longest: int) -> None:
+        """One :class:`JudgeContextWarning` naming the prompts that, with the longest answer, exceed the judge's
+        context (its language model's ``max_position_embeddings``; LLaVA-1.5's is 4,096 tokens). The reference feeds
+        them whole, and so does capeval."""
+        from capeval.judges.judge import llava_input_ids
+
+        text = getattr(judge.model.config, "text_config", judge.model.config)
+        context = getattr(text, "max_position_embeddings", None)
+        if not context or judge.kind != "llava-1.5":
+            return
+        over = [i for i, p in enumerate(prompts) if len(llava_input_ids(judge, p)) + longest > context]
+        if over:
+            shown = ", ".join(str(i) for i in over[:WARN_FIRST]) + (f" and {len(over) - WARN_FIRST} more"
+                                                                     if len(over) > WARN_FIRST else "")
+            warn_at_caller(f"{self.name}: {len(over)} prompt(s) with up to {longest} answer tokens exceed the judge's "
+                           f"{context}-token context (items {shown}); they are scored whole, as the reference scores "
+                           "them, beyond the positions the model was trained on.", JudgeContextWarning)
 
     def _explain(self, judge, instructions: list[str], images: list, entries: list[dict]) -> None:
         """FLEUR's follow-up (``fleur_exp.py``): the conversation continues with the smoothed score as the judge's
