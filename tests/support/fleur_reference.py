@@ -166,12 +166,15 @@ def fleur_reference(tokenizer, model, image_processor, image, candidate, referen
     return score, outputs, error, (conv, image_tensor)
 
 
-def fleur_reading(tokenizer, generated, scores):
-    """``fleur.py``'s reading of one generation (the ``try:`` block): ``(score or None, answer text, error)``."""
+def fleur_reading(tokenizer, generated, scores, outputs=None):
+    """``fleur.py``'s reading of one generation (the ``try:`` block): ``(score or None, answer text, error)``.
+    ``outputs``: the answer text to read instead of ``decode(generated).strip()`` with its last 4 characters dropped
+    (``expert.py`` reads its whole ``batch_decode(..., skip_special_tokens=True)``; the rest is the same code)."""
     rate2token = {s: tokenizer.encode(str(s))[-1] for s in range(10)}
-    outputs = tokenizer.decode(generated).strip()
+    text = outputs if outputs is not None else tokenizer.decode(generated).strip()[:-4]
+    outputs = outputs if outputs is not None else tokenizer.decode(generated).strip()
     try:
-        dotsnumbersdots = re.sub(r"[^\d\.]", "", outputs[:-4])
+        dotsnumbersdots = re.sub(r"[^\d\.]", "", text)
         numbersdots = re.sub(r"^\.+", "", dotsnumbersdots)
         numbers = re.sub(r"\.+$", "", numbersdots)
         score_check = float(numbers)
