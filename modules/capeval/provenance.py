@@ -104,7 +104,7 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
             "captions"),
     # --- LLaVA-1.5 (Liu et al. 2024), FLEUR's judge: not trained by capeval
     _source("llava-1.5-data", UNDISCLOSED, "all", (IMAGES, CAPTIONS),
-            "LLaVA-1.5's training: Vicuna's ShareGPT conversations (never released item by item), LCS-558K "
+            "LLaVA-1.5's training data: Vicuna's ShareGPT conversations (never released item by item), LCS-558K "
             "(LAION / CC / SBU captions) and the 665k instruction mix (COCO train2017 images, whose 2014 counterparts "
             "include val2014's, GQA, OCR-VQA, TextVQA, Visual Genome): its overlap with any benchmark is unknown"),
     # --- Polos (Wada et al. 2024): trained on Polaris's train split, from SimCSE and CLIP
