@@ -21,8 +21,8 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
 * **Comparisons.** ``compare=[(A, B), ...]``: a paired bootstrap of headline(A) − headline(B) on the same resamples
   (:func:`capeval.benchmarks.stats.paired_bootstrap_difference`), in :attr:`BenchResult.comparisons`.
 * **Items without a score.** Only a metric whose class sets ``unscored_items`` (:attr:`capeval.metric.CaptionMetric.
-  unscored_items`: ``fleur``, ``ref_fleur``, whose judge may answer without a usable number) may give an item ``NaN``;
-  a ``NaN`` from any other metric (or an ``evaluate:`` module, or a blend) raises ``ValueError`` as before
+  unscored_items`: ``fleur``, ``ref_fleur``, ``expert``, whose judge may answer without a usable number) may give an
+  item ``NaN``; a ``NaN`` from any other metric (or an ``evaluate:`` module, or a blend) raises ``ValueError`` as before
   (:func:`scored_items`). For such a metric, never silently:
 
   - *Correlation benchmarks* (Flickr8k, COMPOSITE, Nebula, Polaris): its statistics (and their bootstrap intervals,
@@ -34,9 +34,10 @@ Protocol choices that change numbers are explicit here and recorded in ``setting
   - *Pairwise benchmarks* (PASCAL-50S, ABSTRACT-50S): a pair where either caption has no score is the metric's tie
     (it earns what a tie earns, ½ here) and stays in its category's count. The reference scripts keep every pair in
     the denominator too (Yebin46/FLEUR ``fleur_pascal.py``: accuracy = correct pairs / all pairs; a failed parse
-    reuses the previous caption's score, an out-of-range number crashes its pair assert; EXPERT's ``expert.py``),
-    but count a tie as wrong: with ``unscored_pairs`` (a list, one count per seed) and the per-category counts in the
-    note, the ties-wrong accuracy is the reported one minus ½ point per such pair.
+    reuses the previous caption's score, an out-of-range number fails its pair assert; hjkim811/EXPERT ``expert.py``:
+    correct / (correct + wrong + ties), a failed parse raises), but count a tie as wrong: with ``unscored_pairs`` (a
+    list, one count per seed) and the per-category counts in the note, a category's ties-wrong accuracy is the
+    reported one minus 50 / (its pairs) points per such pair.
   - *THumB*: Pearson correlations over the scored captions (``unscored`` in each block); system-level scores are the
     mean over each system's scored captions of the per-item scores (which is such a metric's corpus value), with
     ``system_unscored`` (and ``system_no_leaked_unscored``) counting the captions left out; a system with no scored
@@ -264,7 +265,7 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
         result.notes += [note] if note else []
         human, metric, _ = _scored_rows(bench, item_scores.values, scored_items(key, item_scores.values))
         result.plot_data[key] = {"kind": "scatter", "human": human, "metric": metric}
-    _notes_of_comparisons(result, len(result.comparisons) - len(compare), bench, "items")
+    _notes_of_comparisons(result, len(result.comparisons) - len(compare), len(bench), "items")
     if name == "composite" and "subset" not in settings:
         for subset in COMPOSITE_SUBSETS:
             sub = load_benchmark(name, subset=subset)
@@ -275,16 +276,20 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
                 note = _unscored_note(key, entry.get("unscored", 0), len(sub), "items", f" (subset {subset})")
                 result.notes += [note] if note else []
             result.comparisons += _compare_correlations(sub, sub_scores, compare, headline, bootstrap, seed, subset)
-            _notes_of_comparisons(result, len(result.comparisons) - len(compare), sub, "items")
+            _notes_of_comparisons(result, len(result.comparisons) - len(compare), len(sub), "items")
 
 
-def _notes_of_comparisons(result: BenchResult, start: int, bench: Benchmark, what: str) -> None:
-    """A note for each comparison from ``result.comparisons[start]`` on that left items out (items not both scored)."""
+def _notes_of_comparisons(result: BenchResult, start: int, sizes: int | dict[str, int], what: str) -> None:
+    """A note for each comparison from ``result.comparisons[start]`` on that left items out (items not both scored);
+    ``sizes``: the number of items compared (per ``subset`` of the comparison when a dict)."""
     for c in result.comparisons[start:]:
         if c.get("unscored"):
-            where = f" (subset {c['subset']})" if c.get("subset") else ""
-            result.notes.append(f"comparison {c['a']} − {c['b']}{where}: over the {len(bench) - c['unscored']} of "
-                                f"{len(bench)} {what} both scored ({c['unscored']} left out)")
+            n = sizes[c["subset"]] if isinstance(sizes, dict) else sizes
+            subset = c.get("subset") or ""
+            label = subset.replace("_", " ") if subset.startswith("with") else f"subset {subset}"
+            where = f" ({label})" if subset else ""
+            result.notes.append(f"comparison {c['a']} − {c['b']}{where}: over the {n - c['unscored']} of {n} {what} "
+                                f"both scored ({c['unscored']} left out)")
 
 
 def _category_average(categories: np.ndarray) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -378,16 +383,25 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
     result.settings["seeds"] = list(seeds)
 
 
-def _thumb_block(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int) -> dict[str, Any]:
+def _thumb_block(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int, key: str = "",
+                 keep: np.ndarray | None = None) -> dict[str, Any]:
+    """Pearson of ``values`` with P, R and total over the captions ``key`` scored (among ``keep``, a mask: default
+    all); ``unscored`` counts those left out for a metric that may leave some."""
+    scored = scored_items(key, values)
+    base = np.ones(len(values), dtype=bool) if keep is None else keep
+    idx = np.flatnonzero(base & scored)
+    kept = values[idx]
     out: dict[str, Any] = {}
     for target in ("P", "R", "total"):
-        human = np.array([r.extra[target] for r in bench.records])
-        out[target] = stats.pearson(human, values)
+        human = np.array([bench.records[i].extra[target] for i in idx])
+        out[target] = stats.pearson(human, kept)
     if bootstrap:
-        human = np.array([r.extra["total"] for r in bench.records])
-        ci = stats.bootstrap_ci(lambda idx: stats.pearson(human[idx], values[idx]), n_items=len(values),
+        human = np.array([bench.records[i].extra["total"] for i in idx])
+        ci = stats.bootstrap_ci(lambda rows: stats.pearson(human[rows], kept[rows]), n_items=len(kept),
                                 n_resamples=bootstrap, confidence=0.90, seed=seed)
         out["total_ci"] = [ci["low"], ci["high"]]
+    if may_leave_unscored(key):
+        out["unscored"] = int((base & ~scored).sum())
     return out
 
 
@@ -406,44 +420,77 @@ def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult, compare=()
     images = with_h.images()
     systems = list(dict.fromkeys(r.system for r in with_h.records))
     for key in s_with:
+        values = s_with[key].values
         entry: dict[str, Any] = {
-            "with_human": _thumb_block(with_h, s_with[key].values, bootstrap, seed),
-            "without_human": _thumb_block(without_h, s_without[key].values, bootstrap, seed),
+            "with_human": _thumb_block(with_h, values, bootstrap, seed, key),
+            "without_human": _thumb_block(without_h, s_without[key].values, bootstrap, seed, key),
+            "with_human_no_leaked": _thumb_block(with_h, values, 0, seed, key, keep=~leaked),
         }
-        keep = np.flatnonzero(~leaked)
-        sub = Benchmark("thumb", [with_h.records[i] for i in keep], with_h.settings, with_h.statistic)
-        entry["with_human_no_leaked"] = _thumb_block(sub, s_with[key].values[keep], 0, seed)
+        unscored = may_leave_unscored(key)
+        scored = scored_items(key, values)
+        for block, bench in (("with_human", with_h), ("without_human", without_h)):
+            note = _unscored_note(key, entry[block].get("unscored", 0), len(bench), "captions",
+                                  f" ({block.replace('_', ' ')})")
+            result.notes += [note] if note else []
         entry["system"], entry["system_no_leaked"] = {}, {}
+        if unscored:
+            entry["system_unscored"], entry["system_no_leaked_unscored"] = {}, {}
         for system in systems:
             idx = [i for i, r in enumerate(with_h.records) if r.system == system]
+            clean = [i for i in idx if not leaked[i]]
+            if unscored:  # the mean of the system's scored captions: such a metric's corpus value, without rescoring
+                entry["system"][system] = _scored_mean(values[idx])
+                entry["system_unscored"][system] = int((~scored[idx]).sum())
+                if len(clean) != len(idx):
+                    entry["system_no_leaked"][system] = _scored_mean(values[clean])
+                    entry["system_no_leaked_unscored"][system] = int((~scored[clean]).sum())
+                continue
             preds = [with_h.records[i].candidate for i in idx]
             refs = [list(with_h.records[i].references) for i in idx]
             entry["system"][system] = scorer.corpus(key, preds, refs, _pick(images, idx))
-            clean = [i for i in idx if not leaked[i]]
             if len(clean) != len(idx):
                 entry["system_no_leaked"][system] = scorer.corpus(
                     key, [with_h.records[i].candidate for i in clean],
                     [list(with_h.records[i].references) for i in clean], _pick(images, clean),
                 )
+        if unscored and any(entry["system_unscored"].values()):
+            counts = ", ".join(f"{s} {n}" for s, n in entry["system_unscored"].items() if n)
+            result.notes.append(f"{key}: system scores are the means over each system's scored captions ({counts} "
+                                "left out)")
         entry["signature"] = s_with[key].signature
-        entry["headline"] = _thumb_headline(with_h, s_with[key].values, bootstrap, seed)
+        entry["headline"] = _thumb_headline(with_h, values, bootstrap, seed, key)
         result.results[key] = entry
-        result.plot_data[key] = {"kind": "scatter", "human": np.array([r.extra["total"] for r in with_h.records]),
-                                 "metric": s_with[key].values}
+        result.plot_data[key] = {"kind": "scatter",
+                                 "human": np.array([r.extra["total"] for r in with_h.records])[scored],
+                                 "metric": values[scored]}
     result.settings.update({"leaked_human_captions": int(leaked.sum()), "system_scores": "per-system corpus call"})
-    for a, b in compare:  # captions resampled; with Human (the headline) first
+    for a, b in compare:  # captions resampled (those both scored); with Human (the headline) first
         for block, bench, scores in (("with_human", with_h, s_with), ("without_human", without_h, s_without)):
-            human = np.array([r.extra["total"] for r in bench.records])
+            both = scored_items(a, scores[a].values) & scored_items(b, scores[b].values)
+            human = np.array([r.extra["total"] for r in bench.records])[both]
             paired = stats.paired_bootstrap_difference(lambda v, idx: stats.pearson(human[idx], v[idx]),
-                                                       scores[a].values, scores[b].values, n_resamples=bootstrap,
-                                                       confidence=HEADLINE_CONFIDENCE, seed=seed)
+                                                       scores[a].values[both], scores[b].values[both],
+                                                       n_resamples=bootstrap, confidence=HEADLINE_CONFIDENCE,
+                                                       seed=seed)
             result.comparisons.append(_comparison(a, b, "pearson", block, paired))
+            if may_leave_unscored(a) or may_leave_unscored(b):
+                result.comparisons[-1]["unscored"] = int((~both).sum())
+        _notes_of_comparisons(result, len(result.comparisons) - 2,
+                              {"with_human": len(with_h), "without_human": len(without_h)}, "captions")
 
 
-def _thumb_headline(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int) -> dict[str, Any]:
+def _scored_mean(values: np.ndarray) -> float | None:
+    """The mean of the scored (not ``NaN``) ``values``; ``None`` when none is scored."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else None
+
+
+def _thumb_headline(bench: Benchmark, values: np.ndarray, bootstrap: int, seed: int, key: str = "") -> dict[str, Any]:
     """Pearson of ``values`` with THumB's human ``total`` (with Human: the primary number) and its 95 % interval,
-    captions resampled."""
-    human = np.array([r.extra["total"] for r in bench.records])
+    captions resampled (those ``key`` scored)."""
+    scored = scored_items(key, values)
+    human = np.array([r.extra["total"] for r in bench.records])[scored]
+    values = values[scored]
     ci = None
     if bootstrap:
         ci = stats.bootstrap_ci(lambda idx: stats.pearson(human[idx], values[idx]), n_items=len(values),
