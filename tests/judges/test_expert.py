@@ -103,3 +103,31 @@ def test_an_adapter_on_a_chat_judge_is_refused(tiny_llava, tmp_path, adapter):
 def test_bad_conversation_is_refused():
     with pytest.raises(ValueError, match=r"expert_conversation must be one of \['llava_v1', 'llava_v0'\]"):
         capeval.score(["a cat"], [["a cat"]], metrics="expert", images=items()[2][:1], expert_conversation="v2")
+
+
+def test_explanations_are_expert_py_second_turn(adapter, tiny_llava, llava_code):
+    """``expert_explain=True``: the explanation turn of ``expert.py --explanation True``, said back with capeval's
+    score (see test_fleur's explanation test for why), parsed as its ``parse_explanation``."""
+    from support.tiny_expert import expert_reference, load_expert_reference
+
+    from capeval.models.images import read_item
+
+    conversation, folder = adapter
+    predictions, references, images = items()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", JudgeFailureWarning)
+        result = capeval.score(predictions, references, metrics="expert", images=images, progress=False,
+                               expert_model=str(tiny_llava["hf"]), expert_adapter=str(folder),
+                               expert_conversation=conversation, expert_batch_size=1, expert_explain=True)
+    tokenizer, model, image_processor = load_expert_reference(folder, tiny_llava["original"], llava_code)
+    got = result["expert_explanations"]["expert"]
+    checked = 0
+    for i, (entry, score) in enumerate(zip(got, result["per_caption"]["expert"])):
+        if math.isnan(score):
+            assert entry is None
+            continue
+        want = expert_reference(tokenizer, model, image_processor, read_item(images[i], i).decode(), predictions[i],
+                                conversation, explain_with=score)
+        assert entry["text"] == want and set(entry) == {"fluency", "relevance", "descriptiveness", "text"}
+        checked += 1
+    assert checked >= 5

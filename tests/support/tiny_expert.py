@@ -99,8 +99,11 @@ def load_expert_reference(adapter: Path, base: Path, llava):
     return SlowLlamaTokenizer(str(base / "tokenizer.model")), model, tower.image_processor
 
 
-def expert_reference(tokenizer, model, image_processor, image, caption, conversation="llava_v0", max_new_tokens=512):
-    """One item of ``expert.py``'s loop (scoring turn): ``(score or None, answer, error)``.
+def expert_reference(tokenizer, model, image_processor, image, caption, conversation="llava_v0", max_new_tokens=512,
+                     explain_with=None):
+    """One item of ``expert.py``'s loop (scoring turn): ``(score or None, answer, error)``; with ``explain_with`` (a
+    score), the explanation turn's answer instead (``--explanation True``: the first answer replaced by
+    ``str(score) + '</s>'``, then ``get_explanation_prompt``).
 
     ``expert.py`` reads the positions of the digits in ``output_ids[0, 1:]``: with LLaVA 1.2.2's pinned transformers
     4.37.2, ``generate`` from ``inputs_embeds`` returns ``<s>`` + the new tokens; transformers 5 returns the new tokens
@@ -129,6 +132,25 @@ def expert_reference(tokenizer, model, image_processor, image, caption, conversa
                                      output_scores=True, return_dict_in_generate=True)
     generated = output_dict.sequences[0]
     outputs = tokenizer.batch_decode(output_dict.sequences, skip_special_tokens=True)[0].strip()
+    if explain_with is not None:
+        conv.messages[-1][-1] = str(explain_with) + "</s>"
+        explanation = ("Provide a brief explanation for the score based on three criteria: Fluency, Relevance, and "
+                       "Descriptiveness.\n\nCaption: " + caption + "\n\nEvaluation Criteria:\n- Fluency: Whether the "
+                       "caption is fluent, natural, and grammatically correct.\n- Relevance: Whether the sentence "
+                       "correctly describes the visual content and be closely relevant to the image.\n- "
+                       "Descriptiveness: Whether the sentence is a precise, informative caption that describes important "
+                       "details of the image.\n\nOutput Format:\nFluency: {Provide explanation here.}\nRelevance: "
+                       "{Provide explanation here.}\nDescriptiveness: {Provide explanation here.}")
+        conv.append_message(conv.roles[0], explanation)
+        conv.append_message(conv.roles[1], None)
+        input_ids = tokenizer_image_token(conv.get_prompt(), tokenizer, IMAGE_TOKEN_INDEX,
+                                          return_tensors="pt").unsqueeze(0)
+        with torch.inference_mode():
+            second = model.generate(input_ids, images=image_tensor, do_sample=False, num_beams=1,
+                                    max_new_tokens=max_new_tokens, use_cache=True,
+                                    stopping_criteria=[KeywordsStoppingCriteria([stop_str], tokenizer, input_ids)],
+                                    output_scores=True, return_dict_in_generate=True)
+        return tokenizer.batch_decode(second.sequences, skip_special_tokens=True)[0].strip()
     # expert.py's parsing and smoothing are fleur.py's lines, read from this text (it has no exception handler: a
     # failure stops its run; here it is returned as the error)
     return fleur_reading(tokenizer, generated, output_dict.scores, outputs)

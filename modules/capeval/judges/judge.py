@@ -323,14 +323,20 @@ def _vocab_mask(base_vocab: int):
 def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
              stop_strings: tuple[str, ...] = ()) -> list[Generated]:
     """Greedy generation for a left-padded batch of model inputs (``input_ids``, ``attention_mask``, pixels...),
-    until the end-of-sequence token or, with ``stop_strings``, until the answer's text contains one of them (LLaVA's
-    ``KeywordsStoppingCriteria``: ``###`` for the ``llava_v0`` template)."""
+    until the end-of-sequence token or, with ``stop_strings``, until the generated ids end with one's token ids.
+
+    That is what LLaVA's ``KeywordsStoppingCriteria`` (``###`` for the ``llava_v0`` template) does in practice: it
+    compares the last ids with ``tokenizer(keyword).input_ids`` (without ``<s>``), and its second test, the keyword in
+    the decoded text of the last ``min(len(output) - len(prompt), 3)`` ids, never fires with LLaVA 1.2's ``generate``
+    (which returns the new ids alone, fewer than the prompt's: the offset is negative and the slice empty). So a
+    ``###`` generated without the space its own tokenization starts with does not stop the reference, nor capeval."""
     torch, transformers = require("torch", "transformers", what="the FLEUR judge")
     config = transformers.GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_new_tokens,
                                            eos_token_id=judge.stop_ids, pad_token_id=judge.pad_id,
-                                           output_scores=True, return_dict_in_generate=True,
-                                           stop_strings=list(stop_strings) or None)
-    extra = {"tokenizer": judge.tokenizer} if stop_strings else {}
+                                           output_scores=True, return_dict_in_generate=True)
+    sequences = [_keyword_ids(judge.tokenizer, k) for k in stop_strings]
+    extra = {"stopping_criteria": transformers.StoppingCriteriaList([_EndsWith(sequences, inputs["input_ids"]
+                                                                               .shape[1])])} if sequences else {}
     processors = transformers.LogitsProcessorList()
     if judge.kind == "llava-1.5" and judge.base_vocab is not None:
         vocab = judge.model.get_output_embeddings().weight.shape[0]
@@ -352,9 +358,9 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
     for row in range(new.shape[0]):
         ids = new[row].tolist()
         end = next((k for k, t in enumerate(ids) if t in stops), None)
-        if stop_strings:  # the first step whose text holds a stop string (rows padded after it)
+        if sequences:  # the first step whose ids end with a keyword's (the row is padded after it)
             said = next((k for k in range(len(ids)) if any(
-                stop in judge.tokenizer.decode(ids[:k + 1], skip_special_tokens=True) for stop in stop_strings)), None)
+                len(q) <= k + 1 and ids[k + 1 - len(q):k + 1] == q for q in sequences)), None)
             end = said if end is None or (said is not None and said < end) else end
         kept = ids if end is None else ids[:end + 1]
         results.append(Generated(kept, probs[row, :len(kept)], end is not None))
@@ -435,6 +441,37 @@ def _common_prefix(rows: list[list[int]]) -> int:
         if any(r[k] != first[k] for r in rows[1:]):
             return k
     return n
+
+
+def _keyword_ids(tokenizer, keyword: str) -> list[int]:
+    """``KeywordsStoppingCriteria``'s ids of ``keyword``: ``tokenizer(keyword).input_ids``, ``<s>`` dropped."""
+    ids = tokenizer(keyword).input_ids
+    return ids[1:] if len(ids) > 1 and ids[0] == tokenizer.bos_token_id else ids
+
+
+def _ends_with_class():
+    transformers = require("transformers")
+
+    class EndsWith(transformers.StoppingCriteria):
+        """Each row done once its generated ids end with one of ``sequences``."""
+
+        def __init__(self, sequences: list[list[int]], prompt_length: int):
+            self.sequences, self.prompt_length = sequences, prompt_length
+
+        def __call__(self, input_ids, scores, **kwargs):
+            torch = require("torch")
+            done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+            new = input_ids[:, self.prompt_length:]
+            for q in self.sequences:
+                if new.shape[1] >= len(q):
+                    done |= (new[:, -len(q):] == torch.tensor(q, device=new.device)).all(dim=1)
+            return done
+
+    return EndsWith
+
+
+def _EndsWith(sequences: list[list[int]], prompt_length: int):
+    return _ends_with_class()(sequences, prompt_length)
 
 
 def llava_batch(judge: Judge, prompts: list[str], pixels: list) -> dict:

@@ -8,7 +8,9 @@ tokens is read (no last 4 characters dropped), and the released script asks in L
 (``expert.py`` infers the template from the model's name, ``EXPERT-llava-13b-lora``, which holds no ``v1``; its
 ``--conv-mode llava_v1`` default only prints a warning): ``expert_conversation="llava_v0"`` (default) is the
 released behaviour, ``"llava_v1"`` the template the adapter was most likely trained in. Options ``expert_*``
-mirror ``fleur_*`` (no ``expert_explain``).
+mirror ``fleur_*``; ``expert_explain=True`` asks ``expert.py``'s explanation turn and keeps
+``{"fluency", "relevance", "descriptiveness", "text"}`` per item (the three ``None`` when the answer does not follow
+the output format, as its ``parse_explanation`` returns ``None``) in ``result["expert_explanations"]["expert"]``.
 
 Results: ``result["fleur"]`` the mean over the items that got a score, ``result["per_caption"]["fleur"]`` each item's
 score in [0, 1] (``NaN`` for an answer without a usable number), ``result["judge_failures"]["fleur"]`` the items
@@ -53,9 +55,8 @@ def _options(family: str = "fleur") -> dict[str, Any]:
 
     options = {"model": DEFAULT_JUDGE, "device": None, "dtype": "auto", "batch_size": 8,
                "max_new_tokens": MAX_NEW_TOKENS, "device_map": None, "force_cpu": False, "vision_tower": None}
-    if family == "fleur":
-        options["explain"] = False
-    else:
+    options["explain"] = False
+    if family == "expert":
         from capeval.judges.lora import EXPERT_ADAPTER
 
         options.update(adapter=EXPERT_ADAPTER, conversation="llava_v0")
@@ -108,7 +109,8 @@ class _JudgeMetric(CaptionMetric):
         return self.option("conversation") or "llava_v1"
 
     def stop_strings(self, judge) -> tuple[str, ...]:
-        """LLaVA's keyword stop for the ``llava_v0`` template (``###``); ``</s>`` is the end-of-sequence token."""
+        """LLaVA's keyword stop for the ``llava_v0`` template (``###``, as ids: see
+        :func:`capeval.judges.judge.generate`); ``</s>`` is the end-of-sequence token."""
         from capeval.judges.prompts import LLAVA_V0_SEPARATOR
 
         return (LLAVA_V0_SEPARATOR,) if judge.kind == "llava-1.5" and self.conversation() == "llava_v0" else ()
@@ -207,7 +209,7 @@ class _JudgeMetric(CaptionMetric):
         if progress is not None:
             progress.close()
         if self.option("explain"):
-            self._explain(judge, instructions, [decoded[k] for k in keys], entries)
+            self._explain(judge, instructions, [decoded[k] for k in keys], entries, batch.raw_predictions)
         return entries
 
     def _warn_context(self, judge, prompts: list, longest: int) -> None:
@@ -228,12 +230,21 @@ class _JudgeMetric(CaptionMetric):
                            f"{context}-token context (items {shown}); they are scored whole, as the reference scores "
                            "them, beyond the positions the model was trained on.", JudgeContextWarning)
 
-    def _explain(self, judge, instructions: list[str], images: list, entries: list[dict]) -> None:
-        """FLEUR's follow-up (``fleur_exp.py``): the conversation continues with the smoothed score as the judge's
-        answer, ``str(score) + '</s>'`` (LLaVA's separator then follows it again, as ``get_prompt`` writes every
-        finished turn), and the question :data:`EXPLAIN_QUESTION`."""
+    def follow_up(self, prediction: str) -> str:
+        """The second turn's question (FLEUR's: :data:`EXPLAIN_QUESTION`, ``fleur_exp.py``'s second input)."""
+        return EXPLAIN_QUESTION
+
+    def explanation(self, text: str) -> Any:
+        """What the result keeps of the second turn's answer (FLEUR: the text)."""
+        return text
+
+    def _explain(self, judge, instructions: list[str], images: list, entries: list[dict],
+                 predictions: list[str]) -> None:
+        """The follow-up turn (``fleur_exp.py``; ``expert.py --explanation True``): the conversation continues with
+        the smoothed score as the judge's answer, ``str(score) + '</s>'`` (the template's separator then follows it
+        again, as ``get_prompt`` writes every finished turn), and :meth:`follow_up`'s question."""
         from capeval.judges.judge import batch_inputs, decode, generate
-        from capeval.judges.prompts import LLAVA_V1_ROLES, LLAVA_V1_SEPARATORS, llava_v1_prompt
+        from capeval.judges.prompts import chat_messages, llava_follow_up
 
         todo = [i for i, e in enumerate(entries) if e["score"] is not None]
         size = self.option("batch_size")
@@ -241,22 +252,18 @@ class _JudgeMetric(CaptionMetric):
             part = todo[start:start + size]
             prompts = []
             for i in part:
-                said = str(entries[i]["score"])  # fleur_exp.py: str(score.item())
+                said = str(entries[i]["score"])  # fleur_exp.py / expert.py: str(score.item())
+                question = self.follow_up(predictions[i])
                 if judge.kind == "llava-1.5":
-                    user, assistant = LLAVA_V1_ROLES
-                    first = llava_v1_prompt(instructions[i])
-                    prompts.append(f"{first} {said}</s>{LLAVA_V1_SEPARATORS[1]}{user}: {EXPLAIN_QUESTION}"
-                                   f"{LLAVA_V1_SEPARATORS[0]}{assistant}:")
+                    prompts.append(llava_follow_up(instructions[i], said, question, self.conversation()))
                 else:
-                    from capeval.judges.prompts import chat_messages
-
                     prompts.append(chat_messages(instructions[i]) + [
                         {"role": "assistant", "content": [{"type": "text", "text": said}]},
-                        {"role": "user", "content": [{"type": "text", "text": EXPLAIN_QUESTION}]}])
+                        {"role": "user", "content": [{"type": "text", "text": question}]}])
             generated = generate(judge, batch_inputs(judge, prompts, [images[i] for i in part]),
-                                 self.option("max_new_tokens"))
+                                 self.option("max_new_tokens"), self.stop_strings(judge))
             for i, g in zip(part, generated):
-                entries[i]["explanation"] = decode(judge, g.ids, special=False).strip()
+                entries[i]["explanation"] = self.explanation(decode(judge, g.ids, special=False).strip())
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         judge = self._judge()
@@ -277,7 +284,7 @@ class _JudgeMetric(CaptionMetric):
                           JudgeFailureWarning)
         extra: dict[str, Any] = {"judge_failures": {self.name: failures}, "judges": {self.name: self.describe(judge)}}
         if self.option("explain"):
-            extra["fleur_explanations"] = {self.name: [e["explanation"] for e in entries]}
+            extra[f"{self.family}_explanations"] = {self.name: [e["explanation"] for e in entries]}
         corpus = sum(scored) / len(scored) if scored else math.nan
         return MetricOutput(corpus={self.name: corpus}, per_caption={self.name: per},
                             signature=self.signature_value(judge), extra=extra)
@@ -328,6 +335,20 @@ class Expert(_JudgeMetric):
         from capeval.judges.lora import EXPERT_ADAPTER
 
         return judge.paper and self.option("adapter") == EXPERT_ADAPTER and self.conversation() == "llava_v0"
+
+    def follow_up(self, prediction: str) -> str:
+        from capeval.judges.prompts import EXPERT_EXPLANATION, normalize_candidate
+
+        return EXPERT_EXPLANATION.format(candidate=normalize_candidate(prediction))
+
+    def explanation(self, text: str) -> dict:
+        """``expert.py``'s ``parse_explanation``: the three criteria's texts (``None`` each when the answer does not
+        follow the output format), with the whole answer under ``"text"``."""
+        import re
+
+        match = re.search(r"Fluency:\s*(.*?)\nRelevance:\s*(.*?)\nDescriptiveness:\s*(.*)", text, re.DOTALL)
+        parts = [g.strip() for g in match.groups()] if match else [None, None, None]
+        return {"fluency": parts[0], "relevance": parts[1], "descriptiveness": parts[2], "text": text}
 
     def describe(self, judge) -> str:
         if self.is_paper(judge):

@@ -81,6 +81,31 @@ def llava_v0_prompt(instruction: str) -> str:
     return f"{LLAVA_V1_SYSTEM}{sep}{user}: {IMAGE_PLACEHOLDER}\n{instruction}{sep}{assistant}:"
 
 
+def llava_follow_up(instruction: str, said: str, question: str, conversation: str = "llava_v1") -> str:
+    """The prompt of a second turn in LLaVA's ``conversation`` template: the first user turn (``<image>\n`` +
+    ``instruction``), the judge's first answer replaced by ``said + "</s>"`` (``fleur_exp.py`` and ``expert.py`` both
+    write ``str(score) + '</s>'`` there; ``get_prompt`` then adds the template's separator after it as after every
+    finished turn), ``question``, and the empty assistant turn."""
+    first = llava_prompt(instruction, conversation)
+    if conversation == "llava_v1":
+        user, assistant = LLAVA_V1_ROLES
+        sep, sep2 = LLAVA_V1_SEPARATORS
+        return f"{first} {said}</s>{sep2}{user}: {question}{sep}{assistant}:"
+    user, assistant = LLAVA_V0_ROLES
+    sep = LLAVA_V0_SEPARATOR
+    return f"{first} {said}</s>{sep}{user}: {question}{sep}{assistant}:"
+
+
+#: EXPERT's explanation instruction (``expert.py``, ``get_explanation_prompt``); ``{candidate}`` is the caption.
+EXPERT_EXPLANATION = (
+    "Provide a brief explanation for the score based on three criteria: Fluency, Relevance, and Descriptiveness.\n\n"
+    "Caption: {candidate}\n\nEvaluation Criteria:\n- Fluency: Whether the caption is fluent, natural, and grammatically "
+    "correct.\n- Relevance: Whether the sentence correctly describes the visual content and be closely relevant to the "
+    "image.\n- Descriptiveness: Whether the sentence is a precise, informative caption that describes important "
+    "details of the image.\n\nOutput Format:\nFluency: {{Provide explanation here.}}\nRelevance: {{Provide explanation "
+    "here.}}\nDescriptiveness: {{Provide explanation here.}}")
+
+
 def expert_instruction(candidate: str) -> str:
     """EXPERT's scoring instruction for ``candidate`` (whitespace-normalised, as ``expert.py`` reads Flickr8k and
     COMPOSITE captions)."""
