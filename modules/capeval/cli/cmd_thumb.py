@@ -4,7 +4,8 @@
   Table 2 (system means, 90 % bootstrap CIs) and Table 3 (strictly best / worst counts).
 * ``capeval thumb sheet OUTPUTS... --out DIR``: blinded annotation sheets (CSV, printable HTML) and key.
 * ``capeval thumb collect --key KEY SHEET [SHEET2] --out DIR``: validate, un-blind, aggregate; with two
-  annotators also Cohen's κ and the disagreements to review.
+  annotators also Cohen's κ and the disagreements to review. ``sheet --label-studio`` also writes a Label
+  Studio configuration and tasks; ``collect --key KEY EXPORT.json`` reads Label Studio's JSON export.
 """
 from __future__ import annotations
 
@@ -68,12 +69,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--image-url", default=None,
                    help="show images in the HTML page: URL/path template with {image}, e.g. 'imgs/{image}'")
     s.add_argument("--title", default="THumB annotation sheet")
+    s.add_argument("--label-studio", action="store_true",
+                   help="also write DIR/label-studio/config.xml (labeling configuration), tasks.json (one task "
+                        "per blinded item, no system names) and instructions.html, to import in Label Studio")
     s.set_defaults(func=run_sheet)
 
     c = thumb_sub.add_parser("collect", help="validate and un-blind filled sheets, then aggregate",
                              description="Read filled sheets back (one, or two annotators of the same sheet), "
                                          "validate them, un-blind with the key and print the THumB report.")
-    c.add_argument("sheets", nargs="+", type=Path, help="filled sheet CSV(s): one, or two annotators'")
+    c.add_argument("sheets", nargs="+", type=Path,
+                   help="filled sheet CSV(s): one, or two annotators'; or Label Studio JSON export(s) (a JSON "
+                        "list of tasks with \"annotations\"; one or two annotators, in one file or one per annotator)")
     c.add_argument("--key", type=Path, required=True, help="key file written by `capeval thumb sheet`")
     c.add_argument("--out", type=Path, default=None, help="folder for thumb_scores.jsonl, thumb_report.json, "
                                                           "thumb_disagreements.csv")
@@ -114,11 +120,15 @@ def run_sheet(args: argparse.Namespace) -> int:
     from capeval.thumb.workflow import make_sheets
 
     files = make_sheets(args.outputs, args.out, seed=args.seed, cleanup=args.cleanup, dedupe=not args.no_dedupe,
-                        image_url=args.image_url, title=args.title)
+                        image_url=args.image_url, title=args.title, label_studio=args.label_studio)
     print(f"{len(files.systems)} systems, {files.n_images} images, {files.n_captions} captions -> "
           f"{files.n_items} sheet items (identical captions of an image merged: {not args.no_dedupe})")
     print(f"annotation sheet: {files.csv}\nprintable page:   {files.html}\n"
           f"key file:         {files.key}  (keep it away from the annotators)")
+    if files.label_studio is not None:
+        ls = files.label_studio
+        print(f"Label Studio:     {ls.config} (labeling configuration), {ls.tasks} (tasks to import), "
+              f"{ls.instructions} (instructions)")
     if files.incomplete_images:
         print(f"warning: {len(files.incomplete_images)} image(s) lack a caption from some system, e.g. "
               f"{files.incomplete_images[:3]}", file=sys.stderr)
@@ -129,7 +139,15 @@ def run_collect(args: argparse.Namespace) -> int:
     from capeval.thumb.report import format_report
     from capeval.thumb.workflow import collect
 
-    report = collect(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
+    from capeval.thumb.label_studio import looks_like_export
+    from capeval.thumb.workflow import collect_label_studio
+
+    kinds = [looks_like_export(p) for p in args.sheets]
+    if any(kinds) and not all(kinds):
+        raise ValueError("give either filled CSV sheets or Label Studio JSON exports, not both; got "
+                         f"{sum(kinds)} JSON and {len(kinds) - sum(kinds)} other file(s).")
+    run = collect_label_studio if all(kinds) else collect
+    report = run(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
     text = format_report(report["result"], fmt="markdown" if args.markdown else "text")
     print(text if args.markdown else for_terminal(text))
     agreement = report["agreement"]
@@ -141,5 +159,9 @@ def run_collect(args: argparse.Namespace) -> int:
               f"(report uses: {agreement['combine']})")
     for name, path in report["files"].items():
         print(f"{name}: {path}")
+    missing = report.get("not_collected")
+    if missing:
+        print(f"not collected: {missing['annotations']} annotation(s); {missing['items']} item(s) of the key without "
+              f"an annotation ({len(missing['problems'])} warning(s) above)")
     return 0
 

@@ -62,19 +62,37 @@ td.notes { width: 12em; }
 """
 
 
+#: Heading of the fluency-penalty table (also the Label Studio configuration's).
+FLUENCY_TABLE_TITLE = "Fluency penalties (Kasai et al. 2022, Table 6)"
+
+
+def rubric_parts() -> list[str]:
+    """The rubric and the fluency-penalty table as HTML lines (``<div class="rubric">…</div>``).
+
+    Shared by the printable page and Label Studio's ``instructions.html``
+    (:mod:`capeval.thumb.label_studio`), so both show the same text.
+    """
+    parts = ['<div class="rubric">', RUBRIC_HTML, f"<h3>{escape(FLUENCY_TABLE_TITLE)}</h3>",
+             "<table><tr><th>Fluency error type</th><th>Penalty</th><th>Example</th></tr>"]
+    for kind, penalty, example in FLUENCY_PENALTIES:
+        parts.append(f"<tr><td>{escape(kind)}</td><td>{escape(penalty)}</td><td><i>{escape(example)}</i></td></tr>")
+    parts.append("</table></div>")
+    return parts
+
+
+def image_src(image_url: str, image: str) -> str:
+    """The image address for an ``image_url`` template (``{image}`` replaced by the image id)."""
+    return image_url.replace("{image}", image)
+
+
 def render_html(items: Sequence[SheetItem], title: str = "THumB annotation sheet", image_url: str | None = None) -> str:
     """The whole printable page as a string."""
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        '<div class="rubric">', RUBRIC_HTML,
-        "<h3>Fluency penalties (Kasai et al. 2022, Table 6)</h3>",
-        "<table><tr><th>Fluency error type</th><th>Penalty</th><th>Example</th></tr>",
+        *rubric_parts(),
     ]
-    for kind, penalty, example in FLUENCY_PENALTIES:
-        parts.append(f"<tr><td>{escape(kind)}</td><td>{escape(penalty)}</td><td><i>{escape(example)}</i></td></tr>")
-    parts.append("</table></div>")
 
     by_image: dict[str, list[SheetItem]] = {}
     for it in items:
@@ -84,7 +102,7 @@ def render_html(items: Sequence[SheetItem], title: str = "THumB annotation sheet
         parts.append('<div class="image-block">')
         parts.append(f"<h3>Image {escape(number)}: {escape(image)}</h3>")
         if image_url:
-            src = image_url.replace("{image}", image)
+            src = image_src(image_url, image)
             parts.append(f'<img src="{escape(src, quote=True)}" alt="image {escape(image, quote=True)}">')
         parts.append("<table><tr><th>Item</th><th>Caption</th><th>P</th><th>R</th><th>Flu.</th><th>Con.</th>"
                      "<th>Inc.</th><th>Notes</th></tr>")

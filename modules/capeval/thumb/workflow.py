@@ -12,10 +12,12 @@ from typing import Any
 from capeval.thumb.agreement import cohen_kappa, disagreements
 from capeval.thumb.api import score
 from capeval.thumb.html_sheet import write_sheet_html
+from capeval.thumb.label_studio import LabelStudioFiles, read_exports, write_label_studio
 from capeval.thumb.records import write_records
 from capeval.thumb.rubric import RUBRIC_ITEMS
 from capeval.thumb.sheets import (
     ALLOWED_MAIN,
+    SheetKey,
     build_items,
     combine_annotators,
     load_system_outputs,
@@ -45,6 +47,7 @@ class SheetFiles:
     n_captions: int
     systems: list[str]
     incomplete_images: list[str] = field(default_factory=list)
+    label_studio: LabelStudioFiles | None = None
 
 
 def make_sheets(
@@ -55,8 +58,12 @@ def make_sheets(
     dedupe: bool = True,
     image_url: str | None = None,
     title: str = "THumB annotation sheet",
+    label_studio: bool = False,
 ) -> SheetFiles:
     """Write ``thumb_sheet.csv``, ``thumb_sheet.html`` and ``thumb_key.json`` into ``out_dir``.
+
+    With ``label_studio`` also ``out_dir/label-studio/config.xml``, ``tasks.json`` and
+    ``instructions.html`` (:func:`capeval.thumb.label_studio.write_label_studio`; no system names).
 
     ``incomplete_images`` lists images that not every system captioned (they are still on the sheet).
     """
@@ -67,6 +74,8 @@ def make_sheets(
     write_sheet_csv(files.csv, items)
     write_sheet_html(files.html, items, title=title, image_url=image_url)
     write_key(files.key, items, seed=seed, cleanup=cleanup, dedupe=dedupe, systems=list(outputs))
+    if label_studio:
+        files.label_studio = write_label_studio(out, items, image_url=image_url, title=title)
     per_image: dict[str, set[str]] = {}
     for it in items:
         per_image.setdefault(it.image, set()).update(it.systems)
@@ -108,12 +117,71 @@ def collect(
     if len(sheet_paths) > 2:
         raise ValueError(f"Give one sheet, or two sheets of two annotators; got {len(sheet_paths)}.")
     key = read_key(key_path)
-    items = key.items
-    sheets = [read_sheet(p, items) for p in sheet_paths]
+    sheets = [read_sheet(p, key.items) for p in sheet_paths]
+    return _collect(key, sheets, [str(p) for p in sheet_paths], out_dir, combine, None, score_options)
+
+
+def collect_label_studio(
+    key_path: str | Path,
+    export_paths: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    combine: str = "mean",
+    **score_options: Any,
+) -> dict[str, Any]:
+    """:func:`collect` for Label Studio JSON exports (:func:`capeval.thumb.label_studio.read_exports`).
+
+    One export with every annotator in it, or one export per annotator; each annotation's
+    ``completed_by`` is one annotator (one or two annotators, as with sheets). The SAME validation,
+    un-blinding, aggregation, κ and disagreement files as the CSV route: the same answers give
+    byte-identical files. What cannot be collected (a partial export, an item not in the key, two
+    annotations of one item by one annotator, a field missing or out of range, a skipped / cancelled
+    annotation, an export of another project) is warned about, one line each, and left out; everything
+    else is collected, and the report gains ``"not_collected"`` (the lines and the counts). κ is computed
+    over the items both annotators annotated; an item one annotator has not annotated yet enters the
+    report with the other's ratings.
+    """
+    import warnings
+
+    if not export_paths:
+        raise ValueError("No Label Studio export given.")
+    key = read_key(key_path)
+    reading = read_exports(export_paths, key.items)
+    if len(reading.annotators) > 2:
+        raise ValueError(f"the export holds {len(reading.annotators)} annotators ({', '.join(reading.annotators)}); "
+                         "give one or two (filter the export by annotator in Label Studio).")
+    not_collected = None
+    if reading.problems:
+        for line in reading.problems:
+            warnings.warn(line, stacklevel=2)
+        not_collected = {"annotations": reading.annotations_not_collected, "items": reading.items_not_annotated,
+                         "problems": reading.problems}
+    return _collect(key, reading.ratings, reading.annotators, out_dir, combine, not_collected, score_options)
+
+
+def _combine_partial(sheets: Sequence[dict[str, dict[str, float]]], items: Sequence[str],
+                     how: str) -> dict[str, dict[str, float]]:
+    """:func:`combine_annotators` over the annotators who rated each item (the same when all rated all)."""
+    if all(len(s) == len(items) for s in sheets):
+        return combine_annotators(sheets, how)
+    combine_annotators(sheets[:1], how)  # checks ``how``
+    out = {}
+    for item in items:
+        rated = [s for s in sheets if item in s]
+        if rated:
+            out[item] = combine_annotators([{item: s[item]} for s in rated], how)[item]
+    return out
+
+
+def _collect(key: SheetKey, sheets: list[dict[str, dict[str, float]]], annotators: list[str],
+             out_dir: str | Path | None, combine: str, not_collected: dict[str, Any] | None,
+             score_options: dict[str, Any]) -> dict[str, Any]:
+    all_ids = [it.item for it in key.items]
+    ratings = _combine_partial(sheets, all_ids, combine)
+    items = [it for it in key.items if it.item in ratings]
     agreement = None
     disagreement_rows: list[dict[str, Any]] = []
     if len(sheets) == 2:
-        ids = [it.item for it in items]
+        ids = [i for i in all_ids if i in sheets[0] and i in sheets[1]]
         disagreement_rows = disagreements(ids, sheets[0], sheets[1], RUBRIC_ITEMS)
         def column(sheet: dict[str, dict[str, float]], name: str) -> list[float]:
             return [sheet[i][name] for i in ids]
@@ -123,10 +191,10 @@ def collect(
             "kappa_precision": _kappa(column(sheets[0], "precision"), column(sheets[1], "precision")),
             "kappa_recall": _kappa(column(sheets[0], "recall"), column(sheets[1], "recall")),
             "disagreements": len(disagreement_rows),
-            "annotators": [str(p) for p in sheet_paths],
+            "annotators": annotators,
             "combine": combine,
         }
-    ratings = combine_annotators(sheets, combine)
+    key = SheetKey(items, key.systems)
     records = unblind(key, ratings)
     result = score(
         [r["precision"] for r in records], [r["recall"] for r in records],
@@ -145,6 +213,8 @@ def collect(
             files["disagreements"] = str(out / DISAGREEMENTS_CSV)
         files["report"] = str(out / REPORT_JSON)
     report = {"result": result, "agreement": agreement, "files": files}
+    if not_collected is not None:
+        report["not_collected"] = not_collected
     if out_dir is not None:
         import json
 
