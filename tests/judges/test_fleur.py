@@ -146,7 +146,7 @@ def test_any_vlm_reads_fleurs_prompt_through_its_chat_template(tiny_chat):
     predictions, references, images = items()
     want = [ref.chat_reference(model, processor, read_item(im, i).decode(), fleur_instruction(p))
             for i, (im, p) in enumerate(zip(images, predictions))]
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         result = capeval.score(predictions, references, metrics="fleur", images=images, progress=False,
                                fleur_model=str(tiny_chat), fleur_batch_size=3)

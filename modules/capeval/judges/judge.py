@@ -335,8 +335,8 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
                                            eos_token_id=judge.stop_ids, pad_token_id=judge.pad_id,
                                            output_scores=True, return_dict_in_generate=True)
     sequences = [_keyword_ids(judge.tokenizer, k) for k in stop_strings]
-    extra = {"stopping_criteria": transformers.StoppingCriteriaList([_EndsWith(sequences, inputs["input_ids"]
-                                                                               .shape[1])])} if sequences else {}
+    extra = {"stopping_criteria": transformers.StoppingCriteriaList([_ends_with(sequences, inputs["input_ids"]
+                                                                                .shape[1])])} if sequences else {}
     processors = transformers.LogitsProcessorList()
     if judge.kind == "llava-1.5" and judge.base_vocab is not None:
         vocab = judge.model.get_output_embeddings().weight.shape[0]
@@ -449,7 +449,8 @@ def _keyword_ids(tokenizer, keyword: str) -> list[int]:
     return ids[1:] if len(ids) > 1 and ids[0] == tokenizer.bos_token_id else ids
 
 
-def _ends_with_class():
+def _ends_with(sequences: list[list[int]], prompt_length: int):
+    """A stopping criterion: each row done once its generated ids end with one of ``sequences``."""
     transformers = require("transformers")
 
     class EndsWith(transformers.StoppingCriteria):
@@ -467,11 +468,7 @@ def _ends_with_class():
                     done |= (new[:, -len(q):] == torch.tensor(q, device=new.device)).all(dim=1)
             return done
 
-    return EndsWith
-
-
-def _EndsWith(sequences: list[list[int]], prompt_length: int):
-    return _ends_with_class()(sequences, prompt_length)
+    return EndsWith(sequences, prompt_length)
 
 
 def llava_batch(judge: Judge, prompts: list[str], pixels: list) -> dict:
