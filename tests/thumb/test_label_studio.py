@@ -337,7 +337,7 @@ def test_export_of_another_project_is_refused_in_one_line(sheets, tmp_path, caps
 @pytest.mark.parametrize("content, match", [
     ({"tasks": []}, "not a Label Studio JSON export"),
     ([{"data": {"item": "1-A"}}], "not a Label Studio JSON export"),
-    ([], "no annotation in the export"),
+    ([], "no annotation yet"),
 ])
 def test_not_an_export(sheets, tmp_path, content, match):
     path = tmp_path / "x.json"

@@ -77,16 +77,51 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = thumb_sub.add_parser("collect", help="validate and un-blind filled sheets, then aggregate",
                              description="Read filled sheets back (one, or two annotators of the same sheet), "
                                          "validate them, un-blind with the key and print the THumB report.")
-    c.add_argument("sheets", nargs="+", type=Path,
+    c.add_argument("sheets", nargs="*", type=Path,
                    help="filled sheet CSV(s): one, or two annotators'; or Label Studio JSON export(s) (a JSON "
-                        "list of tasks with \"annotations\"; one or two annotators, in one file or one per annotator)")
+                        "list of tasks with \"annotations\"; one or two annotators, in one file or one per annotator); "
+                        "none with --label-studio and --project")
     c.add_argument("--key", type=Path, required=True, help="key file written by `capeval thumb sheet`")
+    _add_server_options(c, "pull the annotations of project ID from a running Label Studio server (its JSON export)",
+                        required=False)
     c.add_argument("--out", type=Path, default=None, help="folder for thumb_scores.jsonl, thumb_report.json, "
                                                           "thumb_disagreements.csv")
     c.add_argument("--combine", default="mean", choices=["mean", "first", "last"],
                    help="with two sheets: which ratings enter the report (default: their mean)")
     _add_score_options(c)
     c.set_defaults(func=run_collect)
+
+    u = thumb_sub.add_parser("push", help="create a Label Studio project from a sheet folder",
+                             description="Create a project on a running Label Studio server from what `capeval thumb "
+                                         "sheet ... --out DIR --label-studio` wrote: the rubric's labeling "
+                                         "configuration, the instructions and one task per blinded item (images: "
+                                         "http(s) addresses referenced, local files uploaded). Prints the project id "
+                                         "and writes DIR/label-studio/project.json (no token).")
+    u.add_argument("sheet_dir", type=Path, metavar="DIR", help="the --out folder of `capeval thumb sheet --label-studio`")
+    _add_server_options(u, None, required=True)
+    u.add_argument("--project-title", default=None, help="project title, 1-50 characters (default: THumB: <DIR name>)")
+    u.add_argument("--annotators", type=int, default=2,
+                   help="annotators per task (Label Studio's overlap, maximum_annotations; default 2)")
+    add_progress_argument(u)
+    u.set_defaults(func=run_push)
+
+    t = thumb_sub.add_parser("status", help="each annotator's progress in a Label Studio project",
+                             description="Each annotator's submitted and skipped tasks in a Label Studio project, "
+                                         "and what is left.")
+    _add_server_options(t, "the project's id (printed by `capeval thumb push`)", required=True)
+    t.set_defaults(func=run_status)
+
+
+def _add_server_options(p: argparse.ArgumentParser, project: str | None, required: bool) -> None:
+    """``--label-studio URL --token TOKEN`` and, when ``project`` says what it is for, ``--project ID``."""
+    g = p.add_argument_group("Label Studio server")
+    g.add_argument("--label-studio", metavar="URL", default=None, required=required,
+                   help="the server's address, e.g. http://localhost:8080")
+    g.add_argument("--token", default=None,
+                   help="a personal access token (or a legacy token); default: $LABEL_STUDIO_API_KEY, which keeps "
+                        "it out of the shell history; never printed")
+    if project is not None:
+        g.add_argument("--project", type=int, metavar="ID", default=None, required=required, help=project)
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -136,18 +171,29 @@ def run_sheet(args: argparse.Namespace) -> int:
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from capeval.thumb.report import format_report
-    from capeval.thumb.workflow import collect
-
     from capeval.thumb.label_studio import looks_like_export
-    from capeval.thumb.workflow import collect_label_studio
+    from capeval.thumb.report import format_report
+    from capeval.thumb.workflow import collect, collect_label_studio, collect_label_studio_project
 
-    kinds = [looks_like_export(p) for p in args.sheets]
-    if any(kinds) and not all(kinds):
-        raise ValueError("give either filled CSV sheets or Label Studio JSON exports, not both; got "
-                         f"{sum(kinds)} JSON and {len(kinds) - sum(kinds)} other file(s).")
-    run = collect_label_studio if all(kinds) else collect
-    report = run(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
+    server = args.label_studio is not None or args.project is not None
+    if server:
+        if args.sheets:
+            raise ValueError(f"give either files ({len(args.sheets)} given) or --label-studio URL --project ID, "
+                             "not both.")
+        if args.label_studio is None or args.project is None:
+            raise ValueError("collecting from a Label Studio server needs both --label-studio URL and --project ID.")
+        report = collect_label_studio_project(args.key, args.label_studio, args.project, token=args.token,
+                                              out_dir=args.out, combine=args.combine, **_score_options(args))
+    else:
+        if not args.sheets:
+            raise ValueError("nothing to collect: give filled sheet CSV(s) or Label Studio export(s), or "
+                             "--label-studio URL --project ID.")
+        kinds = [looks_like_export(p) for p in args.sheets]
+        if any(kinds) and not all(kinds):
+            raise ValueError("give either filled CSV sheets or Label Studio JSON exports, not both; got "
+                             f"{sum(kinds)} JSON and {len(kinds) - sum(kinds)} other file(s).")
+        run = collect_label_studio if all(kinds) else collect
+        report = run(args.key, args.sheets, out_dir=args.out, combine=args.combine, **_score_options(args))
     text = format_report(report["result"], fmt="markdown" if args.markdown else "text")
     print(text if args.markdown else for_terminal(text))
     agreement = report["agreement"]
@@ -165,3 +211,35 @@ def run_collect(args: argparse.Namespace) -> int:
               f"an annotation ({len(missing['problems'])} warning(s) above)")
     return 0
 
+
+
+def run_push(args: argparse.Namespace) -> int:
+    from capeval.thumb.label_studio_api import push
+
+    pushed = push(args.sheet_dir, args.label_studio, token=args.token, title=args.project_title,
+                  annotators=args.annotators, progress=args.progress)
+    images = f", {pushed.uploaded_images} image(s) uploaded" if pushed.uploaded_images else ""
+    key = args.sheet_dir / "thumb_key.json"
+    print(for_terminal(f"Label Studio project {pushed.id} created: {pushed.url}\n"
+                       f"{pushed.tasks} tasks, {pushed.maximum_annotations} annotation(s) per task{images}; recorded "
+                       f"in {pushed.record} (no token)\n"
+                       f"progress: capeval thumb status --label-studio {args.label_studio} --project {pushed.id}\n"
+                       f"collect:  capeval thumb collect --key {key} --label-studio {args.label_studio} "
+                       f"--project {pushed.id} --out DIR"))
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from capeval.render import text_table
+    from capeval.thumb.label_studio_api import LabelStudio, progress_of
+
+    state = progress_of(LabelStudio(args.label_studio, args.token), args.project)
+    print(f"project {state.id} ({state.title}): {state.tasks} tasks, {state.complete_tasks} with "
+          f"{state.maximum_annotations} submitted annotation(s)")
+    if not state.annotators:
+        print("no annotation yet")
+        return 0
+    rows = [[a.annotator, a.submitted, a.skipped, a.left, f"{100 * a.submitted / max(state.tasks, 1):.0f}%"]
+            for a in state.annotators]
+    print(text_table(["annotator", "submitted", "skipped", "left", "done"], rows))
+    return 0

@@ -369,17 +369,27 @@ def read_exports(paths: Sequence[str | Path], items: Sequence[SheetItem]) -> Exp
             (e.g. an export of another project: no task matches the key), listing the problems as the
             CSV route does (up to 20).
     """
+    sources = [(Path(p).name, _check_export(Path(p)), str(p)) for p in paths]
+    return read_export_data(sources, items)
+
+
+def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
+                     items: Sequence[SheetItem]) -> ExportReading:
+    """:func:`read_exports` on exports already read: ``(name in messages, tasks, annotator label of
+    annotations without completed_by)`` per source, e.g. a project pulled through the API.
+
+    Raises:
+        ValueError: when nothing can be collected (see :func:`read_exports`).
+    """
     by_id = {it.item: it for it in items}
     reading = ExportReading()
     collected: dict[Any, dict[str, list[tuple[dict[str, float], str]]]] = {}
     labels: dict[Any, str] = {}
-    for raw_path in paths:
-        path = Path(raw_path)
-        data = _check_export(path)
+    for name, data, fallback in sources:
         matched = 0
         for k, task in enumerate(data):
             task_id = task.get("id", f"#{k + 1}")
-            where = f"{path.name} task {task_id}"
+            where = f"{name} task {task_id}"
             annotations = task.get("annotations") or []
             if not isinstance(annotations, list):
                 annotations = []
@@ -408,7 +418,7 @@ def read_exports(paths: Sequence[str | Path], items: Sequence[SheetItem]) -> Exp
                     reading.problems.append(f"{where}: an annotation is not a JSON object; not collected")
                     reading.annotations_not_collected += 1
                     continue
-                ident, label = _annotator(annotation, str(path))
+                ident, label = _annotator(annotation, fallback)
                 who = f"{where}, annotator {label}"
                 if annotation.get("was_cancelled"):
                     reading.problems.append(f"{who}: skipped / cancelled (was_cancelled: true); not collected")
@@ -422,7 +432,7 @@ def read_exports(paths: Sequence[str | Path], items: Sequence[SheetItem]) -> Exp
                 labels.setdefault(ident, label)
                 collected.setdefault(ident, {}).setdefault(item_id, []).append((values, str(task_id)))
         if data and not matched:
-            reading.problems.append(f"{path.name}: no task matches the key ({len(data)} task(s), none with an item "
+            reading.problems.append(f"{name}: no task matches the key ({len(data)} task(s), none with an item "
                                     "of the key: an export of another project?)")
     for ident, per_item in collected.items():
         sheet: dict[str, dict[str, float]] = {}
@@ -448,9 +458,9 @@ def read_exports(paths: Sequence[str | Path], items: Sequence[SheetItem]) -> Exp
                                 f"{', '.join(shown)}" + (f" and {len(missing) - len(shown)} more" if len(missing) >
                                                          len(shown) else ""))
     if not reading.ratings:
-        names = ", ".join(str(p) for p in paths)
-        problems = reading.problems or [f"{names}: no annotation in the export (annotate tasks in Label Studio, "
-                                        "then export again)"]
+        names = ", ".join(fallback for _, _, fallback in sources)
+        problems = reading.problems or [f"{names}: no annotation yet (annotate tasks in Label Studio, "
+                                        "then collect again)"]
         shown = problems[:MAX_REPORTED_ERRORS]
         more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
         raise ValueError(f"nothing to collect from {names}: {len(problems)} problem(s):\n" + "\n".join(shown) + more)

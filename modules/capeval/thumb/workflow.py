@@ -12,7 +12,7 @@ from typing import Any
 from capeval.thumb.agreement import cohen_kappa, disagreements
 from capeval.thumb.api import score
 from capeval.thumb.html_sheet import write_sheet_html
-from capeval.thumb.label_studio import LabelStudioFiles, read_exports, write_label_studio
+from capeval.thumb.label_studio import LabelStudioFiles, read_export_data, read_exports, write_label_studio
 from capeval.thumb.records import write_records
 from capeval.thumb.rubric import RUBRIC_ITEMS
 from capeval.thumb.sheets import (
@@ -140,12 +140,41 @@ def collect_label_studio(
     over the items both annotators annotated; an item one annotator has not annotated yet enters the
     report with the other's ratings.
     """
-    import warnings
-
     if not export_paths:
         raise ValueError("No Label Studio export given.")
     key = read_key(key_path)
-    reading = read_exports(export_paths, key.items)
+    return _collect_reading(key, read_exports(export_paths, key.items), out_dir, combine, score_options)
+
+
+def collect_label_studio_project(
+    key_path: str | Path,
+    url: str,
+    project_id: int,
+    token: str | None = None,
+    out_dir: str | Path | None = None,
+    combine: str = "mean",
+    **score_options: Any,
+) -> dict[str, Any]:
+    """:func:`collect_label_studio` on a project of a running Label Studio server, pulled through its API.
+
+    The project's JSON export (every task) is fetched with :func:`capeval.thumb.label_studio_api.fetch_export`
+    (annotators named by e-mail) and collected exactly as an export file is. ``token``: a personal access
+    token or a legacy token; None reads ``$LABEL_STUDIO_API_KEY``.
+    """
+    from capeval.thumb.label_studio_api import LabelStudio, fetch_export
+
+    key = read_key(key_path)
+    client = LabelStudio(url, token)
+    name, data = fetch_export(client, project_id)
+    reading = read_export_data([(name, data, name)], key.items)
+    return _collect_reading(key, reading, out_dir, combine, score_options)
+
+
+def _collect_reading(key: SheetKey, reading: Any, out_dir: str | Path | None, combine: str,
+                     score_options: dict[str, Any]) -> dict[str, Any]:
+    """The Label Studio routes' common end: warn about what was left out, then :func:`_collect`."""
+    import warnings
+
     if len(reading.annotators) > 2:
         raise ValueError(f"the export holds {len(reading.annotators)} annotators ({', '.join(reading.annotators)}); "
                          "give one or two (filter the export by annotator in Label Studio).")

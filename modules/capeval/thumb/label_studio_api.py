@@ -1,0 +1,461 @@
+"""Label Studio's HTTP API for THumB: push a project, pull its annotations, show each annotator's progress.
+
+The online part of the Label Studio route (issue 50, items 3 and 6); the offline part (configuration,
+tasks, reading an export file) is :mod:`capeval.thumb.label_studio`.
+
+* ``capeval thumb push DIR --label-studio URL`` (:func:`push`) creates a project from what
+  ``capeval thumb sheet … --label-studio`` wrote into ``DIR/label-studio``: the labeling configuration,
+  the expert instructions, ``maximum_annotations`` (how many annotators label each task; default 2) and
+  the tasks. Images referenced by an ``http(s)://`` or ``data:`` address stay references; images that are
+  files (a relative ``--image-url`` template resolves against ``DIR``, as the printable page does) are
+  uploaded to the server and the tasks point at the uploaded copies. It writes
+  ``DIR/label-studio/project.json`` (server address, project id and title, no token).
+* ``capeval thumb collect --key KEY --label-studio URL --project ID`` (:func:`fetch_export`) pulls the
+  project's JSON export, the same document Label Studio's own "Export → JSON" gives, with every task
+  (annotated or not), and names each annotator by e-mail; the collection itself is the export-file
+  route's (:func:`capeval.thumb.label_studio.read_export_data`).
+* ``capeval thumb status --label-studio URL --project ID`` (:func:`progress_of`): each annotator's
+  submitted and skipped tasks and what is left.
+
+Plain HTTP over the standard library (``urllib``), not ``label-studio-sdk``: the handful of endpoints
+used here (``/api/projects/``, ``…/import``, ``…/file-uploads``, ``…/export``, ``/api/users/``,
+``/api/token/refresh/``) are stable across Label Studio 1.x, while the SDK's client changed its whole
+interface between 1.0 and 2.0 and brings pydantic, httpx and more into the environment. Nothing of the
+server is needed in capeval's environment: the server is the user's own installation.
+
+Tokens: ``--token`` or the environment variable ``LABEL_STUDIO_API_KEY``. A personal access token
+(current Label Studio; a JWT refresh token) is exchanged at ``/api/token/refresh/`` for a short-lived
+access token sent as ``Authorization: Bearer …`` (exchanged again when the server answers 401); any
+other string is a legacy token, sent as ``Authorization: Token …``. A token is never printed, logged or
+written to a file; every HTTP error is one line naming the method, the address and the status.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from capeval.thumb.label_studio import CONFIG_XML, INSTRUCTIONS_HTML, LABEL_STUDIO_DIR, TASKS_JSON
+
+TOKEN_ENV = "LABEL_STUDIO_API_KEY"
+PROJECT_JSON = "project.json"
+#: Seconds one HTTP request may take before it is given up (an export of a large project takes a few).
+DEFAULT_TIMEOUT = 120.0
+#: Longest server text quoted in an error line (characters).
+MAX_DETAIL = 300
+
+
+class LabelStudioError(RuntimeError):
+    """A Label Studio request that failed: one line naming the method, the address and the status."""
+
+
+def resolve_token(token: str | None) -> str:
+    """``token``, else ``$LABEL_STUDIO_API_KEY``; a one-line error saying where to find one when neither is set."""
+    value = (token if token is not None else os.environ.get(TOKEN_ENV, "")).strip()
+    if not value:
+        raise LabelStudioError(f"no Label Studio token: pass --token or set {TOKEN_ENV} (in Label Studio: "
+                               "Account & Settings → Personal Access Token, or Access Token on older servers)")
+    return value
+
+
+def _jwt_payload(token: str) -> dict[str, Any] | None:
+    """The payload of a JWT (``header.payload.signature``), or None when ``token`` is not one."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4))
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def token_kind(token: str) -> str:
+    """``"personal"`` (a JWT refresh token: Label Studio's personal access token), ``"access"`` (a JWT
+    access token, used as it is) or ``"legacy"`` (anything else: the older per-user API token)."""
+    payload = _jwt_payload(token)
+    if payload is None:
+        return "legacy"
+    return "access" if payload.get("token_type") == "access" else "personal"
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 1] + "…"
+
+
+def _detail(body: bytes) -> str:
+    """What the server said, from a DRF error body (``detail``, ``validation_errors``) or its first text."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        text = body.decode("utf-8", "replace")
+        return _one_line(text) if text.strip() and "<html" not in text[:200].lower() else ""
+    if isinstance(data, dict):
+        for name in ("validation_errors", "detail", "message", "error"):
+            if data.get(name):
+                value = data[name]
+                return _one_line(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return _one_line(json.dumps(data, ensure_ascii=False))
+
+
+def _multipart(files: Sequence[tuple[str, Path]]) -> tuple[bytes, str]:
+    """A ``multipart/form-data`` body of ``(field name, file)`` pairs, and its content type."""
+    boundary = f"capeval-{uuid.uuid4().hex}"
+    chunks: list[bytes] = []
+    for name, path in files:
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        filename = path.name.replace('"', "_").replace("\r", "_").replace("\n", "_")
+        chunks += [f"--{boundary}\r\n".encode(),
+                   f'Content-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'.encode(),
+                   f"Content-Type: {kind}\r\n\r\n".encode(), path.read_bytes(), b"\r\n"]
+    chunks.append(f"--{boundary}--\r\n".encode())
+    return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
+
+
+class LabelStudio:
+    """A connection to one Label Studio server (its base address and a token).
+
+    Args:
+        url: the server's address, e.g. ``http://localhost:8080`` (``http`` or ``https``).
+        token: a personal access token or a legacy token (see :func:`token_kind`); None reads
+            ``$LABEL_STUDIO_API_KEY``.
+        timeout: seconds per request.
+    """
+
+    def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        parsed = urllib.parse.urlsplit(url.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise LabelStudioError(f"--label-studio {url!r} is not a server address; give one such as "
+                                   "http://localhost:8080")
+        self.url = url.strip().rstrip("/")
+        self._token = resolve_token(token)
+        self._kind = token_kind(self._token)
+        self._access: str | None = self._token if self._kind == "access" else None
+        self.timeout = timeout
+
+    def __repr__(self) -> str:  # never the token
+        return f"LabelStudio({self.url!r}, {self._kind} token)"
+
+    # ------------------------------------------------------------------------------------------- HTTP
+
+    def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as err:
+            detail = _detail(err.read() or b"")
+            raise _HTTPStatus(err.code, f"Label Studio {method} {self.url}{path.split('?')[0]}: HTTP {err.code} "
+                                        f"{err.reason}" + (f": {detail}" if detail else "")) from None
+        except urllib.error.URLError as err:
+            raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {_one_line(err.reason)}") from None
+        except (TimeoutError, OSError) as err:
+            raise LabelStudioError(f"Label Studio {method} {self.url}{path.split('?')[0]}: {_one_line(err)}") from None
+
+    def _refresh(self) -> None:
+        body = json.dumps({"refresh": self._token}).encode()
+        try:
+            raw = self._send("POST", "/api/token/refresh/", body, {"Content-Type": "application/json"})
+        except _HTTPStatus as err:
+            hint = (" (the personal access token is not valid on this server: create one in Account & Settings)"
+                    if err.status in (400, 401) else "")
+            raise LabelStudioError(f"{err}{hint}") from None
+        try:
+            self._access = json.loads(raw)["access"]
+        except (ValueError, KeyError, TypeError):
+            raise LabelStudioError(f"Label Studio POST {self.url}/api/token/refresh/: no access token in the "
+                                   "answer (is this a Label Studio server?)") from None
+
+    def _authorization(self) -> str:
+        if self._kind == "legacy":
+            return f"Token {self._token}"
+        if self._access is None:
+            self._refresh()
+        return f"Bearer {self._access}"
+
+    def request(self, method: str, path: str, payload: Any = None, *, files: Sequence[tuple[str, Path]] = (),
+                params: dict[str, Any] | None = None) -> Any:
+        """One API call; the answer parsed as JSON (or None when empty).
+
+        Raises:
+            LabelStudioError: one line with the method, the address, the HTTP status and the server's words.
+        """
+        if params:
+            path = f"{path}?{urllib.parse.urlencode(params)}"
+        headers = {"Accept": "application/json"}
+        body = None
+        if files:
+            body, headers["Content-Type"] = _multipart(files)
+        elif payload is not None:
+            body, headers["Content-Type"] = json.dumps(payload).encode(), "application/json"
+        for attempt in (0, 1):
+            headers["Authorization"] = self._authorization()
+            try:
+                raw = self._send(method, path, body, headers)
+                break
+            except _HTTPStatus as err:
+                if err.status == 401 and self._kind == "personal" and attempt == 0:
+                    self._access = None  # the access token expired: exchange the personal token again
+                    continue
+                hint = ""
+                if err.status == 401 and "legacy token" in str(err):
+                    hint = (" (use a personal access token, from Account & Settings, or enable legacy tokens in "
+                            "Organization → API Tokens Settings)")
+                elif err.status == 401:
+                    hint = " (check the token: Account & Settings → Personal Access Token)"
+                raise LabelStudioError(f"{err}{hint}") from None
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise LabelStudioError(f"Label Studio {method} {self.url}{path.split('?')[0]}: the answer is not JSON "
+                                   "(is this a Label Studio server?)") from None
+
+    # ------------------------------------------------------------------------------------- endpoints
+
+    def project(self, project_id: int) -> dict[str, Any]:
+        """The project's settings and counts (``title``, ``task_number``, ``maximum_annotations``, …)."""
+        return self.request("GET", f"/api/projects/{int(project_id)}/")
+
+    def create_project(self, title: str, label_config: str, instructions: str,
+                       maximum_annotations: int) -> dict[str, Any]:
+        return self.request("POST", "/api/projects/", {
+            "title": title, "label_config": label_config, "expert_instruction": instructions,
+            "show_instruction": True, "maximum_annotations": int(maximum_annotations),
+            "show_skip_button": True, "enable_empty_annotation": False,
+        })
+
+    def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> int:
+        """Add ``tasks`` to the project; returns the project's task count once they are all in."""
+        before = int(self.project(project_id).get("task_number") or 0)
+        self.request("POST", f"/api/projects/{int(project_id)}/import", tasks)
+        deadline = time.monotonic() + 120  # servers that import in a background job: wait for the count
+        while True:
+            count = int(self.project(project_id).get("task_number") or 0)
+            if count >= before + len(tasks) or time.monotonic() > deadline:
+                return count
+            time.sleep(1.0)
+
+    def upload_file(self, project_id: int, path: Path) -> str:
+        """Upload one file to the project's storage (no task made); returns the address tasks refer to it by."""
+        answer = self.request("POST", f"/api/projects/{int(project_id)}/import", files=[("file", path)],
+                              params={"commit_to_project": "false"})
+        ids = (answer or {}).get("file_upload_ids") or []
+        uploads = self.request("GET", f"/api/projects/{int(project_id)}/file-uploads", params={"ids": json.dumps(ids)})
+        names = [u.get("file") for u in uploads or [] if isinstance(u, dict) and u.get("id") in ids]
+        if len(names) != 1 or not names[0]:
+            raise LabelStudioError(f"Label Studio {self.url}: uploading {path} gave no file address")
+        name = names[0]
+        if name.startswith(("http://", "https://", "/")):
+            return name
+        return "/data/" + name  # "upload/<project>/<name>": served at /data/upload/…
+
+    def export(self, project_id: int) -> list[dict[str, Any]]:
+        """The project's JSON export with every task, annotated or not (Label Studio's "Export → JSON")."""
+        data = self.request("GET", f"/api/projects/{int(project_id)}/export",
+                            params={"exportType": "JSON", "download_all_tasks": "true"})
+        if not isinstance(data, list):
+            raise LabelStudioError(f"Label Studio {self.url}: the export of project {project_id} is not a list of "
+                                   "tasks")
+        return data
+
+    def users(self) -> dict[int, str]:
+        """``{user id: e-mail}`` of the organization's members."""
+        data = self.request("GET", "/api/users/")
+        rows = data.get("results", []) if isinstance(data, dict) else data or []
+        return {int(u["id"]): str(u.get("email") or f"user {u['id']}") for u in rows
+                if isinstance(u, dict) and "id" in u}
+
+
+class _HTTPStatus(LabelStudioError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ------------------------------------------------------------------------------------------- push
+
+
+@dataclass
+class PushedProject:
+    """What :func:`push` made: the project's id, address and title, its task count, the uploads."""
+
+    id: int
+    url: str
+    title: str
+    tasks: int
+    maximum_annotations: int
+    uploaded_images: int = 0
+    record: Path | None = None
+
+
+def _is_reference(src: str) -> bool:
+    return src.startswith(("http://", "https://", "data:", "/data/"))
+
+
+def _resolve_images(tasks: list[dict[str, Any]], sheet_dir: Path) -> dict[str, Path]:
+    """``{image value: file}`` for the tasks' images that are local files; a one-line error for missing ones."""
+    files: dict[str, Path] = {}
+    missing: dict[str, Path] = {}
+    for task in tasks:
+        src = task.get("data", {}).get("image")
+        if not isinstance(src, str) or not src or _is_reference(src) or src in files or src in missing:
+            continue
+        path = Path(urllib.parse.unquote(src[7:] if src.startswith("file://") else src))
+        path = path if path.is_absolute() else sheet_dir / path
+        if path.is_file():
+            files[src] = path
+        else:
+            missing[src] = path
+    if missing:
+        raise LabelStudioError(f"{len(missing)} image(s) of the tasks are neither an http(s) address nor a file, "
+                               f"e.g. {next(iter(missing.values()))} (make the sheet with --image-url pointing at "
+                               "the images)")
+    return files
+
+
+def read_sheet_folder(sheet_dir: str | Path) -> tuple[str, str, list[dict[str, Any]]]:
+    """``(config.xml, instructions.html, tasks)`` from ``DIR/label-studio``; one-line errors when absent."""
+    folder = Path(sheet_dir) / LABEL_STUDIO_DIR
+    needed = [folder / CONFIG_XML, folder / TASKS_JSON, folder / INSTRUCTIONS_HTML]
+    absent = [p.name for p in needed if not p.is_file()]
+    if absent:
+        raise LabelStudioError(f"{folder} lacks {', '.join(absent)}: make the sheet with `capeval thumb sheet … "
+                               f"--out {sheet_dir} --label-studio` first")
+    try:
+        tasks = json.loads(needed[1].read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise LabelStudioError(f"{needed[1]}: not JSON ({err})") from None
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, dict) and "data" in t for t in tasks):
+        raise LabelStudioError(f"{needed[1]}: expected a list of tasks {{\"data\": …}} as `capeval thumb sheet` "
+                               "writes")
+    return needed[0].read_text(encoding="utf-8"), needed[2].read_text(encoding="utf-8"), tasks
+
+
+def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str | None = None,
+         annotators: int = 2, progress: bool | None = None) -> PushedProject:
+    """Create a Label Studio project from ``DIR/label-studio`` (see the module docstring).
+
+    Args:
+        sheet_dir: the ``--out`` folder of ``capeval thumb sheet … --label-studio``.
+        url, token: the server and a token (see :class:`LabelStudio`).
+        title: the project's title (default ``THumB: <folder name>``); 1–50 characters, as Label Studio allows.
+        annotators: how many annotators label each task (Label Studio's ``maximum_annotations``), 1–10.
+        progress: a bar over the image uploads (None: on a terminal, for uploads longer than a second).
+
+    Raises:
+        LabelStudioError: missing files or images, or a request the server refused (one line).
+    """
+    from capeval.progress import progress as bar
+
+    sheet_dir = Path(sheet_dir)
+    if isinstance(annotators, bool) or not isinstance(annotators, int) or not 1 <= annotators <= 10:
+        raise LabelStudioError(f"--annotators must be an integer from 1 to 10; got {annotators!r}")
+    config, instructions, tasks = read_sheet_folder(sheet_dir)
+    title = (title if title is not None else f"THumB: {sheet_dir.resolve().name}").strip()
+    if not 1 <= len(title) <= 50:
+        raise LabelStudioError(f"--project-title must have 1 to 50 characters (Label Studio's limit); got {len(title)}")
+    images = _resolve_images(tasks, sheet_dir)
+    client = LabelStudio(url, token)
+    created = client.create_project(title, config, instructions, annotators)
+    project_id = int(created["id"])
+    uploaded: dict[str, str] = {}
+    for src, path in bar(images.items(), total=len(images), desc="uploading images", enabled=progress):
+        uploaded[src] = client.upload_file(project_id, path)
+    if uploaded:
+        tasks = [{**t, "data": {**t["data"], "image": uploaded.get(t["data"].get("image"), t["data"].get("image"))}}
+                 for t in tasks]
+    count = client.import_tasks(project_id, tasks)
+    if count != len(tasks):
+        raise LabelStudioError(f"Label Studio {client.url}: project {project_id} holds {count} task(s) after importing "
+                               f"{len(tasks)}")
+    pushed = PushedProject(project_id, f"{client.url}/projects/{project_id}", title, count, annotators,
+                           len(uploaded), sheet_dir / LABEL_STUDIO_DIR / PROJECT_JSON)
+    pushed.record.write_text(json.dumps({"server": client.url, "project": project_id, "title": title, "tasks": count,
+                                         "maximum_annotations": annotators, "uploaded_images": len(uploaded)},
+                                        indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return pushed
+
+
+# ---------------------------------------------------------------------------------------- collect
+
+
+def fetch_export(client: LabelStudio, project_id: int) -> tuple[str, list[dict[str, Any]]]:
+    """``(source name, export)``: the project's JSON export with every ``completed_by`` given its e-mail.
+
+    The source name (``project <id>``) is what messages about its tasks start with.
+    """
+    client.project(project_id)  # a missing project is a 404 naming it, not an empty export
+    data = client.export(project_id)
+    emails = client.users()
+    for task in data:
+        for annotation in task.get("annotations") or []:
+            who = annotation.get("completed_by") if isinstance(annotation, dict) else None
+            if isinstance(who, int) and not isinstance(who, bool):
+                annotation["completed_by"] = {"id": who, "email": emails.get(who, f"user {who}")}
+            elif isinstance(who, dict) and who.get("id") in emails and not who.get("email"):
+                who["email"] = emails[who["id"]]
+    return f"project {project_id}", data
+
+
+# ----------------------------------------------------------------------------------------- status
+
+
+@dataclass
+class AnnotatorProgress:
+    """One annotator's work in a project: tasks submitted, skipped (cancelled), and left of the project's."""
+
+    annotator: str
+    submitted: int
+    skipped: int
+    left: int
+
+
+@dataclass
+class ProjectProgress:
+    """A project's state: its tasks, how many annotations each should get, and every annotator's progress."""
+
+    id: int
+    title: str
+    tasks: int
+    maximum_annotations: int
+    complete_tasks: int
+    annotators: list[AnnotatorProgress] = field(default_factory=list)
+
+
+def progress_of(client: LabelStudio, project_id: int) -> ProjectProgress:
+    """Each annotator's submitted / skipped tasks, from the project's export (see :func:`fetch_export`)."""
+    info = client.project(project_id)
+    _, data = fetch_export(client, project_id)
+    wanted = int(info.get("maximum_annotations") or 1)
+    submitted: dict[str, set[Any]] = {}
+    skipped: dict[str, set[Any]] = {}
+    complete = 0
+    for task in data:
+        done = 0
+        for annotation in task.get("annotations") or []:
+            if not isinstance(annotation, dict):
+                continue
+            who = annotation.get("completed_by")
+            label = (who.get("email") or f"user {who.get('id')}") if isinstance(who, dict) else f"user {who}"
+            target = skipped if annotation.get("was_cancelled") else submitted
+            target.setdefault(label, set()).add(task.get("id"))
+            done += not annotation.get("was_cancelled")
+        complete += done >= wanted
+    people = sorted(set(submitted) | set(skipped))
+    rows = [AnnotatorProgress(p, len(submitted.get(p, ())), len(skipped.get(p, ())),
+                              len(data) - len(submitted.get(p, set()) | skipped.get(p, set()))) for p in people]
+    return ProjectProgress(int(project_id), str(info.get("title", "")), len(data), wanted, complete, rows)
