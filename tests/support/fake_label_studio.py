@@ -3,8 +3,9 @@
 It answers the endpoints :mod:`capeval.thumb.label_studio_api` uses, with the shapes Label Studio 1.23
 answers them (checked against the real server in tests/thumb/test_label_studio_server.py): personal
 access tokens exchanged at ``/api/token/refresh/`` for access tokens that expire after ``access_uses``
-requests, legacy ``Token`` headers refused as 1.23 refuses them unless ``legacy_enabled``, projects,
-imports (tasks, or files with ``commit_to_project=false``), file uploads, the JSON export and users.
+requests, legacy ``Token`` headers refused as 1.23 refuses them unless ``legacy_enabled``, projects (created,
+changed, deleted), imports (tasks, or files with ``commit_to_project=false``, refused under a configuration
+with more than one data key as 1.23 refuses them), file uploads, the JSON export and users.
 Every request is recorded (method, path, Authorization header).
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ class State:
     uploads: dict[int, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     access: dict[str, int] = field(default_factory=dict)  # access token -> uses left
+    refuse_import: bool = False
     issued: int = 0
 
 
@@ -50,7 +52,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _answer(self, status: int, payload: Any) -> None:
-        body = json.dumps(payload).encode()
+        body = b"" if payload is None else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -82,12 +84,18 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         self._route("GET")
 
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._route("PATCH")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._route("DELETE")
+
     def _route(self, method: str) -> None:
         s = self.state
         parsed = urllib.parse.urlsplit(self.path)
         path, query = parsed.path, urllib.parse.parse_qs(parsed.query)
         s.requests.append((method, self.path, self.headers.get("Authorization", "")))
-        body = self._body() if method == "POST" else b""
+        body = self._body() if method in ("POST", "PATCH") else b""
         if path == "/api/token/refresh/":
             refresh = json.loads(body or b"{}").get("refresh")
             if refresh != PERSONAL_TOKEN:
@@ -114,10 +122,23 @@ class _Handler(BaseHTTPRequestHandler):
             if pid not in s.projects:
                 return self._answer(404, {"detail": "No Project matches the given query."})
             rest = parts[3:]
+            if not rest and method == "DELETE":
+                del s.projects[pid]
+                return self._answer(204, None)
+            if not rest and method == "PATCH":
+                if s.tasks[pid] and "label_config" in json.loads(body):
+                    return self._answer(400, {"validation_errors": {"label_config": ["tasks exist"]}})
+                s.projects[pid].update(json.loads(body))
             if not rest:
                 return self._answer(200, {**s.projects[pid], "task_number": len(s.tasks[pid])})
+            if rest == ["import"] and s.refuse_import:
+                return self._answer(400, {"validation_errors": {"non_field_errors": ["refused by the test"]}})
             if rest == ["import"]:
                 if self.headers.get("Content-Type", "").startswith("multipart/form-data"):
+                    if s.projects[pid]["label_config"].count("$") > 1:  # as Label Studio 1.23 answers
+                        return self._answer(400, {"non_field_errors": [
+                            "Failed to parse input file: Your label config has more than one data key and direct "
+                            "file upload supports only one data key."]})
                     name = body.split(b'filename="', 1)[1].split(b'"', 1)[0].decode()
                     content = body.split(b"\r\n\r\n", 1)[1].rsplit(b"\r\n--", 1)[0]
                     uid = len(s.uploads) + 1

@@ -127,6 +127,8 @@ def test_push_uploads_local_images_and_references_addresses(fake, tmp_path):
     sheets = make_sheets([SYSTEMS_JSON], tmp_path / "sheets", label_studio=True, image_url="imgs/{image}.png")
     pushed = push(sheets.csv.parent, fake.url, PERSONAL_TOKEN)
     assert pushed.uploaded_images == 4 and len(fake.state.uploads) == 4  # one upload per image, not per task
+    # uploaded under a one-key configuration (Label Studio refuses uploads otherwise), then the rubric's
+    assert fake.state.projects[pushed.id]["label_config"] == sheets.label_studio.config.read_text(encoding="utf-8")
     by_file = {u["file"]: u["bytes"] for u in fake.state.uploads.values()}
     for task in fake.state.tasks[pushed.id]:
         src = task["data"]["image"]
@@ -153,6 +155,15 @@ def test_push_refuses_what_it_cannot_send(fake, tmp_path, sheets):
     with pytest.raises(LabelStudioError, match="1 to 50 characters"):
         push(sheets.csv.parent, fake.url, PERSONAL_TOKEN, title="x" * 51)
     assert not fake.state.projects  # nothing was created by a refused push
+
+
+def test_a_push_that_fails_half_way_deletes_its_project(fake, sheets):
+    fake.state.refuse_import = True
+    with pytest.raises(LabelStudioError) as err:
+        push(sheets.csv.parent, fake.url, PERSONAL_TOKEN)
+    assert str(err.value) == (f"Label Studio POST {fake.url}/api/projects/1/import: HTTP 400 Bad Request: "
+                              '{"non_field_errors": ["refused by the test"]} (the half-made project 1 was deleted)')
+    assert not fake.state.projects and not (sheets.label_studio.config.parent / "project.json").exists()
 
 
 def _annotated_project(fake, sheets) -> int:

@@ -51,6 +51,8 @@ TOKEN_ENV = "LABEL_STUDIO_API_KEY"
 PROJECT_JSON = "project.json"
 #: Seconds one HTTP request may take before it is given up (an export of a large project takes a few).
 DEFAULT_TIMEOUT = 120.0
+#: The configuration images are uploaded under (one data key, as Label Studio's file upload requires).
+UPLOAD_CONFIG = '<View><Image name="image" value="$image"/></View>'
 #: Longest server text quoted in an error line (characters).
 MAX_DETAIL = 300
 
@@ -370,18 +372,31 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
         raise LabelStudioError(f"--project-title must have 1 to 50 characters (Label Studio's limit); got {len(title)}")
     images = _resolve_images(tasks, sheet_dir)
     client = LabelStudio(url, token)
-    created = client.create_project(title, config, instructions, annotators)
+    # Label Studio takes a file upload only under a configuration with one data key: images are uploaded under
+    # UPLOAD_CONFIG, then the rubric's configuration replaces it (allowed while the project has no task).
+    created = client.create_project(title, UPLOAD_CONFIG if images else config, instructions, annotators)
     project_id = int(created["id"])
     uploaded: dict[str, str] = {}
-    for src, path in bar(images.items(), total=len(images), desc="uploading images", enabled=progress):
-        uploaded[src] = client.upload_file(project_id, path)
-    if uploaded:
-        tasks = [{**t, "data": {**t["data"], "image": uploaded.get(t["data"].get("image"), t["data"].get("image"))}}
-                 for t in tasks]
-    count = client.import_tasks(project_id, tasks)
-    if count != len(tasks):
-        raise LabelStudioError(f"Label Studio {client.url}: project {project_id} holds {count} task(s) after importing "
-                               f"{len(tasks)}")
+    try:
+        for src, path in bar(images.items(), total=len(images), desc="uploading images", enabled=progress):
+            uploaded[src] = client.upload_file(project_id, path)
+        if uploaded:
+            client.request("PATCH", f"/api/projects/{project_id}/", {"label_config": config})
+            tasks = [{**t, "data": {**t["data"], "image": uploaded.get(t["data"].get("image"), t["data"].get("image"))}}
+                     for t in tasks]
+        count = client.import_tasks(project_id, tasks)
+        if count != len(tasks):
+            raise LabelStudioError(f"Label Studio {client.url}: project {project_id} holds {count} task(s) after "
+                                   f"importing {len(tasks)}")
+    except LabelStudioError as err:  # no half-made project left behind
+        try:
+            client.request("DELETE", f"/api/projects/{project_id}/")
+            raise LabelStudioError(f"{err} (the half-made project {project_id} was deleted)") from None
+        except LabelStudioError as cleanup:
+            if "half-made" in str(cleanup):
+                raise
+            raise LabelStudioError(f"{err} (project {project_id} was left half-made: delete it in Label Studio)") \
+                from None
     pushed = PushedProject(project_id, f"{client.url}/projects/{project_id}", title, count, annotators,
                            len(uploaded), sheet_dir / LABEL_STUDIO_DIR / PROJECT_JSON)
     pushed.record.write_text(json.dumps({"server": client.url, "project": project_id, "title": title, "tasks": count,
