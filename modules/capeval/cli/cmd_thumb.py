@@ -5,7 +5,11 @@
 * ``capeval thumb sheet OUTPUTS... --out DIR``: blinded annotation sheets (CSV, printable HTML) and key.
 * ``capeval thumb collect --key KEY SHEET [SHEET2] --out DIR``: validate, un-blind, aggregate; with two
   annotators also Cohen's κ and the disagreements to review. ``sheet --label-studio`` also writes a Label
-  Studio configuration and tasks; ``collect --key KEY EXPORT.json`` reads Label Studio's JSON export.
+  Studio configuration and tasks; ``collect --key KEY EXPORT.json`` reads Label Studio's JSON export;
+  ``sheet --checks N`` mixes in attention checks, whose pass rates ``collect`` reports.
+* ``capeval thumb push DIR --label-studio URL``: create the Label Studio project on a running server;
+  ``collect --key KEY --label-studio URL --project ID`` pulls its annotations; ``status`` shows each
+  annotator's progress.
 """
 from __future__ import annotations
 
@@ -72,6 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--label-studio", action="store_true",
                    help="also write DIR/label-studio/config.xml (labeling configuration), tasks.json (one task "
                         "per blinded item, no system names) and instructions.html, to import in Label Studio")
+    s.add_argument("--checks", type=int, default=0, metavar="N",
+                   help="mix N attention-check items in blindly (N distinct images each get a caption of another "
+                        "image, an obviously wrong caption; only the key says which); `collect` reports each "
+                        "annotator's pass rate (a check is passed with precision at most 2). Default 0: none")
     s.set_defaults(func=run_sheet)
 
     c = thumb_sub.add_parser("collect", help="validate and un-blind filled sheets, then aggregate",
@@ -155,15 +163,19 @@ def run_sheet(args: argparse.Namespace) -> int:
     from capeval.thumb.workflow import make_sheets
 
     files = make_sheets(args.outputs, args.out, seed=args.seed, cleanup=args.cleanup, dedupe=not args.no_dedupe,
-                        image_url=args.image_url, title=args.title, label_studio=args.label_studio)
+                        image_url=args.image_url, title=args.title, label_studio=args.label_studio,
+                        checks=args.checks)
     print(f"{len(files.systems)} systems, {files.n_images} images, {files.n_captions} captions -> "
           f"{files.n_items} sheet items (identical captions of an image merged: {not args.no_dedupe})")
+    if files.n_checks:
+        print(f"attention checks: {files.n_checks} of the {files.n_items} items are a caption of another image, "
+              "mixed in blindly (the key says which)")
     print(f"annotation sheet: {files.csv}\nprintable page:   {files.html}\n"
           f"key file:         {files.key}  (keep it away from the annotators)")
     if files.label_studio is not None:
         ls = files.label_studio
-        print(f"Label Studio:     {ls.config} (labeling configuration), {ls.tasks} (tasks to import), "
-              f"{ls.instructions} (instructions)")
+        print(for_terminal(f"Label Studio:     {ls.config} (labeling configuration), {ls.tasks} (tasks to import), "
+                           f"{ls.instructions} (instructions)"))
     if files.incomplete_images:
         print(f"warning: {len(files.incomplete_images)} image(s) lack a caption from some system, e.g. "
               f"{files.incomplete_images[:3]}", file=sys.stderr)
@@ -203,6 +215,14 @@ def run_collect(args: argparse.Namespace) -> int:
         print(f"\nagreement over {agreement['items']} items: Cohen's kappa P {fmt(agreement['kappa_precision'])}, "
               f"R {fmt(agreement['kappa_recall'])}; {agreement['disagreements']} item(s) differ "
               f"(report uses: {agreement['combine']})")
+    checks = report.get("attention_checks")
+    if checks is not None:
+        from capeval.thumb.checks import describe
+
+        if agreement is None:
+            print()
+        for row in checks["annotators"]:
+            print(f"attention checks: {describe(row, checks['items'])}")
     for name, path in report["files"].items():
         print(f"{name}: {path}")
     missing = report.get("not_collected")

@@ -6,6 +6,7 @@
 * :mod:`capeval.thumb.records` — reading THumB-format score files (JSONL/CSV);
 * :mod:`capeval.thumb.agreement` — Cohen's κ and disagreement lists for two annotators;
 * :mod:`capeval.thumb.sheets` — blinded annotation sheets, key files, collecting filled sheets.
+* :mod:`capeval.thumb.checks` — attention checks: captions of other images mixed in, annotators' pass rates.
 """
 from capeval.thumb.api import score
 from capeval.thumb.rubric import RubricWeights, validate_ratings

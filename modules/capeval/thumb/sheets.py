@@ -13,6 +13,8 @@ annotators cannot tell which caption comes from which system. Here:
    the key file (item → systems), to be kept away from annotators.
 4. :func:`read_sheet` validates a filled sheet against the key and returns the ratings per item;
    :func:`unblind` maps them back to (system, image, caption) records.
+5. Optionally, :func:`capeval.thumb.checks.add_checks` mixes attention-check items (a caption of another
+   image) in blindly; only the key marks them (``"check"``), and collecting leaves them out of the scores.
 
 Sheet columns: ``item, image, caption, precision, recall, fluency, conciseness, inclusive, comment``.
 Annotators fill ``precision`` and ``recall`` with an integer 1–5 and a penalty column only when there
@@ -42,13 +44,18 @@ CAPTION_FIELDS = ("caption", "hyp", "prediction", "text")
 
 @dataclass
 class SheetItem:
-    """One row of a sheet: a distinct caption of one image, and the systems that produced it."""
+    """One row of a sheet: a distinct caption of one image, and the systems that produced it.
+
+    ``check`` is set only for an attention-check item (:mod:`capeval.thumb.checks`): ``{"kind": "other-image",
+    "caption_of": <source image>}``; such an item has no systems.
+    """
 
     item: str
     image: str
     caption: str
     systems: list[str]
     originals: dict[str, str] = field(default_factory=dict)
+    check: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------------------------- input
@@ -189,7 +196,8 @@ def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: 
               systems: Sequence[str] | None = None) -> None:
     """The key file: item → systems (and each system's original caption).
 
-    ``systems`` fixes the system order of reports (default: order of first appearance on the sheet).
+    ``systems`` fixes the system order of reports (default: order of first appearance on the sheet). An
+    attention-check item also records ``"check"`` (absent for every other item).
     """
     order: list[str] = list(systems or [])
     for it in items:
@@ -198,12 +206,19 @@ def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: 
     key = {
         "format": KEY_FORMAT, "version": KEY_VERSION, "seed": seed, "cleanup": cleanup or "none",
         "dedupe": dedupe, "systems": systems,
-        "items": [{"item": it.item, "image": it.image, "caption": it.caption, "systems": it.systems,
-                   "originals": it.originals} for it in items],
+        "items": [_key_entry(it) for it in items],
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(key, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _key_entry(it: SheetItem) -> dict[str, Any]:
+    entry = {"item": it.item, "image": it.image, "caption": it.caption, "systems": it.systems,
+             "originals": it.originals}
+    if it.check is not None:
+        entry["check"] = it.check
+    return entry
 
 
 @dataclass
@@ -228,14 +243,17 @@ def read_key(path: str | Path) -> SheetKey:
     if data.get("version") != KEY_VERSION:
         raise ValueError(f"{path}: key file version {data.get('version')!r}; this capeval reads version {KEY_VERSION}.")
     try:
-        items = [SheetItem(d["item"], d["image"], d["caption"], list(d["systems"]), dict(d.get("originals", {})))
-                 for d in data["items"]]
+        items = [SheetItem(d["item"], d["image"], d["caption"], list(d["systems"]), dict(d.get("originals", {})),
+                           d.get("check")) for d in data["items"]]
         order = [str(s) for s in data["systems"]]
     except (KeyError, TypeError) as err:
         raise ValueError(f"{path}: damaged key file (missing {err}).") from None
     unknown = sorted({s for it in items for s in it.systems} - set(order))
     if unknown:
         raise ValueError(f"{path}: damaged key file (systems {unknown} are not in its system list).")
+    bad = [it.item for it in items if it.check is not None and not (isinstance(it.check, dict) and "kind" in it.check)]
+    if bad:
+        raise ValueError(f"{path}: damaged key file (the attention check of item(s) {bad[:5]} has no 'kind').")
     return SheetKey(items, order)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from capeval.thumb.agreement import cohen_kappa, disagreements
 from capeval.thumb.api import score
+from capeval.thumb.checks import add_checks, attention_checks, split_checks
 from capeval.thumb.html_sheet import write_sheet_html
 from capeval.thumb.label_studio import LabelStudioFiles, read_export_data, read_exports, write_label_studio
 from capeval.thumb.records import write_records
@@ -48,6 +49,7 @@ class SheetFiles:
     systems: list[str]
     incomplete_images: list[str] = field(default_factory=list)
     label_studio: LabelStudioFiles | None = None
+    n_checks: int = 0
 
 
 def make_sheets(
@@ -59,6 +61,7 @@ def make_sheets(
     image_url: str | None = None,
     title: str = "THumB annotation sheet",
     label_studio: bool = False,
+    checks: int = 0,
 ) -> SheetFiles:
     """Write ``thumb_sheet.csv``, ``thumb_sheet.html`` and ``thumb_key.json`` into ``out_dir``.
 
@@ -66,9 +69,13 @@ def make_sheets(
     ``instructions.html`` (:func:`capeval.thumb.label_studio.write_label_studio`; no system names).
 
     ``incomplete_images`` lists images that not every system captioned (they are still on the sheet).
+
+    ``checks`` (0 to the number of images, at least 2 images when > 0) mixes that many attention-check items
+    in blindly (:func:`capeval.thumb.checks.add_checks`, seeded by ``seed``); ``n_items`` counts them,
+    ``n_checks`` says how many. 0 (default): none, and the files are exactly those without the option.
     """
     outputs = load_system_outputs(sources)
-    items = build_items(outputs, seed=seed, cleanup=cleanup, dedupe=dedupe)
+    items = add_checks(build_items(outputs, seed=seed, cleanup=cleanup, dedupe=dedupe), checks, seed=seed)
     out = Path(out_dir)
     files = SheetFiles(out / SHEET_CSV, out / SHEET_HTML, out / KEY_JSON, 0, len(items), 0, list(outputs))
     write_sheet_csv(files.csv, items)
@@ -82,6 +89,7 @@ def make_sheets(
     files.n_images = len(per_image)
     files.n_captions = sum(len(it.systems) for it in items)
     files.incomplete_images = [img for img, systems in per_image.items() if len(systems) < len(outputs)]
+    files.n_checks = sum(it.check is not None for it in items)
     return files
 
 
@@ -109,8 +117,12 @@ def collect(
     by ``capeval thumb report``), ``thumb_report.json`` (this function's return value) and, with two
     sheets, ``thumb_disagreements.csv``.
 
+    Attention-check items of the key (``sheet --checks``) are left out of the ratings, the un-blinding, the
+    aggregation, κ and the disagreements; the report then gains ``"attention_checks"``: each annotator's
+    pass rate (:func:`capeval.thumb.checks.attention_checks`).
+
     Returns:
-        ``{"result": score() output, "agreement": {...} | None, "files": {...}}``.
+        ``{"result": score() output, "agreement": {...} | None, ["attention_checks": {...},] "files": {...}}``.
     """
     if not sheet_paths:
         raise ValueError("No filled sheets given.")
@@ -204,6 +216,9 @@ def _combine_partial(sheets: Sequence[dict[str, dict[str, float]]], items: Seque
 def _collect(key: SheetKey, sheets: list[dict[str, dict[str, float]]], annotators: list[str],
              out_dir: str | Path | None, combine: str, not_collected: dict[str, Any] | None,
              score_options: dict[str, Any]) -> dict[str, Any]:
+    key, real, checks = split_checks(key, sheets)  # attention checks stay out of everything but their report
+    checked = attention_checks(checks, sheets, annotators)
+    sheets = real
     all_ids = [it.item for it in key.items]
     ratings = _combine_partial(sheets, all_ids, combine)
     items = [it for it in key.items if it.item in ratings]
@@ -241,7 +256,10 @@ def _collect(key: SheetKey, sheets: list[dict[str, dict[str, float]]], annotator
             write_disagreements_csv(out / DISAGREEMENTS_CSV, disagreement_rows, items)
             files["disagreements"] = str(out / DISAGREEMENTS_CSV)
         files["report"] = str(out / REPORT_JSON)
-    report = {"result": result, "agreement": agreement, "files": files}
+    report = {"result": result, "agreement": agreement}
+    if checked is not None:
+        report["attention_checks"] = checked
+    report["files"] = files
     if not_collected is not None:
         report["not_collected"] = not_collected
     if out_dir is not None:
