@@ -287,3 +287,28 @@ def test_token_errors_from_the_real_server(server, sheet, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"capeval thumb status: error: Label Studio POST {server.url}/api/token/refresh/: HTTP 401")
     assert "\n" not in err and wrong not in err
+
+
+def test_local_images_are_uploaded_and_served(server, tmp_path, capsys):
+    """``--image-url`` pointing at files: push uploads each image once; the tasks' addresses serve the same bytes."""
+    from PIL import Image
+
+    folder = tmp_path / "images"
+    out = folder / "sheet"
+    (out / "imgs").mkdir(parents=True)
+    for i in range(2):
+        Image.new("RGB", (24, 16), (40 + 100 * i, 90, 200)).save(out / "imgs" / f"img{i:02d}.png")
+    assert main(["thumb", "sheet", str(_outputs(folder / "outputs.json", 2)), "--out", str(out), "--label-studio",
+                 "--image-url", "imgs/{image}.png"]) == 0
+    project = _push(server, out, capsys, "THumB images")
+    tasks = project_tasks(server, project)
+    assert len(tasks) == 4
+    config = server.api("GET", f"/api/projects/{project}")["label_config"]
+    assert '<Image name="image" value="$image"' in config  # the rubric's configuration replaced the upload one
+    token = server.access_token()
+    for task in tasks:
+        src = task["data"]["image"]
+        assert src.startswith(f"/data/upload/{project}/"), src
+        original = out / "imgs" / f"{src.rsplit('-', 1)[-1]}"
+        assert http_bytes(server.url + src, token) == original.read_bytes()
+    assert len({t["data"]["image"] for t in tasks}) == 2  # one upload per image, shared by its two items
