@@ -107,8 +107,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "and writes DIR/label-studio/project.json (no token).")
     u.add_argument("sheet_dir", type=Path, metavar="DIR", help="the --out folder of `capeval thumb sheet --label-studio`")
     _add_server_options(u, None, required=True)
-    u.add_argument("--project-title", default=None, help="project title, 1-50 characters (default: THumB: <DIR name>)")
-    u.add_argument("--annotators", type=int, default=2,
+    u.add_argument("--project-title", metavar="TITLE", default=None, help="project title, 1-50 characters (default: THumB: <DIR name>)")
+    u.add_argument("--annotators", type=int, default=2, metavar="N",
                    help="annotators per task (Label Studio's overlap, maximum_annotations; default 2)")
     add_progress_argument(u)
     u.set_defaults(func=run_push)
