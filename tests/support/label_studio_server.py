@@ -238,10 +238,9 @@ print(%r + json.dumps({"pat": LSAPIToken.for_user(admin).get_full_jwt(), "ids": 
 """ % _MARKER
 
 
-def _setup_accounts(python: Path, data_dir: Path, log: Path, annotators: list[tuple[str, str]],
-                    legacy: bool) -> dict[str, Any]:
+def _setup_accounts(python: Path, env: dict[str, str], data_dir: Path, log: Path,
+                    annotators: list[tuple[str, str]], legacy: bool) -> dict[str, Any]:
     args = json.dumps({"admin": ADMIN_EMAIL, "annotators": annotators, "legacy": legacy})
-    env = _clean_env(LABEL_STUDIO_BASE_DATA_DIR=str(data_dir), **_SERVER_ENV)
     proc = subprocess.run([str(python), "-c", SETUP_SCRIPT, args], capture_output=True, text=True, env=env,
                           timeout=300, cwd=data_dir)
     with log.open("a", encoding="utf-8") as fh:
@@ -307,7 +306,10 @@ def running_label_studio(tmp_path: Path, legacy_tokens: bool = True,
     password = "admin-" + secrets.token_hex(6)
     legacy = secrets.token_hex(20)
     annotators = [(email, "ann-" + secrets.token_hex(6)) for email in ANNOTATOR_EMAILS]
-    env = _clean_env(LABEL_STUDIO_BASE_DATA_DIR=str(data_dir), **_SERVER_ENV)
+    # SECRET_KEY signs the personal access token: given to the server and the account script alike. Left
+    # unset, each Label Studio process that finds no key in DATA/.env generates one and appends it there,
+    # and two processes starting together wrote two different keys (seen: tokens then "invalid").
+    env = _clean_env(LABEL_STUDIO_BASE_DATA_DIR=str(data_dir), SECRET_KEY=secrets.token_urlsafe(50), **_SERVER_ENV)
     started = time.monotonic()
     proc = None
     try:
@@ -329,7 +331,7 @@ def running_label_studio(tmp_path: Path, legacy_tokens: bool = True,
         else:
             pytest.fail(f"Label Studio found its port taken three times; {log}:\n{_tail(log)}", pytrace=False)
         startup = time.monotonic() - started
-        setup = _setup_accounts(python, data_dir, log, annotators, legacy_tokens)
+        setup = _setup_accounts(python, env, data_dir, log, annotators, legacy_tokens)
         print(f"Label Studio {LABEL_STUDIO_VERSION} at {url}: /health after {startup:.0f} s, accounts after "
               f"{time.monotonic() - started:.0f} s", file=sys.stderr)
         yield Server(url=url, admin_email=ADMIN_EMAIL, admin_password=password, admin_token=setup["pat"],
