@@ -23,6 +23,13 @@ def test_json_lists_every_model_with_the_required_fields(capsys):
     assert any("Flickr30k" in item for item in by_name["critic-flickr8k-plus"]["training_data"])
 
 
+def test_table_fits_100_columns_in_bytes_too(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and max(len(line.encode("utf-8")) for line in lines) <= 100, max(lines, key=len)
+
+
 def test_table_filters_by_metric_and_refuses_unknown(capsys):
     assert main(["models", "--metric", "lceval", "--training-data", "--wide"]) == 0
     out = capsys.readouterr().out

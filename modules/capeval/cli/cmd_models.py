@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         if args.metric not in known:
             raise ValueError(f"--metric {args.metric!r}: no model serves it; metrics with models: {', '.join(known)}")
         rows = [r for r in rows if r["metric"] == args.metric or args.metric in r["default"]]
-    table = [[r["name"], r["metric"] or "—", ", ".join(_default_label(m, r) for m in r["default"]) or "—",
+    # "-" for none: ASCII, so that a line's width is the same counted in characters or in bytes
+    table = [[r["name"], r["metric"] or "-", ", ".join(_default_label(m, r) for m in r["default"]) or "-",
               r["status"], r["location"], r["size_mb"]] for r in rows]
     out = text_stream(args.json_out)
     print(text_table(["model", "metric", "default of", "status", "where", "MB"], table, digits=2), file=out)
