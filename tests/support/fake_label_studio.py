@@ -161,7 +161,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeLabelStudio:
-    """``with FakeLabelStudio() as fake:`` a server on 127.0.0.1 (``fake.url``), its :class:`State` at ``fake.state``."""
+    """``with FakeLabelStudio() as fake:`` a server on 127.0.0.1 (``fake.url``); its :class:`State` is
+    ``fake.state``."""
 
     def __init__(self, **state: Any) -> None:
         self.state = State(**state)

@@ -145,7 +145,8 @@ def test_push_uploads_local_images_and_references_addresses(fake, tmp_path):
 
 def test_push_refuses_what_it_cannot_send(fake, tmp_path, sheets):
     missing = make_sheets([SYSTEMS_JSON], tmp_path / "missing", label_studio=True, image_url="nowhere/{image}.png")
-    with pytest.raises(LabelStudioError, match=r"4 image\(s\) of the tasks are neither an http\(s\) address nor a file"):
+    with pytest.raises(LabelStudioError,
+                       match=r"4 image\(s\) of the tasks are neither an http\(s\) address nor a file"):
         push(missing.csv.parent, fake.url, PERSONAL_TOKEN)
     plain = make_sheets([SYSTEMS_JSON], tmp_path / "plain")
     with pytest.raises(LabelStudioError, match=r"lacks config.xml, tasks.json, instructions.html: make the sheet"):

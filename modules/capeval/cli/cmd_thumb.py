@@ -105,9 +105,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "configuration, the instructions and one task per blinded item (images: "
                                          "http(s) addresses referenced, local files uploaded). Prints the project id "
                                          "and writes DIR/label-studio/project.json (no token).")
-    u.add_argument("sheet_dir", type=Path, metavar="DIR", help="the --out folder of `capeval thumb sheet --label-studio`")
+    u.add_argument("sheet_dir", type=Path, metavar="DIR",
+                   help="the --out folder of `capeval thumb sheet --label-studio`")
     _add_server_options(u, None, required=True)
-    u.add_argument("--project-title", metavar="TITLE", default=None, help="project title, 1-50 characters (default: THumB: <DIR name>)")
+    u.add_argument("--project-title", metavar="TITLE", default=None,
+                   help="project title, 1-50 characters (default: THumB: <DIR name>)")
     u.add_argument("--annotators", type=int, default=2, metavar="N",
                    help="annotators per task (Label Studio's overlap, maximum_annotations; default 2)")
     add_progress_argument(u)
@@ -230,7 +232,6 @@ def run_collect(args: argparse.Namespace) -> int:
         print(f"not collected: {missing['annotations']} annotation(s); {missing['items']} item(s) of the key without "
               f"an annotation ({len(missing['problems'])} warning(s) above)")
     return 0
-
 
 
 def run_push(args: argparse.Namespace) -> int:

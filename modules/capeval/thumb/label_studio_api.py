@@ -411,9 +411,9 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
 def fetch_export(client: LabelStudio, project_id: int) -> tuple[str, list[dict[str, Any]]]:
     """``(source name, export)``: the project's JSON export with every ``completed_by`` given its e-mail.
 
-    The source name (``project <id>``) is what messages about its tasks start with.
+    The source name (``project <id>``) is what messages about its tasks start with. A missing project is
+    the export's 404 (one line naming ``/api/projects/<id>/export``), not an empty export.
     """
-    client.project(project_id)  # a missing project is a 404 naming it, not an empty export
     data = client.export(project_id)
     emails = client.users()
     for task in data:

@@ -13,7 +13,13 @@ from capeval.thumb.agreement import cohen_kappa, disagreements
 from capeval.thumb.api import score
 from capeval.thumb.checks import add_checks, attention_checks, split_checks
 from capeval.thumb.html_sheet import write_sheet_html
-from capeval.thumb.label_studio import LabelStudioFiles, read_export_data, read_exports, write_label_studio
+from capeval.thumb.label_studio import (
+    ExportReading,
+    LabelStudioFiles,
+    read_export_data,
+    read_exports,
+    write_label_studio,
+)
 from capeval.thumb.records import write_records
 from capeval.thumb.rubric import RUBRIC_ITEMS
 from capeval.thumb.sheets import (
@@ -182,7 +188,7 @@ def collect_label_studio_project(
     return _collect_reading(key, reading, out_dir, combine, score_options)
 
 
-def _collect_reading(key: SheetKey, reading: Any, out_dir: str | Path | None, combine: str,
+def _collect_reading(key: SheetKey, reading: ExportReading, out_dir: str | Path | None, combine: str,
                      score_options: dict[str, Any]) -> dict[str, Any]:
     """The Label Studio routes' common end: warn about what was left out, then :func:`_collect`."""
     import warnings
