@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from capeval.render import fit_text, text_table
     from capeval.io import load_predictions, load_references, pair, split_by_occurrence, unscored_reference_ids
     from capeval.registry import resolve
+    from capeval.cli.score_in_chunks import chunkable, in_memory_limit, score_in_chunks
 
     main_process = True
     if in_distributed_launch():  # one of several processes (capeval score --processes, accelerate launch, torchrun)
@@ -167,6 +168,19 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--features needs --metrics lceval, lceval_released or lceval_plus.")
         options.update({f"{name}_features": True for name in learned})
     results = []
+    if (not split and main_process and not in_distributed_launch() and not getattr(args, "features", False)
+            and len(preds) > in_memory_limit() and chunkable(selected)):
+        # too many to hold every caption's state at once: chunk by chunk, as score-dataset (cli/score_in_chunks.py)
+        ids, preds, refs = pair(ids, preds, ref_ids, refs)
+        del ref_ids
+        print(f"capeval score: {len(preds)} predictions: scoring in chunks of rows (as capeval score-dataset) in "
+              "bounded memory", file=sys.stderr)
+        n = len(preds)
+        shown = list(preds) if args.per_caption else [""] * n  # the captions only for the per-caption table
+        result = score_in_chunks(ids, preds, refs, images, metrics=metrics, selected=selected, options=options,
+                                 per_caption=bool(args.per_caption or args.json_out))
+        results.append((ids, shown, result))
+        systems = []
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
         extra = {} if images is None else {"images": [images[i] for i in s_rows]}  # pair keeps prediction order

@@ -1,0 +1,100 @@
+"""``capeval score`` above its in-memory limit (issue 54 item 6): the paired rows scored chunk by chunk through
+score_dataset, with the in-memory route's numbers, table, signature and JSON (per-caption scores in prediction
+order); the routes that stay in memory; the limit's variable. The million-caption memory figure is a benchmark:
+``benchmarks/score_memory.py``."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from capeval.cli import main
+from capeval.cli.score_in_chunks import chunkable, in_memory_limit
+
+METRICS = "bleu,rouge_l,cider_d"
+WORDS = "a the dog cat man woman runs sits on in with red blue grass field street ball child plays water".split()
+
+
+def _files(tmp_path: Path, n: int = 4100) -> tuple[Path, Path]:
+    """``n`` predictions (shuffled ids, so pairing by id matters) and their references, in other orders."""
+    rng = random.Random(7)
+
+    def caption() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12)))
+
+    ids = list(range(n))
+    rng.shuffle(ids)
+    preds = [{"image_id": i, "caption": caption()} for i in ids]
+    refs = {str(i): [caption() for _ in range(rng.randint(1, 3))] for i in range(n)}
+    pred_path, ref_path = tmp_path / "preds.jsonl", tmp_path / "refs.json"
+    pred_path.write_text("".join(json.dumps(p) + "\n" for p in preds), encoding="utf-8")
+    ref_path.write_text(json.dumps(refs), encoding="utf-8")
+    return pred_path, ref_path
+
+
+def _score(capsys, monkeypatch, limit: str, *args) -> tuple[int, str, str]:
+    monkeypatch.setenv("CAPEVAL_SCORE_IN_MEMORY_MAX", limit)
+    rc = main(["score", *map(str, args)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_chunked_route_gives_the_in_memory_numbers(tmp_path, capsys, monkeypatch):
+    pred_path, ref_path = _files(tmp_path)  # 4100 rows: three chunks of 2000, the last short
+    common = ["--predictions", pred_path, "--references", ref_path, "--metrics", METRICS, "--no-language-check"]
+    rc, out_mem, err_mem = _score(capsys, monkeypatch, "1000000", *common, "--json", tmp_path / "mem.json")
+    assert rc == 0 and "in chunks" not in err_mem
+    rc, out_chunk, err_chunk = _score(capsys, monkeypatch, "4000", *common, "--json", tmp_path / "chunk.json")
+    assert rc == 0
+    assert "4100 predictions: scoring in chunks" in err_chunk and "Traceback" not in err_chunk
+    mem = json.loads((tmp_path / "mem.json").read_text())
+    chunk = json.loads((tmp_path / "chunk.json").read_text())
+    assert set(chunk) == set(mem)
+    assert chunk["signature"] == mem["signature"]
+    for key, value in mem.items():
+        if isinstance(value, float):
+            assert chunk[key] == pytest.approx(value, abs=1e-12), key
+    assert set(chunk["per_caption"]) == set(mem["per_caption"])
+    for key, values in mem["per_caption"].items():
+        assert len(chunk["per_caption"][key]) == 4100
+        assert chunk["per_caption"][key] == pytest.approx(values, abs=1e-12), key  # prediction order kept
+    # the printed table is the same, but for the output file's name
+    assert out_chunk.replace("chunk.json", "X") == out_mem.replace("mem.json", "X")
+
+
+def test_per_caption_table_in_chunks(tmp_path, capsys, monkeypatch):
+    pred_path, ref_path = _files(tmp_path, n=30)
+    common = ["--predictions", pred_path, "--references", ref_path, "--metrics", "bleu_4,rouge_l",
+              "--no-language-check", "--per-caption", "--wide"]
+    rc, out_mem, _ = _score(capsys, monkeypatch, "100", *common)
+    assert rc == 0
+    rc, out_chunk, err = _score(capsys, monkeypatch, "0", *common)
+    assert rc == 0 and "30 predictions: scoring in chunks" in err
+    assert out_chunk == out_mem
+    assert len(out_mem.splitlines()) > 30  # one row per caption was printed
+
+
+def test_routes_that_stay_in_memory(tmp_path, capsys, monkeypatch):
+    pred_path, ref_path = _files(tmp_path, n=12)
+    rows = [json.loads(line) for line in pred_path.read_text().splitlines()]
+    dup = tmp_path / "dup.jsonl"  # each image twice: --duplicate-ids split scores two captioners in memory
+    dup.write_text("".join(json.dumps(r) + "\n" for r in rows + rows), encoding="utf-8")
+    rc, out, err = _score(capsys, monkeypatch, "0", "--predictions", dup, "--references", ref_path,
+                          "--metrics", "bleu", "--duplicate-ids", "split", "--no-language-check")
+    assert rc == 0 and "in chunks" not in err and "captioner 2" in out
+    assert chunkable({"bleu": ["bleu_4"], "cider_d": ["cider_d"]})
+    assert not chunkable({"bleu": ["bleu_4"], "spice_u": ["spice_u"]})
+
+
+def test_the_limit_variable(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("CAPEVAL_SCORE_IN_MEMORY_MAX", raising=False)
+    assert in_memory_limit() == 100_000
+    monkeypatch.setenv("CAPEVAL_SCORE_IN_MEMORY_MAX", "25")
+    assert in_memory_limit() == 25
+    pred_path, ref_path = _files(tmp_path, n=5)
+    rc, _, err = _score(capsys, monkeypatch, "lots", "--predictions", pred_path, "--references", ref_path,
+                        "--metrics", "bleu")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 1 and len(lines) == 1 and "CAPEVAL_SCORE_IN_MEMORY_MAX must be a non-negative integer" in lines[0]
