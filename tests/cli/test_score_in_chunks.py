@@ -98,3 +98,36 @@ def test_the_limit_variable(monkeypatch, tmp_path, capsys):
                         "--metrics", "bleu")
     lines = [line for line in err.splitlines() if line.strip()]
     assert rc == 1 and len(lines) == 1 and "CAPEVAL_SCORE_IN_MEMORY_MAX must be a non-negative integer" in lines[0]
+
+
+@pytest.mark.parametrize("signum, status, word", [(2, 130, "interrupted"), (15, 143, "terminated")])
+def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, status, word):
+    """Ctrl-C (SIGINT) and SIGTERM while the chunks are scored: one line, the exit status 128 + the signal, and the
+    temporary folder of the paired rows removed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pred_path, ref_path = _files(tmp_path, n=60_000)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, CAPEVAL_SCORE_IN_MEMORY_MAX="0", TMPDIR=str(scratch))
+    child = subprocess.Popen([sys.executable, "-m", "capeval", "score", "--predictions", str(pred_path),
+                              "--references", str(ref_path), "--metrics", METRICS, "--no-language-check"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(scratch.glob("capeval-score-*/out")) and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.05)
+        time.sleep(0.5)
+        child.send_signal(signum)
+        _, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == status, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"capeval score: {word}", err
+    assert list(scratch.iterdir()) == []

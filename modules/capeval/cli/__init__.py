@@ -7,6 +7,7 @@ Heavy imports stay inside the command functions so ``capeval --help`` is instant
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import re
@@ -126,18 +127,48 @@ def main(argv: list[str] | None = None) -> int:
     from capeval.render import full_width
 
     try:
-        with full_width(getattr(args, "wide", False)), quiet(getattr(args, "quiet", False) is True):
+        with full_width(getattr(args, "wide", False)), quiet(getattr(args, "quiet", False) is True), \
+                _terminate_as_interrupt():
             return int(args.func(args) or 0)
     except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:
             raise
         print(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(f"capeval {_command_name(args)}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"capeval {_command_name(args)}: interrupted", file=sys.stderr)
         return 130
     finally:
         warnings.showwarning = previous
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as Ctrl-C is: the same clean-up runs (temporary files removed, workers
+    stopped), then one line and exit status 143 (128 + SIGTERM)."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises :class:`Terminated` while a command runs (installed once, in the main thread, before the
+    command starts any thread; the previous handler is put back after). Elsewhere (a thread) nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
