@@ -15,6 +15,9 @@ other model of the catalog is a Hugging Face Hub model repo, ``capeval/<name>`` 
 
 :func:`catalog_name_of` goes the other way: the catalog name of a resolved folder (for signatures and logs that must
 not carry a path of this machine), wherever it was resolved from.
+
+Every folder it returns holds the published files: :func:`capeval.model_integrity.verify_model_folder` checks them
+(SHA-256) and refuses a damaged or incomplete one in one line (:class:`capeval.model_integrity.DamagedModelError`).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from capeval.catalog import BUNDLED, HUB_NAMESPACE, MODELS, canonical, entry, hub_repo
 from capeval.hub_cli import download_command
+from capeval.model_integrity import verify_model_folder
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _CHECKOUT_ROOT = _PACKAGE_DIR.parents[1]
@@ -82,9 +86,11 @@ def model_dir(name: str, *, download: bool = True) -> Path:
     if model.location == "bundled":
         path = bundled_dir(model.name)
         if path is not None:
+            verify_model_folder(model.name, path, bundled=True)
             return path
     mirror = mirror_root()
     if mirror is not None and (mirror / model.name).is_dir():
+        verify_model_folder(model.name, mirror / model.name)
         return mirror / model.name
     repo_id = hub_repo_id(model.name)
     try:
@@ -94,7 +100,7 @@ def model_dir(name: str, *, download: bool = True) -> Path:
             f"{model.name!r} lives in the Hub repo {repo_id!r}, and huggingface_hub is not installed: "
             f"pip install huggingface_hub, then {fetch_command(model.name)}.") from None
     try:
-        return Path(snapshot_download(repo_id, local_files_only=not download))
+        folder = Path(snapshot_download(repo_id, local_files_only=not download))
     except Exception as err:  # noqa: BLE001 - offline, not cached, no such repo, no network: one clear error
         where = "bundled with capeval but missing from this install; " if model.location == "bundled" else ""
         raise ModelNotAvailableError(
@@ -102,6 +108,8 @@ def model_dir(name: str, *, download: bool = True) -> Path:
             f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); fetch it once with network access: "
             f"`{fetch_command(model.name)}` (or `{download_command(repo_id)}`), or set CAPEVAL_MODELS_DIR to a folder "
             f"holding {model.name}/.") from None
+    verify_model_folder(model.name, folder)
+    return folder
 
 
 def resolve(name_or_folder: str | os.PathLike) -> Path:
