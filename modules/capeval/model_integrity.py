@@ -75,35 +75,26 @@ def _hub_blob_problem(link: Path) -> str | None:
     return None
 
 
-def _advice(name: str, bundled: bool) -> str:
-    if bundled:
-        return "reinstall capeval (pip install --force-reinstall capeval) to get it back"
-    from capeval.model_store import fetch_command
-
-    try:
-        return f"delete the model's folder and fetch it again: `{fetch_command(name)}`"
-    except LookupError:  # not a catalog name
-        return "delete the model's folder and fetch it again"
-
-
-def verify_model_folder(name: str, folder: str | os.PathLike, *, bundled: bool = False) -> None:
+def verify_model_folder(name: str, folder: str | os.PathLike, *,
+                        advice: str = "delete the model's folder and fetch it again") -> None:
     """Check that ``folder`` (where catalog model ``name`` resolved) holds the published files.
 
-    ``DamagedModelError`` naming the first file that is missing or differs (see the module docstring)."""
+    ``DamagedModelError`` naming the first file that is missing or differs and ending with ``advice`` (how to get
+    the files back; see the module docstring)."""
     folder = Path(folder)
     expected = manifest().get(name, {})
     for relative, digest in expected.items():
         path = folder / relative
         if not path.is_file():
-            raise DamagedModelError(f"model {name!r}: {path} is missing; {_advice(name, bundled)}.")
+            raise DamagedModelError(f"model {name!r}: {path} is missing; {advice}.")
         if sha256_of(path) != digest:
             raise DamagedModelError(f"model {name!r}: {path} is damaged (its SHA-256 differs from the published "
-                                    f"file's); {_advice(name, bundled)}.")
+                                    f"file's); {advice}.")
     for path in sorted(folder.rglob("*")):
         if path.is_symlink() and path.is_file():
             problem = _hub_blob_problem(path)
             if problem:
-                raise DamagedModelError(f"model {name!r}: {path} is damaged ({problem}); {_advice(name, bundled)}.")
+                raise DamagedModelError(f"model {name!r}: {path} is damaged ({problem}); {advice}.")
 
 
 def _read_when_scoring(relative: str) -> bool:

@@ -86,11 +86,11 @@ def model_dir(name: str, *, download: bool = True) -> Path:
     if model.location == "bundled":
         path = bundled_dir(model.name)
         if path is not None:
-            verify_model_folder(model.name, path, bundled=True)
+            verify_model_folder(model.name, path, advice="reinstall capeval (pip install --force-reinstall capeval)")
             return path
     mirror = mirror_root()
     if mirror is not None and (mirror / model.name).is_dir():
-        verify_model_folder(model.name, mirror / model.name)
+        verify_model_folder(model.name, mirror / model.name, advice=_refetch(model.name))
         return mirror / model.name
     repo_id = hub_repo_id(model.name)
     try:
@@ -108,8 +108,12 @@ def model_dir(name: str, *, download: bool = True) -> Path:
             f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); fetch it once with network access: "
             f"`{fetch_command(model.name)}` (or `{download_command(repo_id)}`), or set CAPEVAL_MODELS_DIR to a folder "
             f"holding {model.name}/.") from None
-    verify_model_folder(model.name, folder)
+    verify_model_folder(model.name, folder, advice=_refetch(model.name))
     return folder
+
+
+def _refetch(name: str) -> str:
+    return f"delete the model's folder and fetch it again: `{fetch_command(name)}`"
 
 
 def resolve(name_or_folder: str | os.PathLike) -> Path:
