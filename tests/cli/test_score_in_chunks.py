@@ -131,3 +131,27 @@ def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, stat
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == f"capeval score: {word}", err
     assert list(scratch.iterdir()) == []
+
+
+def test_a_result_that_cannot_be_written_names_its_file(tmp_path, capsys, monkeypatch):
+    """A full disk: one line naming the file, and an earlier result left whole (the write is atomic)."""
+    import errno
+    from pathlib import Path as _Path
+
+    pred_path, ref_path = _files(tmp_path, n=5)
+    common = ["--predictions", pred_path, "--references", ref_path, "--metrics", "bleu", "--no-language-check"]
+    if _Path("/dev/full").exists():
+        rc, _, err = _score(capsys, monkeypatch, "100", *common, "--json", "/dev/full")
+        assert rc == 1 and err.strip().splitlines()[-1] == ("capeval score: error: cannot write /dev/full: No space "
+                                                            "left on device"), err
+    out = tmp_path / "result.json"
+    out.write_text('{"earlier": 1}\n')
+    import capeval.paths
+
+    def full(path, data, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(capeval.paths, "write_bytes_atomic", full)
+    rc, _, err = _score(capsys, monkeypatch, "100", *common, "--json", out)
+    assert rc == 1 and f"cannot write {out}: No space left on device" in err and "Traceback" not in err
+    assert out.read_text() == '{"earlier": 1}\n'

@@ -106,8 +106,16 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
         sys.stdout.flush()
         return
     path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    try:
+        if path.exists() and not path.is_file():  # a device or a pipe (/dev/stdout): written in place
+            with path.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+        else:  # all at once: a full disk or a kill leaves the old file (or none), never half a result
+            from capeval.paths import write_bytes_atomic
+
+            write_bytes_atomic(path, text.encode("utf-8"), fsync=False)
+    except OSError as err:
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
     print(f"wrote {path}", file=sys.stderr)
 
 
