@@ -28,13 +28,22 @@ Nothing is guessed silently. A file that cannot be read exactly as one of these 
 a CSV record with an unterminated quote or a line break inside a field, a row with more or fewer
 fields than the header, an id that is not a string or an integer, a caption that is not a string,
 some items with an id and others without, and two predictions for the same image id (see
-:func:`split_by_occurrence` for files that hold several captioners' outputs per image).
+:func:`split_by_occurrence` for files that hold several captioners' outputs per image). A JSON object that
+names one key twice (``{"1": ["a dog"], "1": ["a cat"]}``) is refused naming the key (and the line of a JSON
+Lines file), never read last-value-wins.
+
+Only regular files are read: a directory, a FIFO, a device (``/dev/zero``) or a socket is refused at once (a
+FIFO is opened without blocking), and so is a file above :data:`MAX_INPUT_BYTES` (1 GiB; the environment
+variable ``CAPEVAL_MAX_INPUT_BYTES`` changes it); the read itself stops at the limit. Bytes that are not UTF-8
+are refused naming the byte offset and the line.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +54,122 @@ REF_FIELDS = ("references", "reference", "refs", "caption", "captions", "text")
 
 class InputFormatError(ValueError):
     """A prediction/reference file could not be read; the message says which line and why."""
+
+
+#: The largest prediction / reference / image-list file read (bytes), unless ``$CAPEVAL_MAX_INPUT_BYTES`` says
+#: otherwise: 1 GiB, several million captions (a million COCO results take about 80 MB).
+MAX_INPUT_BYTES = 1 << 30
+
+
+def max_input_bytes() -> int:
+    """:data:`MAX_INPUT_BYTES`, or ``$CAPEVAL_MAX_INPUT_BYTES`` when set (a positive integer)."""
+    text = os.environ.get("CAPEVAL_MAX_INPUT_BYTES", "").strip()
+    if not text:
+        return MAX_INPUT_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"CAPEVAL_MAX_INPUT_BYTES must be a positive number of bytes, got {text!r:.40}.")
+    return value
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names ``key`` twice (raised by :func:`loads`'s ``object_pairs_hook``)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in one JSON object")
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKeyError(key)
+        obj[key] = value
+    return obj
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads`` that raises :class:`DuplicateKeyError` for an object naming a key twice (``json`` keeps the
+    last value silently)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
+def duplicate_key_message(where: str, key: str) -> str:
+    """The one-line refusal of a duplicate JSON key at ``where`` (``path`` or ``path:line``)."""
+    return (f"{where}: the key {_short(key)} appears twice in one JSON object; its second value would silently "
+            "replace the first: give each key once.")
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (from ``os.stat``'s ``st_mode``)."""
+    for test, words in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def open_regular(path: str | Path, limit: int | None = None):
+    """``path`` opened for reading in binary, after checking (on the open file, so that nothing can swap it in
+    between) that it is a regular file of at most ``limit`` bytes (``None``: no size limit). A FIFO is opened
+    without blocking and refused, as are devices, sockets and directories, in one line naming the file; a missing
+    file is ``FileNotFoundError``."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} does not exist.") from None
+    except IsADirectoryError:
+        raise InputFormatError(f"{path} is a directory; give the path of a file.") from None
+    except OSError as err:
+        raise InputFormatError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputFormatError(f"{path} is a directory; give the path of a file.")
+        if not stat.S_ISREG(info.st_mode):
+            raise InputFormatError(f"{path} is {file_kind(info.st_mode)}, not a regular file; capeval reads "
+                                   "regular files only (save the data to a file first).")
+        if limit is not None and info.st_size > limit:
+            raise InputFormatError(f"{path}: {info.st_size:,} bytes, above the limit of {limit:,} bytes for an input "
+                                   "file (CAPEVAL_MAX_INPUT_BYTES raises it).")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bounded(path: str | Path) -> bytes:
+    """The bytes of the regular file ``path`` (:func:`open_regular`), at most :func:`max_input_bytes` of them: a file
+    that grows past the limit while it is read is refused too."""
+    limit = max_input_bytes()
+    with open_regular(path, limit) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as err:
+            raise InputFormatError(f"{path}: cannot be read ({err.strerror or err}).") from None
+    if len(data) > limit:
+        raise InputFormatError(f"{path}: more than {limit:,} bytes, the limit for an input file "
+                               "(CAPEVAL_MAX_INPUT_BYTES raises it).")
+    return data
+
+
+def decode_utf8(data: bytes, where: str, first_line: int = 1) -> str:
+    """``data`` as UTF-8 text (a BOM removed), or :class:`InputFormatError` naming ``where``, the byte offset and the
+    line of the first invalid byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = first_line + data.count(b"\n", 0, err.start)
+        raise InputFormatError(f"{where}: not UTF-8 text (invalid byte 0x{data[err.start]:02x} at byte offset "
+                               f"{err.start:,}, line {line}).") from None
 
 
 _JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
@@ -77,7 +202,9 @@ def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(loads(line))
+        except DuplicateKeyError as err:
+            raise InputFormatError(duplicate_key_message(f"{path}:{n}", err.key)) from None
         except json.JSONDecodeError as err:
             raise InputFormatError(f"{path}:{n}: not a JSON line ({err.msg}){hint}.") from None
         except RecursionError:
@@ -87,18 +214,7 @@ def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
 
 def _read_text(path: Path) -> str:
     """The file's text (UTF-8, a BOM removed), or an error naming the file that says what is wrong."""
-    if path.is_dir():
-        raise InputFormatError(f"{path} is a directory; give the path of a file.")
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist.")
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InputFormatError(f"{path}: cannot be read ({err.strerror or err}).") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputFormatError(f"{path}: not UTF-8 text (invalid byte at offset {err.start}).") from None
+    return decode_utf8(read_bounded(path), str(path))
 
 
 def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
@@ -107,11 +223,21 @@ def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
     if not stripped:
         raise InputFormatError(f"{path}: file is empty.")
     try:
-        return "json", json.loads(stripped)
+        return "json", loads(stripped)
     except json.JSONDecodeError:
         pass
     except RecursionError:
         raise InputFormatError(f"{path}: JSON nested too deeply.") from None
+    except DuplicateKeyError as err:
+        whole = InputFormatError(duplicate_key_message(str(path), err.key))
+        if "\n" not in stripped:
+            raise whole from None
+        try:  # JSON Lines whose first line has it: named with its line
+            parse_json_lines(text, path)
+        except InputFormatError as line_err:
+            if isinstance(line_err.__context__, DuplicateKeyError) or "appears twice" in str(line_err):
+                raise line_err from None
+        raise whole from None
     return "jsonl", parse_json_lines(text, path, "; the file is neither JSON nor JSON Lines")
 
 
@@ -455,9 +581,11 @@ def load_image_list(path: str | Path) -> list[str]:
     path = Path(path)
     text = _read_text(path)
     try:
-        data = json.loads(text)
+        data = loads(text)
     except (json.JSONDecodeError, RecursionError):
         data = None  # not JSON: one path per line
+    except DuplicateKeyError as err:
+        raise InputFormatError(duplicate_key_message(str(path), err.key)) from None
     if isinstance(data, dict):
         raise InputFormatError(f"{path}: expected a JSON list of image paths (or one path per line), got an object.")
     if isinstance(data, list):
