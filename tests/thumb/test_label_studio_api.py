@@ -29,6 +29,13 @@ from support.fake_label_studio import LEGACY_TOKEN, PERSONAL_TOKEN, FakeLabelStu
 SYSTEMS_JSON = FIXTURES / "thumb" / "systems.json"
 
 
+def png(path, k: int = 0) -> None:
+    """A small real PNG (push uploads only files Pillow reads as images), different per ``k``."""
+    from PIL import Image
+
+    Image.new("RGB", (4 + k, 3), (10 * k, 20, 30)).save(path, format="PNG")
+
+
 def answer(k: int) -> list[dict]:
     """A complete rubric answer, different per task, as Label Studio's ``result`` entries."""
     values = {"precision": str(1 + k % 5), "recall": str(1 + (k * 2) % 5), "fluency": ["0", "0.1"][k % 2],
@@ -122,8 +129,8 @@ def test_push_creates_the_project_with_the_sheet_folder(fake, sheets):
 def test_push_uploads_local_images_and_references_addresses(fake, tmp_path):
     images = tmp_path / "sheets" / "imgs"
     images.mkdir(parents=True)
-    for name in ("img-101", "img-102", "img-103", "img-104"):
-        (images / f"{name}.png").write_bytes(b"\x89PNG fake " + name.encode())
+    for k, name in enumerate(("img-101", "img-102", "img-103", "img-104")):
+        png(images / f"{name}.png", k)
     sheets = make_sheets([SYSTEMS_JSON], tmp_path / "sheets", label_studio=True, image_url="imgs/{image}.png")
     pushed = push(sheets.csv.parent, fake.url, PERSONAL_TOKEN)
     assert pushed.uploaded_images == 4 and len(fake.state.uploads) == 4  # one upload per image, not per task
@@ -133,7 +140,8 @@ def test_push_uploads_local_images_and_references_addresses(fake, tmp_path):
     for task in fake.state.tasks[pushed.id]:
         src = task["data"]["image"]
         assert src.startswith(f"/data/upload/{pushed.id}/")
-        assert by_file[src[len("/data/"):]].endswith(task["data"]["image"].rsplit("-", 1)[-1][:-4].encode())
+        k = int(task["data"]["image"].rsplit("-", 1)[-1][:-4]) - 101  # the uploaded copy of its own file
+        assert by_file[src[len("/data/"):]] == (images / f"img-{101 + k}.png").read_bytes()
 
     remote = make_sheets([SYSTEMS_JSON], tmp_path / "remote", label_studio=True,
                          image_url="https://images.example.org/{image}.jpg")

@@ -103,7 +103,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                              description="Create a project on a running Label Studio server from what `capeval thumb "
                                          "sheet ... --out DIR --label-studio` wrote: the rubric's labeling "
                                          "configuration, the instructions and one task per blinded item (images: "
-                                         "http(s) addresses referenced, local files uploaded). Prints the project id "
+                                         "http(s) addresses referenced, local files uploaded: only images under "
+                                         "DIR or --image-root, checked before anything is sent). Prints the project id "
                                          "and writes DIR/label-studio/project.json (no token).")
     u.add_argument("sheet_dir", type=Path, metavar="DIR",
                    help="the --out folder of `capeval thumb sheet --label-studio`")
@@ -112,6 +113,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="project title, 1-50 characters (default: THumB: <DIR name>)")
     u.add_argument("--annotators", type=int, default=2, metavar="N",
                    help="annotators per task (Label Studio's overlap, maximum_annotations; default 2)")
+    u.add_argument("--image-root", type=Path, metavar="ROOT", default=None,
+                   help="the folder local images must lie under to be uploaded (default: DIR); a file elsewhere "
+                        "(after links and '..' are resolved), or one that is not an image, refuses the push "
+                        "before anything is sent")
     add_progress_argument(u)
     u.set_defaults(func=run_push)
 
@@ -237,15 +242,18 @@ def run_collect(args: argparse.Namespace) -> int:
 def run_push(args: argparse.Namespace) -> int:
     from capeval.thumb.label_studio_api import push
 
+    from capeval.thumb.label_studio_api import without_userinfo
+
     pushed = push(args.sheet_dir, args.label_studio, token=args.token, title=args.project_title,
-                  annotators=args.annotators, progress=args.progress)
+                  annotators=args.annotators, progress=args.progress, image_root=args.image_root)
+    server = without_userinfo(args.label_studio)
     images = f", {pushed.uploaded_images} image(s) uploaded" if pushed.uploaded_images else ""
     key = args.sheet_dir / "thumb_key.json"
     print(for_terminal(f"Label Studio project {pushed.id} created: {pushed.url}\n"
                        f"{pushed.tasks} tasks, {pushed.maximum_annotations} annotation(s) per task{images}; recorded "
                        f"in {pushed.record} (no token)\n"
-                       f"progress: capeval thumb status --label-studio {args.label_studio} --project {pushed.id}\n"
-                       f"collect:  capeval thumb collect --key {key} --label-studio {args.label_studio} "
+                       f"progress: capeval thumb status --label-studio {server} --project {pushed.id}\n"
+                       f"collect:  capeval thumb collect --key {key} --label-studio {server} "
                        f"--project {pushed.id} --out DIR"))
     return 0
 

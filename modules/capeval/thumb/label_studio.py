@@ -35,7 +35,10 @@ and ``label-studio`` need not be installed.
    missing or out of range, a skipped or cancelled annotation (``was_cancelled: true``), an export of
    another project (no task matches the key): each gives a clear one-line message naming the task id /
    item and what is wrong; everything else is collected, and the count of what was not collected is
-   reported. Values are checked by the CSV sheet's own rules (P and R integers 1–5; a penalty a multiple
+   reported. A list or an object where the export has a scalar is such a problem too: an annotator
+   (``completed_by: {"id": [1, 2]}``) leaves its annotation out, one line naming the task; a task that is not
+   an object leaves its annotations out; a task id that is not a scalar is named by its place (``#3``).
+   Values are checked by the CSV sheet's own rules (P and R integers 1–5; a penalty a multiple
    of 0.1 up to 5, missing = 0, as an empty penalty cell). Collecting twice gives the same report.
 """
 from __future__ import annotations
@@ -275,18 +278,37 @@ def _check_export(path: Path) -> list[Any]:
     return data
 
 
-def _annotator(annotation: dict[str, Any], fallback: str) -> tuple[Any, str]:
-    """(identity, label) of ``completed_by``: an int id or a dict with ``email`` / ``id``; else the file."""
+def _is_scalar(value: Any) -> bool:
+    """Whether ``value`` is one JSON string or number (not a list, an object, a boolean or null)."""
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _annotator(annotation: dict[str, Any], fallback: str) -> tuple[Any, str] | None:
+    """(identity, label) of ``completed_by``: an int id or a dict with ``email`` / ``id``; else the file.
+
+    None when ``completed_by`` names nobody usable: an ``id`` or ``email`` that is a list, an object or a
+    boolean (the annotation is then left out, with a warning, as any other invalid one).
+    """
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         email, ident = who.get("email"), who.get("id")
+        if (ident is not None and not _is_scalar(ident)) or (email is not None and not _is_scalar(email)):
+            return None
         if ident is not None:
             return ("id", ident), str(email) if email else f"user {ident}"
         if email:
             return ("email", email), str(email)
-    elif isinstance(who, (int, str)) and not isinstance(who, bool) and str(who).strip():
+    elif _is_scalar(who) and str(who).strip():
         return ("id", who), f"user {who}"
+    elif who is not None and not isinstance(who, dict) and not _is_scalar(who):
+        return None
     return ("file", fallback), fallback
+
+
+def _one_line_json(value: Any, limit: int = 80) -> str:
+    """``value`` as short one-line JSON, for a message."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _raw_value(entries: list[dict[str, Any]], name: str) -> tuple[str | None, str | None]:
@@ -388,7 +410,12 @@ def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
     for name, data, fallback in sources:
         matched = 0
         for k, task in enumerate(data):
+            if not isinstance(task, dict):
+                reading.problems.append(f"{name} task #{k + 1}: not a JSON object ({_one_line_json(task)}); "
+                                        "nothing of it collected")
+                continue
             task_id = task.get("id", f"#{k + 1}")
+            task_id = task_id if _is_scalar(task_id) else f"#{k + 1}"  # an id that is a list or object: its place
             where = f"{name} task {task_id}"
             annotations = task.get("annotations") or []
             if not isinstance(annotations, list):
@@ -418,7 +445,14 @@ def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
                     reading.problems.append(f"{where}: an annotation is not a JSON object; not collected")
                     reading.annotations_not_collected += 1
                     continue
-                ident, label = _annotator(annotation, fallback)
+                annotator = _annotator(annotation, fallback)
+                if annotator is None:
+                    shown = _one_line_json(annotation.get("completed_by"))
+                    reading.problems.append(f"{where}: the annotator (completed_by: {shown}) is not a user id or "
+                                            "e-mail; not collected")
+                    reading.annotations_not_collected += 1
+                    continue
+                ident, label = annotator
                 who = f"{where}, annotator {label}"
                 if annotation.get("was_cancelled"):
                     reading.problems.append(f"{who}: skipped / cancelled (was_cancelled: true); not collected")

@@ -10,6 +10,14 @@ tasks, reading an export file) is :mod:`capeval.thumb.label_studio`.
   files (a relative ``--image-url`` template resolves against ``DIR``, as the printable page does) are
   uploaded to the server and the tasks point at the uploaded copies. It writes
   ``DIR/label-studio/project.json`` (server address, project id and title, no token).
+
+  Only images leave the machine (:func:`check_image`): a file is uploaded only when its real path
+  (``os.path.realpath``: symbolic links and ``..`` resolved) lies under the image root (``DIR``, or
+  ``--image-root ROOT``), it is a regular file of at most :data:`MAX_IMAGE_BYTES` bytes, and Pillow opens
+  and verifies it as an image of at most :data:`MAX_IMAGE_PIXELS` pixels. Every task's image is checked
+  before anything is sent: one that fails (``../../etc/passwd``, an absolute path elsewhere, a link out of
+  the root, ``/dev/zero``, a FIFO, a text file named ``.png``) refuses the push in one line naming its
+  item, and no project is made.
 * ``capeval thumb collect --key KEY --label-studio URL --project ID`` (:func:`fetch_export`) pulls the
   project's JSON export, the same document Label Studio's own "Export → JSON" gives, with every task
   (annotated or not), and names each annotator by e-mail; the collection itself is the export-file
@@ -28,6 +36,13 @@ Tokens: ``--token`` or the environment variable ``LABEL_STUDIO_API_KEY``. A pers
 access token sent as ``Authorization: Bearer …`` (exchanged again when the server answers 401); any
 other string is a legacy token, sent as ``Authorization: Token …``. A token is never printed, logged or
 written to a file; every HTTP error is one line naming the method, the address and the status.
+
+Credentials stay with their server: a redirect is followed only to the same origin (scheme, host and
+port); one to another origin is refused in one line naming both origins, so the ``Authorization`` header
+never reaches another server (:class:`_SameOriginRedirects`). Every message passes through
+:meth:`LabelStudio._clean`: the token, the access token it was exchanged for (a server that echoes the
+request's headers in an error body included) become ``***``, and so does the ``user:password@`` part of an
+address; an address with such a part is refused (the token is what authenticates).
 """
 from __future__ import annotations
 
@@ -35,6 +50,8 @@ import base64
 import json
 import mimetypes
 import os
+import re
+import stat
 import time
 import urllib.error
 import urllib.parse
@@ -55,6 +72,12 @@ DEFAULT_TIMEOUT = 120.0
 UPLOAD_CONFIG = '<View><Image name="image" value="$image"/></View>'
 #: Longest server text quoted in an error line (characters).
 MAX_DETAIL = 300
+#: Largest image file :func:`push` uploads (bytes).
+MAX_IMAGE_BYTES = 64 * 1024 * 1024
+#: Largest image :func:`push` uploads (width × height; Pillow's own decompression-bomb limit is 89 million).
+MAX_IMAGE_PIXELS = 89_478_485
+#: What stands for a token or a password in messages.
+REDACTED = "***"
 
 
 class LabelStudioError(RuntimeError):
@@ -97,19 +120,73 @@ def _one_line(text: str) -> str:
     return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 1] + "…"
 
 
-def _detail(body: bytes) -> str:
-    """What the server said, from a DRF error body (``detail``, ``validation_errors``) or its first text."""
+def without_userinfo(url: str) -> str:
+    """``url`` with its ``user:password@`` part (if any) shown as ``***@``."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{REDACTED}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with every secret and every address's ``user:password@`` replaced by ``***``."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@", rf"\1{REDACTED}@", text)
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of an address, the port filled in for http (80) and https (443)."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = origin(url)
+    return f"{scheme}://{host}:{port}"
+
+
+class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the address's own origin; refuse one elsewhere (one line, both origins).
+
+    urllib's own handler copies every header, ``Authorization`` included, to wherever the server points.
+    """
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 (urllib's signature)
+        newurl = urllib.parse.urljoin(req.full_url, newurl)
+        if origin(newurl) != origin(req.full_url):
+            fp.close()
+            raise LabelStudioError(
+                f"Label Studio {req.get_method()} {without_userinfo(req.full_url).split('?')[0]}: HTTP {code} redirects "
+                f"to another origin ({_origin_text(req.full_url)} → {_origin_text(newurl)}); not followed, so the "
+                "token stays with its server (give --label-studio the address the server redirects to)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_SameOriginRedirects)
+
+
+def _detail(body: bytes, secrets: Sequence[str] = ()) -> str:
+    """What the server said, from a DRF error body (``detail``, ``validation_errors``) or its first text;
+    the secrets redacted before it is cut to one short line."""
     try:
         data = json.loads(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         text = body.decode("utf-8", "replace")
-        return _one_line(text) if text.strip() and "<html" not in text[:200].lower() else ""
+        return _one_line(redact(text, secrets)) if text.strip() and "<html" not in text[:200].lower() else ""
+    text = json.dumps(data, ensure_ascii=False)
     if isinstance(data, dict):
         for name in ("validation_errors", "detail", "message", "error"):
             if data.get(name):
                 value = data[name]
-                return _one_line(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-    return _one_line(json.dumps(data, ensure_ascii=False))
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                break
+    return _one_line(redact(text, secrets))
 
 
 def _multipart(files: Sequence[tuple[str, Path]]) -> tuple[bytes, str]:
@@ -139,8 +216,11 @@ class LabelStudio:
     def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         parsed = urllib.parse.urlsplit(url.strip())
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise LabelStudioError(f"--label-studio {url!r} is not a server address; give one such as "
-                                   "http://localhost:8080")
+            raise LabelStudioError(f"--label-studio {without_userinfo(url)!r} is not a server address; give one "
+                                   "such as http://localhost:8080")
+        if "@" in parsed.netloc:
+            raise LabelStudioError(f"--label-studio {without_userinfo(url.strip())} carries a user name or password; "
+                                   "give the address without it (the token is what authenticates)")
         self.url = url.strip().rstrip("/")
         self._token = resolve_token(token)
         self._kind = token_kind(self._token)
@@ -152,19 +232,25 @@ class LabelStudio:
 
     # ------------------------------------------------------------------------------------------- HTTP
 
+    def _clean(self, text: str) -> str:
+        """``text`` fit for a message: the tokens and any ``user:password@`` redacted (see the module docstring)."""
+        return redact(str(text), (self._token, self._access or ""))
+
     def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
         request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
+        where = f"Label Studio {method} {self.url}{path.split('?')[0]}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with _OPENER.open(request, timeout=self.timeout) as response:
                 return response.read()
         except urllib.error.HTTPError as err:
-            detail = _detail(err.read() or b"")
-            raise _HTTPStatus(err.code, f"Label Studio {method} {self.url}{path.split('?')[0]}: HTTP {err.code} "
-                                        f"{err.reason}" + (f": {detail}" if detail else "")) from None
+            detail = _detail(err.read() or b"", (self._token, self._access or ""))
+            raise _HTTPStatus(err.code, f"{where}: HTTP {err.code} {self._clean(_one_line(err.reason))}"
+                                        + (f": {detail}" if detail else "")) from None
         except urllib.error.URLError as err:
-            raise LabelStudioError(f"cannot reach Label Studio at {self.url}: {_one_line(err.reason)}") from None
+            raise LabelStudioError(f"cannot reach Label Studio at {self.url}: "
+                                   f"{_one_line(self._clean(err.reason))}") from None
         except (TimeoutError, OSError) as err:
-            raise LabelStudioError(f"Label Studio {method} {self.url}{path.split('?')[0]}: {_one_line(err)}") from None
+            raise LabelStudioError(f"{where}: {_one_line(self._clean(err))}") from None
 
     def _refresh(self) -> None:
         body = json.dumps({"refresh": self._token}).encode()
@@ -308,20 +394,74 @@ def _is_reference(src: str) -> bool:
     return src.startswith(("http://", "https://", "data:", "/data/"))
 
 
-def _resolve_images(tasks: list[dict[str, Any]], sheet_dir: Path) -> dict[str, Path]:
-    """``{image value: file}`` for the tasks' images that are local files; a one-line error for missing ones."""
+def _under(path: str, root: str) -> bool:
+    """Whether the real path ``path`` is ``root`` or lies inside it (both already through ``realpath``)."""
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # another drive (Windows)
+        return False
+
+
+def check_image(path: Path, root: Path) -> str | None:
+    """Why the file ``path`` may not be uploaded, or None when it may (see the module docstring).
+
+    It may when its real path lies under the real path of ``root``, it is a regular file of at most
+    :data:`MAX_IMAGE_BYTES` bytes, and Pillow opens and verifies it (its header and, for PNG, its chunks,
+    without decoding the pixels) as an image of at most :data:`MAX_IMAGE_PIXELS` pixels.
+    """
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if not _under(real, top):
+        return f"{path} is {real}, outside the image root {top} (give --image-root ROOT for images elsewhere)"
+    try:
+        info = os.stat(real)
+    except OSError as err:
+        return f"{path}: {err.strerror or err}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is not a regular file"
+    if info.st_size > MAX_IMAGE_BYTES:
+        return f"{path} has {info.st_size} bytes, more than an image may ({MAX_IMAGE_BYTES})"
+    try:
+        from PIL import Image
+    except ImportError:
+        return "checking that files are images needs Pillow: pip install pillow"
+    try:
+        with Image.open(real) as image:
+            pixels = image.size[0] * image.size[1]
+            image.verify()
+    except Exception as err:  # noqa: BLE001 (Pillow raises many kinds for a file that is not an image)
+        return f"{path} is not an image Pillow reads ({_one_line(type(err).__name__)})"
+    if pixels > MAX_IMAGE_PIXELS:
+        return f"{path} has {pixels} pixels, more than an image may ({MAX_IMAGE_PIXELS})"
+    return None
+
+
+def _resolve_images(tasks: list[dict[str, Any]], sheet_dir: Path, image_root: Path | None = None) -> dict[str, Path]:
+    """``{image value: real file}`` for the tasks' images that are local files, each checked by
+    :func:`check_image` against ``image_root`` (default ``sheet_dir``); one-line errors for missing or
+    refused ones, before anything is sent."""
+    root = Path(image_root) if image_root is not None else sheet_dir
     files: dict[str, Path] = {}
     missing: dict[str, Path] = {}
+    refused: dict[str, tuple[Any, str]] = {}
     for task in tasks:
         src = task.get("data", {}).get("image")
-        if not isinstance(src, str) or not src or _is_reference(src) or src in files or src in missing:
+        if not isinstance(src, str) or not src or _is_reference(src) or src in files or src in missing \
+                or src in refused:
             continue
         path = Path(urllib.parse.unquote(src[7:] if src.startswith("file://") else src))
         path = path if path.is_absolute() else sheet_dir / path
-        if path.is_file():
-            files[src] = path
-        else:
+        if not os.path.exists(path):  # a dangling link too
             missing[src] = path
+            continue
+        problem = check_image(path, root)
+        if problem is None:
+            files[src] = Path(os.path.realpath(path))
+        else:
+            refused[src] = (task.get("data", {}).get("item"), problem)
+    if refused:
+        item, problem = next(iter(refused.values()))
+        more = f" (and {len(refused) - 1} more image(s))" if len(refused) > 1 else ""
+        raise LabelStudioError(f"image of item {item} refused, nothing sent: {problem}{more}")
     if missing:
         raise LabelStudioError(f"{len(missing)} image(s) of the tasks are neither an http(s) address nor a file, "
                                f"e.g. {next(iter(missing.values()))} (make the sheet with --image-url pointing at "
@@ -348,7 +488,7 @@ def read_sheet_folder(sheet_dir: str | Path) -> tuple[str, str, list[dict[str, A
 
 
 def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str | None = None,
-         annotators: int = 2, progress: bool | None = None) -> PushedProject:
+         annotators: int = 2, progress: bool | None = None, image_root: str | Path | None = None) -> PushedProject:
     """Create a Label Studio project from ``DIR/label-studio`` (see the module docstring).
 
     Args:
@@ -357,9 +497,11 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
         title: the project's title (default ``THumB: <folder name>``); 1–50 characters, as Label Studio allows.
         annotators: how many annotators label each task (Label Studio's ``maximum_annotations``), 1–10.
         progress: a bar over the image uploads (None: on a terminal, for uploads longer than a second).
+        image_root: the folder local images must lie under (default ``sheet_dir``); a file elsewhere, or one
+            that is not an image, refuses the push before anything is sent (:func:`check_image`).
 
     Raises:
-        LabelStudioError: missing files or images, or a request the server refused (one line).
+        LabelStudioError: missing files or images, a refused image, or a request the server refused (one line).
     """
     from capeval.progress import progress as bar
 
@@ -370,7 +512,7 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
     title = (title if title is not None else f"THumB: {sheet_dir.resolve().name}").strip()
     if not 1 <= len(title) <= 50:
         raise LabelStudioError(f"--project-title must have 1 to 50 characters (Label Studio's limit); got {len(title)}")
-    images = _resolve_images(tasks, sheet_dir)
+    images = _resolve_images(tasks, sheet_dir, image_root)
     client = LabelStudio(url, token)
     # Label Studio takes a file upload only under a configuration with one data key: images are uploaded under
     # UPLOAD_CONFIG, then the rubric's configuration replaces it (allowed while the project has no task).
@@ -417,11 +559,13 @@ def fetch_export(client: LabelStudio, project_id: int) -> tuple[str, list[dict[s
     data = client.export(project_id)
     emails = client.users()
     for task in data:
-        for annotation in task.get("annotations") or []:
+        annotations = task.get("annotations") if isinstance(task, dict) else None
+        for annotation in annotations if isinstance(annotations, list) else []:
             who = annotation.get("completed_by") if isinstance(annotation, dict) else None
             if isinstance(who, int) and not isinstance(who, bool):
                 annotation["completed_by"] = {"id": who, "email": emails.get(who, f"user {who}")}
-            elif isinstance(who, dict) and who.get("id") in emails and not who.get("email"):
+            elif isinstance(who, dict) and isinstance(who.get("id"), int) and who["id"] in emails \
+                    and not who.get("email"):  # an id that is a list or an object is left for the collection to name
                 who["email"] = emails[who["id"]]
     return f"project {project_id}", data
 
@@ -459,15 +603,19 @@ def progress_of(client: LabelStudio, project_id: int) -> ProjectProgress:
     submitted: dict[str, set[Any]] = {}
     skipped: dict[str, set[Any]] = {}
     complete = 0
-    for task in data:
+    for k, task in enumerate(data):
         done = 0
-        for annotation in task.get("annotations") or []:
+        annotations = task.get("annotations") if isinstance(task, dict) else None
+        task_id = task.get("id") if isinstance(task, dict) else None
+        task_id = task_id if isinstance(task_id, (str, int)) else f"#{k + 1}"  # a list or object: its place
+        for annotation in annotations if isinstance(annotations, list) else []:
             if not isinstance(annotation, dict):
                 continue
             who = annotation.get("completed_by")
             label = (who.get("email") or f"user {who.get('id')}") if isinstance(who, dict) else f"user {who}"
+            label = label if isinstance(label, str) else json.dumps(label, default=str)
             target = skipped if annotation.get("was_cancelled") else submitted
-            target.setdefault(label, set()).add(task.get("id"))
+            target.setdefault(label, set()).add(task_id)
             done += not annotation.get("was_cancelled")
         complete += done >= wanted
     people = sorted(set(submitted) | set(skipped))

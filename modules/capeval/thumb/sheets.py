@@ -19,6 +19,14 @@ annotators cannot tell which caption comes from which system. Here:
 Sheet columns: ``item, image, caption, precision, recall, fluency, conciseness, inclusive, comment``.
 Annotators fill ``precision`` and ``recall`` with an integer 1–5 and a penalty column only when there
 is a problem (empty = 0; ``0.1`` and ``-0.1`` both mean a 0.1-point penalty; multiples of 0.1 up to 5).
+
+Hostile text (issue 54): a cell a spreadsheet would run as a formula (one starting with ``=``, ``+``,
+``-``, ``@``, a tab or a carriage return) is written with one ``'`` before it (OWASP's CSV-injection
+advice), and so is a cell that itself starts with ``'``; reading a sheet removes exactly one leading ``'``
+when the character after it is ``'`` or one of those (:func:`sheet_cell` / :func:`read_cell`), so every
+text, ``=HYPERLINK(...)`` or ``'-1`` included, comes back exactly as written. A sheet's fields may be of
+any length (the csv module's field limit is raised to the file's size, see :func:`read_sheet`), and a
+sheet that is not UTF-8 is one error naming the file.
 """
 from __future__ import annotations
 
@@ -180,6 +188,19 @@ def build_items(
 
 # --------------------------------------------------------------------------------------------- output
 
+#: First characters that make a spreadsheet run a cell as a formula (OWASP: CSV injection).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def sheet_cell(text: str) -> str:
+    """``text`` as written into a CSV sheet: one ``'`` before it when it starts with ``'`` or a formula trigger."""
+    return "'" + text if text.startswith(("'", *FORMULA_TRIGGERS)) else text
+
+
+def read_cell(text: str) -> str:
+    """The inverse of :func:`sheet_cell`: one leading ``'`` removed when ``'`` or a formula trigger follows it."""
+    return text[1:] if text.startswith("'") and text[1:2] and text[1] in ("'", *FORMULA_TRIGGERS) else text
+
 
 def write_sheet_csv(path: str | Path, items: Sequence[SheetItem]) -> None:
     """The blank annotation sheet (no system names)."""
@@ -189,7 +210,8 @@ def write_sheet_csv(path: str | Path, items: Sequence[SheetItem]) -> None:
         writer = csv.writer(fh)
         writer.writerow(SHEET_COLUMNS)
         for it in items:
-            writer.writerow([it.item, it.image, it.caption, *([""] * len(RUBRIC_ITEMS)), ""])
+            writer.writerow([sheet_cell(it.item), sheet_cell(it.image), sheet_cell(it.caption),
+                             *([""] * len(RUBRIC_ITEMS)), ""])
 
 
 def write_key(path: str | Path, items: Sequence[SheetItem], seed: int, cleanup: str | None, dedupe: bool,
@@ -234,6 +256,8 @@ def read_key(path: str | Path) -> SheetKey:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a capeval THumB key file (not UTF-8 text: byte {err.start}).") from None
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not a capeval THumB key file (not JSON: {err.msg}); pass the thumb_key.json "
                          "written by `capeval thumb sheet`.") from None
@@ -290,6 +314,30 @@ def _parse_penalty(raw: str, column: str) -> tuple[float | None, str | None]:
 MAX_REPORTED_ERRORS = 20
 
 
+def _allow_fields_of(path: Path) -> None:
+    """Raise the csv module's field limit (131,072 characters by default) to ``path``'s size, so that no
+    field of it is too long; bounded by the C long the limit is kept in (the limit is process-wide and
+    only ever raised)."""
+    size = path.stat().st_size + 1
+    if size > csv.field_size_limit():
+        csv.field_size_limit(min(size, 2 ** 31 - 1))
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """``(header, rows)`` of a CSV sheet, every cell through :func:`read_cell`; one-line errors naming the file."""
+    _allow_fields_of(path)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = [read_cell(h).strip() for h in next(reader, [])]
+            rows = [{name: read_cell(cell) for name, cell in zip(header, line)} for line in reader]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start}); save the sheet as CSV UTF-8.") from None
+    except csv.Error as err:
+        raise ValueError(f"{path}: not a readable CSV sheet ({err}).") from None
+    return header, rows
+
+
 def read_sheet(path: str | Path, items: Sequence[SheetItem]) -> dict[str, dict[str, float]]:
     """Validate a filled sheet against the key and return ``{item: {rubric item: value}}``.
 
@@ -303,17 +351,13 @@ def read_sheet(path: str | Path, items: Sequence[SheetItem]) -> dict[str, dict[s
     """
     path = Path(path)
     by_id = {it.item: it for it in items}
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        if not header:
-            raise ValueError(f"{path}: empty sheet (no header row).")
-        reader.fieldnames = header
-        missing = [c for c in ("item", *RUBRIC_ITEMS) if c not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {missing}; a THumB sheet has the columns "
-                             f"{list(SHEET_COLUMNS)} (as written by `capeval thumb sheet`).")
-        rows = list(reader)
+    header, rows = _read_rows(path)
+    if not header:
+        raise ValueError(f"{path}: empty sheet (no header row).")
+    missing = [c for c in ("item", *RUBRIC_ITEMS) if c not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; a THumB sheet has the columns "
+                         f"{list(SHEET_COLUMNS)} (as written by `capeval thumb sheet`).")
     errors: list[str] = []
     ratings: dict[str, dict[str, float]] = {}
     for n, row in enumerate(rows, 2):
@@ -401,7 +445,7 @@ def write_disagreements_csv(path: str | Path, rows: Sequence[dict[str, Any]], it
         writer.writerow(header)
         for row in rows:
             it = by_id[row["item"]]
-            line = [it.item, it.image, it.caption, " ".join(row["differs"])]
+            line = [sheet_cell(it.item), sheet_cell(it.image), sheet_cell(it.caption), " ".join(row["differs"])]
             for f in RUBRIC_ITEMS:
                 line += [f"{row[f + '_1']:g}", f"{row[f + '_2']:g}"]
             line += [""] * len(RUBRIC_ITEMS)
