@@ -135,12 +135,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}", file=sys.stderr)
         return 1
-    except Terminated:
-        print(f"capeval {_command_name(args)}: terminated", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print(f"capeval {_command_name(args)}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (Terminated)
+        stopped = isinstance(err, Terminated)
+        if not os.environ.get("CAPEVAL_RELAUNCHED_BY"):  # one of several processes: the parent says it once
+            print(f"capeval {_command_name(args)}: {'terminated' if stopped else 'interrupted'}", file=sys.stderr)
+        return 143 if stopped else 130
     finally:
         warnings.showwarning = previous
 

@@ -98,8 +98,32 @@ def example_files() -> tuple[Path, Path]:
     return Path(str(root / "predictions.json")), Path(str(root / "references.json"))
 
 
+#: Set in the environment of the processes :func:`_relaunch` starts: their parent says "interrupted" once for all.
+RELAUNCHED_ENV = "CAPEVAL_RELAUNCHED_BY"
+#: Seconds the launcher gets to stop its processes after Ctrl-C or SIGTERM before it is killed.
+STOP_GRACE_S = 20
+
+
+def _die_with_parent() -> None:
+    """In the launcher, before it runs (Linux): SIGTERM when its parent dies, even by SIGKILL, so that a killed
+    ``capeval score --processes`` never leaves processes scoring beside a restarted one (the launcher stops its
+    workers on SIGTERM)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _relaunch(args: argparse.Namespace) -> int:
-    """Run this same command in ``--processes`` processes under ``accelerate launch``; its exit code."""
+    """Run this same command in ``--processes`` processes under ``accelerate launch``; its exit code.
+
+    Ctrl-C or SIGTERM here: the launcher gets SIGINT (it passes it to its processes, which stop without a word:
+    :data:`RELAUNCHED_ENV`), then SIGKILL after :data:`STOP_GRACE_S`; the caller prints the one line."""
+    import os
+    import signal
     import subprocess
 
     from capeval.models._deps import require
@@ -109,7 +133,24 @@ def _relaunch(args: argparse.Namespace) -> int:
     argv = getattr(args, "argv", None)
     if argv is None:
         raise ValueError("--processes needs the command line to relaunch: run it through capeval.cli.main.")
-    return subprocess.run(launch_command(args.processes, argv), check=False).returncode
+    command = launch_command(args.processes, argv)
+    if command[1:3] != ["-m", "accelerate.commands.launch"]:
+        raise RuntimeError(f"unexpected launch command {command[:3]}")
+    command[1:3] = ["-m", "capeval.cli.launcher"]  # accelerate launch, quiet when stopped
+    env = dict(os.environ, **{RELAUNCHED_ENV: str(os.getpid())})
+    launcher = subprocess.Popen(command, env=env,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    try:
+        return launcher.wait()
+    except KeyboardInterrupt:  # Ctrl-C (the terminal sent it to the processes too) or SIGTERM (cli.Terminated)
+        if launcher.poll() is None:
+            launcher.send_signal(signal.SIGINT)
+        try:
+            launcher.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+            launcher.wait()
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
