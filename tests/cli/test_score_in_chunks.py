@@ -155,3 +155,17 @@ def test_a_result_that_cannot_be_written_names_its_file(tmp_path, capsys, monkey
     rc, _, err = _score(capsys, monkeypatch, "100", *common, "--json", out)
     assert rc == 1 and f"cannot write {out}: No space left on device" in err and "Traceback" not in err
     assert out.read_text() == '{"earlier": 1}\n'
+
+
+def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    import capeval.api
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr(capeval.api, "score", exhausted)
+    pred_path, ref_path = _files(tmp_path, n=5)
+    rc, _, err = _score(capsys, monkeypatch, "100", "--predictions", pred_path, "--references", ref_path,
+                        "--metrics", "bleu", "--no-language-check")
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 1 and len(lines) == 1 and lines[0].startswith("capeval score: error: out of memory"), err

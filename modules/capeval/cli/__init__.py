@@ -135,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}", file=sys.stderr)
         return 1
+    except MemoryError:
+        if debug:
+            raise
+        print(f"capeval {_command_name(args)}: error: out of memory; score fewer captions at a time (capeval "
+              "score-dataset scores a dataset chunk by chunk in bounded memory) or use a machine with more memory",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (Terminated)
         stopped = isinstance(err, Terminated)
         if not os.environ.get("CAPEVAL_RELAUNCHED_BY"):  # one of several processes: the parent says it once
