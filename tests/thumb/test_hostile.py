@@ -142,6 +142,28 @@ def test_images_under_the_root_are_uploaded_links_inside_included(fake, tmp_path
     assert elsewhere.read_bytes() in [u["bytes"] for u in fake.state.uploads.values()]
 
 
+def test_a_file_swapped_after_the_check_is_not_sent(fake, tmp_path, monkeypatch):
+    import capeval.thumb.label_studio_api as api
+
+    folder = _sheet_with_image(tmp_path, "imgs/img-101.png")
+    secret = png(tmp_path / "secret.png", 9)
+    checked = api._resolve_images
+
+    def check_then_swap(*args):
+        files = checked(*args)
+        target = folder / "imgs" / "img-102.png"
+        target.unlink()
+        target.symlink_to(secret)  # after the check, before the upload
+        return files
+
+    monkeypatch.setattr(api, "_resolve_images", check_then_swap)
+    words = r"image imgs/img-102.png refused: .*outside the image root.*\(the half-made project 1 was deleted\)"
+    with pytest.raises(LabelStudioError, match=words):
+        push(folder, fake.url, PERSONAL_TOKEN)
+    assert secret.read_bytes() not in [u["bytes"] for u in fake.state.uploads.values()]
+    assert not fake.state.projects
+
+
 def test_cli_push_refuses_in_one_line_and_takes_image_root(fake, tmp_path, capsys):
     secret = png(tmp_path / "outside" / "x.png")
     folder = _sheet_with_image(tmp_path, str(secret))

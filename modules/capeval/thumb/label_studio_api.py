@@ -11,13 +11,14 @@ tasks, reading an export file) is :mod:`capeval.thumb.label_studio`.
   uploaded to the server and the tasks point at the uploaded copies. It writes
   ``DIR/label-studio/project.json`` (server address, project id and title, no token).
 
-  Only images leave the machine (:func:`check_image`): a file is uploaded only when its real path
+  Only images leave the machine (:func:`read_image`): a file is uploaded only when its real path
   (``os.path.realpath``: symbolic links and ``..`` resolved) lies under the image root (``DIR``, or
   ``--image-root ROOT``), it is a regular file of at most :data:`MAX_IMAGE_BYTES` bytes, and Pillow opens
   and verifies it as an image of at most :data:`MAX_IMAGE_PIXELS` pixels. Every task's image is checked
   before anything is sent: one that fails (``../../etc/passwd``, an absolute path elsewhere, a link out of
   the root, ``/dev/zero``, a FIFO, a text file named ``.png``) refuses the push in one line naming its
-  item, and no project is made.
+  item, and no project is made; each is read and checked again as it is sent (the bytes Pillow verified
+  are the bytes uploaded).
 * ``capeval thumb collect --key KEY --label-studio URL --project ID`` (:func:`fetch_export`) pulls the
   project's JSON export, the same document Label Studio's own "Export → JSON" gives, with every task
   (annotated or not), and names each annotator by e-mail; the collection itself is the export-file
@@ -161,8 +162,9 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         newurl = urllib.parse.urljoin(req.full_url, newurl)
         if origin(newurl) != origin(req.full_url):
             fp.close()
+            where = without_userinfo(req.full_url).split("?")[0]
             raise LabelStudioError(
-                f"Label Studio {req.get_method()} {without_userinfo(req.full_url).split('?')[0]}: HTTP {code} redirects "
+                f"Label Studio {req.get_method()} {where}: HTTP {code} redirects "
                 f"to another origin ({_origin_text(req.full_url)} → {_origin_text(newurl)}); not followed, so the "
                 "token stays with its server (give --label-studio the address the server redirects to)")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -189,16 +191,17 @@ def _detail(body: bytes, secrets: Sequence[str] = ()) -> str:
     return _one_line(redact(text, secrets))
 
 
-def _multipart(files: Sequence[tuple[str, Path]]) -> tuple[bytes, str]:
-    """A ``multipart/form-data`` body of ``(field name, file)`` pairs, and its content type."""
+def _multipart(files: Sequence[tuple[str, Path] | tuple[str, Path, bytes]]) -> tuple[bytes, str]:
+    """A ``multipart/form-data`` body of ``(field name, file[, its bytes])`` entries, and its content type."""
     boundary = f"capeval-{uuid.uuid4().hex}"
     chunks: list[bytes] = []
-    for name, path in files:
+    for name, path, *given in files:
+        content = given[0] if given else path.read_bytes()
         kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         filename = path.name.replace('"', "_").replace("\r", "_").replace("\n", "_")
         chunks += [f"--{boundary}\r\n".encode(),
                    f'Content-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'.encode(),
-                   f"Content-Type: {kind}\r\n\r\n".encode(), path.read_bytes(), b"\r\n"]
+                   f"Content-Type: {kind}\r\n\r\n".encode(), content, b"\r\n"]
     chunks.append(f"--{boundary}--\r\n".encode())
     return b"".join(chunks), f"multipart/form-data; boundary={boundary}"
 
@@ -273,7 +276,8 @@ class LabelStudio:
             self._refresh()
         return f"Bearer {self._access}"
 
-    def request(self, method: str, path: str, payload: Any = None, *, files: Sequence[tuple[str, Path]] = (),
+    def request(self, method: str, path: str, payload: Any = None, *,
+                files: Sequence[tuple[str, Path] | tuple[str, Path, bytes]] = (),
                 params: dict[str, Any] | None = None) -> Any:
         """One API call; the answer parsed as JSON (or None when empty).
 
@@ -337,9 +341,11 @@ class LabelStudio:
                 return count
             time.sleep(1.0)
 
-    def upload_file(self, project_id: int, path: Path) -> str:
-        """Upload one file to the project's storage (no task made); returns the address tasks refer to it by."""
-        answer = self.request("POST", f"/api/projects/{int(project_id)}/import", files=[("file", path)],
+    def upload_file(self, project_id: int, path: Path, content: bytes | None = None) -> str:
+        """Upload one file (``content``, else the file's bytes) to the project's storage (no task made);
+        returns the address tasks refer to it by."""
+        answer = self.request("POST", f"/api/projects/{int(project_id)}/import",
+                              files=[("file", path) if content is None else ("file", path, content)],
                               params={"commit_to_project": "false"})
         ids = (answer or {}).get("file_upload_ids") or []
         uploads = self.request("GET", f"/api/projects/{int(project_id)}/file-uploads", params={"ids": json.dumps(ids)})
@@ -402,44 +408,84 @@ def _under(path: str, root: str) -> bool:
         return False
 
 
-def check_image(path: Path, root: Path) -> str | None:
-    """Why the file ``path`` may not be uploaded, or None when it may (see the module docstring).
+class ImageRefused(LabelStudioError):
+    """A local file :func:`read_image` will not send: the reason, naming the file."""
+
+
+def read_image(path: Path, root: Path) -> bytes:
+    """The bytes of the image file ``path``, read only when it may leave the machine (see the module docstring).
 
     It may when its real path lies under the real path of ``root``, it is a regular file of at most
-    :data:`MAX_IMAGE_BYTES` bytes, and Pillow opens and verifies it (its header and, for PNG, its chunks,
-    without decoding the pixels) as an image of at most :data:`MAX_IMAGE_PIXELS` pixels.
+    :data:`MAX_IMAGE_BYTES` bytes, and Pillow opens and verifies those very bytes (the header and, for
+    PNG, the chunks, without decoding the pixels) as an image of at most :data:`MAX_IMAGE_PIXELS` pixels.
+    The file is opened once, without following a last link and without blocking (a FIFO); where the
+    system shows what an open file is (``/proc/self/fd``), that is checked to lie under ``root`` too, so
+    a file swapped after the check is not what is sent.
+
+    Raises:
+        ImageRefused: one line saying why.
     """
     real, top = os.path.realpath(path), os.path.realpath(root)
     if not _under(real, top):
-        return f"{path} is {real}, outside the image root {top} (give --image-root ROOT for images elsewhere)"
+        raise ImageRefused(f"{path} is {real}, outside the image root {top} (give --image-root ROOT for images "
+                           "elsewhere)")
     try:
-        info = os.stat(real)
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as err:
-        return f"{path}: {err.strerror or err}"
-    if not stat.S_ISREG(info.st_mode):
-        return f"{path} is not a regular file"
-    if info.st_size > MAX_IMAGE_BYTES:
-        return f"{path} has {info.st_size} bytes, more than an image may ({MAX_IMAGE_BYTES})"
+        raise ImageRefused(f"{path}: {err.strerror or err}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ImageRefused(f"{path} is not a regular file")
+        opened = f"/proc/self/fd/{fd}"
+        if os.path.islink(opened) and not _under(os.readlink(opened), top):
+            raise ImageRefused(f"{path} changed while it was read: now outside the image root {top}")
+        if info.st_size > MAX_IMAGE_BYTES:
+            raise ImageRefused(f"{path} has {info.st_size} bytes, more than an image may ({MAX_IMAGE_BYTES})")
+        content = fh.read(MAX_IMAGE_BYTES + 1)
+    if len(content) > MAX_IMAGE_BYTES:
+        raise ImageRefused(f"{path} has more bytes than an image may ({MAX_IMAGE_BYTES})")
+    _verify_image(content, path)
+    return content
+
+
+def _verify_image(content: bytes, path: Path) -> None:
+    """Pillow's verdict on ``content``: an image of at most :data:`MAX_IMAGE_PIXELS` pixels, else ImageRefused."""
+    import io
+
     try:
         from PIL import Image
     except ImportError:
-        return "checking that files are images needs Pillow: pip install pillow"
+        raise ImageRefused("checking that local files are images needs Pillow: pip install pillow") from None
     try:
-        with Image.open(real) as image:
+        with Image.open(io.BytesIO(content)) as image:
             pixels = image.size[0] * image.size[1]
             image.verify()
     except Exception as err:  # noqa: BLE001 (Pillow raises many kinds for a file that is not an image)
-        return f"{path} is not an image Pillow reads ({_one_line(type(err).__name__)})"
+        raise ImageRefused(f"{path} is not an image Pillow reads ({_one_line(type(err).__name__)})") from None
     if pixels > MAX_IMAGE_PIXELS:
-        return f"{path} has {pixels} pixels, more than an image may ({MAX_IMAGE_PIXELS})"
+        raise ImageRefused(f"{path} has {pixels} pixels, more than an image may ({MAX_IMAGE_PIXELS})")
+
+
+def check_image(path: Path, root: Path) -> str | None:
+    """Why the file ``path`` may not be uploaded (:func:`read_image`), or None when it may."""
+    try:
+        read_image(path, root)
+    except ImageRefused as err:
+        return str(err)
     return None
 
 
-def _resolve_images(tasks: list[dict[str, Any]], sheet_dir: Path, image_root: Path | None = None) -> dict[str, Path]:
+def _image_root(sheet_dir: Path, image_root: str | Path | None) -> Path:
+    return Path(image_root) if image_root is not None else sheet_dir
+
+
+def _resolve_images(tasks: list[dict[str, Any]], sheet_dir: Path, image_root: str | Path | None = None) \
+        -> dict[str, Path]:
     """``{image value: real file}`` for the tasks' images that are local files, each checked by
     :func:`check_image` against ``image_root`` (default ``sheet_dir``); one-line errors for missing or
     refused ones, before anything is sent."""
-    root = Path(image_root) if image_root is not None else sheet_dir
+    root = _image_root(sheet_dir, image_root)
     files: dict[str, Path] = {}
     missing: dict[str, Path] = {}
     refused: dict[str, tuple[Any, str]] = {}
@@ -521,7 +567,11 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
     uploaded: dict[str, str] = {}
     try:
         for src, path in bar(images.items(), total=len(images), desc="uploading images", enabled=progress):
-            uploaded[src] = client.upload_file(project_id, path)
+            try:  # read again, and checked again, as it is sent
+                content = read_image(path, _image_root(sheet_dir, image_root))
+            except ImageRefused as err:
+                raise LabelStudioError(f"image {src} refused: {err}") from None
+            uploaded[src] = client.upload_file(project_id, path, content)
         if uploaded:
             client.request("PATCH", f"/api/projects/{project_id}/", {"label_config": config})
             tasks = [{**t, "data": {**t["data"], "image": uploaded.get(t["data"].get("image"), t["data"].get("image"))}}
