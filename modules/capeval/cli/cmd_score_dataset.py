@@ -48,8 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id-column", default="id", metavar="NAME",
                    help="copied into the shards (default: id; 'none' numbers the rows instead, column 'row')")
     p.add_argument("--on-error", choices=list(ON_ERROR), default="raise",
-                   help="a row with an empty or missing prediction or references, a wrong type or an over-long "
-                        "caption: raise (default: stop, naming the row and its id) or skip (listed in result.json)")
+                   help="a row with an empty or missing prediction or references, a wrong type, an over-long "
+                        "caption, or (with --image-column) a missing or unreadable image: raise (default: stop, "
+                        "naming the row, counted from 0 in the input's order, and its id) or skip (the other rows "
+                        "scored; the skipped ones listed in result.json by row and id)")
     p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
     p.add_argument("--cider-df", default="references",

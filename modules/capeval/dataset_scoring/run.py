@@ -328,16 +328,21 @@ def _row_problem(pred: Any, refs: Any, image: Any, run: _Run) -> tuple[str | Non
 
 
 def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
-    """``(ids, predictions, references, images, skipped)`` of chunk ``k``'s scorable rows; a bad row raises with
-    ``on_error="raise"``."""
+    """``(ids, predictions, references, images, skipped, rows)`` of chunk ``k``'s scorable rows (``rows``: their
+    numbers in the input); a bad row raises with ``on_error="raise"``. With a metric that reads images, each row's
+    image is read and decoded here, so that one that is missing or unreadable is a bad row like the others (named
+    by its row and id; skipped with ``on_error="skip"``) rather than an error inside a metric's batch."""
     cols = run.columns
     n = len(batch[cols["prediction"]])
     first = k * run.chunk_size
     ids = batch[cols["id"]] if cols["id"] is not None else list(range(first, first + n))
     images = batch[cols["image"]] if cols["image"] is not None else [None] * n
-    kept_ids, preds, refs, imgs, skipped = [], [], [], [], []
+    kept_ids, preds, refs, imgs, skipped, kept_rows = [], [], [], [], [], []
     for i in range(n):
         why, row_refs = _row_problem(batch[cols["prediction"]][i], batch[cols["references"]][i], images[i], run)
+        image = _image(images[i], source) if why is None and cols["image"] is not None else None
+        if why is None and cols["image"] is not None:
+            why = _image_problem(image, first + i, cols["image"])
         if why is not None:
             if run.on_error == "raise":
                 raise ValueError(f"row {first + i} (id {ids[i]!r:.80}): {why}. on_error='skip' (--on-error skip) "
@@ -345,10 +350,42 @@ def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
             skipped.append({"row": first + i, "id": _jsonable(ids[i]), "why": why})
             continue
         kept_ids.append(ids[i])
+        kept_rows.append(first + i)
         preds.append(batch[cols["prediction"]][i])
         refs.append(row_refs)
-        imgs.append(_image(images[i], source))
-    return kept_ids, preds, refs, (imgs if cols["image"] is not None else None), skipped
+        imgs.append(image)
+    return kept_ids, preds, refs, (imgs if cols["image"] is not None else None), skipped, kept_rows
+
+
+def _image_problem(value: Any, row: int, column: str) -> str | None:
+    """Why the image of input row ``row`` cannot be read (missing file, not an image, too large, ...), with the
+    image named by ``column`` instead of :mod:`capeval.models.images`' ``images[i]``; ``None`` when it decodes."""
+    from capeval.models.images import read_item
+
+    try:
+        item = read_item(value, row)
+        if item.data is not None:  # encoded bytes: decoded here once, so that a broken file is this row's error
+            item.decode()
+    except (ValueError, TypeError, OSError) as err:
+        text = " ".join(str(err).split()).rstrip(".")
+        return text.replace(f"images[{row}]", column, 1)
+    return None
+
+
+def _in_row_words(err: BaseException, rows: list[int], ids: list[Any], column: str | None) -> BaseException | None:
+    """An error of a metric that names ``images[i]`` (the ``i``-th scored row of a chunk) as the same error naming
+    the input row and its id; ``None`` when it names no such item."""
+    import re
+
+    found = re.search(r"images\[(\d+)\]", str(err))
+    if found is None or int(found.group(1)) >= len(rows):
+        return None
+    i = int(found.group(1))
+    text = str(err).replace(found.group(0), column or "image", 1)
+    try:
+        return type(err)(f"row {rows[i]} (id {ids[i]!r:.80}): {text}")
+    except TypeError:  # an exception type that takes other arguments
+        return ValueError(f"row {rows[i]} (id {ids[i]!r:.80}): {text}")
 
 
 def _image(value: Any, source: Source) -> Any:
@@ -395,7 +432,7 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
             bar.update(n)
             if batch is None:
                 continue
-            _, preds, refs, _, _ = _chunk_rows(run, k, batch, source)
+            _, preds, refs, _, _, _ = _chunk_rows(run, k, batch, source)
             if not preds:
                 continue
             preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
@@ -489,7 +526,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 if k not in done:  # another process's chunk of this run
                     bar.update(n)
                 continue
-            ids, preds, refs, images, skipped = _chunk_rows(run, k, batch, source)
+            ids, preds, refs, images, skipped, kept_rows = _chunk_rows(run, k, batch, source)
             record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
                                       "skipped": skipped, "signature": None, "nrefs": [], "states": {},
                                       "coverage": {}, "non_english": []}
@@ -498,9 +535,15 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
             if preds:
                 with warnings.catch_warnings(record=True) as seen:
                     warnings.simplefilter("always")
-                    result, states = score_with_states(preds, refs, list(run.selected), images=images,
-                                                       progress=False, language_check=False,
-                                                       **run.score_kwargs, **options)
+                    try:
+                        result, states = score_with_states(preds, refs, list(run.selected), images=images,
+                                                           progress=False, language_check=False,
+                                                           **run.score_kwargs, **options)
+                    except (ValueError, TypeError, OSError) as err:  # images[i]: the i-th scored row of the chunk
+                        renamed = _in_row_words(err, kept_rows, ids, run.columns["image"])
+                        if renamed is None:
+                            raise
+                        raise renamed from None
                 for w in seen:
                     caught.setdefault(w.category, []).append(str(w.message))
                 for name, keys in run.selected.items():

@@ -7,6 +7,12 @@ and has a JSON-able ``fingerprint`` that identifies the input (an output folder 
 files read only the row groups of wanted chunks (located by the files' metadata) and a ``Dataset`` slices only
 wanted chunks, so N processes do not each convert every row to Python objects; streams and JSON lines are read
 through.
+
+Files are read as :mod:`capeval.io` reads prediction files: only regular files (a FIFO, a device such as
+``/dev/zero`` or a socket given as the data is refused in one line, without blocking), a JSON-lines line or a JSON
+list file of at most :func:`capeval.io.max_input_bytes`, an object naming a key twice refused naming the file, the
+line and the key, bytes that are not UTF-8 refused naming the line and the byte offset, and a parquet file pyarrow
+cannot read named in one line with pyarrow's reason.
 """
 from __future__ import annotations
 
@@ -74,6 +80,8 @@ def open_source(data: Any, *, split: str | None = None) -> Source:
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.exists():
+            if not path.is_dir():
+                _check_regular(path)
             return _file_source(path)
         if isinstance(data, os.PathLike) or not str(data).strip():
             raise FileNotFoundError(f"{data}: no such file or folder.")
@@ -155,6 +163,31 @@ def _hub_source(dataset_id: str, split: str | None) -> Source:
     ds = datasets.load_dataset(dataset_id, split=split, streaming=True)
     return _iterable_source(ds, description=f"the Hub dataset {dataset_id} ({split}, streamed)",
                             identity={"kind": "hub", "id": dataset_id, "split": split})
+
+
+def _check_regular(path: Path) -> None:
+    """``ValueError`` in one line unless ``path`` is a regular file (checked without opening it: a FIFO never
+    blocks)."""
+    import stat
+
+    from capeval.io import file_kind
+
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is {file_kind(mode)}, not a regular file or a folder; score-dataset reads parquet "
+                         "or JSON-lines files (save the data to a file first).")
+
+
+def _parquet_error(path: Path, err: BaseException) -> ValueError:
+    """pyarrow's error about ``path`` as one line naming the file."""
+    reason = " ".join(str(err).split()) or type(err).__name__
+    return ValueError(f"{path}: not a readable parquet file ({type(err).__name__}: {reason:.300}).")
+
+
+def _parquet_errors() -> tuple[type, ...]:
+    import pyarrow as pa
+
+    return (pa.ArrowException, OSError, ValueError)
 
 
 def _data_files(path: Path) -> list[Path]:
@@ -246,7 +279,12 @@ def _file_source(path: Path) -> Source:
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        metas = [pq.ParquetFile(f) for f in files]
+        metas = []
+        for f in files:
+            try:
+                metas.append(pq.ParquetFile(f))
+            except _parquet_errors() as err:
+                raise _parquet_error(f, err) from None
         columns = list(metas[0].schema_arrow.names)
         for f, meta in zip(files[1:], metas[1:]):
             if list(meta.schema_arrow.names) != columns:
@@ -256,7 +294,14 @@ def _file_source(path: Path) -> Source:
 
         def batches(size: int, wanted: list[str]) -> Iterator[dict[str, list]]:
             for f in files:
-                for record_batch in pq.ParquetFile(f).iter_batches(batch_size=size, columns=wanted):
+                reading = iter(pq.ParquetFile(f).iter_batches(batch_size=size, columns=wanted))
+                while True:
+                    try:
+                        record_batch = next(reading, None)
+                    except _parquet_errors() as err:
+                        raise _parquet_error(f, err) from None
+                    if record_batch is None:
+                        break
                     yield record_batch.to_pydict()
 
         def chunks(size: int, wanted_columns: list[str], wanted: Callable[[int], bool]):
@@ -265,23 +310,7 @@ def _file_source(path: Path) -> Source:
         return Source(f"{len(files)} parquet file(s) under {path}", fingerprint, columns, total, batches, base,
                       _chunks=chunks)
 
-    def rows(f: Path) -> Iterator[dict]:
-        with open(f, encoding="utf-8") as handle:
-            text = handle.read(1)
-            handle.seek(0)
-            if text == "[":  # a JSON list of objects
-                data = json.load(handle)
-                if not isinstance(data, list):
-                    raise ValueError(f"{f}: expected JSON lines (one object per line) or a JSON list of objects.")
-                yield from (_object(item, f, n) for n, item in enumerate(data, 1))
-                return
-            for n, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        item = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise ValueError(f"{f}:{n}: not a JSON object ({err.msg}).") from None
-                    yield _object(item, f, n)
+    rows = _json_rows
 
     first = next((row for f in files for row in rows(f)), None)
     if first is None:
@@ -329,7 +358,10 @@ def _parquet_chunks(files: list[Path], metas: list, size: int, columns: list[str
             fi, g, start, rows = groups[i]
             table = kept.get((fi, g))
             if table is None:
-                table = metas[fi].read_row_group(g, columns=columns)
+                try:
+                    table = metas[fi].read_row_group(g, columns=columns)
+                except _parquet_errors() as err:
+                    raise _parquet_error(files[fi], err) from None
             used[(fi, g)] = table
             a, b = max(lo, start) - start, min(hi, start + rows) - start
             pieces.append(table.slice(a, b - a))
@@ -340,6 +372,64 @@ def _parquet_chunks(files: list[Path], metas: list, size: int, columns: list[str
             for name, values in piece.to_pydict().items():
                 batch[name].extend(values)
         yield k, hi - lo, batch
+
+
+def _json_rows(f: Path) -> Iterator[dict]:
+    """The rows of a JSON-lines file (or of a JSON list of objects), read with the bounds of :mod:`capeval.io`: a
+    regular file, lines (a list file) of at most :func:`capeval.io.max_input_bytes`, no key twice in an object, UTF-8;
+    each refusal one line naming the file and the line."""
+    from capeval.io import (DuplicateKeyError, decode_utf8, duplicate_key_message, loads, max_input_bytes,
+                            open_regular)
+
+    limit = max_input_bytes()
+    with open_regular(f) as handle:
+        if handle.read(1) == b"[":  # a JSON list of objects
+            handle.seek(0)
+            data = handle.read(limit + 1)
+            if len(data) > limit:
+                raise ValueError(f"{f}: a JSON list file of more than {limit:,} bytes (CAPEVAL_MAX_INPUT_BYTES raises "
+                                 "the limit); write it as JSON lines, one object per line, which are read line by line.")
+            text = decode_utf8(data, str(f))
+            try:
+                items = loads(text)
+            except DuplicateKeyError as err:
+                raise ValueError(duplicate_key_message(str(f), err.key)) from None
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{f}:{err.lineno}: not JSON ({err.msg}).") from None
+            except RecursionError:
+                raise ValueError(f"{f}: JSON nested too deeply.") from None
+            if not isinstance(items, list):
+                raise ValueError(f"{f}: expected JSON lines (one object per line) or a JSON list of objects.")
+            yield from (_object(item, f, n) for n, item in enumerate(items, 1))
+            return
+        handle.seek(0)
+        offset, n = 0, 0
+        while True:
+            raw = handle.readline(limit + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > limit:
+                raise ValueError(f"{f}:{n}: a line of more than {limit:,} bytes (CAPEVAL_MAX_INPUT_BYTES raises the "
+                                 "limit); is this a JSON-lines file?")
+            try:
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                start = err.start + (3 if n == 1 and raw.startswith(b"\xef\xbb\xbf") else 0)
+                raise ValueError(f"{f}:{n}: not UTF-8 text (invalid byte 0x{raw[start]:02x} at byte offset "
+                                 f"{offset + start:,}).") from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            try:
+                item = loads(line)
+            except DuplicateKeyError as err:
+                raise ValueError(duplicate_key_message(f"{f}:{n}", err.key)) from None
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{f}:{n}: not a JSON object ({err.msg}).") from None
+            except RecursionError:
+                raise ValueError(f"{f}:{n}: JSON nested too deeply.") from None
+            yield _object(item, f, n)
 
 
 def _object(item: Any, path: Path, line: int) -> dict:

