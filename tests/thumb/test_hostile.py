@@ -43,6 +43,14 @@ def png(path: Path, k: int = 0) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def csv_default_field_limit():
+    """Each test starts from the csv module's default field limit (131,072), which reading raises process-wide."""
+    before = csv.field_size_limit(131_072)
+    yield
+    csv.field_size_limit(before)
+
+
 @pytest.fixture()
 def fake():
     with FakeLabelStudio() as server:
@@ -388,6 +396,21 @@ def test_a_comment_longer_than_the_csv_field_limit_is_read(tmp_path):
     filled = _fill(files.csv, tmp_path / "a.csv", 0, comment="long " * 60_000)  # 300,000 characters
     report = collect(files.key, [filled], bootstrap_samples=0)
     assert report["result"]["systems"]
+
+
+def test_a_score_file_with_a_long_field_and_one_not_utf8(tmp_path):
+    from capeval.thumb.records import load_scores
+
+    path = tmp_path / "scores.csv"
+    rows = [["SYS", "image", "hyp", "P", "R", "Fl", "Inc", "Con", "note"],
+            ["a", "1", "a dog", "5", "4", "0", "0", "0", "n" * 200_000],
+            ["b", "1", "a cat", "3", "4", "-0.1", "0", "0", ""]]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    assert len(load_scores(path).systems) == 2
+    path.write_bytes(path.read_bytes().replace(b"a dog", b"a d\xf6g"))
+    with pytest.raises(ValueError, match=r"scores.csv: not UTF-8 text \(byte \d+\)"):
+        load_scores(path)
 
 
 def test_a_sheet_that_is_not_utf8_is_one_line_naming_the_file(tmp_path, capsys):

@@ -70,11 +70,21 @@ class ScoreTable:
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    """The rows of a score file; not UTF-8 text or a broken CSV is one line naming the file."""
+    from capeval.thumb.sheets import allow_long_fields  # the sheets' rule for long CSV fields
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text (byte {err.start}).") from None
     if not text.strip():
         raise ValueError(f"{path}: file is empty.")
     if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(text.splitlines()))
+        allow_long_fields(path)  # a field of any length (csv's own limit is 131,072 characters)
+        try:
+            rows = list(csv.DictReader(text.splitlines()))
+        except csv.Error as err:
+            raise ValueError(f"{path}: not a readable CSV file ({err}).") from None
         if not rows:
             raise ValueError(f"{path}: CSV has a header but no rows.")
         return rows

@@ -314,7 +314,7 @@ def _parse_penalty(raw: str, column: str) -> tuple[float | None, str | None]:
 MAX_REPORTED_ERRORS = 20
 
 
-def _allow_fields_of(path: Path) -> None:
+def allow_long_fields(path: Path) -> None:
     """Raise the csv module's field limit (131,072 characters by default) to ``path``'s size, so that no
     field of it is too long; bounded by the C long the limit is kept in (the limit is process-wide and
     only ever raised)."""
@@ -325,7 +325,7 @@ def _allow_fields_of(path: Path) -> None:
 
 def _read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     """``(header, rows)`` of a CSV sheet, every cell through :func:`read_cell`; one-line errors naming the file."""
-    _allow_fields_of(path)
+    allow_long_fields(path)
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
