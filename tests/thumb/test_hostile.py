@@ -106,6 +106,14 @@ def test_push_sends_nothing_for_a_file_that_is_not_an_image_under_the_root(fake,
     assert fake.state.requests == [] and not fake.state.uploads and not fake.state.projects
 
 
+def test_tasks_whose_data_is_not_an_object_are_refused(fake, tmp_path):
+    folder = _sheet_with_image(tmp_path, "imgs/img-101.png")
+    (folder / "label-studio" / "tasks.json").write_text('[{"data": ["../../etc/passwd"]}]', encoding="utf-8")
+    with pytest.raises(LabelStudioError, match=r"tasks.json: expected a list of tasks"):
+        push(folder, fake.url, PERSONAL_TOKEN)
+    assert fake.state.requests == []
+
+
 def test_dev_zero_is_refused_even_under_an_explicit_root(fake, tmp_path):
     folder = _sheet_with_image(tmp_path, "/dev/zero")
     with pytest.raises(LabelStudioError, match=r"refused, nothing sent: /dev/zero is not a regular file"):

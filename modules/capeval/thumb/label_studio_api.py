@@ -527,7 +527,8 @@ def read_sheet_folder(sheet_dir: str | Path) -> tuple[str, str, list[dict[str, A
         tasks = json.loads(needed[1].read_text(encoding="utf-8"))
     except ValueError as err:
         raise LabelStudioError(f"{needed[1]}: not JSON ({err})") from None
-    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, dict) and "data" in t for t in tasks):
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, dict) and isinstance(t.get("data"), dict)
+                                                           for t in tasks):
         raise LabelStudioError(f"{needed[1]}: expected a list of tasks {{\"data\": …}} as `capeval thumb sheet` "
                                "writes")
     return needed[0].read_text(encoding="utf-8"), needed[2].read_text(encoding="utf-8"), tasks
