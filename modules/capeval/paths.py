@@ -61,9 +61,11 @@ def cache_root() -> Path:
 
 
 def cache_dir(*parts: str) -> Path:
-    """Return (and create) a cache sub-directory owned by capeval."""
+    """Return (and create) a cache sub-directory owned by capeval; the first call of a process for a folder removes
+    what killed writers and earlier damage left in it (:func:`sweep_cache_folder`)."""
     path = cache_root().joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
+    sweep_cache_folder(path)  # stale temporary files of killed writers, old damaged copies (once per process)
     return path
 
 
@@ -91,14 +93,17 @@ def file_mode() -> int:
 def atomic_write(path: str | os.PathLike, *, fsync: bool = True, prefix: str | None = None,
                  suffix: str = "") -> Iterator[BinaryIO]:
     """Write ``path`` all at once: ``with atomic_write(path) as handle: handle.write(...)`` writes a temporary file in
-    the same folder (``prefix`` + random + ``suffix``; default prefix ``.tmp-<name>.``), gives it the umask's permissions
+    the same folder (``prefix`` + the writer's pid + ``.`` + random + ``suffix``; default prefix ``.tmp-<name>.``; the
+    pid lets :func:`sweep_cache_folder` tell a killed writer's file), gives it the umask's permissions
     (:func:`file_mode`; ``tempfile.mkstemp`` alone makes it ``0o600``), flushes it to disk (``fsync``) and renames it
     over ``path``; a reader never sees half a file. On an error the temporary file is removed and ``path`` is left as
     it was. Missing parent folders are created (with the umask's permissions)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=prefix if prefix is not None else f".tmp-{path.name}.", suffix=suffix,
-                               dir=path.parent)
+    prefix = prefix if prefix is not None else f".tmp-{path.name}."
+    if f".{os.getpid()}." not in prefix:  # the writer's pid in the name: a later run can tell a killed writer's file
+        prefix = f"{prefix}{os.getpid()}."
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
     try:
         os.fchmod(fd, file_mode())
         with os.fdopen(fd, "wb") as handle:
@@ -227,8 +232,10 @@ CACHE_KINDS = {
 
 def cache_inventory() -> list[dict]:
     """Per kind of cache present under :func:`cache_root` (its sub-folders; loose files count as kind ``other``):
-    ``{"kind", "description", "path", "files", "bytes", "newest"}`` (``newest``: the latest modification time of its
-    files, seconds since the epoch, ``None`` when empty), sorted by kind."""
+    ``{"kind", "description", "path", "files", "bytes", "newest", "leftovers", "leftover_bytes"}`` (``newest``: the
+    latest modification time of its files, seconds since the epoch, ``None`` when empty; ``leftovers``: how many of
+    its files are temporary files of writers or damaged copies moved aside, :func:`cache_leftovers`, and their
+    bytes), sorted by kind."""
     root = cache_root()
     if not root.is_dir():
         return []
@@ -237,7 +244,7 @@ def cache_inventory() -> list[dict]:
         kind = entry.name if entry.is_dir() and not entry.is_symlink() else "other"
         row = kinds.setdefault(kind, {"kind": kind, "description": CACHE_KINDS.get(kind, "files capeval did not name"),
                                       "path": str(entry if kind != "other" else root), "files": 0, "bytes": 0,
-                                      "newest": None})
+                                      "newest": None, "leftovers": 0, "leftover_bytes": 0})
         for path in ([entry] if kind == "other" else entry.rglob("*")):
             try:
                 info = path.lstat()
@@ -248,6 +255,10 @@ def cache_inventory() -> list[dict]:
             row["files"] += 1
             row["bytes"] += info.st_size
             row["newest"] = max(row["newest"] or 0.0, info.st_mtime)
+            name = path.name
+            if name.endswith(".tmp") or name.startswith(".tmp-") or ".corrupt-" in name:
+                row["leftovers"] += 1
+                row["leftover_bytes"] += info.st_size
     return [kinds[k] for k in sorted(kinds)]
 
 
@@ -281,16 +292,27 @@ class CacheRebuiltWarning(UserWarning):
     """A cache file could not be used (unreadable, wrong shape) and is being rebuilt."""
 
 
-def quarantine_cache_file(path: Path, why: str) -> Path | None:
-    """Move an unusable cache file aside (``<name>.corrupt-<time>``) so that it can be rebuilt; warn.
+class CacheUnwritableWarning(UserWarning):
+    """A cache cannot be written (read-only, no permission, disk full): its new entries are kept in memory for this
+    process instead."""
 
-    Returns the new location (``None`` if the file could not be moved; it is then deleted if possible).
+
+def quarantine_cache_file(path: Path, why: str, *, warn: bool = True) -> Path | None:
+    """Move an unusable cache file aside (``<name>.corrupt-<time>``) so that it can be rebuilt; warn (unless
+    ``warn=False``: the caller says it in its own one warning).
+
+    Only the newest damaged copy of a file is kept: older ``<name>.corrupt-*`` files are deleted here (and by
+    :func:`remove_cache_leftovers` once they are :data:`CORRUPT_KEEP_SECONDS` old). Returns the new location (``None``
+    if the file could not be moved; it is then deleted if possible).
     """
     import time
 
     from capeval.validation import warn_at_caller
 
-    target = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    for older in path.parent.glob(f"{_glob_escape(path.name)}.corrupt-*"):
+        with contextlib.suppress(OSError):
+            older.unlink()
+    target: Path | None = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
     try:
         os.replace(path, target)
     except OSError:
@@ -304,5 +326,129 @@ def quarantine_cache_file(path: Path, why: str) -> Path | None:
             path.with_name(path.name + suffix).unlink()
         except OSError:
             pass
-    warn_at_caller(f"cache file {path} {why}; moved aside to {target} and rebuilt.", CacheRebuiltWarning)
+    if warn:
+        where = f"moved aside to {target}" if target is not None else (
+            "deleted" if not path.exists() else "left in place (it cannot be moved: delete it)")
+        warn_at_caller(f"cache file {path} {why}; {where} and rebuilt.", CacheRebuiltWarning)
     return target
+
+
+def _glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+#: A temporary file whose writer cannot be identified (no live pid in its name) is stale once this old (seconds).
+STALE_TEMP_SECONDS = 3600.0
+#: A damaged cache file moved aside (``*.corrupt-<time>``) is deleted once this old (seconds): kept a day to look at.
+CORRUPT_KEEP_SECONDS = 86400.0
+
+
+def _pid_of(name: str) -> int | None:
+    """The writer's pid in a temporary file's name: ``<name>.<pid>.<random>.tmp`` or ``.tmp-<name>.<pid>.<random>``
+    (:func:`atomic_write`'s names); ``None`` when the name holds none."""
+    stem = name[:-4] if name.endswith(".tmp") else name
+    parts = stem.rsplit(".", 2)
+    return int(parts[-2]) if len(parts) == 3 and parts[-2].isdigit() else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists but belongs to someone else, or cannot tell: keep the file
+    return True
+
+
+def cache_leftovers(root: str | os.PathLike | None = None, *, live_temps: bool = True) -> list[tuple[Path, int]]:
+    """The files under a cache folder (``root``, default :func:`cache_root`, at any depth) that no cache reads:
+    temporary files of writers (``*.tmp``, ``.tmp-*``) and damaged files moved aside (``*.corrupt-<time>``), as
+    ``[(path, bytes)]``. With ``live_temps=False`` only the temporary files whose writer is gone (the pid in the name
+    no longer runs) or, without a pid, older than :data:`STALE_TEMP_SECONDS` (a live writer's file is left alone)."""
+    import time
+
+    root = Path(root) if root is not None else cache_root()
+    if not root.is_dir():
+        return []
+    now, found = time.time(), []
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            is_tmp = name.endswith(".tmp") or name.startswith(".tmp-")
+            if not (is_tmp or ".corrupt-" in name):
+                continue
+            path = Path(folder) / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if is_tmp and not live_temps and ".corrupt-" not in name and not _stale_temp(name, now - info.st_mtime):
+                continue
+            found.append((path, info.st_size))
+    return sorted(found)
+
+
+def _stale_temp(name: str, age: float) -> bool:
+    """Whether a temporary file is a killed writer's: its pid (in its name) is gone, or it is over an hour old."""
+    pid = _pid_of(name)
+    return (pid is not None and pid != os.getpid() and not _pid_alive(pid)) or age > STALE_TEMP_SECONDS
+
+
+def remove_cache_leftovers(root: str | os.PathLike | None = None) -> list[tuple[Path, int]]:
+    """Delete the :func:`cache_leftovers` under ``root`` but the temporary files of writers still running; returns
+    those removed (``capeval cache clear --leftovers``)."""
+    removed = []
+    for path, size in cache_leftovers(root, live_temps=False):
+        try:
+            path.unlink()
+            removed.append((path, size))
+        except OSError:
+            pass
+    return removed
+
+
+_SWEPT: set[str] = set()
+
+
+def sweep_cache_folder(folder: str | os.PathLike) -> None:
+    """Clean one cache folder (its files, not its sub-folders), once per process and folder, so that what killed
+    writers and damage left is never kept forever: temporary files of writers that are gone (or over
+    :data:`STALE_TEMP_SECONDS` old) are deleted, and of the damaged copies moved aside (``<name>.corrupt-<time>``)
+    only the newest of each file is kept, for :data:`CORRUPT_KEEP_SECONDS`."""
+    import time
+
+    folder = Path(folder)
+    if str(folder) in _SWEPT:
+        return
+    _SWEPT.add(str(folder))
+    try:
+        entries = [e for e in os.scandir(folder) if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    now = time.time()
+    newest: dict[str, tuple[float, str]] = {}
+    for entry in entries:
+        name = entry.name
+        try:
+            mtime = entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if ".corrupt-" in name:
+            base = name.split(".corrupt-", 1)[0]
+            if now - mtime > CORRUPT_KEEP_SECONDS:
+                _unlink(entry.path)
+            elif base not in newest or mtime > newest[base][0]:
+                if base in newest:
+                    _unlink(newest[base][1])
+                newest[base] = (mtime, entry.path)
+            else:
+                _unlink(entry.path)
+        elif (name.endswith(".tmp") or name.startswith(".tmp-")) and _stale_temp(name, now - mtime):
+            _unlink(entry.path)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -116,51 +116,51 @@ def make_key(**parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
+_SCHEMA = "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, created REAL NOT NULL, payload TEXT NOT NULL)"
+
+
 class ScoreCache:
-    """A small SQLite key → JSON store, safe for concurrent processes (WAL, busy timeout)."""
+    """A small SQLite key → JSON store, safe for concurrent processes (WAL, busy timeout).
+
+    It heals itself (:class:`capeval.sqlite_retry.HealingDatabase`): a file damaged anywhere is moved aside and
+    rebuilt; a payload that does not decode is a miss (recomputed and replaced); a file that cannot be written
+    (read-only, disk full) is still read and new payloads are kept in memory for the process; each with one warning
+    naming the file and ``CAPEVAL_CACHE_DIR``. Never an exception."""
 
     def __init__(self, path: str | Path | None = None) -> None:
+        from capeval.sqlite_retry import HealingDatabase
+
         self.path = Path(path) if path else cache_dir("scores") / "scores.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._open()
-        except sqlite3.DatabaseError as err:
-            if isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err)):
-                raise
-            self.close()  # not a database / malformed: start a new one
-            from capeval.paths import quarantine_cache_file
+        #: payloads that could not be written (read-only file, full disk), for the rest of the process
+        self._memory: dict[str, str] = {}
+        self._db = HealingDatabase(self.path, _SCHEMA, "SELECT key, payload FROM scores LIMIT 1",
+                                   "benchmark score cache", "scores")
 
-            quarantine_cache_file(self.path, f"is not a usable SQLite database ({err})")
-            self._open()
-
-    def _open(self) -> None:
-        from capeval.sqlite_retry import retry_locked
-
-        self._con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        retry_locked(lambda: self._con.execute("PRAGMA journal_mode=WAL"))
-        retry_locked(lambda: self._con.execute(
-            "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, created REAL NOT NULL, payload TEXT NOT NULL)"
-        ))
-        retry_locked(lambda: self._con.execute("SELECT key, payload FROM scores LIMIT 1").fetchall())
+    @property
+    def _con(self) -> sqlite3.Connection | None:
+        return self._db.conn
 
     def get(self, key: str) -> dict | None:
         """The stored payload, or ``None`` when absent or damaged (then it is recomputed and replaced)."""
-        row = self._con.execute("SELECT payload FROM scores WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
+        if key in self._memory:
+            text = self._memory[key]
+        else:
+            row = self._db.read(lambda conn: conn.execute("SELECT payload FROM scores WHERE key = ?",
+                                                          (key,)).fetchone())
+            if row is None:
+                return None
+            text = row[0]
         try:
-            payload = loads(row[0])
+            payload = loads(text)
         except (TypeError, ValueError):
             return None
         return payload if isinstance(payload, dict) else None
 
     def put(self, key: str, payload: dict) -> None:
-        self._con.execute(
-            "INSERT OR REPLACE INTO scores VALUES (?, ?, ?)", (key, time.time(), dumps(payload))
-        )
+        text = dumps(payload)
+        if not self._db.write(lambda conn: conn.execute("INSERT OR REPLACE INTO scores VALUES (?, ?, ?)",
+                                                        (key, time.time(), text))):
+            self._memory[key] = text
 
     def close(self) -> None:
-        try:
-            self._con.close()
-        except (sqlite3.Error, AttributeError):
-            pass
+        self._db.close()

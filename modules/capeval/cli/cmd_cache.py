@@ -1,5 +1,7 @@
-"""``capeval cache``: what capeval keeps in its cache folder (kind, files, size, age), and ``capeval cache clear
-[KIND]`` to delete all of it or one kind (:func:`capeval.paths.cache_inventory`, :func:`capeval.paths.clear_cache`)."""
+"""``capeval cache``: what capeval keeps in its cache folder (kind, files, size, age; and the leftovers: temporary
+files of killed writers, damaged files moved aside), and ``capeval cache clear [KIND]`` to delete all of it or one
+kind, ``capeval cache clear --leftovers`` only the leftovers (:func:`capeval.paths.cache_inventory`,
+:func:`capeval.paths.clear_cache`, :func:`capeval.paths.remove_cache_leftovers`)."""
 from __future__ import annotations
 
 import argparse
@@ -11,8 +13,10 @@ DESCRIPTION = """\
 List what capeval has cached under its cache folder ($CAPEVAL_CACHE_DIR, else $XDG_CACHE_HOME/capeval, else
 ~/.cache/capeval): one row per kind (a sub-folder: meteor, cider_df, spice, scores, ...) with its files, size and
 the age of its newest file. Everything there is rebuilt or fetched again when needed. `capeval cache clear` deletes
-it all, `capeval cache clear KIND` one kind. --json writes a list of {kind, description, path, files, bytes, newest,
-age_s}.
+it all, `capeval cache clear KIND` one kind. Leftovers (temporary files of writers that were killed, damaged cache
+files moved aside as NAME.corrupt-TIME) are counted on their own line; `capeval cache clear --leftovers` removes
+only them (a temporary file of a writer still running is left alone). --json writes a list of {kind, description,
+path, files, bytes, newest, age_s, leftovers, leftover_bytes}.
 """
 
 
@@ -24,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                          description="Delete everything under capeval's cache folder, or only KIND's folder (capeval "
                                      "cache lists the kinds). It is rebuilt or fetched again when needed.")
     c.add_argument("kind", nargs="?", metavar="KIND", help="one kind (default: all)")
+    c.add_argument("--leftovers", action="store_true",
+                   help="remove only temporary files of killed writers and damaged files moved aside (*.corrupt-*)")
     add_json_argument(c, "the kinds removed ([{kind, files, bytes, ...}])", dest="json_out")
     c.set_defaults(func=run_clear)
     add_json_argument(p, "[{kind, description, path, files, bytes, newest, age_s}]", dest="json_out")
@@ -71,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         table.append(("all", sum(r["files"] for r in rows), size_text(total), age_text(min(
             (r["age_s"] for r in rows if r["age_s"] is not None), default=None)), "capeval cache clear [KIND]"))
         print(text_table(["kind", "files", "size", "age", "what"], table), file=out)
+        count, size = sum(r.get("leftovers", 0) for r in rows), sum(r.get("leftover_bytes", 0) for r in rows)
+        if count:
+            print(f"leftovers: {count} file(s), {size_text(size)} (temporary files of killed writers, damaged copies "
+                  "moved aside): capeval cache clear --leftovers", file=out)
     if args.json_out:
         write_json(args.json_out, rows)
     return 0
@@ -79,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
 def run_clear(args: argparse.Namespace) -> int:
     from capeval.paths import cache_root, clear_cache
 
+    if args.leftovers:
+        return _clear_leftovers(args)
     removed = clear_cache(args.kind)
     out = text_stream(args.json_out)
     if not removed:
@@ -88,4 +100,23 @@ def run_clear(args: argparse.Namespace) -> int:
         print(f"removed {row['kind']}: {row['files']} file(s), {size_text(row['bytes'])}", file=out)
     if args.json_out:
         write_json(args.json_out, removed)
+    return 0
+
+
+def _clear_leftovers(args: argparse.Namespace) -> int:
+    """``capeval cache clear --leftovers [KIND]``: the temporary files of killed writers and the damaged copies moved
+    aside, under the cache folder or KIND's folder; one line of what was removed."""
+    from capeval.paths import cache_root, remove_cache_leftovers
+
+    root = cache_root() / args.kind if args.kind else cache_root()
+    removed = remove_cache_leftovers(root)
+    out = text_stream(args.json_out)
+    where = root if root.is_dir() else cache_root()
+    if removed:
+        size = size_text(sum(n for _, n in removed))
+        print(f"removed leftovers: {len(removed)} file(s), {size} in {where}", file=out)
+    else:
+        print(f"no leftovers in {where}", file=out)
+    if args.json_out:
+        write_json(args.json_out, [{"path": str(p), "bytes": n} for p, n in removed])
     return 0

@@ -237,7 +237,8 @@ def _write_run_stream(stem: Path, blocks: Iterator[tuple[np.ndarray, np.ndarray]
 def _write_table(path: Path, blocks: Iterator[tuple[np.ndarray, np.ndarray]], documents: int) -> dict:
     """Stream sorted ``(keys, counts)`` blocks into a ``capeval-df/1`` file at ``path`` (temporary file + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.", dir=path.parent)
+    # the writer's pid in the name: capeval.paths.sweep_cache_folder can tell a killed writer's file
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{path.name}.{os.getpid()}.", dir=path.parent)
     os.fchmod(fd, file_mode())  # the umask's permissions (mkstemp makes it 0o600)
     counts_tmp = f"{tmp}.counts"
     index_tmp = f"{tmp}.index"

@@ -17,7 +17,8 @@ Cache robustness: a table is written to a temporary file named after the writing
 into place with ``os.replace`` (:func:`capeval.paths.atomic_write`, the umask's permissions), so a reader never
 sees half a file. Temporary files left by a killed writer (its process is gone, or the file is over an hour old)
 are deleted by the next call. A cache file that cannot be read or has the wrong shape is rebuilt, with a
-:class:`CacheRebuiltWarning`.
+:class:`CacheRebuiltWarning`; a cache folder that cannot be written (read-only, disk full) keeps the table in memory
+for the process, with one :class:`~capeval.paths.CacheUnwritableWarning` naming the folder and ``CAPEVAL_CACHE_DIR``.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from capeval.coco.ngrams import BatchNgrams
-from capeval.paths import CacheRebuiltWarning, atomic_write, cache_dir
+from capeval.paths import CacheRebuiltWarning, CacheUnwritableWarning, atomic_write, cache_dir, cache_root
 from capeval.text import Tokenizer, get_tokenizer
 from capeval.validation import warn_at_caller
 
@@ -305,11 +306,16 @@ def coco_document_frequency(
         "n": 4,
         "format": FORMAT_VERSION,
     }
-    path = _cache_path(settings)
+    try:
+        path = _cache_path(settings)
+        unwritable = None
+    except OSError as err:  # the cache folder cannot be created: computed and kept in memory
+        path, unwritable = cache_root() / "cider_df" / "unwritable", err
     with _LOCK:
         if str(path) in _MEMORY:
             return _MEMORY[str(path)]
-        remove_stale_temp_files(path.parent)
+        if unwritable is None:
+            remove_stale_temp_files(path.parent)
         table = _load(path, settings)
         if table is None:
             from capeval.progress import announce
@@ -317,7 +323,16 @@ def coco_document_frequency(
             with announce(f"building CIDEr-D's COCO val2014 document frequencies for {tok.name} (once; cached in "
                           f"{path.parent})"):
                 table = _compute(settings, tok)
-            _write_atomic(path, _encode(settings, table))
+            if unwritable is None:
+                try:
+                    _write_atomic(path, _encode(settings, table))
+                except OSError as err:  # read-only folder, full disk: the table is kept for this process
+                    unwritable = err
+            if unwritable is not None:
+                warn_at_caller(f"CIDEr-D document-frequency cache {path.parent} cannot be written "
+                               f"({type(unwritable).__name__}: {unwritable}); the table is kept in memory for this "
+                               "process and built again by the next one (set CAPEVAL_CACHE_DIR to a writable folder "
+                               "with free space).", CacheUnwritableWarning)
         _MEMORY[str(path)] = table
         return table
 

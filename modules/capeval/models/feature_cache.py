@@ -25,15 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from capeval.models._deps import require
-from capeval.paths import cache_dir, cache_root
+from capeval.paths import CacheUnwritableWarning, cache_dir, cache_root
 from capeval.validation import warn_at_caller
 
 #: Temporary files older than this (seconds) were left by a killed process and are removed.
 STALE_SECONDS = 600
 
 
-class CacheUnwritableWarning(UserWarning):
-    """The feature cache folder cannot be written: features are kept in memory for this process instead."""
+__all__ = ["CacheUnwritableWarning", "FeatureCache"]  # the warning is capeval.paths' (shared by every cache)
 
 
 class FeatureCache:

@@ -27,9 +27,10 @@ encoding to float32 rounding (about 1e-7), so scores with and without the cache 
 
 Safety, as capeval's other caches: WAL mode, a busy timeout and retries let several processes read and write at
 once; each write is one transaction, so ``kill -9`` never leaves half a row; a row of the wrong length or with a
-NaN / inf is ignored (the text is encoded again and the row replaced); a file that is not an SQLite database is
-moved aside (:func:`capeval.paths.quarantine_cache_file`) and rebuilt; a folder or file that cannot be written keeps
-the vectors in memory for the rest of the process, with one
+NaN / inf is ignored (the text is encoded again and the row replaced); a file that is not an SQLite database, found
+when opening it or damaged anywhere and met by any later read or write, is moved aside
+(:func:`capeval.paths.quarantine_cache_file`) and rebuilt, with one warning; a folder or file that cannot be
+written (read-only, disk full) is still read and keeps the new vectors in memory for the rest of the process, with one
 :class:`~capeval.models.feature_cache.CacheUnwritableWarning`.
 """
 from __future__ import annotations
@@ -109,10 +110,10 @@ class SentenceVectorStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
-        except (OSError, sqlite3.DatabaseError) as err:
-            if is_locked(err):
-                raise
-            self._to_memory(err)
+        except (OSError, sqlite3.DatabaseError) as err:  # cannot be written, or locked past every retry
+            from capeval.sqlite_retry import is_access_error
+
+            self._to_memory(err, keep_reading=is_access_error(err) and not is_locked(err))
 
     @property
     def in_memory(self) -> bool:
@@ -124,13 +125,45 @@ class SentenceVectorStore:
 
         self._conn = connect_or_rebuild(self.path, _SCHEMA, _PROBE)
 
-    def _to_memory(self, err: BaseException) -> None:
-        self.close()
+    def _to_memory(self, err: BaseException, *, keep_reading: bool = False) -> None:
+        """New vectors go to memory from now on; with ``keep_reading`` the file (read-only, full) is still read, and a
+        file that could not be opened for writing is opened read-only when it can."""
+        from capeval.sqlite_retry import connect_read_only
+
+        if not keep_reading:
+            self.close()
+        elif self._conn is None and self.path.is_file():
+            try:
+                self._conn = connect_read_only(self.path, _PROBE)
+            except sqlite3.DatabaseError:
+                self._conn = None
         if self._memory is None:
             self._memory = {}
+            reading = "reading what it holds and " if self._conn is not None else ""
             warn_at_caller(f"capeval sentence-vector cache: {self.path} cannot be written ({type(err).__name__}: "
-                           f"{err}); keeping sentence vectors in memory for this process (set CAPEVAL_CACHE_DIR to a "
-                           "writable folder to keep them across runs).", CacheUnwritableWarning)
+                           f"{err}); {reading}keeping sentence vectors in memory for this process (set "
+                           "CAPEVAL_CACHE_DIR to a writable folder to keep them across runs).", CacheUnwritableWarning)
+
+    def _damaged(self, err: sqlite3.DatabaseError) -> None:
+        """A statement met a damaged file (or one locked past every retry): move it aside and start a new one (one
+        :class:`~capeval.paths.CacheRebuiltWarning`), else keep vectors in memory (one unwritable warning)."""
+        from capeval.paths import CacheRebuiltWarning, quarantine_cache_file
+        from capeval.sqlite_retry import connect_shared, is_access_error
+
+        if is_locked(err) or is_access_error(err):
+            self._to_memory(err, keep_reading=not is_locked(err))
+            return
+        self.close()
+        target = quarantine_cache_file(self.path, "", warn=False)
+        try:
+            self._conn = connect_shared(self.path, _SCHEMA, _PROBE)
+        except (OSError, sqlite3.DatabaseError) as again:
+            self._to_memory(again)
+            return
+        where = f"moved aside to {target.name}" if target is not None else "deleted"
+        warn_at_caller(f"capeval sentence-vector cache: {self.path} is not a usable SQLite database ({err}); {where} "
+                       "and rebuilt (its vectors are encoded again; CAPEVAL_CACHE_DIR sets the cache folder).",
+                       CacheRebuiltWarning)
 
     def _valid(self, blob: Any) -> np.ndarray | None:
         if not isinstance(blob, bytes) or len(blob) != 4 * self.dim:
@@ -144,8 +177,10 @@ class SentenceVectorStore:
         keys = {text_key(t): t for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
         if self._memory is not None:
-            return {text: self._memory[key] for key, text in keys.items() if key in self._memory}
-        listed, stale = list(keys), []
+            found = {text: self._memory[key] for key, text in keys.items() if key in self._memory}
+            if self._conn is None:
+                return found
+        listed, stale = [k for k, t in keys.items() if t not in found], []
         now = int(_now())
         for start in range(0, len(listed), _LOOKUP_CHUNK):
             chunk = listed[start:start + _LOOKUP_CHUNK]
@@ -153,9 +188,8 @@ class SentenceVectorStore:
                 rows = self._conn.execute(
                     f"SELECT text, vector, used FROM vectors WHERE settings = ? AND text IN "
                     f"({','.join('?' * len(chunk))})", [self.settings, *chunk]).fetchall()
-            except sqlite3.DatabaseError as err:  # damaged under us: treat the rest as missing, never fail a score
-                warn_at_caller(f"capeval sentence-vector cache: reading {self.path} failed ({err}); encoding again.",
-                               RuntimeWarning)
+            except sqlite3.DatabaseError as err:  # damaged under us: the rest are missing, the file is rebuilt
+                self._damaged(err)
                 return found
             for key, blob, used in rows:
                 vector = self._valid(blob)
@@ -205,9 +239,12 @@ class SentenceVectorStore:
             try:
                 retry_locked(lambda: self._write(chunk))
             except sqlite3.DatabaseError as err:
-                if is_locked(err):
-                    raise
-                self._to_memory(err)  # read-only file, full disk: keep the rest in memory
+                from capeval.sqlite_retry import is_access_error
+
+                if is_locked(err) or is_access_error(err):  # read-only file, full disk, locked: the rest in memory
+                    self._to_memory(err, keep_reading=not is_locked(err))
+                else:
+                    self._damaged(err)  # a new file, or memory
                 self.put_many([t for i, t in enumerate(texts) if finite[i]][start:], vectors[finite][start:])
                 return
         if rows:
