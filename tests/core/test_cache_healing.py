@@ -380,3 +380,17 @@ def test_sentence_vector_cache_damaged_in_the_middle_heals(tmp_path, monkeypatch
     _, caught = _caught(lambda: store.put_many(texts, vectors))
     assert caught == [] and not store.in_memory and len(store.get_many(texts)) == 300
     store.close()
+
+
+def test_a_document_frequency_table_damaged_in_the_middle_is_refused_not_misread(tmp_path):
+    from capeval.coco.disk_df import DiskDocumentFrequency, DiskDocumentFrequencyCounter
+
+    counter = DiskDocumentFrequencyCounter(tmp_path / ".tmp-runs")
+    grams = [f"w{i} w{i + 1}" for i in range(5000)]
+    counter.add(grams, np.arange(1, 5001, dtype=np.int64) % 7 + 1, documents=10)
+    counter.write(tmp_path / "df.bin")
+    good = DiskDocumentFrequency.open(tmp_path / "df.bin").lookup(grams)
+    _damage_middle(tmp_path / "df.bin")
+    with pytest.raises(ValueError, match="damaged"):
+        DiskDocumentFrequency.open(tmp_path / "df.bin")
+    assert not np.array_equal(DiskDocumentFrequency.open(tmp_path / "df.bin", verify=False).lookup(grams), good)
