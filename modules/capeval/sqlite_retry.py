@@ -215,6 +215,8 @@ class HealingDatabase:
 
     # -- statements ----------------------------------------------------------------------------------------------
     def _failed(self, err: BaseException, doing: str) -> None:
+        if isinstance(err, (sqlite3.ProgrammingError, sqlite3.InterfaceError)):
+            raise err  # a wrong statement or a closed connection: a bug to see, not a damaged file to move aside
         if is_locked(err):
             self._give_up(err, doing)
         elif is_access_error(err):

@@ -394,3 +394,31 @@ def test_a_document_frequency_table_damaged_in_the_middle_is_refused_not_misread
     with pytest.raises(ValueError, match="damaged"):
         DiskDocumentFrequency.open(tmp_path / "df.bin")
     assert not np.array_equal(DiskDocumentFrequency.open(tmp_path / "df.bin", verify=False).lookup(grams), good)
+
+
+def test_a_damaged_file_that_cannot_be_moved_or_deleted_leaves_the_run_in_memory(tmp_path, monkeypatch):
+    """A damaged cache in a folder where nothing can be renamed or deleted: one warning naming the file and
+    CAPEVAL_CACHE_DIR, the parses kept in memory, the numbers right, no traceback."""
+    import pathlib
+
+    from capeval import paths
+
+    path = tmp_path / "parses.sqlite"
+    _fill("parses", path)
+    _damage_middle(path)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    cache = _parse_cache(path)
+    with monkeypatch.context() as m:
+        m.setattr(paths.os, "replace", refuse)
+        m.setattr(pathlib.Path, "unlink", refuse)
+        found, caught = _caught(lambda: cache.get_many([t for t, _ in PARSES]))
+    assert len(caught) == 1 and "cannot be replaced" in str(caught[0].message)
+    assert str(path) in str(caught[0].message) and "CAPEVAL_CACHE_DIR" in str(caught[0].message)
+    _check_values("parses", found)
+    cache.put_many(PARSES)
+    assert cache.get_many([t for t, _ in PARSES]) == dict(PARSES)
+    cache.close()
+    assert path.is_file() and not list(tmp_path.glob("*.corrupt-*"))
