@@ -167,6 +167,7 @@ class ImageEncoder:
         self.data_config = config
         self._transform = timm_data.create_transform(**config, is_training=False)
         self._pil_stage = _pil_stage(self._transform, config)
+        self._resize_crop = _resize_crop_steps(self._transform) if resolution != "native" else None
         self._interpolation = timm_data.transforms.str_to_pil_interp(config["interpolation"])
         self._mean = torch.tensor(config["mean"], dtype=torch.float32).view(1, 3, 1, 1)
         self._std = torch.tensor(config["std"], dtype=torch.float32).view(1, 3, 1, 1)
@@ -211,11 +212,29 @@ class ImageEncoder:
             size = image_io.native_size(image.size, label)
             if size != image.size:
                 image = image.resize(size, self._interpolation)
-        elif self._pil_stage is not None:
-            image = self._pil_stage(image)
+        elif self._resize_crop is not None:  # Resize(shorter side) + CenterCrop: bounded for elongated images
+            resize, crop, resample = self._resize_crop
+            image = image_io.resize_crop(image, resize, crop, resample, label,
+                                         self._pil_stage if self._pil_stage is not None else self._transform)
+            if not hasattr(image, "getpixel"):
+                return image  # the full timm transform's tensor
+            if self._pil_stage is None:  # the crop computed alone: the transform's remaining steps
+                return type(self._transform)(list(self._transform.transforms)[2:])(image)
         else:
-            return self._transform(image)
+            self._check_resize_budget(image.size, label)
+            if self._pil_stage is None:
+                return self._transform(image)
+            image = self._pil_stage(image)
         return np.asarray(image, dtype=np.uint8)
+
+    def _check_resize_budget(self, size: tuple[int, int], label: str) -> None:
+        """A transform other than Resize(shorter side) + CenterCrop: an image whose shorter side scaled to the crop
+        size would exceed :data:`~capeval.models.images.RESIZE_MAX_PIXELS` pixels is refused (one line)."""
+        side = max(self.data_config["input_size"][1:]) / min(1.0, float(self.data_config.get("crop_pct") or 1.0))
+        w, h = size
+        if side * side * max(w, h) / min(w, h) > image_io.RESIZE_MAX_PIXELS:
+            raise ValueError(f"{label} is {w}×{h}: too elongated for {self.name}'s preprocessing (resized, it would "
+                             f"exceed {image_io.RESIZE_MAX_PIXELS:,} pixels); crop it first.")
 
     def _batch(self, pixels: list):
         """Stack :meth:`_pixels` outputs into the normalised float batch ``[B, 3, H, W]`` (channels-last memory)."""
@@ -337,6 +356,26 @@ def _pil_stage(transform, config: dict):
     if not (torch.equal(as32(normalize.mean), as32(config["mean"])) and torch.equal(as32(normalize.std), as32(config["std"]))):
         return None
     return type(transform)(steps[:-2])
+
+
+def _resize_crop_steps(transform):
+    """``(resize, (crop width, crop height), PIL filter)`` when timm's eval transform starts with torchvision's
+    ``Resize(int)`` (shorter side, no ``max_size``) then ``CenterCrop``: the geometry
+    :func:`capeval.models.images.resize_crop` bounds for elongated images; else ``None``."""
+    steps = list(getattr(transform, "transforms", []))
+    if len(steps) < 2 or type(steps[0]).__name__ != "Resize" or type(steps[1]).__name__ != "CenterCrop":
+        return None
+    resize, center = steps[0], steps[1]
+    size = resize.size if isinstance(resize.size, int) else (resize.size[0] if len(resize.size) == 1 else None)
+    mode = getattr(resize.interpolation, "value", resize.interpolation)
+    Image = require("PIL.Image")
+    filters = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC}
+    if size is None or getattr(resize, "max_size", None) is not None or mode not in filters:
+        return None
+    crop = center.size if not isinstance(center.size, int) else (center.size, center.size)
+    if len(crop) == 1:
+        crop = (crop[0], crop[0])
+    return int(size), (int(crop[1]), int(crop[0])), filters[mode]
 
 
 def _as_sequence(images: Any) -> Sequence[Any]:

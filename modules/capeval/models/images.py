@@ -18,7 +18,12 @@ Accepted items (a sequence of them; ``images[i]`` below is the item's position, 
 Handling (the same for every encoder):
 
 * **Missing file**: ``FileNotFoundError`` naming ``images[i]`` and the path. **Unreadable** (not an image,
-  truncated, a directory, a 32-bit float image): ``ValueError`` naming ``images[i]``.
+  truncated, a 32-bit float image): ``ValueError`` naming ``images[i]``.
+* **Not a regular file** (a directory, a FIFO, a device such as ``/dev/zero``, a socket): ``ValueError`` naming
+  ``images[i]``, the path and what it is, from ``os.stat`` before the file is opened (opened with ``O_NONBLOCK``,
+  so a FIFO never blocks); nothing is read.
+* **File size**: a file above :data:`MAX_IMAGE_FILE_BYTES` (268,435,456 bytes = 256 MiB) is refused before it is
+  read (``ValueError`` naming ``images[i]``); at most that many bytes + 1 are ever read.
 * **Colour**: everything becomes 8-bit RGB. Greyscale, palette and CMYK via Pillow's ``convert("RGB")``;
   16-bit greyscale (``I;16``, ``I``) scaled by 255/65535 (Pillow's own conversion would clip it);
   transparency (RGBA, LA, palette with transparency) composited onto **white**. The EXIF orientation of
@@ -27,6 +32,12 @@ Handling (the same for every encoder):
   refused with a ``ValueError`` naming the item; anything smaller is decoded (a 10,000² photo works; it is
   downscaled by the encoder's resize). The encoders' resolution rules (tiny images upscaled, native mode
   bounded) are in :func:`native_size`.
+* **Aspect ratio** (files and in-memory images alike): a fixed-resolution encoder resizes the shorter side then
+  crops the centre; when that resize would build more than :data:`RESIZE_MAX_PIXELS` pixels (16,777,216 = 4096²;
+  at 256 px, an image over ~256:1 such as a 20000×1 strip), only the crop's pixels are resampled
+  (:func:`resize_crop`: Pillow's arithmetic, the same pixels as the whole resize then the crop, bit for bit), so
+  the memory stays that of the crop whatever the aspect ratio. Below the budget (every ordinary photo) the
+  encoder's own transform runs unchanged. Native resolution bounds its size in :func:`native_size`.
 
 The content key of an item (for the feature cache) is the SHA-256 of the file bytes for paths, ``bytes`` and
 ``datasets`` dicts, and of the decoded RGB pixels (with the size) for in-memory images and arrays.
@@ -38,22 +49,27 @@ import hashlib
 import io
 import math
 import os
+import stat
 import sys
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from capeval.models._deps import require
 
 #: The EXIF orientation tag (values 2-8 rotate or mirror the picture; 1 or none leave it as stored).
 _ORIENTATION = 0x0112
+#: Largest image file read (bytes): 268,435,456 (256 MiB); a larger file is refused before it is read.
+MAX_IMAGE_FILE_BYTES = 256 * 1024 * 1024
 #: Largest image decoded (pixels): Pillow's decompression-bomb error threshold (2 × ``Image.MAX_IMAGE_PIXELS``).
 MAX_PIXELS = 178_956_970
 #: Native resolution: the shorter side is upscaled to at least this many pixels (a 1×1 image becomes 32×32).
 NATIVE_MIN_SIDE = 32
 #: Native resolution: images above this many pixels are downscaled (aspect ratio kept) to fit (1,048,576 = 1024²).
 NATIVE_MAX_PIXELS = 1024 * 1024
+#: Largest image (pixels) a fixed-resolution encoder's resize builds before its centre crop: 16,777,216 (4096², 64 MiB
+#: in Pillow's 4-byte RGB pixels); above, only the crop is resampled (:func:`resize_crop`).
+RESIZE_MAX_PIXELS = 4096 * 4096
 
 
 @dataclass
@@ -77,13 +93,50 @@ def _label(index: int, path: str | os.PathLike | None = None) -> str:
     return f"images[{index}]" + (f" ({os.fspath(path)})" if path is not None else "")
 
 
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
 def _read_file(path: str | os.PathLike, label: str) -> bytes:
+    """The bytes of the regular file ``path`` (rules in the module docstring: no device, FIFO or directory; at most
+    :data:`MAX_IMAGE_FILE_BYTES`)."""
+    def check(info) -> None:
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{label}: cannot read the file: {_file_kind(info.st_mode)}, not a regular file; pass "
+                             "an image file.")
+        if info.st_size > MAX_IMAGE_FILE_BYTES:
+            raise ValueError(f"{label} is a {info.st_size / 2 ** 20:,.0f} MiB file, above capeval's limit of "
+                             f"{MAX_IMAGE_FILE_BYTES / 2 ** 20:,.0f} MiB for an image file; downscale it first.")
+
     try:
-        return Path(path).read_bytes()
+        check(os.stat(path))  # before opening: a FIFO's open would wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise FileNotFoundError(f"{label}: no such image file.") from None
-    except OSError as err:  # a directory, no permission, ...
+    except OSError as err:  # no permission, ...
         raise ValueError(f"{label}: cannot read the file ({err.strerror or err}).") from None
+    try:
+        check(os.fstat(fd))  # the file opened (the path may have been replaced in between)
+        chunks, left = [], MAX_IMAGE_FILE_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as err:
+        raise ValueError(f"{label}: cannot read the file ({err.strerror or err}).") from None
+    finally:
+        os.close(fd)
+    if left <= 0:  # it grew past the limit while read
+        raise ValueError(f"{label} is larger than capeval's limit of {MAX_IMAGE_FILE_BYTES / 2 ** 20:,.0f} MiB for "
+                         "an image file; downscale it first.")
+    return b"".join(chunks)
 
 
 _URL_SCHEMES = ("http://", "https://", "ftp://", "s3://", "gs://", "hf://", "data:")
@@ -325,3 +378,126 @@ def native_size(size: tuple[int, int], label: str, *, min_side: int = NATIVE_MIN
         raise ValueError(f"{label} is {w}×{h}: too elongated for native resolution (its shorter side would be "
                          f"below {min_side} px within {max_pixels} pixels); use a fixed resolution such as 224.")
     return new
+
+
+# -- bounded resizing ----------------------------------------------------------------------------------------------
+# torchvision's Resize(shorter side) + CenterCrop on a PIL image is Pillow's resize of the whole image, then a crop.
+# For an elongated image the whole resize is huge (20000×1 to 256 on the shorter side: 5,120,000×256 pixels, 5 GB in
+# Pillow's 4-byte pixels) although only the crop's pixels are kept. Pillow's resampling is separable (a horizontal
+# pass rounded to uint8, then a vertical one) and every output pixel depends only on its own row / column
+# coefficients, so the crop's pixels can be computed alone, with Pillow's own arithmetic: below, reproduced in numpy.
+
+#: Pillow's fixed-point precision of the resampling coefficients (``PRECISION_BITS`` in ``Resample.c``).
+_PRECISION_BITS = 32 - 8 - 2
+
+
+def _bilinear_filter(x):
+    np = require("numpy")
+    x = np.abs(x)
+    return np.where(x < 1.0, 1.0 - x, 0.0)
+
+
+def _bicubic_filter(x):
+    np = require("numpy")
+    a = -0.5
+    x = np.abs(x)
+    return np.where(x < 1.0, ((a + 2.0) * x - (a + 3.0)) * x * x + 1,
+                    np.where(x < 2.0, (((x - 5) * x + 8) * x - 4) * a, 0.0))
+
+
+def _pillow_filters():
+    Image = require("PIL.Image", what="reading images")
+    return {int(Image.Resampling.BILINEAR): (_bilinear_filter, 1.0),
+            int(Image.Resampling.BICUBIC): (_bicubic_filter, 2.0)}
+
+
+def _coefficients(in_size: int, out_size: int, first: int, count: int, resample: int):
+    """Pillow's ``precompute_coeffs`` + ``normalize_coeffs_8bpc`` for output pixels ``first .. first+count-1`` of a
+    resize of ``in_size`` to ``out_size`` pixels: ``(xmin [count], int64 weights [count, ksize])``, weights beyond a
+    pixel's own window 0; the same double arithmetic in the same order, so the same integers."""
+    np = require("numpy")
+    filt, support = _pillow_filters()[resample]
+    scale = float(in_size) / out_size
+    filterscale = max(scale, 1.0)
+    support = support * filterscale
+    ksize = int(math.ceil(support)) * 2 + 1
+    center = 0.0 + (np.arange(first, first + count, dtype=np.float64) + 0.5) * scale
+    ss = 1.0 / filterscale
+    xmin = np.maximum(np.trunc(center - support + 0.5).astype(np.int64), 0)
+    xmax = np.minimum(np.trunc(center + support + 0.5).astype(np.int64), in_size) - xmin
+    weights = np.zeros((count, ksize), dtype=np.float64)
+    ww = np.zeros(count, dtype=np.float64)
+    for x in range(ksize):  # one tap at a time: the sum in C's order
+        inside = x < xmax
+        w = np.where(inside, filt(((x + xmin) - center + 0.5) * ss), 0.0)
+        weights[:, x] = w
+        ww = ww + w
+    weights = np.where((ww != 0.0)[:, None], weights / np.where(ww != 0.0, ww, 1.0)[:, None], weights)
+    scaled = weights * (1 << _PRECISION_BITS)
+    ints = np.where(weights < 0, np.trunc(-0.5 + scaled), np.trunc(0.5 + scaled)).astype(np.int64)
+    return xmin, ints
+
+
+def _apply(pixels, xmin, weights, axis: int):
+    """One pass of Pillow's 8-bit resampling along ``axis`` (1: horizontal, 0: vertical) of ``pixels``
+    (``H×W×3`` uint8), output pixels given by ``xmin`` / ``weights`` (indices relative to ``pixels``)."""
+    np = require("numpy")
+    n = pixels.shape[axis]
+    total = np.full((len(xmin),) + tuple(s for i, s in enumerate(pixels.shape) if i != axis),
+                    1 << (_PRECISION_BITS - 1), dtype=np.int64)
+    moved = np.moveaxis(pixels, axis, 0).astype(np.int64)
+    for x in range(weights.shape[1]):
+        index = np.minimum(xmin + x, n - 1)  # weights past the window are 0
+        total += moved[index] * weights[:, x].reshape((-1,) + (1,) * (moved.ndim - 1))
+    out = np.clip(total >> _PRECISION_BITS, 0, 255).astype(np.uint8)
+    return np.ascontiguousarray(np.moveaxis(out, 0, axis))
+
+
+def shorter_side_size(size: tuple[int, int], resize: int) -> tuple[int, int]:
+    """torchvision's ``Resize(resize)`` output ``(width, height)`` for an image of ``size``: the shorter side
+    ``resize``, the longer ``int(resize × long / short)``."""
+    w, h = size
+    short, long = (w, h) if w <= h else (h, w)
+    new_short, new_long = resize, int(resize * long / short)
+    return (new_short, new_long) if w <= h else (new_long, new_short)
+
+
+def resize_crop(image, resize: int, crop: tuple[int, int], resample: int, label: str, standard=None):
+    """torchvision's ``Resize(resize)`` (shorter side) then ``CenterCrop(crop)`` (``(width, height)``) of an RGB
+    PIL image, within a memory budget.
+
+    When the resized image has at most :data:`RESIZE_MAX_PIXELS` pixels: ``standard(image)`` (the encoder's own
+    transform; ``None``: Pillow's resize and crop as torchvision calls them). Above (an image at least ~250 times
+    longer than wide at 256 px): only the crop's pixels are resampled, with Pillow's arithmetic (bilinear or
+    bicubic; the same pixels as the whole resize then the crop, tested), from the source pixels they read: memory
+    ~ the crop, whatever the aspect ratio. Another filter, or a crop larger than the resized image, is refused with
+    a ``ValueError`` naming the item.
+    """
+    Image = require("PIL.Image", what="reading images")
+    w, h = image.size
+    new_w, new_h = shorter_side_size((w, h), resize)
+    cw, ch = crop
+    if new_w * new_h <= RESIZE_MAX_PIXELS:
+        if standard is not None:
+            return standard(image)
+        if (new_w, new_h) != (w, h):
+            image = image.resize((new_w, new_h), resample)
+        left, top = int(round((new_w - cw) / 2.0)), int(round((new_h - ch) / 2.0))
+        return image.crop((left, top, left + cw, top + ch))
+    if int(resample) not in _pillow_filters() or cw > new_w or ch > new_h:
+        raise ValueError(f"{label} is {w}×{h}: too elongated to resize to {resize} px on its shorter side within "
+                         f"{RESIZE_MAX_PIXELS:,} pixels (aspect ratio {max(w, h) / min(w, h):.0f}:1); crop it first.")
+    np = require("numpy")
+    left, top = int(round((new_w - cw) / 2.0)), int(round((new_h - ch) / 2.0))
+    xmin, xw = _coefficients(w, new_w, left, cw, resample) if new_w != w else (None, None)
+    ymin, yw = _coefficients(h, new_h, top, ch, resample) if new_h != h else (None, None)
+    # the source window the crop reads (columns, rows), cut out before converting to an array
+    x0, x1 = (left, left + cw) if xmin is None else (int(xmin[0]), int(xmin[-1]) + xw.shape[1])
+    y0, y1 = (top, top + ch) if ymin is None else (int(ymin[0]), int(ymin[-1]) + yw.shape[1])
+    x1, y1 = min(x1, w), min(y1, h)
+    pixels = np.asarray(image.crop((x0, y0, x1, y1)).convert("RGB"), dtype=np.uint8)
+    if xmin is not None:
+        pixels = _apply(pixels, xmin - x0, xw, axis=1)
+    if ymin is not None:
+        pixels = _apply(pixels, ymin - y0, yw, axis=0)
+    return Image.fromarray(pixels, "RGB")

@@ -115,20 +115,27 @@ class _ReferencePreprocess:
                       / np.asarray(std, dtype=np.float32)[:, None]).astype(np.float32)
         self._tables: dict[Any, Any] = {}
 
-    def geometry_uint8(self, image):
+    def geometry_uint8(self, image, label: str = "image"):
         """``R×R×3`` uint8: the resized, centre-cropped RGB pixels (an image already ``R×R`` as it is: resizing it
-        to its own size and cropping all of it copy the pixels unchanged)."""
+        to its own size and cropping all of it copy the pixels unchanged). An elongated image whose resize would
+        exceed :data:`capeval.models.images.RESIZE_MAX_PIXELS` has only its crop resampled, the same pixels
+        (:func:`capeval.models.images.resize_crop`)."""
         np = require("numpy")
+        Image = require("PIL.Image")
+        from capeval.models.images import resize_crop
+
         if image.size == (self.resolution, self.resolution):
             return np.asarray(image, dtype=np.uint8)
-        return np.asarray(self.geometry(image), dtype=np.uint8)
+        side = self.resolution
+        return np.asarray(resize_crop(image, side, (side, side), Image.Resampling.BICUBIC, label, self.geometry),
+                          dtype=np.uint8)
 
-    def decoded_uint8(self, rgb):
+    def decoded_uint8(self, rgb, label: str = "image"):
         """:meth:`geometry_uint8` of an ``H×W×3`` uint8 array (a JPEG decoded by torchvision)."""
         if rgb.shape[:2] == (self.resolution, self.resolution):
             return rgb
         Image = require("PIL.Image")
-        return self.geometry_uint8(Image.fromarray(rgb, "RGB"))
+        return self.geometry_uint8(Image.fromarray(rgb, "RGB"), label)
 
     def normalize(self, pixels, device=None):
         """``[B, R, R, 3]`` uint8 tensor -> ``[B, 3, R, R]`` float32 on ``device`` (default: where ``pixels`` are)."""
@@ -202,7 +209,8 @@ def image_features(backend: ClipBackend, images: Sequence[Any], *, batch_size: i
 
     def pixels_of(item):
         rgb = decode_jpeg_rgb(item.data, item.label) if FAST_JPEG and item.data is not None else None
-        pixels = transform.geometry_uint8(item.decode()) if rgb is None else transform.decoded_uint8(rgb)
+        pixels = (transform.geometry_uint8(item.decode(), item.label) if rgb is None
+                  else transform.decoded_uint8(rgb, item.label))
         return transform.normalize_array(pixels) if normalize_in_threads else pixels
 
     def load(index: int):
