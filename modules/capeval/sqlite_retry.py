@@ -61,18 +61,27 @@ _ACCESS_ERRORS = ("unable to open", "readonly", "read-only", "disk i/o", "permis
 
 def connect_or_rebuild(path, schema: str | Sequence[str], probe: str) -> sqlite3.Connection:
     """:func:`connect_shared`; a file that is not a usable database of this shape is moved aside
-    (:func:`capeval.paths.quarantine_cache_file`, with a warning) and a new one created. ``locked`` / ``busy`` and
-    access errors (read-only, no permission, cannot open) are raised: the caller decides (wait, or keep to memory)."""
+    (:func:`capeval.paths.quarantine_cache_file`) and a new one created, with one warning. ``locked`` / ``busy``, access
+    errors (read-only, no permission, cannot open) and a damaged file that cannot be moved aside or replaced are
+    raised, without a warning: the caller decides (wait, or keep to memory, saying so once)."""
     try:
         return connect_shared(path, schema, probe)
     except sqlite3.DatabaseError as err:
         text = str(err).lower()
         if is_locked(err) or (isinstance(err, sqlite3.OperationalError) and any(e in text for e in _ACCESS_ERRORS)):
             raise
-        from capeval.paths import quarantine_cache_file
+        from capeval.paths import CacheRebuiltWarning, quarantine_cache_file
+        from capeval.validation import warn_at_caller
 
-        quarantine_cache_file(Path(path), f"is not a usable SQLite database ({err})")
-        return connect_shared(path, schema, probe)
+        target = quarantine_cache_file(Path(path), "", warn=False)
+        if Path(path).exists():  # neither moved nor deleted: the caller keeps to memory (its one warning)
+            raise sqlite3.OperationalError(f"unable to open a new database: {path} is not a usable SQLite database "
+                                           f"({err}) and cannot be moved aside or deleted")
+        conn = connect_shared(path, schema, probe)  # an error here is the caller's (memory, one warning)
+        where = f"moved aside to {target}" if target is not None else "deleted"
+        warn_at_caller(f"cache file {path} is not a usable SQLite database ({err}); {where} and rebuilt.",
+                       CacheRebuiltWarning)
+        return conn
 
 
 def is_full(err: BaseException) -> bool:

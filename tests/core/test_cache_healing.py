@@ -355,6 +355,7 @@ def test_capeval_cache_counts_and_clears_leftovers(cache_root, capsys):
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if line.startswith("leftovers"))
     assert "3 file(s)" in line and "5.0 kB" in line and "capeval cache clear --leftovers" in line
+    assert max(len(line) for line in out.splitlines()) <= 100
     assert main(["cache", "clear", "--leftovers"]) == 0
     out = capsys.readouterr().out
     assert "removed leftovers: 2 file(s), 5.0 kB" in out

@@ -79,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
         print(text_table(["kind", "files", "size", "age", "what"], table), file=out)
         count, size = sum(r.get("leftovers", 0) for r in rows), sum(r.get("leftover_bytes", 0) for r in rows)
         if count:
-            print(f"leftovers: {count} file(s), {size_text(size)} (temporary files of killed writers, damaged copies "
-                  "moved aside): capeval cache clear --leftovers", file=out)
+            # temporary files of killed writers, damaged copies moved aside (one line within 100 columns)
+            print(f"leftovers: {count} file(s), {size_text(size)} of temporary and damaged files (capeval cache clear "
+                  "--leftovers)", file=out)
     if args.json_out:
         write_json(args.json_out, rows)
     return 0
