@@ -166,3 +166,126 @@ def test_a_metric_error_naming_images_i_is_renamed_to_the_dataset_row():
     assert isinstance(renamed, ValueError)
     assert str(renamed) == "row 3 (id 'img3'): photo (x.jpg) is not a readable image (OSError: truncated)."
     assert _in_row_words(ValueError("predictions[0] is empty"), [0], ["a"], "photo") is None
+
+
+# ---- signals --------------------------------------------------------------------------------------------------
+
+def _children(pid: int) -> list[int]:
+    """The pids of ``pid``'s child processes (psutil when installed, else /proc)."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        try:
+            return [c.pid for c in psutil.Process(pid).children()]
+        except psutil.NoSuchProcess:
+            return []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _is_worker(pid: int) -> bool:
+    """A spawned multiprocessing worker (not multiprocessing's resource tracker, which leaves when its pipe closes)."""
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _gone_soon(pids: list[int], seconds: float) -> list[int]:
+    """Those of ``pids`` still running after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while [pid for pid in pids if _running(pid)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if _running(pid)]
+
+
+def _done_shards(out: Path) -> int:
+    return len(list((out / "shards").glob("part-*.parquet"))) if (out / "shards").is_dir() else 0
+
+
+def _all_shards_whole(out: Path) -> None:
+    import pyarrow.parquet as pq
+
+    for shard in (out / "shards").glob("part-*.parquet"):
+        pq.read_table(shard)  # a half-written shard would not read
+
+
+def _start_and_signal(args: list[str], out: Path, signum: int, *, group: bool = False):
+    """Start score-dataset, wait until it has written a new shard (its workers are busy), send ``signum`` (to its
+    process group when ``group``, as Ctrl-C at a terminal does); ``(process, its worker pids, stderr)``."""
+    before = _done_shards(out)
+    proc = subprocess.Popen([sys.executable, "-m", "capeval", "score-dataset", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "CAPEVAL_DEBUG": ""})
+    deadline = time.monotonic() + 180
+    while _done_shards(out) <= before and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, f"finished before the signal: {proc.communicate()}"
+    children = [pid for pid in _children(proc.pid) if _running(pid)]
+    workers = [pid for pid in children if _is_worker(pid)]
+    assert len(workers) == 2, children
+    if group:
+        os.killpg(proc.pid, signum)
+    else:
+        os.kill(proc.pid, signum)
+    if signum == signal.SIGKILL:
+        return proc, workers, ""
+    _, err = proc.communicate(timeout=60)
+    assert not _gone_soon(children, 5), "a child process outlived the run"
+    return proc, workers, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and PR_SET_PDEATHSIG: Linux")
+def test_sigint_sigterm_and_sigkill_of_a_run_over_processes(tmp_path):
+    data = write_jsonl(tmp_path / "rows.jsonl", make_rows(40000, seed=3))
+    out = tmp_path / "out"
+    args = [str(data), "--out", str(out), "--metrics", "bleu", "--processes", "2", "--chunk-size", "400",
+            "--no-language-check", "--json", str(tmp_path / "r.json")]
+    # Ctrl-C at a terminal: SIGINT to the whole process group
+    proc, workers, err = _start_and_signal(args, out, signal.SIGINT, group=True)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert err.strip().splitlines()[-1] == "capeval score-dataset: interrupted", err
+    assert not [pid for pid in workers if _running(pid)], "workers left running after SIGINT"
+    _all_shards_whole(out)
+    # SIGTERM to the parent only
+    proc, workers, err = _start_and_signal(args, out, signal.SIGTERM)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert err.strip().splitlines()[-1] == "capeval score-dataset: terminated", err
+    assert not [pid for pid in workers if _running(pid)], "workers left running after SIGTERM"
+    _all_shards_whole(out)
+    # SIGKILL of the parent: its workers die with it
+    proc, workers, _ = _start_and_signal(args, out, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    assert not _gone_soon(workers, 5), "workers outlived their SIGKILLed parent"
+    _all_shards_whole(out)
+    assert _done_shards(out) < 100, "the workers ran on to the end after their parent was killed"
+    assert not (tmp_path / "r.json").exists()
+    # the rerun resumes to the uninterrupted result
+    done = _cli(*args)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    resumed = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    whole = capeval.score_dataset(str(data), metrics="bleu", output_dir=tmp_path / "whole", chunk_size=400,
+                                  language_check=False, progress=False)
+    assert resumed == whole
+    assert shards(out) == shards(tmp_path / "whole")

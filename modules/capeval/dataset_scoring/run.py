@@ -21,8 +21,13 @@ often the run was interrupted.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
+import sys
+import threading
+import time
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -429,6 +434,7 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
                   enabled=run.progress if rank == 0 else False) as bar:
         bar.unit = "rows"
         for k, n, batch in source.chunks(run.chunk_size, _wanted(run), lambda k: k % world == rank):
+            _check_parent()
             bar.update(n)
             if batch is None:
                 continue
@@ -521,6 +527,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
             return k % world == rank and k not in done
 
         for k, n, batch in source.chunks(run.chunk_size, _wanted(run), mine):
+            _check_parent()
             chunks, rows_total = k + 1, rows_total + n
             if batch is None:
                 if k not in done:  # another process's chunk of this run
@@ -588,29 +595,126 @@ def _check_mean(name: str, keys: list[str], result: dict) -> None:
                              "chunk. Score it with capeval.score on the whole set.")
 
 
-def _worker(run: _Run, rank: int, world: int, task: str = "score") -> None:
+#: The pid of the process that spawned this worker (``None`` outside :func:`_spawn`'s workers): a worker whose
+#: parent is gone (its ``getppid()`` changed) stops before its next chunk.
+_PARENT: int | None = None
+#: How long :func:`_spawn` waits for a worker to stop after SIGTERM before it kills it (seconds).
+STOP_GRACE_S = 5.0
+
+
+class _Stopped(SystemExit):
+    """SIGTERM in a worker: it unwinds (its ``finally`` clean-up runs) and exits with 143, without a traceback."""
+
+
+def _stop_quietly(signum, frame):
+    raise _Stopped(128 + signum)
+
+
+def _set_parent_death_signal() -> bool:
+    """Linux: ask the kernel to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), so that a
+    worker never runs on beside a restarted run after its parent was killed. ``False`` where that is unavailable (the
+    ``getppid()`` check between chunks, :func:`_check_parent`, remains)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _become_worker(parent: int) -> None:
+    """A spawned worker's first steps: Ctrl-C is the parent's to handle (the worker ignores SIGINT: a Ctrl-C at the
+    terminal reaches every process of the group), SIGTERM (sent by the parent) ends it quietly, and it dies with its
+    parent. The parent started it with SIGINT and SIGTERM blocked (so that a signal during its start-up cannot print
+    a traceback): unblocked here, after the handlers are set."""
+    global _PARENT
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_quietly)
+    _set_parent_death_signal()
+    _PARENT = parent
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    _check_parent()  # the parent died before the death signal was set
+
+
+def _check_parent() -> None:
+    """In a worker whose parent is gone (killed: the worker was handed to another process), stop at once (the chunks
+    are written atomically: nothing is half-written; the same call resumes)."""
+    if _PARENT is not None and os.getppid() != _PARENT:
+        os._exit(1)
+
+
+def _worker(run: _Run, rank: int, world: int, task: str = "score", parent: int | None = None) -> None:
+    if parent is not None:
+        _become_worker(parent)
     try:
         (_count_share if task == "count" else _score_chunks)(run, rank, world)
+    except _Stopped:
+        raise
     except BaseException:
         store.write_atomic(run.folder / f".error-{rank}.txt", traceback.format_exc().encode("utf-8"))
         raise
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM blocked in this thread (they stay pending and arrive when the block ends): the processes
+    started meanwhile inherit the block, so they cannot be interrupted before they set their own handlers."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _stop(workers: list) -> None:
+    """Stop the workers still running: SIGTERM (each unwinds and exits quietly), then SIGKILL after
+    :data:`STOP_GRACE_S`; every one joined."""
+    alive = [w for w in workers if w.pid is not None and w.is_alive()]
+    for w in alive:
+        w.terminate()
+    deadline = time.monotonic() + STOP_GRACE_S
+    for w in alive:
+        w.join(max(0.0, deadline - time.monotonic()))
+    for w in alive:
+        if w.is_alive():
+            w.kill()
+            w.join()
+
+
 def _spawn(run: _Run, processes: int, task: str) -> None:
     """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"count"``:
-    the first pass's shares; ``"score"``); the first failure raises."""
+    the first pass's shares; ``"score"``); the first failure raises.
+
+    Signals: Ctrl-C (``KeyboardInterrupt``) or SIGTERM (the command line's ``Terminated``) in this process stops the
+    workers (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) before it goes on up, so one line is said (by the
+    command line) and no worker runs on; the workers ignore SIGINT and exit quietly on SIGTERM; a worker dies with this
+    process (``PR_SET_PDEATHSIG`` on Linux, else at its next chunk). Chunks are written atomically, so a stopped run
+    leaves whole shards only, and the same call resumes."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     for stale in run.folder.glob(".error-*.txt"):
         stale.unlink()
-    workers = [context.Process(target=_worker, args=(run, rank, processes, task),
+    workers = [context.Process(target=_worker, args=(run, rank, processes, task, os.getpid()),
                                name=f"capeval-score-dataset-{task}-{rank}")
                for rank in range(processes)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    try:
+        with _signals_held():
+            for w in workers:
+                w.start()
+        for w in workers:
+            w.join()
+    except BaseException:
+        _stop(workers)
+        raise
     failed = [(rank, w.exitcode) for rank, w in enumerate(workers) if w.exitcode != 0]
     if failed:
         rank, code = failed[0]
