@@ -423,3 +423,27 @@ def test_a_damaged_file_that_cannot_be_moved_or_deleted_leaves_the_run_in_memory
     assert cache.get_many([t for t, _ in PARSES]) == dict(PARSES)
     cache.close()
     assert path.is_file() and not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_a_cache_folder_that_cannot_be_created_keeps_to_memory(tmp_path, monkeypatch):
+    """CAPEVAL_CACHE_DIR under a regular file (so nothing can be created there, even by root): each SQLite cache is
+    one warning naming the path and CAPEVAL_CACHE_DIR, and works from memory."""
+    from capeval.benchmarks.score_cache import ScoreCache
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(blocker / "cache"))
+    for make in (lambda: _parse_cache(None), lambda: _feature_cache(None), ScoreCache):
+        cache, caught = _caught(make)
+        assert len(caught) == 1 and "CAPEVAL_CACHE_DIR" in str(caught[0].message)
+        assert str(blocker / "cache") in str(caught[0].message)
+        if isinstance(cache, ScoreCache):
+            cache.put("k", {"v": 1})
+            assert cache.get("k") == {"v": 1}
+        else:
+            items = PARSES[:3] if hasattr(cache, "parser_key") else FEATURES[:3]
+            cache.put_many(items)
+            _check_values("parses" if hasattr(cache, "parser_key") else "features",
+                          cache.get_many([k for k, _ in items]))
+            assert len(cache.get_many([k for k, _ in items])) == 3
+        cache.close()

@@ -41,11 +41,10 @@ class FeatureCache:
     one warning naming the file and ``CAPEVAL_CACHE_DIR``. Never an exception."""
 
     def __init__(self, settings: str, width: int, path: str | Path | None = None) -> None:
-        from capeval.paths import cache_dir
         from capeval.sqlite_retry import HealingDatabase
 
         self.settings, self.width = settings, width
-        self.path = Path(path) if path is not None else cache_dir("lceval") / "features.sqlite"
+        self.path = Path(path) if path is not None else _default_path("lceval", "features.sqlite")
         #: vectors that could not be written (read-only file, full disk), for the rest of the process
         self._memory: dict[str, np.ndarray] = {}
         self._db = HealingDatabase(self.path, _SCHEMA, "SELECT settings, item, vector FROM features LIMIT 1",
@@ -90,3 +89,14 @@ class FeatureCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _default_path(kind: str, name: str) -> Path:
+    """``<cache dir>/<kind>/<name>``; a cache folder that cannot be created is not an error here (the cache then keeps
+    to memory, with its one warning)."""
+    from capeval.paths import cache_dir, cache_root
+
+    try:
+        return cache_dir(kind) / name
+    except OSError:
+        return cache_root() / kind / name
