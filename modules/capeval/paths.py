@@ -7,6 +7,10 @@
   inside site-packages.
 * Hub cards (dataset and model card templates): the copy inside an installed wheel
   (``capeval/hub_cards``), else the checkout's ``hub_cards/`` (:func:`hub_cards_dir`).
+* Leftovers are never kept forever: the first use of a cache folder in a process removes temporary files of writers
+  that were killed (``*.tmp``, ``.tmp-*``: the pid in the name is gone, or an hour old) and keeps, of the damaged
+  files moved aside (``*.corrupt-<time>``), only the newest of each, for a day (:func:`sweep_cache_folder`);
+  ``capeval cache`` counts them and ``capeval cache clear --leftovers`` removes them (:func:`cache_leftovers`).
 * Files capeval writes honour the umask (``0o666 & ~umask``, folders ``0o777 & ~umask``), also those written
   atomically through a temporary file (:func:`atomic_write`, :func:`write_bytes_atomic`).
 * Resources shipped by ``pycocoevalcap==1.2`` (METEOR 1.5 jar, CoreNLP 3.4.1 PTB tokenizer
