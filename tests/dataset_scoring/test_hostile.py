@@ -144,6 +144,16 @@ def test_unreadable_images_name_the_dataset_row_and_id(tmp_path):
     assert sorted(skipped) == [1, 3] and skipped[1]["id"] == "img1" and skipped[3]["id"] == "img3"
     assert "no such image file" in skipped[1]["why"] and "not a readable image" in skipped[3]["why"]
     assert "images[" not in skipped[3]["why"]
+    if os.path.exists("/dev/zero"):  # an image path naming a device is refused unread (never read until MemoryError)
+        kept = (data.parent / "2.jpg").read_bytes()
+        (data.parent / "2.jpg").unlink()
+        (data.parent / "2.jpg").symlink_to("/dev/zero")
+        from capeval.dataset_scoring.run import _image_problem
+
+        assert _image_problem(str(data.parent / "2.jpg"), 2, "image") == \
+            f"image ({data.parent / '2.jpg'}) is a character device, not an image file"
+        (data.parent / "2.jpg").unlink()
+        (data.parent / "2.jpg").write_bytes(kept)
     assert shards(tmp_path / "out-skip")["id"] == ["img0", "img2", "img4"]
     # the scores of the rest are capeval.score's on those rows
     folder = data.parent

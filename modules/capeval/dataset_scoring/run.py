@@ -115,9 +115,11 @@ def score_dataset(
         chunk_size: rows per chunk (memory and the granularity of resuming); positive.
         processes: score the chunks in this many processes on this machine (``accelerate launch`` does the same
             across GPUs and machines, see :func:`capeval.dataset_scoring.distributed_state`).
-        on_error: a row with an empty or missing prediction or references, a wrong type, or a caption over
-            ``max_caption_chars``: ``"raise"`` (``ValueError`` naming the row and its id) or ``"skip"`` (left out of
-            every score, listed in ``result.json``).
+        on_error: a row with an empty or missing prediction or references, a wrong type, a caption over
+            ``max_caption_chars``, or (for a metric that reads images) an image that is missing, not a regular file
+            or not a readable image: ``"raise"`` (``ValueError`` naming the row, counted from 0 in the input's order,
+            and its id) or ``"skip"`` (left out of every score, listed in ``result.json``). The images are decoded
+            once here to find those rows (and again by the metric).
         cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`.
 
     Returns:
@@ -365,8 +367,23 @@ def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
 def _image_problem(value: Any, row: int, column: str) -> str | None:
     """Why the image of input row ``row`` cannot be read (missing file, not an image, too large, ...), with the
     image named by ``column`` instead of :mod:`capeval.models.images`' ``images[i]``; ``None`` when it decodes."""
+    import stat
+
+    from capeval.io import file_kind, max_input_bytes
     from capeval.models.images import read_item
 
+    path = value.get("path") if isinstance(value, dict) and value.get("bytes") is None else value
+    if isinstance(path, (str, os.PathLike)) and not str(path).strip().lower().startswith(("http:", "https:")):
+        try:  # a FIFO or a device (/dev/zero) would block or be read until memory runs out: refused unopened
+            info = os.stat(path)
+        except OSError:
+            info = None  # missing: read_item says so
+        if info is not None and not stat.S_ISDIR(info.st_mode):
+            if not stat.S_ISREG(info.st_mode):
+                return f"{column} ({os.fspath(path)}) is {file_kind(info.st_mode)}, not an image file"
+            if info.st_size > max_input_bytes():
+                return (f"{column} ({os.fspath(path)}) is {info.st_size:,} bytes, above the limit of "
+                        f"{max_input_bytes():,} bytes for an input file (CAPEVAL_MAX_INPUT_BYTES)")
     try:
         item = read_item(value, row)
         if item.data is not None:  # encoded bytes: decoded here once, so that a broken file is this row's error
