@@ -73,6 +73,15 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def cache_file(kind: str, name: str) -> Path:
+    """``<cache dir>/<kind>/<name>``, the default place of a cache file; a cache folder that cannot be created is not
+    an error here (the cache then keeps to memory, with its one warning)."""
+    try:
+        return cache_dir(kind) / name
+    except OSError:
+        return cache_root() / kind / name
+
+
 def current_umask() -> int:
     """The process's umask (e.g. ``0o022``), read without changing it where Linux says it (``/proc/self/status``),
     else by setting and restoring it."""

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from capeval.paths import cache_file
 
 
 def data_fingerprint(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> str:
@@ -129,7 +130,7 @@ class ScoreCache:
     def __init__(self, path: str | Path | None = None) -> None:
         from capeval.sqlite_retry import HealingDatabase
 
-        self.path = Path(path) if path else _default_path("scores", "scores.sqlite")
+        self.path = Path(path) if path else cache_file("scores", "scores.sqlite")
         #: payloads that could not be written (read-only file, full disk), for the rest of the process
         self._memory: dict[str, str] = {}
         self._db = HealingDatabase(self.path, _SCHEMA, "SELECT key, payload FROM scores LIMIT 1",
@@ -163,14 +164,3 @@ class ScoreCache:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _default_path(kind: str, name: str) -> Path:
-    """``<cache dir>/<kind>/<name>``; a cache folder that cannot be created is not an error here (the cache then keeps
-    to memory, with its one warning)."""
-    from capeval.paths import cache_dir, cache_root
-
-    try:
-        return cache_dir(kind) / name
-    except OSError:
-        return cache_root() / kind / name

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capeval.paths import cache_file
+
 __all__ = ["FeatureCache", "item_key"]
 
 _SCHEMA = """
@@ -44,7 +46,7 @@ class FeatureCache:
         from capeval.sqlite_retry import HealingDatabase
 
         self.settings, self.width = settings, width
-        self.path = Path(path) if path is not None else _default_path("lceval", "features.sqlite")
+        self.path = Path(path) if path is not None else cache_file("lceval", "features.sqlite")
         #: vectors that could not be written (read-only file, full disk), for the rest of the process
         self._memory: dict[str, np.ndarray] = {}
         self._db = HealingDatabase(self.path, _SCHEMA, "SELECT settings, item, vector FROM features LIMIT 1",
@@ -89,14 +91,3 @@ class FeatureCache:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _default_path(kind: str, name: str) -> Path:
-    """``<cache dir>/<kind>/<name>``; a cache folder that cannot be created is not an error here (the cache then keeps
-    to memory, with its one warning)."""
-    from capeval.paths import cache_dir, cache_root
-
-    try:
-        return cache_dir(kind) / name
-    except OSError:
-        return cache_root() / kind / name

@@ -35,10 +35,10 @@ class DependencyParser:
         self.key = f"lceval-deps-{PARSE_VERSION}|{spice_parser.model_version}"
         self.cache = None
         if use_cache:
-            from capeval.paths import cache_dir
+            from capeval.paths import cache_file
             from capeval.spice.cache import ParseCache
 
-            self.cache = ParseCache(self.key, cache_dir("lceval") / "parses.sqlite")
+            self.cache = ParseCache(self.key, cache_file("lceval", "parses.sqlite"))
 
     def parse(self, texts: Sequence[str], show_progress: bool | None = None) -> list[list[DependencyRow]]:
         """The rows of each text (deduplicated; cached texts are not parsed again)."""

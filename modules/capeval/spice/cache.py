@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from capeval.paths import cache_file
 from capeval.sqlite_retry import retry_locked
 
 RawTuple = tuple[str, ...]
@@ -40,7 +41,7 @@ class ParseCache:
         from capeval.sqlite_retry import HealingDatabase
 
         self.parser_key = parser_key
-        self.path = Path(path) if path is not None else _default_path("spice", "parses.sqlite")
+        self.path = Path(path) if path is not None else cache_file("spice", "parses.sqlite")
         self.retries = retries
         #: parses that could not be written (read-only file, full disk), for the rest of the process
         self._memory: dict[str, list[RawTuple]] = {}
@@ -113,14 +114,3 @@ def _decode(payload) -> list[RawTuple] | None:
     ):
         return None
     return [tuple(t) for t in value]
-
-
-def _default_path(kind: str, name: str) -> Path:
-    """``<cache dir>/<kind>/<name>``; a cache folder that cannot be created is not an error here (the cache then keeps
-    to memory, with its one warning)."""
-    from capeval.paths import cache_dir, cache_root
-
-    try:
-        return cache_dir(kind) / name
-    except OSError:
-        return cache_root() / kind / name
