@@ -84,11 +84,13 @@ class DuplicateKeyError(ValueError):
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise DuplicateKeyError(key)
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # a key twice: which one (the first repeated)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(key)
+            seen.add(key)
     return obj
 
 
