@@ -159,3 +159,34 @@ def test_atomic_writes_and_caches_honour_the_umask(tmp_path, mask, file_mode):
         assert stat.S_IMODE(path.stat().st_mode) == file_mode, path
     assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o777 & ~mask
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.bin", "b.bin", "df.json", "new"]  # no temporary left
+
+
+def test_a_damaged_document_frequency_table_is_counted_again(tmp_path):
+    """``cider-df.bin`` damaged in the middle after a run (issue 54 item 4): the next run of the folder says so in one
+    warning, counts it again and gives the same result; the run after that is silent."""
+    import warnings
+
+    from capeval.dataset_scoring import run as run_module
+
+    data = _parquet(tmp_path / "data.parquet", _rows(45))
+    out = tmp_path / "out"
+    first = _score(data, out)
+    table = out / store.CIDER_DF
+    size = table.stat().st_size
+    with table.open("r+b") as handle:
+        handle.seek(size // 2)
+        handle.write(bytes(b ^ 0xFF for b in handle.read(64)))
+    (out / store.RESULT).unlink()
+    store.shard_path(out, 0).unlink()  # a chunk left to score: it needs the table
+    run_module._WHOLE_TABLES.clear()  # as a new process
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        again = _score(data, out)
+    damaged = [w for w in seen if "damaged" in str(w.message)]
+    assert len(damaged) == 1 and str(table) in str(damaged[0].message)
+    assert again == first
+    run_module._WHOLE_TABLES.clear()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert _score(data, out) == first
+    assert not [w for w in seen if "damaged" in str(w.message)]

@@ -419,8 +419,43 @@ def _image(value: Any, source: Source) -> Any:
 
 
 def _counted(run: _Run) -> bool:
-    """Whether the first pass's table is there (from a previous run of this folder)."""
-    return (run.folder / store.CIDER_DF).is_file() or (run.folder / store.CIDER_DF_PARQUET).is_file()
+    """Whether the first pass's table is there (from a previous run of this folder) and whole: a ``cider-df.bin``
+    that fails its check (:meth:`capeval.coco.disk_df.DiskDocumentFrequency.open`: damaged anywhere, cut short) is
+    removed with one warning and counted again (the count is deterministic, so the shards scored with it stay
+    right)."""
+    path = run.folder / store.CIDER_DF
+    if path.is_file() and _table_is_whole(path):
+        return True
+    return (run.folder / store.CIDER_DF_PARQUET).is_file()
+
+
+_WHOLE_TABLES: set[tuple] = set()  # (path, size, mtime) of tables checked in this process
+
+
+def _table_key(path: Path) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+def _table_is_whole(path: Path) -> bool:
+    """Whether ``cider-df.bin`` opens and passes its check; a damaged one is deleted with one warning."""
+    from capeval.coco.disk_df import DiskDocumentFrequency
+
+    key = _table_key(path)
+    if key in _WHOLE_TABLES:
+        return True
+    try:
+        table = DiskDocumentFrequency.open(path)
+    except (ValueError, OSError) as err:
+        warnings.warn(f"{path} is damaged ({' '.join(str(err).split())[:200]}); counting CIDEr-D's document "
+                      "frequencies again", RuntimeWarning, stacklevel=2)
+        path.unlink(missing_ok=True)
+        return False
+    close = getattr(table, "close", None)
+    if close is not None:
+        close()
+    _WHOLE_TABLES.add(key)
+    return True
 
 
 def _share_path(folder: Path, rank: int, world: int) -> Path:
@@ -499,7 +534,8 @@ def _cider_table(run: _Run):
     if (run.folder / store.CIDER_DF).is_file():
         from capeval.coco.disk_df import DiskDocumentFrequency
 
-        return DiskDocumentFrequency.open(run.folder / store.CIDER_DF)
+        path = run.folder / store.CIDER_DF
+        return DiskDocumentFrequency.open(path, verify=_table_key(path) not in _WHOLE_TABLES)  # checked once
     import json
 
     import pyarrow as pa
