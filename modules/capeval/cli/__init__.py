@@ -106,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     import os
     import warnings
 
-    parser = build_parser()
+    try:
+        parser = build_parser()  # imports every command's module: Ctrl-C may come here
+    except KeyboardInterrupt:
+        print("capeval: interrupted", file=sys.stderr)
+        return 130
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the command's own parser, which knows its flags
         _unrecognized(parser, args, extra)
