@@ -105,16 +105,14 @@ STOP_GRACE_S = 20
 
 
 def _die_with_parent() -> None:
-    """In the launcher, before it runs (Linux): SIGTERM when its parent dies, even by SIGKILL, so that a killed
+    """In the launcher, before it runs: SIGTERM when its parent dies, even by SIGKILL, so that a killed
     ``capeval score --processes`` never leaves processes scoring beside a restarted one (the launcher stops its
     workers on SIGTERM)."""
-    import ctypes
     import signal
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    from capeval.workers import die_with_parent
+
+    die_with_parent(signal.SIGTERM)
 
 
 def _relaunch(args: argparse.Namespace) -> int:

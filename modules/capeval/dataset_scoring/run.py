@@ -663,22 +663,6 @@ def _stop_quietly(signum, frame):
     raise _Stopped(128 + signum)
 
 
-def _set_parent_death_signal() -> bool:
-    """Linux: ask the kernel to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), so that a
-    worker never runs on beside a restarted run after its parent was killed. ``False`` where that is unavailable (the
-    ``getppid()`` check between chunks, :func:`_check_parent`, remains)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
 def _become_worker(parent: int) -> None:
     """A spawned worker's first steps: Ctrl-C is the parent's to handle (the worker ignores SIGINT: a Ctrl-C at the
     terminal reaches every process of the group), SIGTERM (sent by the parent) ends it quietly, and it dies with its
@@ -687,7 +671,9 @@ def _become_worker(parent: int) -> None:
     global _PARENT
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _stop_quietly)
-    _set_parent_death_signal()
+    from capeval.workers import die_with_parent
+
+    die_with_parent(signal.SIGKILL)
     _PARENT = parent
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})

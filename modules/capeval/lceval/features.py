@@ -257,6 +257,17 @@ class FeatureExtractor:
         self._meteor = self._spice = self._deps = self._cache = self._extra_cache = None
 
 
+def _become_worker() -> None:
+    """A feature worker ignores Ctrl-C (the terminal sends it to the whole group: the parent stops the pool and says
+    it once) and dies with its parent."""
+    import signal
+
+    from capeval.workers import die_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(signal.SIGKILL)
+
+
 def _extract_share(args: tuple) -> np.ndarray:
     """One process's share of :func:`lceval_features` (module level, so a spawned process can import it)."""
     predictions, references, kwargs = args
@@ -300,7 +311,7 @@ def lceval_features(predictions: Sequence[str], references: Sequence[Any], *, wo
 
         bounds = np.linspace(0, len(preds), min(processes, len(preds)) + 1).astype(int)
         shares = [(preds[a:b], refs[a:b], {**kwargs, "progress": False}) for a, b in zip(bounds[:-1], bounds[1:])]
-        with ProcessPoolExecutor(len(shares), mp_context=mp.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(len(shares), mp_context=mp.get_context("spawn"), initializer=_become_worker) as pool:
             return np.concatenate(list(pool.map(_extract_share, shares)), axis=0)
     batch = CaptionBatch(preds, refs, cleanup=None, tokenizer=tokenizer, progress=progress)
     extractor = FeatureExtractor(word_vectors, parser_model, cache=cache)
