@@ -55,6 +55,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from capeval.io import file_kind
 from capeval.models._deps import require
 
 #: The EXIF orientation tag (values 2-8 rotate or mirror the picture; 1 or none leave it as stored).
@@ -93,21 +94,13 @@ def _label(index: int, path: str | os.PathLike | None = None) -> str:
     return f"images[{index}]" + (f" ({os.fspath(path)})" if path is not None else "")
 
 
-def _file_kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
 
 def _read_file(path: str | os.PathLike, label: str) -> bytes:
     """The bytes of the regular file ``path`` (rules in the module docstring: no device, FIFO or directory; at most
     :data:`MAX_IMAGE_FILE_BYTES`)."""
     def check(info) -> None:
         if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{label}: cannot read the file: {_file_kind(info.st_mode)}, not a regular file; pass "
+            raise ValueError(f"{label}: cannot read the file: {file_kind(info.st_mode)}, not a regular file; pass "
                              "an image file.")
         if info.st_size > MAX_IMAGE_FILE_BYTES:
             raise ValueError(f"{label} is a {info.st_size / 2 ** 20:,.0f} MiB file, above capeval's limit of "
