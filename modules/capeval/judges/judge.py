@@ -280,9 +280,32 @@ def expand_to_square(image, colour: tuple[int, ...]):
     return canvas
 
 
+#: Longest side (pixels) of an elongated image before it is padded to a square: above it, an image whose aspect ratio
+#: exceeds :data:`PAD_MAX_ASPECT` is first reduced by an integer factor (Pillow's box ``reduce``), so the square
+#: canvas holds at most 4096² pixels (a 20000×1 strip would otherwise build a 20000² canvas, 1.2 GB, before the
+#: processor shrinks it to 336²).
+PAD_MAX_SIDE = 4096
+#: Aspect ratio (longer side / shorter side) above which an image counts as elongated for :data:`PAD_MAX_SIDE`;
+#: photos (a large 6000×4000 one included) are padded as LLaVA pads them, pixel for pixel.
+PAD_MAX_ASPECT = 16
+
+
+def bounded_for_padding(image):
+    """``image``, or for an elongated image whose longer side exceeds :data:`PAD_MAX_SIDE`, the same reduced by the
+    smallest integer factor that brings that side within it (a deviation from LLaVA's procedure only for such
+    strips: the processor would shrink their canvas to 336² anyway)."""
+    width, height = image.size
+    side = max(width, height)
+    if side <= PAD_MAX_SIDE or side <= PAD_MAX_ASPECT * min(width, height):
+        return image
+    factor = -(-side // PAD_MAX_SIDE)
+    return image.reduce(factor)
+
+
 def llava_pixels(judge: Judge, image):
-    """An RGB ``PIL`` image as LLaVA-1.5's ``(3, H, W)`` pixel tensor (padded to a square, CLIP-preprocessed)."""
-    square = expand_to_square(image, judge.pad_color)
+    """An RGB ``PIL`` image as LLaVA-1.5's ``(3, H, W)`` pixel tensor (padded to a square, CLIP-preprocessed;
+    elongated images bounded first: :func:`bounded_for_padding`)."""
+    square = expand_to_square(bounded_for_padding(image), judge.pad_color)
     return judge.image_processor.preprocess(square, return_tensors="pt")["pixel_values"][0]
 
 
