@@ -196,22 +196,24 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def parse_json_text(text: str, where: str, what: str = "JSON", hint: str = "") -> Any:
+    """``text`` parsed by :func:`loads`; every refusal one :class:`InputFormatError` naming ``where`` (``path`` or
+    ``path:line``): a key twice in an object, invalid JSON (``not <what> (...)<hint>``), nesting too deep."""
+    try:
+        return loads(text)
+    except DuplicateKeyError as err:
+        raise InputFormatError(duplicate_key_message(where, err.key)) from None
+    except json.JSONDecodeError as err:
+        raise InputFormatError(f"{where}: not {what} ({err.msg}){hint}.") from None
+    except RecursionError:
+        raise InputFormatError(f"{where}: JSON nested too deeply{hint}.") from None
+
+
 def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
     """Parse JSON Lines ``text`` (blank lines skipped); a bad line raises :class:`InputFormatError`
     naming ``path:line`` (plus ``hint``, e.g. the expected format)."""
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(loads(line))
-        except DuplicateKeyError as err:
-            raise InputFormatError(duplicate_key_message(f"{path}:{n}", err.key)) from None
-        except json.JSONDecodeError as err:
-            raise InputFormatError(f"{path}:{n}: not a JSON line ({err.msg}){hint}.") from None
-        except RecursionError:
-            raise InputFormatError(f"{path}:{n}: JSON nested too deeply{hint}.") from None
-    return rows
+    return [parse_json_text(line, f"{path}:{n}", "a JSON line", hint)
+            for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _read_text(path: Path) -> str:

@@ -379,7 +379,7 @@ def _json_rows(f: Path) -> Iterator[dict]:
     regular file, lines (a list file) of at most :func:`capeval.io.max_input_bytes`, no key twice in an object, UTF-8;
     each refusal one line naming the file and the line."""
     from capeval.io import (DuplicateKeyError, decode_utf8, duplicate_key_message, loads, max_input_bytes,
-                            open_regular)
+                            open_regular, parse_json_text)
 
     limit = max_input_bytes()
     with open_regular(f) as handle:
@@ -421,15 +421,7 @@ def _json_rows(f: Path) -> Iterator[dict]:
             offset += len(raw)
             if not line.strip():
                 continue
-            try:
-                item = loads(line)
-            except DuplicateKeyError as err:
-                raise ValueError(duplicate_key_message(f"{f}:{n}", err.key)) from None
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{f}:{n}: not a JSON object ({err.msg}).") from None
-            except RecursionError:
-                raise ValueError(f"{f}:{n}: JSON nested too deeply.") from None
-            yield _object(item, f, n)
+            yield _object(parse_json_text(line, f"{f}:{n}", "a JSON object"), f, n)
 
 
 def _object(item: Any, path: Path, line: int) -> dict:
