@@ -16,6 +16,7 @@ Measured figures and their command: ``BENCHMARKS.md`` ("capeval score on a milli
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,6 @@ IN_MEMORY_MAX_PREDICTIONS = 100_000
 
 def in_memory_limit() -> int:
     """:data:`IN_MEMORY_MAX_PREDICTIONS`, or ``$CAPEVAL_SCORE_IN_MEMORY_MAX`` when set (a non-negative integer)."""
-    import os
-
     raw = os.environ.get("CAPEVAL_SCORE_IN_MEMORY_MAX")
     if raw is None or not raw.strip():
         return IN_MEMORY_MAX_PREDICTIONS
@@ -69,7 +68,7 @@ def _write_rows(path: Path, ids: list[Any] | None, predictions: list[str], refer
             if ids is not None:
                 row["id"] = ids[i]
             if images is not None:
-                row["image"] = str(images[i])
+                row["image"] = os.path.abspath(images[i])  # score_dataset resolves relative paths against this file
             out.write(json.dumps(row, ensure_ascii=False))
             out.write("\n")
 
