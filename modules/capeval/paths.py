@@ -342,7 +342,8 @@ def quarantine_cache_file(path: Path, why: str, *, warn: bool = True) -> Path | 
     if warn:
         where = f"moved aside to {target}" if target is not None else (
             "deleted" if not path.exists() else "left in place (it cannot be moved: delete it)")
-        warn_at_caller(f"cache file {path} {why}; {where} and rebuilt.", CacheRebuiltWarning)
+        warn_at_caller(f"cache file {path} {why}; {where} and rebuilt (CAPEVAL_CACHE_DIR sets the cache folder).",
+                       CacheRebuiltWarning)
     return target
 
 

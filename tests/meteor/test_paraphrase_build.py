@@ -145,3 +145,45 @@ def test_a_failing_scan_leaves_no_decompressing_thread(monkeypatch):
     with pytest.raises(MemoryError):
         LineScan.of_gzip(gzip.compress(bytes(random.Random(0).randbytes(4_000_000))), piece=1 << 12)
     assert not [t for t in threading.enumerate() if t.name == "capeval-gunzip"]
+
+
+def _saved_with(path, table, **changes):
+    arrays = {name: getattr(table, name) for name in _ARRAYS}
+    arrays["vocabulary"] = np.frombuffer(table.vocabulary.bits, dtype=np.uint8)
+    arrays["meta"] = np.array([paraphrase_module._FORMAT, table.shift])
+    arrays.update(changes)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize("change", ["hashes unsorted", "offsets past texts", "keys out of range", "ranks float",
+                                    "two-dimensional texts", "short is_phrase"])
+def test_a_cache_that_unpacks_but_holds_wrong_arrays_is_rebuilt(tmp_path, monkeypatch, change):
+    """A saved table whose zip members are intact (their CRC passes) but whose arrays are not what ``save`` writes
+    (a foreign or hand-edited file): refused on loading, moved aside with one warning and rebuilt, so lookups never
+    bisect an unsorted array or slice past the texts."""
+    source = _tiny_source(tmp_path / "paraphrase-en.gz")
+    monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(paraphrase_module, "paraphrase_file", lambda: source)
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    good = paraphrase_module.default_table(progress=False)
+    path = paraphrase_module._cache_path(source)
+    changes = {
+        "hashes unsorted": {"hashes": good.hashes[::-1].copy()},
+        "offsets past texts": {"offsets": good.offsets + 5},
+        "keys out of range": {"keys": good.keys + (len(good.hashes) << good.shift)},
+        "ranks float": {"ranks": good.ranks.astype(np.float64)},
+        "two-dimensional texts": {"texts": good.texts.reshape(1, -1)},
+        "short is_phrase": {"is_phrase": good.is_phrase[:-1]},
+    }[change]
+    _saved_with(path, good, **changes)
+    with pytest.raises(ValueError):
+        ParaphraseTable.load(path)
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)
+    with pytest.warns(UserWarning, match="could not be read") as caught:
+        rebuilt = paraphrase_module.default_table(progress=False)
+    assert len(caught) == 1 and "CAPEVAL_CACHE_DIR" in str(caught[0].message)
+    _same(rebuilt, good)
+    _same(ParaphraseTable.load(path), good)  # the rebuilt file is what save writes
+    assert list(path.parent.glob(path.name + ".corrupt-*"))
+    monkeypatch.setattr(paraphrase_module, "_DEFAULT", None)

@@ -120,6 +120,39 @@ class KnownWords:
     __hash__ = None  # type: ignore[assignment]
 
 
+#: The arrays a saved table holds and their types.
+_ARRAY_DTYPES = {"vocabulary": np.uint8, "hashes": np.uint64, "offsets": np.int64, "texts": np.uint8,
+                 "is_phrase": np.bool_, "is_paraphrase": np.bool_, "keys": np.int64, "ranks": np.int32}
+
+
+def check_arrays(arrays: dict[str, np.ndarray], shift: int) -> None:
+    """Raise ``ValueError`` naming the first array of a saved table that is not what :meth:`ParaphraseTable.save`
+    writes: its type, one dimension, the lengths that go together, ``hashes`` and ``keys`` sorted (lookups bisect
+    them), ``offsets`` rising from 0 to the length of ``texts``, ids within ``shift`` bits, ranks not negative."""
+    for name, dtype in _ARRAY_DTYPES.items():
+        array = arrays[name]
+        if array.dtype != dtype or array.ndim != 1:
+            raise ValueError(f"array {name!r} is {array.dtype}{list(array.shape)}, expected one-dimensional "
+                             f"{np.dtype(dtype)}")
+    if not 0 < shift <= 31:
+        raise ValueError(f"id width {shift} is out of range")
+    hashes, offsets, keys, ranks = arrays["hashes"], arrays["offsets"], arrays["keys"], arrays["ranks"]
+    phrases = len(hashes)
+    if len(offsets) != phrases + 1 or len(arrays["is_phrase"]) != phrases or len(arrays["is_paraphrase"]) != phrases:
+        raise ValueError("arrays 'hashes', 'offsets', 'is_phrase', 'is_paraphrase' have inconsistent lengths")
+    if len(keys) != len(ranks):
+        raise ValueError("arrays 'keys' and 'ranks' have different lengths")
+    if offsets[0] != 0 or offsets[-1] != len(arrays["texts"]) or np.any(np.diff(offsets) < 0):
+        raise ValueError("array 'offsets' does not rise from 0 to the length of 'texts'")
+    if np.any(hashes[1:] < hashes[:-1]):
+        raise ValueError("array 'hashes' is not sorted")
+    if len(keys) and (np.any(keys[1:] < keys[:-1]) or keys[0] < 0 or keys[-1] >> shift >= phrases
+                      or np.any((keys & ((1 << shift) - 1)) >= phrases)):
+        raise ValueError("array 'keys' is not sorted or names phrases the table does not hold")
+    if len(ranks) and ranks.min() < 0:
+        raise ValueError("array 'ranks' holds a negative rank")
+
+
 class ParaphraseTable:
     """Phrase ids and sorted (phrase, paraphrase) keys; see the module docstring.
 
@@ -326,13 +359,17 @@ class ParaphraseTable:
 
     @classmethod
     def load(cls, path: Path) -> ParaphraseTable:
+        """The table saved by :meth:`save` at ``path``; ``ValueError`` naming what is wrong when an array has another
+        type, shape or order than :meth:`save` writes (:func:`check_arrays`), so that a damaged or foreign file
+        that still unpacks is rebuilt, never used."""
         with np.load(path, allow_pickle=False) as data:
             version, shift = (int(x) for x in data["meta"])
             if version != _FORMAT:
                 raise ValueError(f"format {version}, expected {_FORMAT}")
-            vocabulary = KnownWords(data["vocabulary"].tobytes())
-            return cls(vocabulary, data["hashes"], data["offsets"], data["texts"], data["is_phrase"],
-                       data["is_paraphrase"], data["keys"], data["ranks"], shift)
+            arrays = {name: data[name] for name in _ARRAY_DTYPES}
+        check_arrays(arrays, shift)
+        vocabulary = KnownWords(arrays.pop("vocabulary").tobytes())
+        return cls(vocabulary, **arrays, shift=shift)
 
     # -- lookups ---------------------------------------------------------------------------------
     def phrase_id(self, phrase: str) -> int | None:
