@@ -238,3 +238,25 @@ def test_cli_build_and_push_messages(tmp_path):
     assert push.returncode == 1 and "HF_HUB_OFFLINE is set" in push.stderr
     meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
     assert meta["pretty_name"].startswith("Flickr8k")
+
+
+def test_dataset_image_cells_read_regular_files_only(tmp_path):
+    """Building a Hub dataset embeds image bytes: a data folder whose image is a link to a device or a FIFO is
+    refused in one line naming the file (never read until memory runs out, never blocking)."""
+    import os
+
+    from capeval.hub.tables import image_cells
+    from capeval.io import InputFormatError
+
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(b"\xff\xd8 bytes as stored")
+    cells = image_cells([photo, None, photo], "images")
+    assert cells[0] == {"bytes": b"\xff\xd8 bytes as stored", "path": "photo.jpg"} and cells[1] is None
+    linked = tmp_path / "zero.jpg"
+    linked.symlink_to("/dev/zero")
+    fifo = tmp_path / "pipe.jpg"
+    os.mkfifo(fifo)
+    for bad, words in ((linked, "character device"), (fifo, "FIFO")):
+        with pytest.raises(InputFormatError, match=words) as err:
+            image_cells([bad], "images")
+        assert str(bad) in str(err.value)

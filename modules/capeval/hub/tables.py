@@ -171,6 +171,20 @@ TABLE_BUILDERS: dict[str, Callable[..., list[SplitTable]]] = {
 }
 
 
+def _image_bytes(path: Path) -> bytes:
+    """The bytes of the image file ``path``: a regular file (never a device or FIFO a damaged data folder links to)
+    of at most :data:`capeval.models.images.MAX_IMAGE_FILE_BYTES`, checked on the open file."""
+    from capeval.io import InputFormatError, open_regular
+    from capeval.models.images import MAX_IMAGE_FILE_BYTES
+
+    with open_regular(path, MAX_IMAGE_FILE_BYTES) as handle:
+        data = handle.read(MAX_IMAGE_FILE_BYTES + 1)
+    if len(data) > MAX_IMAGE_FILE_BYTES:
+        raise InputFormatError(f"{path}: larger than capeval's limit of {MAX_IMAGE_FILE_BYTES >> 20} MiB for an image "
+                               "file.")
+    return data
+
+
 def image_cells(paths: Iterable[Path | None], desc: str) -> list[dict | None]:
     """``datasets.Image`` cells with the file bytes embedded (``None`` where there is no image)."""
     paths = list(paths)
@@ -181,6 +195,6 @@ def image_cells(paths: Iterable[Path | None], desc: str) -> list[dict | None]:
             cells.append(None)
             continue
         if path not in cache:
-            cache[path] = {"bytes": path.read_bytes(), "path": path.name}
+            cache[path] = {"bytes": _image_bytes(path), "path": path.name}
         cells.append(cache[path])
     return cells
