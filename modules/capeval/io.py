@@ -212,7 +212,13 @@ def parse_json_text(text: str, where: str, what: str = "JSON", hint: str = "") -
 def parse_json_lines(text: str, path: str | Path, hint: str = "") -> list[Any]:
     """Parse JSON Lines ``text`` (blank lines skipped); a bad line raises :class:`InputFormatError`
     naming ``path:line`` (plus ``hint``, e.g. the expected format)."""
-    return [parse_json_text(line, f"{path}:{n}", "a JSON line", hint)
+    return [value for _, value in numbered_json_lines(text, path, hint)]
+
+
+def numbered_json_lines(text: str, path: str | Path, hint: str = "") -> list[tuple[int, Any]]:
+    """:func:`parse_json_lines` with each value's line number in the file (1-based, blank lines counted), so that
+    messages name the line a user opens."""
+    return [(n, parse_json_text(line, f"{path}:{n}", "a JSON line", hint))
             for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
@@ -221,7 +227,17 @@ def _read_text(path: Path) -> str:
     return decode_utf8(read_bounded(path), str(path))
 
 
-def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
+def _read_json_or_jsonl(path: Path) -> tuple[str, Any, list[str]]:
+    """``(kind, data, labels)``: ``"json"`` and the parsed value, or ``"jsonl"`` and the list of its lines' values;
+    ``labels[i]`` names entry ``i`` of a list in messages (``"item 3"`` of a JSON list, 0-based as Python indexes it;
+    ``"line 5"`` of JSON Lines, the line in the file)."""
+    kind, data = _parse_json_or_jsonl(path)
+    if kind == "jsonl":
+        return kind, [value for _, value in data], [f"line {n}" for n, _ in data]
+    return kind, data, [f"item {i}" for i in range(len(data))] if isinstance(data, list) else []
+
+
+def _parse_json_or_jsonl(path: Path) -> tuple[str, Any]:
     text = _read_text(path)
     stripped = text.strip()
     if not stripped:
@@ -242,7 +258,7 @@ def _read_json_or_jsonl(path: Path) -> tuple[str, Any]:
             if isinstance(line_err.__context__, DuplicateKeyError) or "appears twice" in str(line_err):
                 raise line_err from None
         raise whole from None
-    return "jsonl", parse_json_lines(text, path, "; the file is neither JSON nor JSON Lines")
+    return "jsonl", numbered_json_lines(text, path, "; the file is neither JSON nor JSON Lines")
 
 
 def _pick(obj: dict, fields: tuple[str, ...], path: Path, where: str) -> Any:
@@ -335,8 +351,15 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     return rows
 
 
-def _check_unique(ids: list[Any], path: Path, what: str) -> None:
-    """Refuse two predictions for one image (ids compared as strings)."""
+def _two(first: str, second: str) -> str:
+    """``"lines 3 and 7"`` from ``"line 3"`` and ``"line 7"`` (labels of one kind), else ``"<first> and <second>"``."""
+    kind, _, a = first.rpartition(" ")
+    other, _, b = second.rpartition(" ")
+    return f"{kind}s {a} and {b}" if kind and kind == other else f"{first} and {second}"
+
+
+def _check_unique(ids: list[Any], path: Path, labels: list[str]) -> None:
+    """Refuse two predictions for one image (ids compared as strings); ``labels[i]`` names entry ``i``."""
     seen: dict[str, int] = {}
     for i, key in enumerate(ids):
         k = str(key)
@@ -345,7 +368,7 @@ def _check_unique(ids: list[Any], path: Path, what: str) -> None:
             same = (f"image ids {_short(first)} and {_short(key)} (the same image: ids are compared as strings)"
                     if type(first) is not type(key) else f"image id {_short(key)}")
             raise InputFormatError(
-                f"{path}: {what} {seen[k]} and {i} are both predictions for {same}. Give one prediction per "
+                f"{path}: {_two(labels[seen[k]], labels[i])} are both predictions for {same}. Give one prediction per "
                 "image; if the file holds several captioners' captions for each image, in the same order for "
                 "every image, score each captioner separately (capeval score --duplicate-ids split)."
             )
@@ -376,36 +399,34 @@ def load_predictions(
                 if not key.strip():
                     raise InputFormatError(f"{path}:{n}: empty {id_col!r}.")
             if not allow_duplicate_ids:
-                _check_unique(ids, path, "rows")
+                _check_unique(ids, path, [f"line {n}" for n, _ in rows])
         return ids, preds
-    kind, data = _read_json_or_jsonl(path)
+    kind, data, labels = _read_json_or_jsonl(path)
     if kind == "json" and isinstance(data, dict) and data and "annotations" not in data:
         return _keyed_predictions(data, path, allow_empty)
     _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
-    where = "line" if kind == "jsonl" else "item"
     if all(isinstance(x, str) for x in data):
-        return None, [_prediction(x, path, f"{where} {i}", allow_empty) for i, x in enumerate(data)]
+        return None, [_prediction(x, path, label, allow_empty) for label, x in zip(labels, data)]
     ids, preds = [], []
-    for i, obj in enumerate(data):
+    for label, obj in zip(labels, data):
         if not isinstance(obj, dict):
             raise InputFormatError(
-                f"{path}: {where} {i} is {_kind(obj)} ({_short(obj)}); expected a caption string or an "
+                f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a caption string or an "
                 "object with an image id and a caption (all items alike)."
             )
-        ids.append(_id_of(obj, path, f"{where} {i}"))
-        preds.append(_prediction(_pick(obj, PRED_FIELDS, path, f"{where} {i}"), path, f"{where} {i} caption",
-                                 allow_empty))
+        ids.append(_id_of(obj, path, label))
+        preds.append(_prediction(_pick(obj, PRED_FIELDS, path, label), path, f"{label} caption", allow_empty))
     with_id = [i for i, x in enumerate(ids) if x is not None]
     if not with_id:
         return None, preds
     if len(with_id) != len(ids):
         missing = next(i for i, x in enumerate(ids) if x is None)
         raise InputFormatError(
-            f"{path}: {where} {missing} has no image id field ({list(ID_FIELDS)}) but {where} {with_id[0]} has one; "
+            f"{path}: {labels[missing]} has no image id field ({list(ID_FIELDS)}) but {labels[with_id[0]]} has one; "
             "give every item an id, or none."
         )
     if not allow_duplicate_ids:
-        _check_unique(ids, path, f"{where}s")
+        _check_unique(ids, path, labels)
     return ids, preds
 
 
@@ -505,8 +526,7 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
             if not texts:
                 raise InputFormatError(f"{path}: image id {key!r} has no reference text in {ref_cols}.")
         return ids, refs
-    kind, data = _read_json_or_jsonl(path)
-    where = "line" if kind == "jsonl" else "item"
+    kind, data, labels = _read_json_or_jsonl(path)
     if isinstance(data, dict) and "annotations" in data:  # COCO annotations file
         annotations = data["annotations"]
         if not isinstance(annotations, list) or not annotations:
@@ -527,17 +547,17 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
         return list(data), [_as_ref_list(v, path, f"entry {k!r}") for k, v in data.items()]
     _require_nonempty_list(data, path, "references", "a list, a {id: [refs]} mapping or COCO annotations")
     if all(isinstance(x, (str, list)) for x in data):
-        return None, [_as_ref_list(x, path, f"{where} {i}") for i, x in enumerate(data)]
+        return None, [_as_ref_list(x, path, label) for label, x in zip(labels, data)]
     groups = _Groups()
     plain = []
-    for i, obj in enumerate(data):
+    for label, obj in zip(labels, data):
         if not isinstance(obj, dict):
             raise InputFormatError(
-                f"{path}: {where} {i} is {_kind(obj)} ({_short(obj)}); expected a list of reference "
+                f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a list of reference "
                 "strings or an object with an image id and references (all items alike)."
             )
-        key = _id_of(obj, path, f"{where} {i}")
-        value = _as_ref_list(_pick(obj, REF_FIELDS, path, f"{where} {i}"), path, f"{where} {i} references")
+        key = _id_of(obj, path, label)
+        value = _as_ref_list(_pick(obj, REF_FIELDS, path, label), path, f"{label} references")
         if key is None:
             plain.append(value)
         else:

@@ -185,8 +185,22 @@ def test_duplicate_prediction_ids_are_refused_naming_the_id(tmp_path, refs_json,
 
 def test_duplicate_ids_in_csv_are_refused(tmp_path):
     _write(tmp_path / "p.csv", "image_id,caption\n7,a dog\n7,a cat\n")
-    with pytest.raises(InputFormatError, match=r"rows 0 and 1 are both predictions for image id '7'"):
-        load_predictions(tmp_path / "p.csv")
+    with pytest.raises(InputFormatError, match=r"p.csv: lines 2 and 3 are both predictions for image id '7'"):
+        load_predictions(tmp_path / "p.csv")  # the header is line 1
+
+
+def test_json_lines_are_named_by_their_line_in_the_file(tmp_path):
+    """Messages about JSON Lines name the line a user opens (1-based, blank lines counted), not an index."""
+    _write(tmp_path / "p.jsonl", '{"image_id": 1, "caption": "a dog"}\n\n{"image_id": 2, "caption": "a cat"}\n'
+                                 '{"image_id": 1, "caption": "a bird"}\n')
+    with pytest.raises(InputFormatError, match=r"p.jsonl: lines 1 and 4 are both predictions for image id 1\b"):
+        load_predictions(tmp_path / "p.jsonl")
+    _write(tmp_path / "q.jsonl", '{"image_id": 1, "caption": "a dog"}\n\n["a cat"]\n')
+    with pytest.raises(InputFormatError, match=r"q.jsonl: line 3 is a list"):
+        load_predictions(tmp_path / "q.jsonl")
+    _write(tmp_path / "r.jsonl", '{"image_id": 1, "references": ["a dog"]}\n\n\n{"image_id": 2, "references": 5}\n')
+    with pytest.raises(InputFormatError, match=r"r.jsonl: line 4 references"):
+        load_references(tmp_path / "r.jsonl")
 
 
 def test_split_scores_each_captioner_like_separate_files(tmp_path, refs_json, capsys):

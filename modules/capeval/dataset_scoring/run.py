@@ -690,6 +690,9 @@ def _check_parent() -> None:
 def _worker(run: _Run, rank: int, world: int, task: str = "score", parent: int | None = None) -> None:
     if parent is not None:
         _become_worker(parent)
+    from capeval.workers import take_own_gpu
+
+    take_own_gpu(rank)  # on a machine with several GPUs, each worker's learned metrics on its own
     try:
         (_count_share if task == "count" else _score_chunks)(run, rank, world)
     except _Stopped:
