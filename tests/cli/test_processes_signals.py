@@ -80,3 +80,16 @@ def test_stopping_a_run_of_several_processes(tmp_path, how):
     expected = {"sigint-group": (130, "interrupted"), "sigterm": (143, "terminated")}[how]
     assert child.returncode == expected[0], err
     assert [line for line in err.splitlines() if line.strip()] == [f"capeval score: {expected[1]}"], err
+
+
+def test_an_error_met_by_every_process_is_said_once(tmp_path):
+    """Each of the processes meets the same bad input: the parent prints its line once, with no launcher report."""
+    preds, refs = tmp_path / "p.jsonl", tmp_path / "r.jsonl"
+    preds.write_text('{"image_id": 1, "caption": "a dog"}\n{"image_id": 1, "caption": "a cat"}\n')
+    refs.write_text('{"image_id": 1, "references": ["a dog"]}\n')
+    done = subprocess.run([sys.executable, "-m", "capeval", "score", "--predictions", str(preds), "--references",
+                           str(refs), "--processes", "2", "--no-language-check"], capture_output=True, text=True,
+                          timeout=300)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("capeval score: error: ") and "lines 1 and 2" in lines[0], lines

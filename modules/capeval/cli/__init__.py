@@ -137,14 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:
             raise
-        print(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}", file=sys.stderr)
+        _say_error(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}")
         return 1
     except MemoryError:
         if debug:
             raise
-        print(f"capeval {_command_name(args)}: error: out of memory; score fewer captions at a time (capeval "
-              "score-dataset scores a dataset chunk by chunk in bounded memory) or use a machine with more memory",
-              file=sys.stderr)
+        _say_error(f"capeval {_command_name(args)}: error: out of memory; score fewer captions at a time (capeval "
+                   "score-dataset scores a dataset chunk by chunk in bounded memory) or use a machine with more memory")
         return 1
     except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (Terminated)
         stopped = isinstance(err, Terminated)
@@ -153,6 +152,44 @@ def main(argv: list[str] | None = None) -> int:
         return 143 if stopped else 130
     finally:
         warnings.showwarning = previous
+
+
+#: Set by a command that runs itself in several processes (``capeval score --processes``): the folder where each of
+#: them leaves its error line (``<rank>.txt``) instead of printing it, so the parent prints each distinct line once
+#: (every process meets the same bad input).
+ERRORS_FOLDER_ENV = "CAPEVAL_RELAUNCH_ERRORS"
+
+
+def _say_error(line: str) -> None:
+    import os
+
+    folder = os.environ.get(ERRORS_FOLDER_ENV)
+    if folder:
+        try:
+            with open(os.path.join(folder, f"{int(os.environ.get('RANK', '0') or 0)}.txt"), "w",
+                      encoding="utf-8") as f:
+                f.write(line + "\n")
+            return
+        except (OSError, ValueError):
+            pass  # said here, then
+    print(line, file=sys.stderr)
+
+
+def say_relaunched_errors(folder: str) -> None:
+    """Print the error lines the processes left in ``folder`` (:data:`ERRORS_FOLDER_ENV`), in rank order, each
+    distinct line once."""
+    import os
+
+    said: list[str] = []
+    names = sorted((n for n in os.listdir(folder) if n.endswith(".txt") and n[:-4].isdigit()),
+                   key=lambda n: int(n[:-4]))
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+            for line in f.read().splitlines():
+                if line and line not in said:
+                    said.append(line)
+    for line in said:
+        print(line, file=sys.stderr)
 
 
 class Terminated(KeyboardInterrupt):

@@ -135,20 +135,27 @@ def _relaunch(args: argparse.Namespace) -> int:
     if command[1:3] != ["-m", "accelerate.commands.launch"]:
         raise RuntimeError(f"unexpected launch command {command[:3]}")
     command[1:3] = ["-m", "capeval.cli.launcher"]  # accelerate launch, quiet when stopped
-    env = dict(os.environ, **{RELAUNCHED_ENV: str(os.getpid())})
-    launcher = subprocess.Popen(command, env=env,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-    try:
-        return launcher.wait()
-    except KeyboardInterrupt:  # Ctrl-C (the terminal sent it to the processes too) or SIGTERM (cli.Terminated)
-        if launcher.poll() is None:
-            launcher.send_signal(signal.SIGINT)
+    import tempfile
+
+    from capeval.cli import ERRORS_FOLDER_ENV, say_relaunched_errors
+
+    with tempfile.TemporaryDirectory(prefix="capeval-processes-") as errors:
+        env = dict(os.environ, **{RELAUNCHED_ENV: str(os.getpid()), ERRORS_FOLDER_ENV: errors})
+        launcher = subprocess.Popen(command, env=env,
+                                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         try:
-            launcher.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            launcher.kill()
-            launcher.wait()
-        raise
+            code = launcher.wait()
+        except KeyboardInterrupt:  # Ctrl-C (the terminal sent it to the processes too) or SIGTERM (cli.Terminated)
+            if launcher.poll() is None:
+                launcher.send_signal(signal.SIGINT)
+            try:
+                launcher.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                launcher.kill()
+                launcher.wait()
+            raise
+        say_relaunched_errors(errors)  # every process met the same bad input: its line once
+        return code
 
 
 def run(args: argparse.Namespace) -> int:
