@@ -256,6 +256,61 @@ def test_critic_space_in_a_browser(browser, tiny_critics, tiny_plus, monkeypatch
         app["demo"].close()
 
 
+def _png_declaring(width: int, height: int) -> bytes:
+    """A tiny PNG whose header declares ``width`` × ``height`` pixels (a decompression bomb's shape)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\x00" * 10)) + chunk(b"IEND", b""))
+
+
+def test_critic_space_with_hostile_uploads(browser, tiny_critics, monkeypatch, tmp_path):
+    """What a remote visitor may upload: a 20000×1 strip (a few hundred bytes that an unbounded resize turns into
+    gigabytes) is scored, with the numbers capeval.score gives for it; a PNG declaring 100000² pixels is refused in
+    the visitor's words, naming the upload."""
+    from PIL import Image
+
+    for option, variable in CRITIC_MODEL_ENV.items():
+        if option in tiny_critics:
+            monkeypatch.setenv(variable, tiny_critics[option])
+    strip = tmp_path / "strip.png"
+    Image.new("RGB", (20000, 1), (200, 30, 30)).save(strip)
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(_png_declaring(100_000, 100_000))
+    photo = str(example_images()[0])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    app, url = _launch("learned_critic")
+    try:
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(url)
+        _set_metrics(page, ["critic", "critic_img"])
+        page.locator("#images input[type=file]").first.set_input_files([str(strip), photo])
+        page.wait_for_function("() => document.querySelectorAll('#images img').length >= 2", timeout=60_000)
+        two = ["a red line", "a cat on a sofa"]
+        refs = "a thin red stripe\na cat lying down"
+        page.fill("#predictions textarea", "\n".join(two))
+        page.fill("#references textarea", refs)
+        page.click("#score")
+        _wait_for_rows(page, "per_caption", two[0])
+        page.screenshot(path=str(ARTIFACTS / "learned_critic-strip.png"), full_page=True)
+        want = capeval.score(two, parse_references(refs, 2), metrics="critic,critic_img", images=[str(strip), photo],
+                             **tiny_critics)
+        _check_critic_tables(page, want, ["critic", "critic_img"], two, ["strip.png", Path(photo).name])
+
+        page.get_by_label("Clear").first.click()
+        page.locator("#images input[type=file]").first.set_input_files([photo, str(bomb)])
+        page.wait_for_function("() => document.querySelectorAll('#images img').length >= 2", timeout=60_000)
+        _bad_input_message(page, ARTIFACTS / "learned_critic-bomb.png", {},
+                           "Image 2 (bomb.png) is larger than Pillow's decompression-bomb limit; downscale it first")
+        page.close()
+    finally:
+        app["demo"].close()
+
+
 # -- the LCEval Space, scoring with a tiny random network named by the environment and the released layer --------
 
 
