@@ -10,7 +10,10 @@ Each measurement is a fresh ``python`` subprocess (so one's peak does not hide a
 * ``read``: :func:`capeval.models.images.read_item` + ``decode`` + the critic's image encoder preprocessing
   (``ImageEncoder._pixels``) of the image, with the encoder built (random weights, no feature cache);
 * ``critic``: ``capeval.score([caption], [[reference]], metrics=["critic"], images=[path])``, after a first call on
-  an 8×8 array that loads the models (the time is the second call's; the peak covers both).
+  an 8×8 array that loads the models (the time is the second call's; the peak covers both);
+* ``space``: what the ``learned_critic`` Space runs for an uploaded file (``capeval.hf.space_inputs.
+  score_image_captions`` with the evaluate module of ``metrics/learned_critic``, ``critic`` ticked), after a first
+  call on an 8×8 upload (``--kinds space``).
 
 The time of ``read`` is the reading, decoding and preprocessing alone (the encoder built before).
 
@@ -41,6 +44,20 @@ if sys.argv[1] == "read":
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     shape = encoder._pixels(images.read_item(sys.argv[2], 0).decode(), "images[0]").shape
+elif sys.argv[1] == "space":  # what the learned_critic Space runs for an uploaded file
+    from capeval.hf.space import load_module
+    from capeval.hf.space_inputs import score_image_captions
+    import numpy as np
+    module = load_module(sys.argv[4])
+    import os, tempfile
+    warm = os.path.join(tempfile.mkdtemp(), "warm.png")
+    from PIL import Image
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(warm)
+    score_image_captions(module.compute, ["critic"], [warm], "a picture", "a photo of something", ["critic"])
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    score_image_captions(module.compute, ["critic"], [sys.argv[2]], "a picture", "a photo of something", ["critic"])
+    shape = None
 else:
     import capeval
     import numpy as np
@@ -59,8 +76,9 @@ print(json.dumps({"peak_kib": peak, "before_kib": base, "seconds": time.perf_cou
 def measure(kind: str, path: str, mode: str) -> dict:
     with tempfile.TemporaryDirectory() as cache:  # an empty feature cache: every image is encoded
         env = {**os.environ, "CAPEVAL_CACHE_DIR": cache}
-        done = subprocess.run([sys.executable, "-c", CHILD, kind, path, mode], capture_output=True, text=True,
-                              env=env)
+        app = str(Path(__file__).resolve().parents[1] / "metrics" / "learned_critic" / "app.py")
+        done = subprocess.run([sys.executable, "-c", CHILD, kind, path, mode, app], capture_output=True, text=True,
+                              env={**env, "HF_EVALUATE_OFFLINE": "1", "HF_HUB_OFFLINE": "1"})
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -70,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--unbounded", action="store_true", help="the whole resize before the crop (old behaviour)")
     parser.add_argument("--sizes", nargs="+", default=["20000x1", "50000x1"], help="strips WIDTHxHEIGHT")
-    parser.add_argument("--kinds", nargs="+", default=["read", "critic"], choices=["read", "critic"])
+    parser.add_argument("--kinds", nargs="+", default=["read", "critic"], choices=["read", "critic", "space"])
     args = parser.parse_args()
     from PIL import Image
 
@@ -94,7 +112,8 @@ def main() -> None:
                     print(f"{name:<32} {kind:<7} {'-':>10} {'-':>8}  {r['error'][:80]}")
                     continue
                 note = (f"encoder built: {r['before_kib'] / 2 ** 20:.2f} GiB; pixels {r['shape']}" if kind == "read"
-                        else f"critic loaded: {r['before_kib'] / 2 ** 20:.2f} GiB")
+                        else f"critic loaded: {r['before_kib'] / 2 ** 20:.2f} GiB" + (" (Space)" if kind == "space"
+                                                                                      else ""))
                 print(f"{name:<32} {kind:<7} {r['peak_kib'] / 2 ** 20:>6.2f} GiB {r['seconds']:>7.2f}s  {note}",
                       flush=True)
 
