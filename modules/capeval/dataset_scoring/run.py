@@ -118,8 +118,10 @@ def score_dataset(
         on_error: a row with an empty or missing prediction or references, a wrong type, a caption over
             ``max_caption_chars``, or (for a metric that reads images) an image that is missing, not a regular file
             or not a readable image: ``"raise"`` (``ValueError`` naming the row, counted from 0 in the input's order,
-            and its id) or ``"skip"`` (left out of every score, listed in ``result.json``). The images are decoded
-            once here to find those rows (and again by the metric).
+            and its id) or ``"skip"`` (left out of every score, listed in ``result.json``). Images are read (not decoded)
+            before a chunk is scored; when its scoring fails, its rows' images are decoded one by one to find the
+            rows at fault, and the chunk is scored again without them (each image is decoded once when all are
+            readable).
         cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`.
 
     Returns:
@@ -334,11 +336,14 @@ def _row_problem(pred: Any, refs: Any, image: Any, run: _Run) -> tuple[str | Non
     return None, list(refs)
 
 
-def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
+def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source, decode: bool = False):
     """``(ids, predictions, references, images, skipped, rows)`` of chunk ``k``'s scorable rows (``rows``: their
     numbers in the input); a bad row raises with ``on_error="raise"``. With a metric that reads images, each row's
-    image is read and decoded here, so that one that is missing or unreadable is a bad row like the others (named
-    by its row and id; skipped with ``on_error="skip"``) rather than an error inside a metric's batch."""
+    image is read here (a missing file, a FIFO or device, a file over the limit is a bad row like the others, named by
+    its row and id; skipped with ``on_error="skip"``), and with ``decode`` also decoded, so that one that is not a
+    readable image is such a bad row too rather than an error inside a metric's batch. The metrics decode every image
+    anyway, so :func:`_score_chunks` first reads only (one decode per image) and checks with ``decode`` the chunks
+    whose scoring fails."""
     cols = run.columns
     n = len(batch[cols["prediction"]])
     first = k * run.chunk_size
@@ -349,7 +354,7 @@ def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
         why, row_refs = _row_problem(batch[cols["prediction"]][i], batch[cols["references"]][i], images[i], run)
         image = _image(images[i], source) if why is None and cols["image"] is not None else None
         if why is None and cols["image"] is not None:
-            why = _image_problem(image, first + i, cols["image"])
+            why = _image_problem(image, first + i, cols["image"], decode)
         if why is not None:
             if run.on_error == "raise":
                 raise ValueError(f"row {first + i} (id {ids[i]!r:.80}): {why}. on_error='skip' (--on-error skip) "
@@ -364,29 +369,15 @@ def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source):
     return kept_ids, preds, refs, (imgs if cols["image"] is not None else None), skipped, kept_rows
 
 
-def _image_problem(value: Any, row: int, column: str) -> str | None:
-    """Why the image of input row ``row`` cannot be read (missing file, not an image, too large, ...), with the
-    image named by ``column`` instead of :mod:`capeval.models.images`' ``images[i]``; ``None`` when it decodes."""
-    import stat
-
-    from capeval.io import file_kind, max_input_bytes
+def _image_problem(value: Any, row: int, column: str, decode: bool = True) -> str | None:
+    """Why the image of input row ``row`` cannot be read (missing file, a FIFO or device, too large, and with
+    ``decode`` not an image), with the image named by ``column`` instead of :mod:`capeval.models.images`'
+    ``images[i]``; ``None`` when it reads (and decodes)."""
     from capeval.models.images import read_item
 
-    path = value.get("path") if isinstance(value, dict) and value.get("bytes") is None else value
-    if isinstance(path, (str, os.PathLike)) and not str(path).strip().lower().startswith(("http:", "https:")):
-        try:  # a FIFO or a device (/dev/zero) would block or be read until memory runs out: refused unopened
-            info = os.stat(path)
-        except OSError:
-            info = None  # missing: read_item says so
-        if info is not None and not stat.S_ISDIR(info.st_mode):
-            if not stat.S_ISREG(info.st_mode):
-                return f"{column} ({os.fspath(path)}) is {file_kind(info.st_mode)}, not an image file"
-            if info.st_size > max_input_bytes():
-                return (f"{column} ({os.fspath(path)}) is {info.st_size:,} bytes, above the limit of "
-                        f"{max_input_bytes():,} bytes for an input file (CAPEVAL_MAX_INPUT_BYTES)")
     try:
-        item = read_item(value, row)
-        if item.data is not None:  # encoded bytes: decoded here once, so that a broken file is this row's error
+        item = read_item(value, row)  # regular files only, within the size limit (a FIFO is never opened blocking)
+        if decode and item.data is not None:
             item.decode()
     except (ValueError, TypeError, OSError) as err:
         text = " ".join(str(err).split()).rstrip(".")
@@ -560,7 +551,6 @@ def _cider_table(run: _Run):
 def _score_chunks(run: _Run, rank: int, world: int) -> None:
     """Score the chunks ``k`` with ``k % world == rank`` that have no shard yet; then record how many chunks the
     input has (``plan.json``)."""
-    from capeval.api import score_with_states
     from capeval.language import non_english_items
     from capeval.progress import progress
     from capeval.registry import metric_class
@@ -587,25 +577,29 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                     bar.update(n)
                 continue
             ids, preds, refs, images, skipped, kept_rows = _chunk_rows(run, k, batch, source)
+            result = states = None
+            if preds:
+                try:
+                    result, states = _score_rows(run, preds, refs, images, options, caught)
+                except (ValueError, TypeError, OSError) as err:
+                    if images is None:
+                        raise
+                    # an image that does not decode? Checked row by row: its row is named (or skipped) as any bad row
+                    checked = _chunk_rows(run, k, batch, source, decode=True)
+                    if len(checked[4]) == len(skipped):  # no such image: the metric's own error, in row words
+                        renamed = _in_row_words(err, kept_rows, ids, run.columns["image"])
+                        if renamed is None:
+                            raise
+                        raise renamed from None
+                    ids, preds, refs, images, skipped, kept_rows = checked
+                    if preds:
+                        result, states = _score_rows(run, preds, refs, images, options, caught)
             record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
                                       "skipped": skipped, "signature": None, "nrefs": [], "states": {},
                                       "coverage": {}, "non_english": []}
             id_name = run.columns["id"] or "row"
             columns: dict[str, list] = {id_name: ids}
             if preds:
-                with warnings.catch_warnings(record=True) as seen:
-                    warnings.simplefilter("always")
-                    try:
-                        result, states = score_with_states(preds, refs, list(run.selected), images=images,
-                                                           progress=False, language_check=False,
-                                                           **run.score_kwargs, **options)
-                    except (ValueError, TypeError, OSError) as err:  # images[i]: the i-th scored row of the chunk
-                        renamed = _in_row_words(err, kept_rows, ids, run.columns["image"])
-                        if renamed is None:
-                            raise
-                        raise renamed from None
-                for w in seen:
-                    caught.setdefault(w.category, []).append(str(w.message))
                 for name, keys in run.selected.items():
                     for key in keys:
                         columns[key] = [float(v) for v in result["per_caption"][key]]
@@ -635,6 +629,21 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     for category, messages in caught.items():
         more = f" (and {len(messages) - 1} more such warning(s) over the chunks)" if len(messages) > 1 else ""
         warnings.warn(f"{messages[0]}{more}", category, stacklevel=3)
+
+
+def _score_rows(run: _Run, preds: list[str], refs: list[list[str]], images: list | None, options: dict,
+                caught: dict[type, list]) -> tuple[dict, dict]:
+    """``score_with_states`` of one chunk's scorable rows; its warnings are added to ``caught`` (said once per kind
+    for the whole run), those of a failed call are dropped with it."""
+    from capeval.api import score_with_states
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result, states = score_with_states(preds, refs, list(run.selected), images=images, progress=False,
+                                           language_check=False, **run.score_kwargs, **options)
+    for w in seen:
+        caught.setdefault(w.category, []).append(str(w.message))
+    return result, states
 
 
 def _check_mean(name: str, keys: list[str], result: dict) -> None:
