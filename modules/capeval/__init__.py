@@ -16,7 +16,10 @@ from capeval.api import available_metrics, score
 from capeval.coverage import OutOfVocabularyWarning
 from capeval.dataset_scoring import score_dataset
 from capeval.language import NonEnglishWarning
+from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option, metric_options
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EmptyCaptionWarning, WordlessCaptionWarning
 
-__all__ = ["DEFAULT_MAX_CAPTION_CHARS", "EmptyCaptionWarning", "NonEnglishWarning", "OutOfVocabularyWarning",
-           "WordlessCaptionWarning", "__version__", "available_metrics", "score", "score_dataset"]
+__all__ = ["DEFAULT_MAX_CAPTION_CHARS", "CaptionMetric", "EmptyCaptionWarning", "MetricOutput", "NonEnglishWarning",
+           "Option", "OutOfVocabularyWarning", "WordlessCaptionWarning", "__version__", "available_metrics",
+           "metric_options", "score", "score_dataset"]

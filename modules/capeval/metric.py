@@ -72,14 +72,30 @@ class CaptionMetric(ABC):
     #: value is ``NaN``, the metric counts and lists them in its extras and warns, and its corpus value is the mean of
     #: the others (``NaN`` only when no item has a score). Infinite values are still a bug.
     unscored_items: ClassVar[bool] = False
+    #: Keyword options by name, each a :class:`capeval.options.Option` (its default, help, kind, choices, range),
+    #: all prefixed by the metric's family name. A bare value is taken as an ``Option`` with that default.
     options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **options: Any) -> None:
-        unknown = set(options) - set(self.options)
+        from capeval.options import declared
+        from capeval.suggest import did_you_mean
+
+        declarations = declared(self.options)
+        unknown = sorted(set(options) - set(declarations))
         if unknown:
-            raise ValueError(f"{self.name}: unknown option(s) {sorted(unknown)}; valid: {sorted(self.options)}.")
-        self.config = {**self.options, **options}
+            hint = did_you_mean(unknown[0], declarations) if len(unknown) == 1 else ""
+            raise ValueError(f"{self.name}: unknown option(s) {unknown}{hint or ''}; valid: {sorted(declarations)}.")
+        self.config = {name: option.default for name, option in declarations.items()}
+        for name, value in options.items():  # the checks of each option's one declaration
+            self.config[name] = declarations[name].check(name, value)
         self._prepared: list[Any] | None = None
+
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """``{option: default}`` of this metric's :attr:`options`."""
+        from capeval.options import declared
+
+        return {name: option.default for name, option in declared(cls.options).items()}
 
     @property
     def keys(self) -> tuple[str, ...]:

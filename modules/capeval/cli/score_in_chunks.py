@@ -55,7 +55,7 @@ def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:
 
     size = DEFAULT_CHUNK_SIZE
     if "polos" in selected:
-        batch = int(options.get("polos_batch_size") or metric_class("polos").options["polos_batch_size"])
+        batch = int(options.get("polos_batch_size") or metric_class("polos").option_defaults()["polos_batch_size"])
         size = -(-size // batch) * batch
     return size
 

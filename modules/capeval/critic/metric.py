@@ -237,7 +237,7 @@ class CriticPlus(CaptionMetric):
         from capeval.critic.loading import critic_folder, weights_digest
         from capeval.critic.stack import CriticStack
 
-        folder = critic_folder(options.get("critic_plus_model") or cls.options["critic_plus_model"])
+        folder = critic_folder(options.get("critic_plus_model") or cls.option_defaults()["critic_plus_model"])
         return weights_digest(folder, *CriticStack.load(folder).member_paths(folder))
 
     def _scorer(self):
@@ -245,7 +245,7 @@ class CriticPlus(CaptionMetric):
         from capeval.critic.loading import critic_folder, model_label
         from capeval.critic.stack import load_scorer
 
-        folder = critic_folder(self.config["critic_plus_model"] or self.options["critic_plus_model"])
+        folder = critic_folder(self.config["critic_plus_model"] or self.option_defaults()["critic_plus_model"])
         if not (folder / "combiner.json").is_file():
             raise FileNotFoundError(f"{folder} holds no combiner.json (a critic_plus combiner); make one with "
                                     "`capeval critic fit-plus`.")
@@ -261,7 +261,7 @@ class CriticPlus(CaptionMetric):
         """The readable scale ``critic_scale`` selects for the configured combiner, or ``None`` (raw)."""
         from capeval.critic.loading import critic_folder
 
-        return _scale_of(self, critic_folder(self.config["critic_plus_model"] or self.options["critic_plus_model"]))
+        return _scale_of(self, critic_folder(self.config["critic_plus_model"] or self.option_defaults()["critic_plus_model"]))
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (independent of the others: ``--processes N`` splits them)."""

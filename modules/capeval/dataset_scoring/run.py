@@ -156,7 +156,7 @@ def score_dataset(
             raise ValueError(f"{name} cannot be scored chunk by chunk ({WHOLE_SET_ONLY[name]}); score it with "
                              "capeval.score on the whole set.")
     if "polos" in selected:
-        batch = int(options.get("polos_batch_size") or metric_class("polos").options["polos_batch_size"])
+        batch = int(options.get("polos_batch_size") or metric_class("polos").option_defaults()["polos_batch_size"])
         if chunk_size % batch:
             raise ValueError(f"polos scores in batches of {batch} (polos_batch_size) that a score depends on slightly; "
                              f"chunk_size must be a multiple of it (got {chunk_size}).")

@@ -139,7 +139,7 @@ class _JudgeMetric(CaptionMetric):
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
         """The judge's fingerprint (the judge is loaded once per process to compute it)."""
-        return cls({**cls.options, **options})._judge().fingerprint
+        return cls(**options)._judge().fingerprint
 
     def describe(self, judge) -> str:
         """What judged, in the words results use."""

@@ -51,7 +51,7 @@ class SpiceU(CaptionMetric):
     @classmethod
     def check_available(cls) -> None:
         Spice.check_available()
-        load_table(cls.options["spice_u_table"])
+        load_table(cls.option_defaults()["spice_u_table"])
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:
         cand_tuples, ref_tuples = self.spice.graph_tuples(batch)

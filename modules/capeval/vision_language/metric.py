@@ -144,7 +144,7 @@ class _VisionLanguageMetric(CaptionMetric):
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
         """The weights' fingerprint (the model is loaded once per process to compute it)."""
-        return cls._backend_for({**cls.options, **options}).fingerprint
+        return cls._backend_for({**cls.option_defaults(), **options}).fingerprint
 
     @classmethod
     def _backend_for(cls, config: dict[str, Any]):
@@ -362,7 +362,7 @@ class Polos(CaptionMetric):
 
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
-        return cls._model_for({**cls.options, **options}).fingerprint
+        return cls._model_for({**cls.option_defaults(), **options}).fingerprint
 
     def signature_value(self, model) -> str:
         from capeval.vision_language.features import PREPROCESS_VERSION
