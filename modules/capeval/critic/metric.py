@@ -34,12 +34,41 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
+from capeval.critic.expansion import OOV_MODES
 from capeval.metric import CaptionMetric, MetricOutput
-from capeval.scales import DEFAULT_SCALE, check_scale, scale_field
+from capeval.options import Option
+from capeval.scales import DEFAULT_SCALE, SCALE_CHOICES, scale_field
 
 #: The critics' default ``critic_oov``: unknown words mapped from GloVe (:mod:`capeval.critic.expansion`), chosen by
 #: the vocabulary-shift criterion written in BENCHMARKS.md before its run ("Vocabulary shift", 2026-11-27).
 DEFAULT_OOV = "glove-map"
+
+#: The options the four critic metrics share, each declared once (one object in every class's ``options``).
+CRITIC_BATCH_SIZE = Option(
+    default=4096, kind="int", minimum=1,
+    help="caption pairs per forward pass (default 4096; no effect on the scores beyond float rounding)")
+CRITIC_DEVICE = Option(
+    default=None, kind="device", help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)")
+CRITIC_OOV = Option(
+    default=DEFAULT_OOV, kind="str", choices=OOV_MODES,
+    help="the critics' words outside their vocabulary: glove-map (default: mapped into the critic's embedding space "
+         "from their GloVe vectors) or unk (one unknown vector, the critic as trained); enters the signature")
+CRITIC_SCALE = Option(
+    default=DEFAULT_SCALE, kind="str", choices=SCALE_CHOICES,
+    help="the score's scale: auto (default: the shipped default models' readable scale, the share of human captions "
+         "a caption beats; other models raw), readable (an error for a model without a shipped map), or raw (the "
+         "model's probability); enters the signature")
+
+
+def _critic_model(what: str, default: str) -> Option:
+    return Option(default=None, kind="model", metavar="DIR|NAME",
+                  help=f"the {what} metric's model: a `capeval critic train` folder, a `capeval critic fit-ensemble` "
+                       f"folder or a shipped critic's name (default: {default})")
+
+
+def _shared() -> dict[str, Option]:
+    return {"critic_batch_size": CRITIC_BATCH_SIZE, "critic_device": CRITIC_DEVICE, "critic_oov": CRITIC_OOV,
+            "critic_scale": CRITIC_SCALE}
 
 
 class _CriticMetric(CaptionMetric):
@@ -47,10 +76,6 @@ class _CriticMetric(CaptionMetric):
     reports_coverage: ClassVar[bool] = True
     context: ClassVar[str] = "image+reference"
     model_option: ClassVar[str] = "critic_model"
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        check_scale(self.config["critic_scale"], "critic_scale")
 
     @classmethod
     def check_available(cls) -> None:
@@ -170,8 +195,7 @@ class Critic(_CriticMetric):
 
     name = "critic"
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
+    options: ClassVar[dict[str, Any]] = {"critic_model": _critic_model("critic", DEFAULTS["critic"]), **_shared()}
 
 
 class CriticRef(_CriticMetric):
@@ -181,8 +205,13 @@ class CriticRef(_CriticMetric):
     context = "reference"
     model_option = "critic_ref_model"
     needs_images: ClassVar[bool] = False
-    options: ClassVar[dict[str, Any]] = {"critic_ref_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
+    options: ClassVar[dict[str, Any]] = {
+        "critic_ref_model": Option(
+            default=None, kind="model", metavar="DIR|NAME",
+            help="the critic_ref metric's model: a `capeval critic train` folder, a `capeval critic fit-ensemble` "
+                 "folder or a shipped critic's name, also an image + reference critic trained with image_optional, "
+                 f"which then scores with its learned no-image vector (default: {DEFAULTS['critic_ref']})"),
+        **_shared()}
 
 
 #: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
@@ -202,8 +231,12 @@ class CriticImg(_CriticMetric):
     context = "image"
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_img_model": None, "critic_batch_size": 4096, "critic_device": None,
-                                         "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
+    options: ClassVar[dict[str, Any]] = {
+        "critic_img_model": Option(
+            default=None, kind="model", metavar="DIR|NAME",
+            help="the critic_img metric's model, required: an image-only `capeval critic train` folder or a shipped "
+                 "name such as critic-flickr8k-img (no default: that critic is at chance on human judgments)"),
+        **_shared()}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -219,12 +252,12 @@ class CriticPlus(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     reports_coverage: ClassVar[bool] = True
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"critic_plus_model": DEFAULTS["critic_plus"], "critic_batch_size": 4096,
-                                         "critic_device": None, "critic_oov": DEFAULT_OOV, "critic_scale": DEFAULT_SCALE}
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        check_scale(self.config["critic_scale"], "critic_scale")
+    options: ClassVar[dict[str, Any]] = {
+        "critic_plus_model": Option(
+            default=DEFAULTS["critic_plus"], kind="model", none=True, metavar="DIR|NAME",
+            help="the critic_plus metric's combiner: a `capeval critic fit-plus` folder or a shipped name "
+                 f"(default: {DEFAULTS['critic_plus']}; None means the default)"),
+        **_shared()}
 
     @classmethod
     def check_available(cls) -> None:
