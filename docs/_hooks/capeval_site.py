@@ -107,29 +107,36 @@ def _score_flags() -> set[str]:
 
 
 def options_table(metrics: list[str], page_dir: str = "") -> str:
-    """A markdown table of the keyword options of ``metrics`` (``capeval.score(..., option=...)``), their defaults and
-    CLI flags, read from the metric classes (:func:`capeval.registry.metric_class`)."""
-    from capeval.registry import metric_class
+    """A markdown table of the keyword options of ``metrics`` (``capeval.score(..., option=...)``): each option's
+    default, command-line flag, what it takes and does, and the metrics that take it, read from its one declaration
+    (:func:`capeval.metric_options`)."""
+    from capeval import metric_options
+    from capeval.cli.metric_flags import flag_of
 
     flags = _score_flags()
+    declared = {metric: metric_options(metric) for metric in metrics}
     rows, seen = [], set()
     for metric in metrics:
-        for option, default in metric_class(metric).options.items():
+        for option, declaration in declared[metric].items():
             if option in seen:
                 continue
             seen.add(option)
-            users = [m for m in metrics if option in metric_class(m).options]
+            users = [m for m in metrics if option in declared[m]]
+            default = declaration.default
             shown = "—" if default is None else f"`{default!r}`"
-            flag = f"--{option.replace('_', '-')}"
+            flag = flag_of(option, declaration)
             flag = f"`{flag}`" if flag in flags else "—"
-            rows.append(f"| `{option}` | {shown} | {flag} | {', '.join(users)} |")
-    head = ["| option (`capeval.score`, `evaluate`) | default | command line | metrics |", "|---|---|---|---|"]
+            takes = declaration.expected()
+            what = " ".join(declaration.help.split()).replace("|", "\\|")
+            rows.append(f"| `{option}` | {shown} | {flag} | {takes}: {what} | {', '.join(users)} |")
+    head = ["| option (`capeval.score`, `evaluate`) | default | command line | what it takes and does | metrics |",
+            "|---|---|---|---|---|"]
     up = posixpath.relpath(".", page_dir or ".")
     up = "" if up == "." else up + "/"
-    note = ("\nRead from the metric classes when this site was built; what each does: the class's docstring in the "
-            f"[API reference]({up}api.md) and `capeval score --help` ([command line]({up}cli.md#capeval-score)). Options that "
-            "every metric shares (`cleanup`, `tokenizer`, `empty`, `max_caption_chars`) are `capeval.score`'s own; "
-            "— in the command line column: no flag of its own (the option is set from Python or `evaluate`).\n")
+    note = ("\nRead from the options' declarations (`capeval.metric_options`) when this site was built; the flags of "
+            f"`capeval score --help` ([command line]({up}cli.md#capeval-score)) and the `evaluate` modules' keywords "
+            "come from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
+            "`max_caption_chars`) are `capeval.score`'s own.\n")
     return "\n".join(head + rows) + "\n" + note
 
 

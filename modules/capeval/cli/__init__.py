@@ -137,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:
             raise
-        _say_error(f"capeval {_command_name(args)}: error: {in_cli_words(_one_line(err), parser)}")
+        from capeval.cli.metric_flags import option_error_line
+
+        line = option_error_line(err) or in_cli_words(_one_line(err), parser)
+        _say_error(f"capeval {_command_name(args)}: error: {line}")
         return 1
     except MemoryError:
         if debug:

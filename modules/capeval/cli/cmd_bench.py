@@ -40,7 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "too; needs --bootstrap N > 0 (default 1000 resamples)")
     p.add_argument("--cleanup", choices=["thumb", "none"], help="clean-up of the text that text-reading metrics see (default thumb); tokens never see it")
     p.add_argument("--tokenizer", choices=["ptb", "ptb-ctx", "ptb-java"], help="tokenizer (default ptb)")
-    p.add_argument("--cider-df", help="CIDEr-D document frequencies: references (default) or coco-val2014")
     add_model_arguments(p)
     add_json_argument(p, "{benchmark, settings, results, notes, comparisons}", dest="json_out")
     p.add_argument("--markdown", type=Path, help="write the tables as markdown here")
@@ -84,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, out in (("--json", args.json_out), ("--markdown", args.markdown), ("--plot", args.plot)):
         if out is not None:
             check_output_path(out, flag)  # before hours of scoring, not after
-    options = {k: v for k, v in (("cleanup", args.cleanup), ("tokenizer", args.tokenizer),
-                                 ("cider_df", args.cider_df)) if v is not None}
+    options = {k: v for k, v in (("cleanup", args.cleanup), ("tokenizer", args.tokenizer)) if v is not None}
     options.update(model_options(args))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     compare = _compare(args.compare)  # run_benchmark checks the keys and --bootstrap before any scoring

@@ -31,13 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"],
                    help="clean-up of the text that text-reading metrics see; tokens never see it")
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
-    p.add_argument("--cider-df", default=None,
-                   help="CIDEr-D's document frequencies: 'references' (pycocoevalcap's, the default) or 'coco-val2014' "
-                        "(the default with --example: its 8 captions are too few for their own)")
-    p.add_argument("--meteor-backend", choices=("python", "java"), default="python",
-                   help="METEOR 1.5 in Python (default, no Java) or through the original jar (needs Java; verification)")
-    p.add_argument("--meteor-jvms", type=int, default=1, help="parallel METEOR JVMs (--meteor-backend java)")
-    add_model_arguments(p)
+    add_model_arguments(p, extra_help={"cider_df": " (with --example the default is coco-val2014: the example's "
+                                                   "8 captions are too few for their own)"})
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"refuse captions longer than N characters before METEOR/SPICE/SPICE-U run "
                         f"(default {DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
@@ -203,11 +198,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
 
-    cider_df = args.cider_df or ("coco-val2014" if args.example else "references")
-    options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, cider_df=cider_df,
-                   meteor_backend=args.meteor_backend, meteor_jvms=args.meteor_jvms, max_caption_chars=args.max_caption_chars, empty=args.empty,
+    given = model_options(args)
+    if args.example:
+        given.setdefault("cider_df", "coco-val2014")
+    options = dict(cleanup=args.cleanup, tokenizer=args.tokenizer, max_caption_chars=args.max_caption_chars, empty=args.empty,
                    language_check=not args.no_language_check,
-                   progress=args.progress, **model_options(args))
+                   progress=args.progress, **given)
     if getattr(args, "features", False):
         learned = [name for name in selected if name in ("lceval", "lceval_released", "lceval_plus")]
         if not learned:

@@ -54,11 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "scored; the skipped ones listed in result.json by row and id)")
     p.add_argument("--cleanup", default="thumb", choices=["thumb", "none"])
     p.add_argument("--tokenizer", default="ptb", choices=["ptb", "ptb-ctx", "ptb-java"])
-    p.add_argument("--cider-df", default="references",
-                   help="'references' (pycocoevalcap: counted over every row's references in a first pass) or "
-                        "'coco-val2014'")
-    p.add_argument("--meteor-backend", choices=("python", "java"), default="python")
-    add_model_arguments(p)
+    add_model_arguments(p, extra_help={"cider_df": " (references: counted over every row's references in a first "
+                                                   "pass)"})
     p.add_argument("--max-caption-chars", type=_limit, default=DEFAULT_MAX_CAPTION_CHARS, metavar="N",
                    help=f"rows with a longer caption are errors (--on-error) for METEOR / SPICE / LCEval (default "
                         f"{DEFAULT_MAX_CAPTION_CHARS}; 'none' for no limit)")
@@ -75,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
     from capeval.dataset_scoring import score_dataset
     from capeval.render import text_table
 
-    options = dict(cider_df=args.cider_df, meteor_backend=args.meteor_backend, **model_options(args))
-    if args.cider_df == "references":
-        options.pop("cider_df")  # the default: the settings of a run without --cider-df and with it are the same
-    if args.meteor_backend == "python":
-        options.pop("meteor_backend")
+    from capeval.cli.metric_flags import registered_options
+
+    declared = registered_options()
+    # an option given at its default is left out: the settings of a run with it and without it are the same
+    options = {k: v for k, v in model_options(args).items() if v != declared[k][0].default}
     id_column = None if str(args.id_column).lower() == "none" else args.id_column
     result = score_dataset(args.data, metrics=args.metrics, output_dir=args.out, split=args.split,
                            prediction_column=args.prediction_column, references_column=args.references_column,
