@@ -204,11 +204,13 @@ _CHECKS: dict[str, Callable[[Any, Option], Any]] = {
 
 
 def as_option(value: Any) -> Option:
-    """``value`` if it is an :class:`Option`, else a bare default wrapped as one (a plug-in's ``{"x_n": 3}``: its kind
-    from the default, no help)."""
+    """``value`` if it is an :class:`Option`, else a bare default wrapped as one (a plug-in's ``{"x_n": 3}``: a
+    number's or a bool's kind from the default, any other value accepted as given, as before declarations; no
+    help)."""
     if isinstance(value, Option):
         return value
-    return Option(default=value, kind=_kind_of(value) if value is not None else "any")
+    kind = _kind_of(value) if isinstance(value, (bool, numbers.Real)) else "any"
+    return Option(default=value, kind=kind)
 
 
 def declared(options: Mapping[str, Any]) -> dict[str, Option]:
