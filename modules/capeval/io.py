@@ -627,8 +627,12 @@ def load_image_list(path: str | Path) -> list[str]:
             shown = "empty" if isinstance(value, str) else f"{_kind(value)} ({_short(value)})"
             raise InputFormatError(f"{path}: {where} is {shown}; give one image path per prediction.")
         file = path.parent / value.strip()
-        if not file.is_file():
-            raise FileNotFoundError(f"{path}: {where}: image file {file} does not exist.")
+        try:
+            mode = file.stat().st_mode  # following links: a link to /dev/zero is a device
+        except OSError:
+            raise FileNotFoundError(f"{path}: {where}: image file {file} does not exist.") from None
+        if not stat.S_ISREG(mode):
+            raise InputFormatError(f"{path}: {where}: {file} is {file_kind(mode)}, not an image file.")
         images.append(str(file))
     return images
 

@@ -162,3 +162,24 @@ def test_the_command_line_refuses_dev_zero_in_one_line(tmp_path):
                            str(keyed), "--metrics", "bleu"], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "CAPEVAL_DEBUG": ""})
     assert done.returncode == 1 and "'1' appears twice" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_an_image_list_naming_a_device_a_fifo_or_a_folder_says_what_it_names(tmp_path):
+    """``capeval score --images LIST``: an entry that exists but is not a regular file is named for what it is (not
+    "does not exist")."""
+    import os
+
+    from capeval.io import InputFormatError, load_image_list
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "pipe.png")
+    (tmp_path / "zero.png").symlink_to("/dev/zero")
+    for name, words in (("folder", "a directory"), ("pipe.png", "a FIFO"), ("zero.png", "a character device")):
+        listing = tmp_path / f"list-{name}.txt"
+        listing.write_text(f"{name}\n")
+        with pytest.raises(InputFormatError, match=rf"line 1: .*{name} is {words}.*, not an image file"):
+            load_image_list(listing)
+    listing = tmp_path / "missing.txt"
+    listing.write_text("gone.png\n")
+    with pytest.raises(FileNotFoundError, match="gone.png does not exist"):
+        load_image_list(listing)
