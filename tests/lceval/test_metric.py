@@ -132,7 +132,7 @@ def test_a_trained_folder_and_its_cache_token(java, tmp_path):
     assert LCEval.cache_token({"lceval_model": str(folder)}) != token
     with pytest.raises(FileNotFoundError, match="neither a folder nor a model of capeval's catalog"):
         capeval.score(PREDS, REFS, metrics="lceval", lceval_model=str(tmp_path / "nope"))
-    with pytest.raises(TypeError, match="lceval_features must be True or False"):
+    with pytest.raises(ValueError, match="lceval_features must be True or False"):
         capeval.score(PREDS, REFS, metrics="lceval", lceval_model=str(folder), lceval_features="yes")
 
 

@@ -50,7 +50,7 @@ CRITIC_BATCH_SIZE = Option(
 CRITIC_DEVICE = Option(
     default=None, kind="device", help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)")
 CRITIC_OOV = Option(
-    default=DEFAULT_OOV, kind="str", choices=OOV_MODES,
+    default=DEFAULT_OOV, kind="str", choices=(DEFAULT_OOV, *(mode for mode in OOV_MODES if mode != DEFAULT_OOV)),
     help="the critics' words outside their vocabulary: glove-map (default: mapped into the critic's embedding space "
          "from their GloVe vectors) or unk (one unknown vector, the critic as trained); enters the signature")
 CRITIC_SCALE = Option(

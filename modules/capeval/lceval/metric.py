@@ -27,7 +27,8 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
-from capeval.scales import DEFAULT_SCALE, check_scale, scale_field
+from capeval.options import Option
+from capeval.scales import DEFAULT_SCALE, SCALE_CHOICES, scale_field
 
 __all__ = ["LCEval", "LCEvalPlus", "LCEvalReleased"]
 
@@ -46,11 +47,6 @@ class _LCEvalMetric(CaptionMetric):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        for key in ("features", "cache"):
-            if not isinstance(self.config[self._opt(key)], bool):
-                raise TypeError(f"{self._opt(key)} must be True or False, got {self.config[self._opt(key)]!r:.60}.")
-        if self.has_scale:
-            check_scale(self.config[self._opt("scale")], self._opt("scale"))
         from capeval.lceval.model import LCEvalModel
 
         self.model = LCEvalModel.from_pretrained(self.config[self._opt("model")])
@@ -194,13 +190,39 @@ def _extra_critic_label(model) -> str | None:
 GLOVE_BASELINE = 0.9953
 
 
+def _options(name: str, model_help: str, scale: bool = True) -> dict[str, Option]:
+    """The options of the LCEval metric ``name`` (``lceval``, ``lceval_released``, ``lceval_plus``), worded alike."""
+    options = {
+        f"{name}_model": Option(default=DEFAULTS[name], kind="model", metavar="DIR|NAME", help=model_help),
+        f"{name}_word_vectors": Option(
+            default=None, kind="path", metavar="NAME|FILE",
+            help="the word vectors of WMD and MOWE: a word2vec / GloVe text file, or glove-6b-50d (default: the "
+                 "vectors the network was trained with, GloVe 6B 50-d for the shipped ones); enters the signature"),
+        f"{name}_features": Option(
+            default=False, kind="bool",
+            help=f"add each caption's LCEval features to the result, under {name}_features (default: off)"),
+        f"{name}_cache": Option(
+            default=True, kind="bool",
+            help="read and write the SQLite feature and parse caches under capeval's cache folder (default: on; "
+                 "safe for concurrent processes)"),
+    }
+    if scale:
+        options[f"{name}_scale"] = Option(
+            default=DEFAULT_SCALE, kind="str", choices=SCALE_CHOICES,
+            help="the score's scale: auto (default: the shipped default network's readable scale, the share of "
+                 "human captions a caption beats; other networks raw), readable (an error for a network without a "
+                 "shipped map), or raw (the network's probability); enters the signature")
+    return options
+
+
 class LCEval(_LCEvalMetric):
     """LCEval retrained by capeval (``capeval lceval train``; default the shipped ``lceval-flickr8k-coco``)."""
 
     name: ClassVar[str] = "lceval"
     default_model: ClassVar[str] = DEFAULTS["lceval"]
-    options: ClassVar[dict[str, Any]] = {"lceval_model": DEFAULTS["lceval"], "lceval_word_vectors": None,
-                                         "lceval_features": False, "lceval_cache": True, "lceval_scale": DEFAULT_SCALE}
+    options: ClassVar[dict[str, Any]] = _options(
+        "lceval", "the lceval metric's network: a `capeval lceval train` folder or a shipped name "
+                  f"(default: {DEFAULTS['lceval']})")
 
 
 class LCEvalReleased(_LCEvalMetric):
@@ -209,9 +231,9 @@ class LCEvalReleased(_LCEvalMetric):
     name: ClassVar[str] = "lceval_released"
     default_model: ClassVar[str] = DEFAULTS["lceval_released"]
     has_scale: ClassVar[bool] = False
-    options: ClassVar[dict[str, Any]] = {"lceval_released_model": DEFAULTS["lceval_released"],
-                                         "lceval_released_word_vectors": None, "lceval_released_features": False,
-                                         "lceval_released_cache": True}
+    options: ClassVar[dict[str, Any]] = _options(
+        "lceval_released", "the lceval_released metric's layer: lceval-released-9990 (the authors' last checkpoint) "
+                           f"or lceval-released-8010 (default: {DEFAULTS['lceval_released']})", scale=False)
 
 
 class LCEvalPlus(_LCEvalMetric):
@@ -220,9 +242,9 @@ class LCEvalPlus(_LCEvalMetric):
 
     name: ClassVar[str] = "lceval_plus"
     default_model: ClassVar[str] = DEFAULTS["lceval_plus"]
-    options: ClassVar[dict[str, Any]] = {"lceval_plus_model": DEFAULTS["lceval_plus"], "lceval_plus_word_vectors": None,
-                                         "lceval_plus_features": False, "lceval_plus_cache": True,
-                                         "lceval_plus_scale": DEFAULT_SCALE}
+    options: ClassVar[dict[str, Any]] = _options(
+        "lceval_plus", "the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
+                       f"(default: {DEFAULTS['lceval_plus']})")
 
     @classmethod
     def check_available(cls) -> None:
