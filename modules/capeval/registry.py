@@ -12,17 +12,20 @@ without importing the loaders.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """Where a metric family lives and which result keys it produces (corpus floats, per caption)."""
+    """Where a metric family lives and which result keys it produces (corpus floats, per caption); ``source``: the
+    distribution of a plug-in metric (``"capeval-word-count==0.1.0"``), ``""`` for capeval's own."""
 
     name: str
     module: str
     cls: str
     keys: tuple[str, ...]
+    source: str = ""
 
 
 _SPECS = (
@@ -52,8 +55,39 @@ _SPECS = (
     MetricSpec("expert", "capeval.judges.metric", "Expert", ("expert",)),
 )
 
-#: ``{metric name: MetricSpec}`` in declaration order.
-REGISTRY: dict[str, MetricSpec] = {spec.name: spec for spec in _SPECS}
+class _Registry(Mapping):
+    """``{metric name: MetricSpec}``: capeval's own metrics in declaration order, then the plug-ins
+    (:mod:`capeval.plugins`), found on first use (never while capeval is being imported)."""
+
+    def __init__(self, specs: tuple[MetricSpec, ...]) -> None:
+        self._builtin = {spec.name: spec for spec in specs}
+        self._all: dict[str, MetricSpec] | None = None
+
+    def _specs(self) -> dict[str, MetricSpec]:
+        if self._all is None:
+            self._all = dict(self._builtin)  # meanwhile (a plug-in module importing capeval): the built-ins
+            from capeval.plugins import load_plugins
+
+            taken = set(self._builtin) | set(ALIASES) | {k for spec in self._builtin.values() for k in spec.keys}
+            self._all = {**self._builtin, **load_plugins(self._builtin, taken)}
+        return self._all
+
+    def reload(self) -> None:
+        """Look for plug-ins again at the next use (after installing one in this process)."""
+        self._all = None
+
+    def __getitem__(self, name: str) -> MetricSpec:
+        return self._specs()[name]
+
+    def __iter__(self):
+        return iter(self._specs())
+
+    def __len__(self) -> int:
+        return len(self._specs())
+
+
+#: ``{metric name: MetricSpec}``: the built-ins in declaration order, then the plug-ins.
+REGISTRY: Mapping[str, MetricSpec] = _Registry(_SPECS)
 
 #: Metrics computed when ``metrics=None`` (those needing no optional dependency).
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d")
