@@ -160,7 +160,7 @@ def test_bad_options(jvms, timeout, match):
 
 
 def test_options_through_score_are_validated():
-    with pytest.raises(ValueError, match="meteor_jvms must be a positive integer"):
+    with pytest.raises(ValueError, match=r"meteor_jvms must be an integer >= 1, got -1"):
         capeval.score(["a dog"], [["a dog"]], metrics="meteor", tokenizer="ptb-java", meteor_jvms=-1)
     with pytest.raises(ValueError, match="meteor_backend must be one of"):
         capeval.score(["a dog"], [["a dog"]], metrics="meteor", meteor_backend="jvm")

@@ -36,9 +36,10 @@ from capeval.coco.document_frequency import (DocumentFrequency, coco_document_fr
                                              reference_document_frequency)
 from capeval.coco.ngrams import BatchNgrams, batch_ngrams
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option, OptionValueError
 from capeval.validation import warn_at_caller
 
-__all__ = ["CiderD", "DF_CHOICES", "MIN_DF_DOCUMENTS", "SmallCorpusWarning", "cider_from_ngrams"]
+__all__ = ["CIDER_DF_OPTION", "CiderD", "DF_CHOICES", "MIN_DF_DOCUMENTS", "SmallCorpusWarning", "cider_from_ngrams"]
 
 #: Values of the ``cider_df`` option and their short names in the signature.
 DF_CHOICES = {"references": "refs", "coco-val2014": "coco-val2014"}
@@ -47,6 +48,16 @@ SIGMA = 6.0
 N_MAX = 4
 #: Below this many documents (predictions), document frequencies from the evaluated references say little: warn.
 MIN_DF_DOCUMENTS = 10
+
+
+#: The ``cider_df`` option, one declaration for ``cider_d`` and ``spider``: a name of :data:`DF_CHOICES` or a
+#: :class:`~capeval.coco.document_frequency.DocumentFrequency` counted over references (checked in ``CiderD``).
+CIDER_DF_OPTION = Option(
+    default="references", kind="any", python_types=(DocumentFrequency,), metavar="NAME",
+    help="CIDEr-D's document frequencies: references (the default, pycocoevalcap's: the references of the call "
+         "itself, one document per prediction, so a single image scores 0) or coco-val2014 (the captions of the "
+         "40,504 COCO val2014 images, to score a few captions on COCO's scale), or in Python a DocumentFrequency "
+         "table counted over the references of a larger set that contains the batch")
 
 
 class SmallCorpusWarning(UserWarning):
@@ -112,7 +123,7 @@ class CiderD(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "cider_d"
-    options: ClassVar[dict] = {"cider_df": "references"}
+    options: ClassVar[dict] = {"cider_df": CIDER_DF_OPTION}
 
     def __init__(self, **options) -> None:
         super().__init__(**options)
@@ -123,8 +134,12 @@ class CiderD(CaptionMetric):
                 raise ValueError("cider_df as a DocumentFrequency table must be counted over the references of a set "
                                  "that contains the batch (settings['source'] == 'references').")
             self.table, mode = mode, "references"
-        elif not isinstance(mode, str) or mode not in DF_CHOICES:
-            raise ValueError(f"cider_df={mode!r:.80} is not supported; choose one of {sorted(DF_CHOICES)}.")
+        elif not isinstance(mode, str) or mode not in DF_CHOICES:  # names or a table: not choices an Option states
+            from capeval.suggest import closest
+
+            found = closest(mode, list(DF_CHOICES), n=1) if isinstance(mode, str) else []
+            raise OptionValueError("cider_df", mode, "one of " + ", ".join(map(repr, DF_CHOICES))
+                                   + " or a DocumentFrequency table", found[0] if found else None)
         self.df_mode = mode
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

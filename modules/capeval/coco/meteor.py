@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from capeval.batch import CaptionBatch
-from capeval.meteor.jar import MeteorError, MeteorScorer, check_options, sanitize, score_line
+from capeval.meteor.jar import MeteorError, MeteorScorer, sanitize, score_line
 from capeval.meteor.scorer import PythonMeteorScorer
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option, OptionValueError
 from capeval.paths import meteor_jar
 
 __all__ = ["BACKENDS", "Meteor", "MeteorError", "MeteorScorer", "PythonMeteorScorer", "sanitize", "score_line"]
@@ -49,17 +50,29 @@ class Meteor(CaptionMetric):
 
     name: ClassVar[str] = "meteor"
     limits_length: ClassVar[bool] = True
-    options: ClassVar[dict] = {"meteor_backend": "python", "meteor_jvms": 1, "meteor_timeout": 60.0}
+    options: ClassVar[dict] = {
+        "meteor_backend": Option(
+            default="python", kind="str", choices=BACKENDS,
+            help="METEOR 1.5 in Python (python, the default: no Java) or through the original jar (java: needs Java 8 "
+                 "or newer; for verification); the scores are the same with both"),
+        "meteor_jvms": Option(
+            default=1, kind="int", minimum=1,
+            help="parallel METEOR JVMs (2 GB heap each) with meteor_backend java (default 1; the scores do not "
+                 "depend on it)"),
+        "meteor_timeout": Option(
+            default=60.0, kind="float",
+            help="seconds (more than 0) to wait for any METEOR answer before restarting the JVM, with meteor_backend "
+                 "java (default 60)"),
+    }
 
     def __init__(self, **options) -> None:
         super().__init__(**options)
-        backend = self.config["meteor_backend"]
-        if backend not in BACKENDS:
-            raise ValueError(f"meteor_backend must be one of {BACKENDS}, got {backend!r}.")
-        if backend == "java":
-            self.scorer = MeteorScorer(jvms=self.config["meteor_jvms"], timeout=self.config["meteor_timeout"])
+        timeout = self.config["meteor_timeout"]
+        if not timeout > 0:  # strictly positive: not a minimum an Option states
+            raise OptionValueError("meteor_timeout", timeout, "a number of seconds > 0")
+        if self.config["meteor_backend"] == "java":
+            self.scorer = MeteorScorer(jvms=self.config["meteor_jvms"], timeout=timeout)
         else:
-            check_options(self.config["meteor_jvms"], self.config["meteor_timeout"])
             self.scorer = python_scorer()
 
     @classmethod
