@@ -17,7 +17,8 @@ from capeval.coverage import OutOfVocabularyWarning
 from capeval.dataset_scoring import score_dataset
 from capeval.language import NonEnglishWarning
 from capeval.metric import CaptionMetric, MetricOutput
-from capeval.options import Option, metric_options
+from capeval.options import Option
+from capeval.registry import metric_options
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EmptyCaptionWarning, WordlessCaptionWarning
 
 __all__ = ["DEFAULT_MAX_CAPTION_CHARS", "CaptionMetric", "EmptyCaptionWarning", "MetricOutput", "NonEnglishWarning",

@@ -3,8 +3,8 @@
 From that one declaration come the checks of :class:`capeval.metric.CaptionMetric` (type, range, choices, with the
 closest valid name), the command-line flags of ``capeval score``, ``score-dataset`` and ``bench``
 (:mod:`capeval.cli.metric_flags`: ``--critic-batch-size``, its help, choices and metavar), the evaluate modules'
-keywords and the option tables of the cards and docs. :func:`metric_options` lists a metric's options (built-in or
-plug-in)::
+keywords and the option tables of the cards and docs. :func:`capeval.metric_options` lists a metric's options (built-in
+or plug-in)::
 
     from capeval import Option
     options = {"word_count_unit": Option(default="words", choices=("words", "chars"), help="what to count")}
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Option", "OptionValueError", "metric_options", "as_option"]
+__all__ = ["Option", "OptionValueError", "as_option", "declared"]
 
 #: What ``kind`` names, the values it accepts and the metavar its flag shows.
 KINDS = {
@@ -216,12 +216,3 @@ def as_option(value: Any) -> Option:
 def declared(options: Mapping[str, Any]) -> dict[str, Option]:
     """A class's ``options`` mapping with every entry as an :class:`Option`."""
     return {name: as_option(value) for name, value in options.items()}
-
-
-def metric_options(name: str) -> dict[str, Option]:
-    """The options of the metric ``name`` (a name of :func:`capeval.available_metrics`: built-in or plug-in), as
-    :class:`Option` declarations by keyword, in declaration order."""
-    from capeval.registry import metric_class, resolve
-
-    (family,) = resolve([name])
-    return declared(metric_class(family).options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -48,19 +49,18 @@ def _origin(point: Any) -> str:
     return f"{point.name} = {point.value!r} (from {where})"
 
 
-def load_plugins(taken: Mapping[str, Any], taken_keys: set[str]) -> dict[str, Any]:
-    """``{name: MetricSpec}`` of the installed plug-in metrics that can be used, in entry-point name order; each one
-    that cannot is one :class:`PluginWarning`. ``taken``: the names already registered; ``taken_keys``: the names,
-    result keys and aliases already meaning something."""
-    from capeval.registry import MetricSpec
-
+def load_plugins(taken: Mapping[str, Any], taken_keys: set[str]) -> dict[str, dict[str, Any]]:
+    """``{name: {"module", "cls", "keys", "source"}}`` of the installed plug-in metrics that can be used (the fields of
+    a :class:`capeval.registry.MetricSpec`), in entry-point name order; each one that cannot is one
+    :class:`PluginWarning`. ``taken``: the names already registered; ``taken_keys``: the names, result keys and aliases
+    already meaning something."""
     if not plugins_enabled():
         return {}
     found: dict[str, Any] = {}
     for point in _entry_points():
         try:
             cls = point.load()
-            keys = _check(point.name, cls, taken, taken_keys | {k for spec in found.values() for k in spec.keys})
+            keys = _check(point.name, cls, taken, taken_keys | {k for spec in found.values() for k in spec["keys"]})
         except Exception as err:  # a plug-in's own failure of any kind: named, left out, capeval goes on
             text = " ".join(str(err).split()) or type(err).__name__
             warnings.warn(f"capeval: the metric plug-in {_origin(point)} is left out: {type(err).__name__}: {text}",
@@ -68,17 +68,17 @@ def load_plugins(taken: Mapping[str, Any], taken_keys: set[str]) -> dict[str, An
             continue
         dist = getattr(point, "dist", None)
         source = f"{dist.metadata['Name']}=={dist.version}" if dist is not None else ""
-        found[point.name] = MetricSpec(point.name, cls.__module__, cls.__qualname__, keys, source)
+        found[point.name] = {"module": cls.__module__, "cls": cls.__qualname__, "keys": keys, "source": source}
     return found
 
 
 def _check(name: str, cls: Any, taken: Mapping[str, Any], taken_keys: set[str]) -> tuple[str, ...]:
     """The result keys of the plug-in class ``cls`` registered as ``name``; ``TypeError`` / ``ValueError`` saying
     what is wrong with it."""
-    from capeval.metric import CaptionMetric
     from capeval.options import Option
 
-    if not (isinstance(cls, type) and issubclass(cls, CaptionMetric)):
+    base = getattr(sys.modules.get("capeval.metric"), "CaptionMetric", None)  # imported by any plug-in that has it
+    if base is None or not (isinstance(cls, type) and issubclass(cls, base)):
         raise TypeError(f"{cls!r} is not a subclass of capeval.CaptionMetric")
     if not _NAME.match(name):
         raise ValueError(f"the name {name!r} is not lower-case letters, digits and _")

@@ -69,7 +69,8 @@ class _Registry(Mapping):
             from capeval.plugins import load_plugins
 
             taken = set(self._builtin) | set(ALIASES) | {k for spec in self._builtin.values() for k in spec.keys}
-            self._all = {**self._builtin, **load_plugins(self._builtin, taken)}
+            found = load_plugins(self._builtin, taken)
+            self._all = {**self._builtin, **{name: MetricSpec(name, **fields) for name, fields in found.items()}}
         return self._all
 
     def reload(self) -> None:
@@ -179,6 +180,15 @@ def resolve(names: list[str] | tuple[str, ...] | str | None) -> dict[str, list[s
     return selected
 
 
+def metric_options(name: str) -> dict:
+    """The options of the metric ``name`` (any name :func:`resolve` takes: built-in or plug-in), as
+    :class:`capeval.Option` declarations by keyword, in declaration order."""
+    from capeval.options import declared
+
+    (family,) = resolve([name])
+    return declared(metric_class(family).options)
+
+
 def metric_class(name: str) -> type:
     """The :class:`~capeval.metric.CaptionMetric` subclass implementing ``name`` (imported on first use).
 
@@ -190,5 +200,5 @@ def metric_class(name: str) -> type:
 
 __all__ = [
     "ALIASES", "BENCHMARKS", "BENCHMARK_ALIASES", "DEFAULT_METRICS", "REGISTRY", "MetricSpec", "available_metrics",
-    "judged_benchmarks", "metric_class", "metric_list", "resolve", "result_keys",
+    "judged_benchmarks", "metric_class", "metric_list", "metric_options", "resolve", "result_keys",
 ]
