@@ -28,7 +28,6 @@ with one :class:`CaptionTruncatedWarning` per call naming how many and which (th
 """
 from __future__ import annotations
 
-import os
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
@@ -38,6 +37,7 @@ import numpy as np
 
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option
 from capeval.validation import warn_at_caller
 from capeval.vision_language.scores import CLIP_S_WEIGHT, PAC_S_WEIGHT
 from capeval.vision_language.tokenizer import DEFAULT_PREFIX
@@ -119,21 +119,9 @@ class _VisionLanguageMetric(CaptionMetric):
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        from capeval.sentence_cosine.metric import positive_int_option
-
-        f = self.family
-        self.config[f"{f}_batch_size"] = positive_int_option(self.config[f"{f}_batch_size"], f"{f}_batch_size")
-        model = self.config[f"{f}_model"]
-        if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model).strip()):
-            raise ValueError(f"{f}_model must be a Hub id, an open_clip name, a folder or a checkpoint file, got "
-                             f"{model!r:.60}.")
-        prefix = self.config[f"{f}_prefix"]
-        if not isinstance(prefix, str):
-            raise ValueError(f"{f}_prefix must be a string, got {type(prefix).__name__} ({prefix!r:.60}).")
-        from capeval.vision_language.backends import DTYPES
-
-        if self.config[f"{f}_dtype"] not in DTYPES:
-            raise ValueError(f"{f}_dtype must be one of {list(DTYPES)}, got {self.config[f'{f}_dtype']!r:.60}.")
+        prefix = self.config[f"{self.family}_prefix"]
+        if not isinstance(prefix, str):  # the declaration takes any string, "" included, and lets a path through
+            raise ValueError(f"{self.family}_prefix must be a string, got {type(prefix).__name__} ({prefix!r:.60}).")
 
     @classmethod
     def check_available(cls) -> None:
@@ -243,9 +231,41 @@ class _VisionLanguageMetric(CaptionMetric):
                             signature=self.signature_value(backend))
 
 
-def _options(family: str, default_model: str | None) -> dict[str, Any]:
-    return {f"{family}_model": default_model, f"{family}_device": None, f"{family}_dtype": "float32",
-            f"{family}_batch_size": 64, f"{family}_prefix": DEFAULT_PREFIX}
+#: Each family's model option: its default and what it may name.
+_MODEL_HELP = {
+    "clip": f"the CLIP to score with: a Hub id (default: {DEFAULT_CLIP_MODEL}, read from the Hugging Face cache), an "
+            "OpenAI name (ViT-B/32), open_clip:NAME/TAG, a transformers or open_clip folder or an OpenAI-format "
+            "checkpoint file; enters the signature with a hash of its weights",
+    "pac": f"the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed), a Hub repo holding it, or any model clip_model "
+           f"takes (default: {DEFAULT_PAC_MODEL}, looked for in capeval's cache folder); enters the signature with a "
+           "hash of its weights",
+}
+_FAMILY_OPTIONS: dict[str, dict[str, Option]] = {}
+
+
+def _options(family: str, default_model: str | None) -> dict[str, Option]:
+    """The options of ``family`` (``clip``, ``pac``), declared once: both metrics of a family share these objects."""
+    if family not in _FAMILY_OPTIONS:
+        from capeval.vision_language.backends import DTYPES
+
+        _FAMILY_OPTIONS[family] = {
+            f"{family}_model": Option(default=default_model, kind="model", none=True, metavar="ID|NAME|DIR|FILE",
+                                      help=_MODEL_HELP[family]),
+            f"{family}_device": Option(default=None, kind="device",
+                                       help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)"),
+            f"{family}_dtype": Option(default="float32", kind="str", choices=DTYPES,
+                                      help="arithmetic: float32 (default, the reference's) or float16 (GPU only; "
+                                           "the reference's GPU path); enters the signature"),
+            f"{family}_batch_size": Option(default=64, kind="int", minimum=1,
+                                           help="images per forward pass (default 64, the reference's; texts as many "
+                                                "on the CPU, 4x as many on a GPU; no effect on the scores beyond float "
+                                                "rounding)"),
+            f"{family}_prefix": Option(default=DEFAULT_PREFIX, kind="any", python_types=(str,), metavar="TEXT",
+                                       help=f"the prompt before every caption and reference (default "
+                                            f"\"{DEFAULT_PREFIX}\"; a space is appended if missing; \"\" for "
+                                            "none); enters the signature"),
+        }
+    return _FAMILY_OPTIONS[family]
 
 
 class ClipS(_VisionLanguageMetric):
@@ -329,18 +349,23 @@ class Polos(CaptionMetric):
     name = "polos"
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"polos_model": DEFAULT_POLOS_MODEL, "polos_text_model": None,
-                                         "polos_device": None, "polos_batch_size": 32}
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        from capeval.sentence_cosine.metric import positive_int_option
-
-        self.config["polos_batch_size"] = positive_int_option(self.config["polos_batch_size"], "polos_batch_size")
-        for option in ("polos_model", "polos_text_model"):
-            value = self.config[option]
-            if value is not None and (not isinstance(value, (str, os.PathLike)) or not str(value).strip()):
-                raise ValueError(f"{option} must be a folder, a file or a Hub id, got {value!r:.60}.")
+    options: ClassVar[dict[str, Any]] = {
+        "polos_model": Option(
+            default=DEFAULT_POLOS_MODEL, kind="model", none=True, metavar="DIR|FILE",
+            help="the released checkpoint's folder (reprod.ckpt + hparams.yaml) or the .ckpt / .safetensors file "
+                 "(default: polos, looked for in capeval's cache folder, models/polos/, then in the reference's "
+                 "~/.cache/torch/yuigawada/reprod/); enters the signature with a hash of its weights"),
+        "polos_text_model": Option(
+            default=None, kind="model", metavar="ID|DIR",
+            help="the SimCSE encoder's configuration and tokenizer: a Hub id or a folder (default: the checkpoint's "
+                 "pretrained_model, princeton-nlp/sup-simcse-roberta-base, from the Hugging Face cache)"),
+        "polos_device": Option(default=None, kind="device",
+                               help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)"),
+        "polos_batch_size": Option(
+            default=32, kind="int", minimum=1,
+            help="items per batch, in input order (default 32, the reference's evaluation; a Polos score depends "
+                 "slightly on the other items of its batch); enters the signature"),
+    }
 
     @classmethod
     def check_available(cls) -> None:
