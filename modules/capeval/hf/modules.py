@@ -66,6 +66,48 @@ def _reference_lists(references: Any) -> Any:
     return None if references is None else normalize_references(references)
 
 
+#: How each option kind is typed in a module's keyword description.
+_KIND_TYPES = {"str": "str", "int": "int", "float": "float", "bool": "bool", "path": "str", "model": "str",
+               "device": "str", "any": "object"}
+#: The line of a module's keyword description that the options of its metrics replace (:func:`with_options`).
+OPTIONS_MARKER = "    {metric options}\n"
+
+
+def option_arguments(families: Sequence[str], width: int = 112) -> str:
+    """The ``Args:`` lines of the keyword options of the metric families ``families``, from their one declaration
+    (:func:`capeval.metric_options`), each option once: ``    name (`type`, optional): help``, wrapped to ``width``
+    with continuation lines indented by 8."""
+    import textwrap
+
+    from capeval.registry import metric_options
+
+    lines, seen = [], set()
+    for family in families:
+        for option, declaration in metric_options(family).items():
+            if option in seen:
+                continue
+            seen.add(option)
+            text = " ".join(declaration.help.split()).rstrip(".")
+            if "default" not in text.lower():
+                text += f" (default {declaration.default!r})"
+            if declaration.choices is not None:
+                shown = ", ".join(repr(c) for c in declaration.choices)
+                text = text if all(repr(c) in text or str(c) in text for c in declaration.choices) else \
+                    f"{text}; one of {shown}"
+            entry = f"{option} (`{_KIND_TYPES[declaration.kind]}`, optional): {text}."
+            lines += textwrap.wrap(entry, width, initial_indent="    ", subsequent_indent="        ",
+                                   break_on_hyphens=False, break_long_words=False)
+    return "\n".join(lines) + "\n"
+
+
+def with_options(description: str, families: Sequence[str]) -> str:
+    """``description`` (a module's ``_KWARGS_DESCRIPTION``) with its :data:`OPTIONS_MARKER` line replaced by the
+    options of ``families`` (:func:`option_arguments`)."""
+    if OPTIONS_MARKER not in description:
+        raise ValueError("the keyword description has no '{metric options}' line")
+    return description.replace(OPTIONS_MARKER, option_arguments(families), 1)
+
+
 class CaptionModule:
     """Mixin for an ``evaluate.Metric`` that wraps :func:`capeval.score` (``class X(CaptionModule, evaluate.Metric)``).
 
@@ -128,8 +170,18 @@ class CaptionModule:
         pending = getattr(self, "_pending_images", None)
         self._pending_images = (pending or []) + images
 
+    #: The capeval metric families this module computes; ``_compute(..., **options)`` takes their options (each
+    #: declared once, in the metric class: :func:`capeval.metric_options`).
+    families: tuple[str, ...] = ()
+
     def _own_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        declared = set(inspect.signature(self._compute).parameters) - {"predictions", "references"}
+        parameters = inspect.signature(self._compute).parameters
+        declared = {name for name, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+        declared -= {"predictions", "references"}
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            from capeval.registry import metric_options
+
+            declared |= {option for family in self.families for option in metric_options(family)}
         foreign = [k for k in kwargs if k not in declared]
         unknown = sorted(set(foreign) - option_names())
         if unknown:
