@@ -153,9 +153,9 @@ def test_loaded_encoder_is_kept_between_calls(encoder):
 def test_options_are_checked_before_anything_is_encoded():
     with pytest.raises(ValueError, match="sentence_cosine_reduce must be one of"):
         capeval.score(["a dog"], [["a dog runs"]], metrics="sentence_cosine", sentence_cosine_reduce="median")
-    with pytest.raises(ValueError, match="sentence_cosine_batch_size must be a positive integer"):
+    with pytest.raises(ValueError, match="sentence_cosine_batch_size must be an integer >= 1, got 0"):
         capeval.score(["a dog"], [["a dog runs"]], metrics="sentence_cosine", sentence_cosine_batch_size=0)
-    with pytest.raises(ValueError, match="sentence_cosine_max_length must be a positive integer"):
+    with pytest.raises(ValueError, match="sentence_cosine_max_length must be an integer >= 1, got True"):
         SentenceCosine(sentence_cosine_max_length=True)
     with pytest.raises(ValueError, match="sentence_cosine_encoder must be"):
         SentenceCosine(sentence_cosine_encoder=3)

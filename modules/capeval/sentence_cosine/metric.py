@@ -27,7 +27,6 @@ depends on the texts padded with it only at that level).
 """
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,6 +34,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.models.sentence_encoder import DEFAULT_SENTENCE_ENCODER, ENCODER_PACKAGE
+from capeval.options import Option
 from capeval.sentence_cosine.scores import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_LENGTH, REDUCTIONS, encoder_label,
                                             sentence_cosine_scores)
 
@@ -42,14 +42,18 @@ __all__ = ["SentenceCosine", "flag_option", "positive_int_option"]
 
 
 def positive_int_option(value: Any, option: str) -> int:
-    """``value`` as an int; ``ValueError`` naming ``option`` unless it is an integer >= 1 (``True`` is refused)."""
+    """``value`` as an int; ``ValueError`` naming ``option`` unless it is an integer >= 1 (``True`` is refused).
+
+    For checks outside a metric's options (those are declared as :class:`capeval.Option` with ``minimum=1``)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{option} must be a positive integer, got {value!r:.60}.")
     return int(value)
 
 
 def flag_option(value: Any, option: str) -> bool:
-    """``value`` as a bool; ``ValueError`` naming ``option`` unless it is ``True`` or ``False``."""
+    """``value`` as a bool; ``ValueError`` naming ``option`` unless it is ``True`` or ``False``.
+
+    For checks outside a metric's options (those are declared as :class:`capeval.Option` with ``kind="bool"``)."""
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{option} must be True or False, got {value!r:.60}.")
     return bool(value)
@@ -62,25 +66,37 @@ class SentenceCosine(CaptionMetric):
     name = "sentence_cosine"
     uses_tokens: ClassVar[bool] = False
     reads_text: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"sentence_cosine_encoder": DEFAULT_SENTENCE_ENCODER,
-                                         "sentence_cosine_reduce": "mean",
-                                         "sentence_cosine_max_length": DEFAULT_MAX_LENGTH,
-                                         "sentence_cosine_batch_size": DEFAULT_BATCH_SIZE,
-                                         "sentence_cosine_device": None, "sentence_cosine_cache": True}
+    options: ClassVar[dict[str, Any]] = {
+        "sentence_cosine_encoder": Option(
+            default=DEFAULT_SENTENCE_ENCODER, kind="model", none=True, aliases=("--sentence-encoder",),
+            help=f"the sentence encoder: {DEFAULT_SENTENCE_ENCODER} (the default, offline; None means it too), a "
+                 "folder holding a transformers encoder or a Hub name (needs the network or the local Hugging Face "
+                 "cache); enters the signature"),
+        "sentence_cosine_reduce": Option(
+            default="mean", kind="str", choices=REDUCTIONS,
+            help="the reduction of the cosines over a caption's references: mean (the default) or max; enters the "
+                 "signature"),
+        "sentence_cosine_max_length": Option(
+            default=DEFAULT_MAX_LENGTH, kind="int", minimum=1,
+            help=f"word pieces the encoder reads per caption (default {DEFAULT_MAX_LENGTH}, about 180 English words; "
+                 "the rest of a longer caption is ignored); enters the signature"),
+        "sentence_cosine_batch_size": Option(
+            default=DEFAULT_BATCH_SIZE, kind="int", minimum=1,
+            help=f"texts per forward pass (default {DEFAULT_BATCH_SIZE}; changes the scores only at float32 rounding "
+                 "level)"),
+        "sentence_cosine_device": Option(
+            default=None, kind="device",
+            help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)"),
+        "sentence_cosine_cache": Option(
+            default=True, kind="bool",
+            help="keep each text's vector in capeval's sentence-vector cache under $CAPEVAL_CACHE_DIR, so a text is "
+                 "encoded once per encoder and max_length (default on; scores agree with off to float32 rounding)"),
+    }
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         if self.config["sentence_cosine_encoder"] is None:
             self.config["sentence_cosine_encoder"] = DEFAULT_SENTENCE_ENCODER
-        encoder = self.config["sentence_cosine_encoder"]
-        if not isinstance(encoder, (str, os.PathLike)) or not str(encoder).strip():
-            raise ValueError(f"sentence_cosine_encoder must be an encoder name or folder, got {encoder!r:.60}.")
-        reduce = self.config["sentence_cosine_reduce"]
-        if reduce not in REDUCTIONS:
-            raise ValueError(f"sentence_cosine_reduce must be one of {list(REDUCTIONS)}, got {reduce!r:.60}.")
-        for option in ("sentence_cosine_max_length", "sentence_cosine_batch_size"):
-            self.config[option] = positive_int_option(self.config[option], option)
-        self.config["sentence_cosine_cache"] = flag_option(self.config["sentence_cosine_cache"], "sentence_cosine_cache")
 
     @classmethod
     def check_available(cls) -> None:

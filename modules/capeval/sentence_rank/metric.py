@@ -30,7 +30,7 @@ import numpy as np
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.metric import CaptionMetric, MetricOutput
-from capeval.sentence_cosine.metric import flag_option, positive_int_option
+from capeval.options import Option
 from capeval.sentence_rank.model import SentenceRankModel, model_digest
 from capeval.sentence_rank.scores import DEFAULT_BATCH_SIZE, sentence_rank_scores
 
@@ -83,18 +83,28 @@ class SentenceRank(CaptionMetric):
     name = "sentence_rank"
     uses_tokens: ClassVar[bool] = False
     reads_text: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {"sentence_rank_model": None,
-                                         "sentence_rank_batch_size": DEFAULT_BATCH_SIZE,
-                                         "sentence_rank_device": None, "sentence_rank_cache": True}
+    options: ClassVar[dict[str, Any]] = {
+        "sentence_rank_model": Option(
+            default=None, kind="model", metavar="DIR|NAME",
+            help="the model (experimental): a capeval sentence-rank train folder or a shipped name (default: "
+                 f"{DEFAULTS['sentence_rank']}, shipped only once it clears its benchmark bar; until then train one "
+                 "and pass its folder); enters the signature"),
+        "sentence_rank_batch_size": Option(
+            default=DEFAULT_BATCH_SIZE, kind="int", minimum=1,
+            help=f"texts per encoder forward pass (default {DEFAULT_BATCH_SIZE}; changes the scores only at float32 "
+                 "rounding level)"),
+        "sentence_rank_device": Option(
+            default=None, kind="device",
+            help="device of the sentence encoder: cpu, cuda, cuda:1 ... (default: CUDA when available)"),
+        "sentence_rank_cache": Option(
+            default=True, kind="bool",
+            help="keep each text's vector in capeval's sentence-vector cache under $CAPEVAL_CACHE_DIR, so a text is "
+                 "encoded once per encoder (default on; scores agree with off to float32 rounding)"),
+    }
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         model = self.config["sentence_rank_model"]
-        if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model).strip()):
-            raise ValueError(f"sentence_rank_model must be a model folder or a shipped name, got {model!r:.60}.")
-        self.config["sentence_rank_batch_size"] = positive_int_option(self.config["sentence_rank_batch_size"],
-                                                                       "sentence_rank_batch_size")
-        self.config["sentence_rank_cache"] = flag_option(self.config["sentence_rank_cache"], "sentence_rank_cache")
         self.folder = model_folder(model)
         self.model = _load(self.folder)
 

@@ -11,10 +11,12 @@ official jar; ``spice_input="raw"`` parses the cleaned captions as given instead
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option
 from capeval.progress import progress
 from capeval.spice.graph import SceneGraph, SpiceTuple
 from capeval.spice.parser import DEFAULT_MODEL, PARSER_VERSION, SceneGraphParser, check_model
@@ -22,6 +24,36 @@ from capeval.spice.scorer import CATEGORIES, TupleScore, macro_average, score_ca
 from capeval.meteor.synonyms import SYNONYM_SOURCE, default_synonyms
 
 INPUT_MODES = ("tokens", "raw")
+
+#: SPICE's options, each declared once: ``spice``, ``spice_u`` and ``spider`` share these objects.
+SPICE_OPTIONS: dict[str, Option] = {
+    "spice_parser_model": Option(
+        default=DEFAULT_MODEL, kind="model",
+        help=f"the spaCy model that parses the captions: a package name or folder (default {DEFAULT_MODEL}, "
+             "installed from PyPI, works offline; en_core_web_sm, _md, _lg and _trf also work); enters the signature"),
+    "spice_workers": Option(
+        default=1, kind="int", minimum=1,
+        help="spaCy worker processes that parse the captions (default 1)"),
+    "spice_batch_size": Option(
+        default=512, kind="int", minimum=1,
+        help="texts per spaCy batch (default 512)"),
+    "spice_cache": Option(
+        default=True, kind="bool",
+        help="keep parses in the SQLite parse cache under $CAPEVAL_CACHE_DIR (default ~/.cache/capeval/spice/, safe "
+             "for concurrent processes), so repeated evaluations skip parsing (default on; no effect on the scores)"),
+    "spice_detailed": Option(
+        default=False, kind="bool",
+        help="add spice_details to the result: per caption, the category scores and every tuple with its match flag "
+             "(default off)"),
+    "spice_input": Option(
+        default="tokens", kind="str", choices=INPUT_MODES,
+        help="the text parsed: tokens (the default, pycocoevalcap's: the PTB tokens joined by spaces) or raw (the "
+             "cleaned captions as given); enters the signature"),
+    "spice_synonyms": Option(
+        default=True, kind="bool",
+        help="WordNet synonym matching and merging of the scene graphs (default on; off is the official jar's "
+             "-noSynsets); enters the signature"),
+}
 
 
 class Spice(CaptionMetric):
@@ -46,30 +78,12 @@ class Spice(CaptionMetric):
     name = "spice"
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {
-        "spice_parser_model": DEFAULT_MODEL,
-        "spice_workers": 1,
-        "spice_batch_size": 512,
-        "spice_cache": True,
-        "spice_detailed": False,
-        "spice_input": "tokens",
-        "spice_synonyms": True,
-    }
+    options: ClassVar[dict[str, Any]] = dict(SPICE_OPTIONS)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
         mode = self.config["spice_input"]
-        if not isinstance(mode, str) or mode not in INPUT_MODES:
-            raise ValueError(f"spice_input must be one of {INPUT_MODES}, got {mode!r:.60}.")
-        for key in ("spice_workers", "spice_batch_size"):
-            value = self.config[key]
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value!r:.60}.")
-        for key in ("spice_cache", "spice_detailed", "spice_synonyms"):
-            if not isinstance(self.config[key], bool):
-                raise TypeError(f"{key} must be True or False, got {self.config[key]!r:.60}.")
-        if not isinstance(self.config["spice_parser_model"], str) or not self.config["spice_parser_model"]:
-            raise TypeError(f"spice_parser_model must be a spaCy model name or path, got {self.config['spice_parser_model']!r:.60}.")
+        self.config["spice_parser_model"] = os.fspath(self.config["spice_parser_model"])  # spaCy's name or folder
         self.uses_tokens = mode == "tokens"
         self.reads_text = mode == "raw"
         self._parser: SceneGraphParser | None = None

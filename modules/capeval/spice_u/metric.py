@@ -8,11 +8,11 @@ recall or uniqueness is 0). Corpus scores are means over captions.
 from __future__ import annotations
 
 import math
-import os
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option
 from capeval.spice.metric import Spice
 from capeval.spice.scorer import score_caption
 from capeval.spice_u.concepts import concept_key
@@ -20,6 +20,19 @@ from capeval.spice_u.tables import load_table, table_label
 from capeval.spice_u.uniqueness import caption_uniqueness, spice_u_score
 
 _SPICE_OPTIONS = {k: v for k, v in Spice.options.items() if k != "spice_detailed"}
+
+#: SPICE-U's own options (besides SPICE's).
+SPICE_U_OPTIONS: dict[str, Option] = {
+    "spice_u_table": Option(
+        default="coco-train2014", kind="path", metavar="NAME|FILE",
+        help="the uniqueness table: coco-train2014 (the default, shipped: the 414,113 captions of the 82,783 COCO "
+             "train2014 images) or the path of a table built by capeval spice_u build-uniqueness; enters the "
+             "signature"),
+    "spice_u_detailed": Option(
+        default=False, kind="bool",
+        help="add spice_u_details to the result: per caption, SPICE precision and recall, the uniqueness and every "
+             "concept with its Un (default off)"),
+}
 
 
 class SpiceU(CaptionMetric):
@@ -36,13 +49,10 @@ class SpiceU(CaptionMetric):
     name = "spice_u"
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
-    options: ClassVar[dict[str, Any]] = {**_SPICE_OPTIONS, "spice_u_table": "coco-train2014", "spice_u_detailed": False}
+    options: ClassVar[dict[str, Any]] = {**_SPICE_OPTIONS, **SPICE_U_OPTIONS}
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
-        table = self.config["spice_u_table"]
-        if not isinstance(table, (str, os.PathLike)):
-            raise TypeError(f"spice_u_table must be a table name or a file path, got {table!r:.60}.")
         self.spice = Spice(**{k: self.config[k] for k in _SPICE_OPTIONS})
         self.uses_tokens = self.spice.uses_tokens
         self.reads_text = self.spice.reads_text
