@@ -101,7 +101,7 @@ def test_an_adapter_on_a_chat_judge_is_refused(tiny_llava, tmp_path, adapter):
 
 
 def test_bad_conversation_is_refused():
-    with pytest.raises(ValueError, match=r"expert_conversation must be one of \['llava_v1', 'llava_v0'\]"):
+    with pytest.raises(ValueError, match=r"expert_conversation must be one of 'llava_v1', 'llava_v0', got 'v2'"):
         capeval.score(["a cat"], [["a cat"]], metrics="expert", images=items()[2][:1], expert_conversation="v2")
 
 

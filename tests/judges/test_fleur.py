@@ -187,10 +187,10 @@ def test_a_caption_holding_the_image_placeholder_is_refused(tiny_llava):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("fleur_batch_size", 0, "fleur_batch_size must be a positive integer"),
+    ("fleur_batch_size", 0, "fleur_batch_size must be an integer >= 1, got 0"),
     ("fleur_dtype", "half", "fleur_dtype must be one of"),
     ("fleur_explain", "yes", "fleur_explain must be True or False"),
-    ("fleur_model", "", "fleur_model must be a Hub model id or a folder"),
+    ("fleur_model", "", "fleur_model must be a model name, Hub id or folder"),
 ])
 def test_bad_options_are_refused_before_loading(option, value, message):
     with pytest.raises(ValueError, match=message):

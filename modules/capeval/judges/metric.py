@@ -30,13 +30,13 @@ item in ``judge_failures``.
 from __future__ import annotations
 
 import math
-import os
 import weakref
 from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
 from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
 from capeval.metric import CaptionMetric, MetricOutput
+from capeval.options import Option
 from capeval.validation import warn_at_caller
 
 #: Items named in the failure and context warnings.
@@ -50,17 +50,72 @@ EXPLAIN_QUESTION = "Why? Tell me the reason."
 IMAGE_PREP = {"llava-1.5": "pad-square", "chat": "processor"}
 
 
-def _options(family: str = "fleur") -> dict[str, Any]:
-    from capeval.judges.judge import DEFAULT_JUDGE, MAX_NEW_TOKENS
+#: Each family's options, built once (:func:`_options`): the metrics of a family share the same objects.
+_FAMILY_OPTIONS: dict[str, dict[str, Option]] = {}
 
-    options = {"model": DEFAULT_JUDGE, "device": None, "dtype": "auto", "batch_size": 8,
-               "max_new_tokens": MAX_NEW_TOKENS, "device_map": None, "force_cpu": False, "vision_tower": None}
-    options["explain"] = False
+
+def _options(family: str = "fleur") -> dict[str, Option]:
+    """The options of the judge family ``family`` (``fleur``: fleur and ref_fleur; ``expert``), declared once; the
+    options the two families share are worded alike."""
+    if family in _FAMILY_OPTIONS:
+        return _FAMILY_OPTIONS[family]
+    from capeval.judges.judge import CPU_PARAMETER_LIMIT, DEFAULT_JUDGE, DTYPE_NAMES, MAX_NEW_TOKENS
+
+    options = {
+        "model": Option(
+            default=DEFAULT_JUDGE, kind="model", metavar="ID|DIR",
+            help="the judge: a Hub id or folder of a transformers vision-language model, or an original-layout "
+                 f"LLaVA-1.5 folder (default: {DEFAULT_JUDGE}, the paper's LLaVA-1.5-13B); enters the signature with "
+                 "a hash of its files"),
+        "device": Option(
+            default=None, kind="device",
+            help=f"device: cpu, cuda, cuda:1 ... (default: CUDA when available); ignored with {family}_device_map"),
+        "dtype": Option(
+            default="auto", kind="str", choices=DTYPE_NAMES,
+            help="arithmetic: auto (default: float16 on a GPU as the reference, float32 on the CPU), float32, float16 "
+                 "or bfloat16; enters the signature"),
+        "batch_size": Option(
+            default=8, kind="int", minimum=1,
+            help="prompts generated together (default 8; 1 is the reference's one prompt per generate); enters the "
+                 "signature"),
+        "max_new_tokens": Option(
+            default=MAX_NEW_TOKENS, kind="int", minimum=1,
+            help=f"the longest answer, in tokens (default {MAX_NEW_TOKENS}, the reference's); enters the signature"),
+        "device_map": Option(
+            default=None, kind="str", metavar="MAP",
+            help=f"transformers' device_map, e.g. auto to spread a judge over several GPUs (default: none, the whole "
+                 f"judge on {family}_device)"),
+        "force_cpu": Option(
+            default=False, kind="bool",
+            help=f"run a judge over {CPU_PARAMETER_LIMIT / 1e9:g} billion parameters on the CPU anyway (default: off, "
+                 "such a judge is refused there: tens of GB, minutes per caption)"),
+        "vision_tower": Option(
+            default=None, kind="model", metavar="ID|DIR",
+            help="for a judge in LLaVA's original layout: its CLIP vision model, a Hub id or folder (default: the "
+                 "folder's mm_vision_tower)"),
+    }
     if family == "expert":
         from capeval.judges.lora import EXPERT_ADAPTER
+        from capeval.judges.prompts import CONVERSATIONS
 
-        options.update(adapter=EXPERT_ADAPTER, conversation="llava_v0")
-    return {f"{family}_{k}": v for k, v in options.items()}
+        options["explain"] = Option(
+            default=False, kind="bool",
+            help="also ask EXPERT's explanation turn and keep its fluency, relevance and descriptiveness texts in the "
+                 "result's expert_explanations (default: off; a second generation per scored caption)")
+        options["adapter"] = Option(
+            default=EXPERT_ADAPTER, kind="model", metavar="ID|DIR",
+            help=f"the LLaVA LoRA adapter merged into the judge, a Hub id or folder (default: {EXPERT_ADAPTER})")
+        options["conversation"] = Option(
+            default="llava_v0", kind="str", choices=CONVERSATIONS,
+            help="LLaVA's template: llava_v0 (default, what EXPERT's released expert.py runs) or llava_v1 (what its "
+                 "--conv-mode default names); enters the signature")
+    else:
+        options["explain"] = Option(
+            default=False, kind="bool",
+            help="also ask FLEUR's follow-up question (\"Why? Tell me the reason.\") and keep the answers in the "
+                 "result's fleur_explanations (default: off; a second generation per scored caption)")
+    _FAMILY_OPTIONS[family] = {f"{family}_{k}": v for k, v in options.items()}
+    return _FAMILY_OPTIONS[family]
 
 
 class _JudgeMetric(CaptionMetric):
@@ -73,28 +128,6 @@ class _JudgeMetric(CaptionMetric):
     with_references: ClassVar[bool] = False
     family: ClassVar[str] = "fleur"
     options: ClassVar[dict[str, Any]] = _options()
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        from capeval.judges.judge import DTYPE_NAMES
-        from capeval.judges.prompts import CONVERSATIONS
-        from capeval.sentence_cosine.metric import positive_int_option
-
-        c, f = self.config, self.family
-        c[f"{f}_batch_size"] = positive_int_option(c[f"{f}_batch_size"], f"{f}_batch_size")
-        c[f"{f}_max_new_tokens"] = positive_int_option(c[f"{f}_max_new_tokens"], f"{f}_max_new_tokens")
-        for name in ("model", "adapter"):
-            value = c.get(f"{f}_{name}", "-")
-            if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
-                raise ValueError(f"{f}_{name} must be a Hub model id or a folder, got {value!r:.60}.")
-        if c[f"{f}_dtype"] not in DTYPE_NAMES:
-            raise ValueError(f"{f}_dtype must be one of {list(DTYPE_NAMES)}, got {c[f'{f}_dtype']!r:.60}.")
-        if c.get(f"{f}_conversation", "llava_v1") not in CONVERSATIONS:
-            raise ValueError(f"{f}_conversation must be one of {list(CONVERSATIONS)}, got "
-                             f"{c[f'{f}_conversation']!r:.60}.")
-        for flag in (f"{f}_explain", f"{f}_force_cpu"):
-            if flag in c and not isinstance(c[flag], bool):
-                raise ValueError(f"{flag} must be True or False, got {c[flag]!r:.60}.")
 
     def option(self, name: str) -> Any:
         """The value of this family's option ``name`` (``batch_size`` → ``fleur_batch_size`` / ``expert_...``)."""
