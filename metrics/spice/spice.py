@@ -9,6 +9,7 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
 from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
@@ -101,6 +102,7 @@ class Spice(CaptionModule, evaluate.Metric):
             reference_urls=["https://arxiv.org/abs/1607.08822"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,

@@ -93,11 +93,21 @@ def test_card_follows_the_template(name):
 
 @pytest.mark.parametrize("name", MODULES)
 def test_script_follows_the_template(name):
-    """Module docstring, _CITATION/_DESCRIPTION/_KWARGS_DESCRIPTION, a documented class, explicit keywords."""
+    """Module docstring, _CITATION/_DESCRIPTION/_KWARGS_DESCRIPTION, a documented class; its keywords explicit, or
+    ``**options`` for the options of its metric families (``families``), which its description then documents from
+    their declarations (``with_options(..., _FAMILY)``)."""
     tree = ast.parse((ROOT / "metrics" / name / f"{name}.py").read_text(encoding="utf-8"))
     assert ast.get_docstring(tree), "module docstring"
-    constants = {t.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
-                 for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Constant)}
+
+    def literal(value):
+        if isinstance(value, ast.Constant):
+            return value.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func) == "with_options":  # options from declarations
+            return value.args[0].value.replace("    {metric options}\n", "")
+        return None
+
+    constants = {t.id: literal(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name) and literal(node.value) is not None}
     for constant in ("_CITATION", "_DESCRIPTION", "_KWARGS_DESCRIPTION"):
         assert constants.get(constant, "").strip(), f"{constant} missing"
     kwargs_doc = constants["_KWARGS_DESCRIPTION"]
@@ -108,9 +118,42 @@ def test_script_follows_the_template(name):
     assert ast.get_docstring(cls), f"{cls.name} docstring"
     assert any("add_start_docstrings" in ast.unparse(d) for d in cls.decorator_list)
     (compute,) = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_compute"]
-    assert compute.args.vararg is None and compute.args.kwarg is None, "_compute takes explicit keywords only"
+    assert compute.args.vararg is None, "_compute takes keywords"
     for arg in compute.args.args[1:] + compute.args.kwonlyargs:
         assert re.search(rf"\b{arg.arg}\b", kwargs_doc), f"_compute argument {arg.arg!r} is not documented"
+    if compute.args.kwarg is not None:  # **options: the families' options, as keywords and documented, from their
+        # declarations (the signature evaluate's checks read lists them: takes_options)
+        assert [ast.unparse(d) for d in compute.decorator_list] == ["takes_options(_FAMILY)"]
+        assert any(isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "families" for n in cls.body)
+        assert "with_options(" in ast.unparse(tree), "the options' description comes from their declarations"
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_a_module_takes_and_documents_every_option_of_its_metrics(name):
+    """Every option of the metrics a module computes is one of its keywords and is described in its inputs (from
+    the option's declaration: nothing restated in the script can drift)."""
+    import inspect
+
+    import evaluate
+
+    from capeval.registry import metric_options
+
+    module = evaluate.load(str(ROOT / "metrics" / name))
+    families = getattr(module, "families", ())
+    if not families:
+        pytest.skip(f"{name}: its keywords are still written out in the script")
+    described = module.info.inputs_description
+    for family in families:
+        for option, declaration in metric_options(family).items():
+            assert f"    {option} (`" in described, f"{name}: {option} not described"
+            assert " ".join(declaration.help.split()[:4]) in " ".join(described.split()), option
+    parameters = inspect.signature(module._compute).parameters
+    options = {o: d for f in families for o, d in metric_options(f).items()}
+    assert all(p.kind is not p.VAR_KEYWORD for p in parameters.values()), "evaluate's checks: no **kwargs"
+    for option, declaration in options.items():  # keywords with the declared defaults, written nowhere else
+        assert parameters[option].default == declaration.default, option
+    source = inspect.getsource(type(module)._compute)
+    assert not any(f"{o}=" in source for o in options), "an option restated in _compute"
 
 
 # caption modules: the same numbers as capeval.score, with one reference string or a list per prediction

@@ -7,8 +7,8 @@
 
 Neither imports ``evaluate``, ``datasets``, ``transformers`` or torch when imported.
 """
-from capeval.hf.modules import CaptionModule, caption_features, select_metrics, with_options
+from capeval.hf.modules import CaptionModule, caption_features, select_metrics, takes_options, with_options
 from capeval.hf.trainer import CaptionMetricsForTrainer, compute_metrics
 
 __all__ = ["CaptionMetricsForTrainer", "CaptionModule", "caption_features", "compute_metrics", "select_metrics",
-           "with_options"]
+           "takes_options", "with_options"]

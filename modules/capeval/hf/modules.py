@@ -108,6 +108,38 @@ def with_options(description: str, families: Sequence[str]) -> str:
     return description.replace(OPTIONS_MARKER, option_arguments(families), 1)
 
 
+def takes_options(families: Sequence[str]):
+    """Decorator of a module's ``_compute(self, predictions, references, ..., **options)``: its signature lists, as
+    keyword arguments with their declared defaults, every option of the metric families ``families`` (each declared
+    once, in the metric class), so ``inspect.signature`` shows explicit keywords, as evaluate's module checks require
+    (no ``**kwargs``), and a keyword outside them is refused (:class:`CaptionModule`) without restating any."""
+    def decorate(compute):
+        import functools
+
+        from capeval.registry import metric_options
+
+        signature = inspect.signature(compute)
+        kept = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        taken = {p.name for p in kept}
+        added = {}
+        for family in families:
+            for option, declaration in metric_options(family).items():
+                if option not in taken and option not in added:
+                    added[option] = inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY,
+                                                      default=declaration.default)
+        if len(kept) == len(signature.parameters):
+            raise TypeError(f"{compute.__qualname__} must take **options to take its metrics' options")
+
+        @functools.wraps(compute)
+        def wrapper(self, *args, **kwargs):
+            return compute(self, *args, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=[*kept, *added.values()])
+        return wrapper
+
+    return decorate
+
+
 class CaptionModule:
     """Mixin for an ``evaluate.Metric`` that wraps :func:`capeval.score` (``class X(CaptionModule, evaluate.Metric)``).
 
@@ -170,18 +202,11 @@ class CaptionModule:
         pending = getattr(self, "_pending_images", None)
         self._pending_images = (pending or []) + images
 
-    #: The capeval metric families this module computes; ``_compute(..., **options)`` takes their options (each
-    #: declared once, in the metric class: :func:`capeval.metric_options`).
+    #: The capeval metric families this module computes (``_compute`` takes their options: :func:`takes_options`).
     families: tuple[str, ...] = ()
 
     def _own_options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        parameters = inspect.signature(self._compute).parameters
-        declared = {name for name, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
-        declared -= {"predictions", "references"}
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            from capeval.registry import metric_options
-
-            declared |= {option for family in self.families for option in metric_options(family)}
+        declared = set(inspect.signature(self._compute).parameters) - {"predictions", "references"}
         foreign = [k for k in kwargs if k not in declared]
         unknown = sorted(set(foreign) - option_names())
         if unknown:
