@@ -98,7 +98,7 @@ def model_identity(metric: str) -> tuple[str, str]:
         from capeval.model_store import catalog_name_of
 
         option = "critic_plus_model" if metric == "critic_plus" else instance.model_option
-        value = instance.config[option] or (instance.options[option] if metric == "critic_plus" else None)
+        value = instance.config[option] or (instance.option_defaults()[option] if metric == "critic_plus" else None)
         folder = critic_folder(value, getattr(instance, "context", "image+reference"))
         members = CriticStack.load(folder).member_paths(folder) if is_stack(folder) else []
         return catalog_name_of(folder), weights_digest(folder, *members)

@@ -12,7 +12,7 @@ without importing the loaders.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 
 
@@ -55,9 +55,10 @@ _SPECS = (
     MetricSpec("expert", "capeval.judges.metric", "Expert", ("expert",)),
 )
 
-class _Registry(Mapping):
+class _Registry(MutableMapping):
     """``{metric name: MetricSpec}``: capeval's own metrics in declaration order, then the plug-ins
-    (:mod:`capeval.plugins`), found on first use (never while capeval is being imported)."""
+    (:mod:`capeval.plugins`), found on first use (never while capeval is being imported). An entry set here (a test's
+    stand-in metric) lasts until :meth:`reload`."""
 
     def __init__(self, specs: tuple[MetricSpec, ...]) -> None:
         self._builtin = {spec.name: spec for spec in specs}
@@ -80,6 +81,12 @@ class _Registry(Mapping):
     def __getitem__(self, name: str) -> MetricSpec:
         return self._specs()[name]
 
+    def __setitem__(self, name: str, spec: MetricSpec) -> None:
+        self._specs()[name] = spec
+
+    def __delitem__(self, name: str) -> None:
+        del self._specs()[name]
+
     def __iter__(self):
         return iter(self._specs())
 
@@ -88,7 +95,7 @@ class _Registry(Mapping):
 
 
 #: ``{metric name: MetricSpec}``: the built-ins in declaration order, then the plug-ins.
-REGISTRY: Mapping[str, MetricSpec] = _Registry(_SPECS)
+REGISTRY: MutableMapping[str, MetricSpec] = _Registry(_SPECS)
 
 #: Metrics computed when ``metrics=None`` (those needing no optional dependency).
 DEFAULT_METRICS = ("bleu", "meteor", "rouge_l", "cider_d")
