@@ -10,6 +10,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("clip_s", "ref_clip_s")
@@ -39,7 +41,7 @@ paper's, "openai/clip-vit-base-patch32", read from the Hugging Face cache (fetch
 named with clip_model. CLIP's 400M training pairs (WIT) are undisclosed: its overlap with any benchmark is unknown.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with CLIP: CLIP-S (image and caption) and RefCLIP-S (image, caption and references).
 
 Args:
@@ -53,18 +55,7 @@ Args:
     images (`list`): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a numpy array or
         a `datasets.Image` value. Required (ValueError naming the metric without it). Give it to `compute`, not to
         `add_batch`.
-    clip_model (`str`, optional): the CLIP to score with: a Hub id (default "openai/clip-vit-base-patch32", the
-        paper's ViT-B/32, read from the Hugging Face cache; HF_HUB_OFFLINE is honoured), an OpenAI name ("ViT-B/32",
-        "ViT-L/14", ...: the same weights' Hub id), "open_clip:<name>/<pretrained tag>", a folder (transformers or
-        open_clip format) or an OpenAI-format checkpoint file (.pt, .pth, .safetensors; read as weights only).
-        The signature names it with a hash of its weights.
-    clip_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
-    clip_dtype (`str`, optional): "float32" (default, the reference's CPU arithmetic) or "float16" (GPU only).
-        Enters the signature.
-    clip_batch_size (`int`, optional): images per forward pass (texts: 4 times as many). Default 64, the
-        reference's; no effect on the scores beyond float rounding.
-    clip_prefix (`str`, optional): the prompt put before every caption and reference. Default "A photo depicts "
-        (a space is appended when missing). Enters the signature.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for COCO Caption) are accepted and passed over, because
@@ -123,19 +114,21 @@ Examples:
     ...     clip_score.compute(predictions=predictions, references=references, images=images, clip_dtype="bfloat16")
     ... except ValueError as err:
     ...     print(err)
-    clip_dtype must be one of ['float32', 'float16'], got 'bfloat16'.
+    clip_dtype must be one of 'float32', 'float16', got 'bfloat16'; did you mean 'float16'?
     >>> try:
     ...     clip_score.compute(predictions=predictions, references=references, images=images,
     ...                        clip_model="/nowhere/ViT-B-32.pt")
     ... except FileNotFoundError as err:
     ...     print(err)
     clip_model: no such file or folder /nowhere/ViT-B-32.pt.
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class ClipScore(CaptionModule, evaluate.Metric):
     """CLIP-S and RefCLIP-S; see ``capeval.score(..., metrics="clip_s,ref_clip_s", images=...)``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -147,18 +140,15 @@ class ClipScore(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/jmhessel/clipscore"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         images=None,
-        clip_model=None,
-        clip_device=None,
-        clip_dtype="float32",
-        clip_batch_size=64,
-        clip_prefix="A photo depicts ",
         empty="error",
+        **options,  # the clip_* options, each declared once (capeval.metric_options("clip_s"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -168,10 +158,6 @@ class ClipScore(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             images=images,
-            clip_model=clip_model,
-            clip_device=clip_device,
-            clip_dtype=clip_dtype,
-            clip_batch_size=clip_batch_size,
-            clip_prefix=clip_prefix,
             empty=empty,
+            **options,
         )
