@@ -10,6 +10,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("pac_s", "ref_pac_s")
@@ -41,7 +43,7 @@ is the authors' clip_ViT-B-32.pth (the link in aimagelab/pacscore's README), loo
 on 400M undisclosed pairs: its overlap with any benchmark is unknown.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with the PAC-S CLIP: PAC-S (image and caption) and RefPAC-S (image, caption and references).
 
 Args:
@@ -55,18 +57,7 @@ Args:
     images (`list`): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a numpy array or
         a `datasets.Image` value. Required (ValueError naming the metric without it). Give it to `compute`, not to
         `add_batch`.
-    pac_model (`str`, optional): the PAC-S checkpoint: default the authors' clip_ViT-B-32.pth at
-        `<capeval cache>/models/pac-s-clip-vit-b-32/clip_ViT-B-32.pth` (the cache: `$CAPEVAL_CACHE_DIR`, else
-        ~/.cache/capeval; FileNotFoundError saying where to put it when absent); or a path to that file (or any
-        OpenAI-format CLIP checkpoint, read as weights only), a Hub repo holding it, a folder, an OpenAI name or
-        "open_clip:<name>/<tag>" as for clip_model. The signature names it with a hash of its weights.
-    pac_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
-    pac_dtype (`str`, optional): "float32" (default, the reference's CPU arithmetic) or "float16" (GPU only).
-        Enters the signature.
-    pac_batch_size (`int`, optional): images per forward pass (texts: 4 times as many). Default 64; no effect
-        on the scores beyond float rounding.
-    pac_prefix (`str`, optional): the prompt put before every caption and reference. Default "A photo depicts "
-        (a space is appended when missing). Enters the signature.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `clip_model` for CLIP-S) are accepted and passed over, because
@@ -124,19 +115,21 @@ Examples:
     ...     pac_score.compute(predictions=predictions, references=references, images=images, pac_batch_size=0)
     ... except ValueError as err:
     ...     print(err)
-    pac_batch_size must be a positive integer, got 0.
+    pac_batch_size must be an integer >= 1, got 0.
     >>> try:
     ...     pac_score.compute(predictions=predictions, references=references, images=images,
     ...                       pac_model="/nowhere/clip_ViT-B-32.pth")
     ... except FileNotFoundError as err:
     ...     print(err)
     pac_model: no such file or folder /nowhere/clip_ViT-B-32.pth.
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class PacScore(CaptionModule, evaluate.Metric):
     """PAC-S and RefPAC-S; see ``capeval.score(..., metrics="pac_s,ref_pac_s", images=...)``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -148,18 +141,15 @@ class PacScore(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/aimagelab/pacscore"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         images=None,
-        pac_model=None,
-        pac_device=None,
-        pac_dtype="float32",
-        pac_batch_size=64,
-        pac_prefix="A photo depicts ",
         empty="error",
+        **options,  # the pac_* options, each declared once (capeval.metric_options("pac_s"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -169,10 +159,6 @@ class PacScore(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             images=images,
-            pac_model=pac_model,
-            pac_device=pac_device,
-            pac_dtype=pac_dtype,
-            pac_batch_size=pac_batch_size,
-            pac_prefix=pac_prefix,
             empty=empty,
+            **options,
         )
