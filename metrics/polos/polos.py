@@ -9,6 +9,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("polos",)
@@ -38,7 +40,7 @@ SimCSE tokenizer and configuration come from the Hugging Face cache (princeton-n
 Verified against a transcription of the reference on random weights, not on the released checkpoint.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with Polos: the image, the caption and its references.
 
 Args:
@@ -51,18 +53,7 @@ Args:
     images (`list`): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a numpy array or
         a `datasets.Image` value. Required (ValueError naming the metric without it). Give it to `compute`, not to
         `add_batch`.
-    polos_model (`str`, optional): the checkpoint: default the released one, a folder holding reprod.ckpt and
-        hparams.yaml at `<capeval cache>/models/polos/` (the cache: `$CAPEVAL_CACHE_DIR`, else ~/.cache/capeval)
-        or in the reference's `~/.cache/torch/yuigawada/reprod/` (FileNotFoundError saying where to download it
-        when absent); or such a folder, the .ckpt file, or a .safetensors file of its state dict with hparams.yaml
-        beside it. Read as weights only. The signature names it with a hash of its weights.
-    polos_text_model (`str`, optional): the SimCSE encoder's configuration and tokenizer: default the
-        checkpoint's pretrained_model (princeton-nlp/sup-simcse-roberta-base, from the Hugging Face cache), or a
-        local folder. The encoder's weights always come from the checkpoint.
-    polos_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
-    polos_batch_size (`int`, optional): items per batch, in input order. Default 32, the reference's evaluation.
-        A score depends on its batch (the layer-norm statistics, and how many references every item of the batch
-        has): 1 makes each score depend on its own item only, but differ from the paper's. Enters the signature.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules are accepted and passed over, because `evaluate.combine` sends every
@@ -115,13 +106,15 @@ Examples:
     ...     polos.compute(predictions=predictions, references=references, images=images, polos_batch_size=0)
     ... except ValueError as err:
     ...     print(err)
-    polos_batch_size must be a positive integer, got 0.
-"""
+    polos_batch_size must be an integer >= 1, got 0.
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Polos(CaptionModule, evaluate.Metric):
     """Polos; see ``capeval.score(..., metrics="polos", images=...)``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -133,17 +126,15 @@ class Polos(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/keio-smilab24/Polos"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         images=None,
-        polos_model=None,
-        polos_text_model=None,
-        polos_device=None,
-        polos_batch_size=32,
         empty="error",
+        **options,  # the polos_* options, each declared once (capeval.metric_options("polos"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -153,9 +144,6 @@ class Polos(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             images=images,
-            polos_model=polos_model,
-            polos_text_model=polos_text_model,
-            polos_device=polos_device,
-            polos_batch_size=polos_batch_size,
             empty=empty,
+            **options,
         )
