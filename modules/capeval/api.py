@@ -32,11 +32,6 @@ __all__ = ["available_metrics", "option_names", "score"]
 SCORE_KEYWORDS = ("metrics", "cleanup", "tokenizer", "progress", "max_caption_chars", "empty", "language_check",
                   "images")
 
-#: A metric that needs no image, named in the error when an image-reading metric gets no ``images=``
-#: (when it is registered).
-IMAGE_FREE_ALTERNATIVE = "critic_ref"
-#: The metrics that need no image, named by that error too (the reference-based counterparts of the image metrics).
-IMAGE_FREE_METRICS = ("bleu", "meteor", "rouge_l", "cider_d", "spice", "sentence_cosine", "critic_ref", "lceval")
 
 
 #: The work sharing of :func:`score_shared` (``None``: one process does everything), for the call in progress.
@@ -79,6 +74,21 @@ def _declared_options(name: str) -> set[str]:
         return set(metric_class(name).options)
     except ImportError:  # optional dependency missing: it cannot own the option anyway
         return set()
+
+
+def _without_images(needing: list[str]) -> tuple[str | None, list[str]]:
+    """For the error when image-reading metrics get no ``images=``: the metric that reads none that the first of
+    ``needing`` suggests (:attr:`~capeval.metric.CaptionMetric.without_images`), and every registered metric that
+    reads none (built-ins and plug-ins whose module imports)."""
+    alternative = next((metric_class(n).without_images for n in needing if metric_class(n).without_images), None)
+    free = []
+    for name in REGISTRY:
+        try:
+            if not metric_class(name).needs_images:
+                free.append(name)
+        except ImportError:
+            continue
+    return alternative, free
 
 
 def _image_metrics(selected: dict[str, list[str]]) -> list[str]:
@@ -229,7 +239,9 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
     max_chars = check_max_caption_chars(max_caption_chars)
     routed = _split_options(selected, options)
-    imgs = check_images(images, len(preds), _image_metrics(selected), IMAGE_FREE_ALTERNATIVE, IMAGE_FREE_METRICS)
+    needing = _image_metrics(selected)
+    alternative, image_free = _without_images(needing) if needing and images is None else (None, ())
+    imgs = check_images(images, len(preds), needing, alternative, image_free)
     batch = CaptionBatch(preds, refs, cleanup=cleanup, tokenizer=tokenizer, progress=progress, images=imgs)
     batch.metric_names = tuple(selected)  # what every metric of this call reads (one warning per call, not per metric)
     limited = [name for name in selected if metric_class(name).limits_length]

@@ -75,6 +75,20 @@ class CaptionMetric(ABC):
     #: Keyword options by name, each a :class:`capeval.options.Option` (its default, help, kind, choices, range),
     #: all prefixed by the metric's family name. A bare value is taken as an ``Option`` with that default.
     options: ClassVar[dict[str, Any]] = {}
+    #: What the runners need to know, stated by the metric (none of them knows a metric by name):
+    #: ``whole_set_only``: why the metric cannot be scored chunk by chunk (its value is a property of the whole set of
+    #: captions), or ``None``: :func:`capeval.score_dataset` refuses it, ``capeval score`` keeps it in memory.
+    whole_set_only: ClassVar[str | None] = None
+    #: ``chunk_multiple_of``: an option whose value a chunk size must be a multiple of (a score depends slightly on
+    #: the other items of its batch), or ``None``.
+    chunk_multiple_of: ClassVar[str | None] = None
+    #: ``document_frequency_option``: the option naming the document frequencies the metric reads; when it is
+    #: ``"references"`` (its default), :func:`capeval.score_dataset` counts them over every row's references in a
+    #: first pass and hands the table over, so chunks score as the whole set would. ``None``: no such pass.
+    document_frequency_option: ClassVar[str | None] = None
+    #: ``without_images``: for a metric that reads images, a metric that reads none to suggest when no image is
+    #: given (``critic`` → ``critic_ref``), or ``None``.
+    without_images: ClassVar[str | None] = None
 
     def __init__(self, **options: Any) -> None:
         from capeval.options import declared

@@ -309,9 +309,18 @@ def test_readable_images_are_decoded_once(tmp_path, monkeypatch):
     pytest.importorskip("PIL")
     from capeval.models import images as images_module
 
-    photos = [str(p) for p in capeval.io.example_images()]
+    import uuid
+
+    import numpy as np
+    from PIL import Image
+
     folder = tmp_path / "data"
     folder.mkdir()
+    rng = np.random.default_rng(uuid.uuid4().int % 2**32)  # pixels no earlier test encoded (features are cached)
+    photos = []
+    for i in range(3):
+        photos.append(str(folder / f"{i}.png"))
+        Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(photos[-1])
     rows = [{"id": f"img{i}", "prediction": "a cat", "references": ["a cat on a sofa"], "image": photos[i]}
             for i in range(len(photos))]
     data = write_jsonl(folder / "rows.jsonl", rows)

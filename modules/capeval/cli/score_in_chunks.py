@@ -42,20 +42,19 @@ def in_memory_limit() -> int:
 
 def chunkable(selected: dict[str, list[str]]) -> bool:
     """Whether every selected metric can be scored chunk by chunk by :func:`capeval.score_dataset`."""
-    from capeval.dataset_scoring.run import WHOLE_SET_ONLY
+    from capeval.dataset_scoring.run import whole_set_only
 
-    return not any(name in WHOLE_SET_ONLY for name in selected)
+    return not whole_set_only(selected)
 
 
 def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:
-    """:data:`capeval.dataset_scoring.DEFAULT_CHUNK_SIZE`, rounded up to a multiple of Polos's batch when Polos is
-    selected (its scores depend slightly on the batch)."""
+    """:data:`capeval.dataset_scoring.DEFAULT_CHUNK_SIZE`, rounded up to a multiple of every batch size a selected
+    metric's scores depend on (:func:`capeval.dataset_scoring.run.chunk_multiples`: Polos's)."""
     from capeval.dataset_scoring import DEFAULT_CHUNK_SIZE
-    from capeval.registry import metric_class
+    from capeval.dataset_scoring.run import chunk_multiples
 
     size = DEFAULT_CHUNK_SIZE
-    if "polos" in selected:
-        batch = int(options.get("polos_batch_size") or metric_class("polos").option_defaults()["polos_batch_size"])
+    for batch in chunk_multiples(selected, options).values():
         size = -(-size // batch) * batch
     return size
 

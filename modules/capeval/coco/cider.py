@@ -123,6 +123,7 @@ class CiderD(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "cider_d"
+    document_frequency_option: ClassVar[str | None] = "cider_df"
     options: ClassVar[dict] = {"cider_df": CIDER_DF_OPTION}
 
     def __init__(self, **options) -> None:

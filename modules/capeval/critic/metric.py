@@ -195,6 +195,7 @@ class Critic(_CriticMetric):
 
     name = "critic"
     needs_images: ClassVar[bool] = True
+    without_images: ClassVar[str | None] = "critic_ref"
     options: ClassVar[dict[str, Any]] = {"critic_model": _critic_model("critic", DEFAULTS["critic"]), **_shared()}
 
 
@@ -231,6 +232,7 @@ class CriticImg(_CriticMetric):
     context = "image"
     model_option = "critic_img_model"
     needs_images: ClassVar[bool] = True
+    without_images: ClassVar[str | None] = "critic_ref"
     options: ClassVar[dict[str, Any]] = {
         "critic_img_model": Option(
             default=None, kind="model", metavar="DIR|NAME",
@@ -252,6 +254,7 @@ class CriticPlus(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     reports_coverage: ClassVar[bool] = True
     needs_images: ClassVar[bool] = True
+    without_images: ClassVar[str | None] = "critic_ref"
     options: ClassVar[dict[str, Any]] = {
         "critic_plus_model": Option(
             default=DEFAULTS["critic_plus"], kind="model", none=True, metavar="DIR|NAME",

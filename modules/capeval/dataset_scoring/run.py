@@ -30,7 +30,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,11 +40,11 @@ import numpy as np
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.sources import Source, open_source
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
+from capeval.registry import metric_class
 
 ON_ERROR = ("raise", "skip")
 DEFAULT_CHUNK_SIZE = 2000
 #: Metrics that cannot be scored chunk by chunk, and why.
-WHOLE_SET_ONLY = {"spice_u": "SPICE-U's uniqueness counts concepts over the whole set of captions at once"}
 #: Skipped rows named in result.json (all of them are counted).
 MAX_LISTED = 1000
 
@@ -151,15 +151,11 @@ def score_dataset(
                         "recorded in the output folder.")
     limit = check_max_caption_chars(max_caption_chars)
     selected = resolve(metrics)
-    for name in selected:
-        if name in WHOLE_SET_ONLY:
-            raise ValueError(f"{name} cannot be scored chunk by chunk ({WHOLE_SET_ONLY[name]}); score it with "
+    for name, why in whole_set_only(selected).items():
+        if why:
+            raise ValueError(f"{name} cannot be scored chunk by chunk ({why}); score it with "
                              "capeval.score on the whole set.")
-    if "polos" in selected:
-        batch = int(options.get("polos_batch_size") or metric_class("polos").option_defaults()["polos_batch_size"])
-        if chunk_size % batch:
-            raise ValueError(f"polos scores in batches of {batch} (polos_batch_size) that a score depends on slightly; "
-                             f"chunk_size must be a multiple of it (got {chunk_size}).")
+    check_chunk_size(selected, options, chunk_size)
     from capeval.api import _split_options
 
     _split_options(selected, options)  # unknown options fail here, before any work
@@ -169,8 +165,7 @@ def score_dataset(
                          "with one image per row.")
     columns = {"prediction": prediction_column, "references": references_column,
                "image": image_column if needs_images else None, "id": id_column}
-    cider_table = (any("cider_df" in metric_class(n).options for n in selected)  # cider_d, spider
-                   and options.get("cider_df", "references") == "references")
+    cider_table = any(_counts_documents(metric_class(n), options) for n in selected)  # cider_d, spider
     run = _Run(data=data, split=split, folder=folder, selected=selected, columns=columns, chunk_size=chunk_size,
                on_error=on_error, score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit,
                                                 "empty": empty},
@@ -334,6 +329,39 @@ def _row_problem(pred: Any, refs: Any, image: Any, run: _Run) -> tuple[str | Non
     if cols["image"] is not None and image is None:
         return f"{cols['image']} is missing", None
     return None, list(refs)
+
+
+def chunk_multiples(selected: Iterable[str], options: dict[str, Any]) -> dict[str, int]:
+    """``{option: value}`` of the options that the selected metrics say a chunk size must be a multiple of
+    (:attr:`capeval.metric.CaptionMetric.chunk_multiple_of`), at the values ``options`` give or their defaults."""
+    found = {}
+    for name in selected:
+        cls = metric_class(name)
+        option = cls.chunk_multiple_of
+        if option is not None:
+            found[option] = int(options.get(option) or cls.option_defaults()[option])
+    return found
+
+
+def check_chunk_size(selected: Iterable[str], options: dict[str, Any], chunk_size: int) -> None:
+    """``ValueError`` unless ``chunk_size`` is a multiple of every value :func:`chunk_multiples` names."""
+    for option, value in chunk_multiples(selected, options).items():
+        if chunk_size % value:
+            names = [n for n in selected if metric_class(n).chunk_multiple_of == option]
+            raise ValueError(f"{', '.join(names)} scores in batches of {value} ({option}) that a score depends on "
+                             f"slightly; chunk_size must be a multiple of it (got {chunk_size}).")
+
+
+def whole_set_only(selected: Iterable[str]) -> dict[str, str]:
+    """``{metric: why}`` of the selected metrics that cannot be scored chunk by chunk."""
+    return {name: metric_class(name).whole_set_only for name in selected if metric_class(name).whole_set_only}
+
+
+def _counts_documents(cls: type, options: dict[str, Any]) -> bool:
+    """Whether the metric class reads document frequencies that a first pass must count over every row (its
+    :attr:`~capeval.metric.CaptionMetric.document_frequency_option` at ``"references"``, its default)."""
+    option = cls.document_frequency_option
+    return option is not None and options.get(option, "references") == "references"
 
 
 def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source, decode: bool = False):
@@ -558,7 +586,11 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
     source = run.open()
     options = dict(run.options)
     if run.cider_table:
-        options["cider_df"] = _cider_table(run)
+        table = _cider_table(run)
+        for name in run.selected:
+            option = metric_class(name).document_frequency_option
+            if option is not None:
+                options[option] = table
     caught: dict[type, list] = {}
     coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
     chunks = rows_total = 0

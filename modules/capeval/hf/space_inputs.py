@@ -22,7 +22,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from capeval.api import IMAGE_FREE_ALTERNATIVE
 from capeval.registry import metric_class, resolve
 
 __all__ = ["CAPTION_EXAMPLE", "CRITIC_DEFAULT_METRICS", "CRITIC_EXAMPLE", "CRITIC_METRICS", "CRITIC_MODEL_ENV",
@@ -255,8 +254,9 @@ def score_image_captions(compute: Callable[..., dict], keys: Sequence[str], imag
         if needing:
             verb = "reads" if len(needing) == 1 else "read"
             # the critic Space offers critic_ref; the CLIP / PAC-S Spaces have no image-free choice
-            alternative = (f", or choose only {IMAGE_FREE_ALTERNATIVE}, which reads none"
-                           if all(n.startswith("critic") for n in needing) else "")
+            instead = {metric_class(n).without_images for n in needing}
+            alternative = (f", or choose only {instead.pop()}, which reads none"
+                           if len(instead) == 1 and None not in instead else "")
             raise SpaceInputError(f"{', '.join(needing)} {verb} the image: upload one image per caption line (in the "
                                   f"order of the lines){alternative}.")
         given = None

@@ -47,6 +47,7 @@ class SpiceU(CaptionMetric):
     """
 
     name = "spice_u"
+    whole_set_only: ClassVar[str | None] = "SPICE-U's uniqueness counts concepts over the whole set of captions at once"
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {**_SPICE_OPTIONS, **SPICE_U_OPTIONS}

@@ -44,6 +44,7 @@ class Spider(CaptionMetric):
     """
 
     name: ClassVar[str] = "spider"
+    document_frequency_option: ClassVar[str | None] = "cider_df"
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True  # SPICE's parsing
     options: ClassVar[dict[str, Any]] = {**CiderD.options, **Spice.options}

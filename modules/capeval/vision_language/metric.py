@@ -347,6 +347,7 @@ class Polos(CaptionMetric):
     """
 
     name = "polos"
+    chunk_multiple_of: ClassVar[str | None] = "polos_batch_size"
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {
