@@ -59,7 +59,8 @@ def test_add_batch_then_compute(module):
     [
         (dict(predictions=["a dog", ""], references=["a", "b"]), r"predictions\[1\] is empty"),
         (dict(predictions=["a dog", "a cat"], references=[["a"], []]), r"references\[1\] is an empty list"),
-        (dict(predictions=["a dog"], references=["a"], metrics="cider_d", cider_df="imagenet"), r"cider_df must be .*got 'imagenet'"),
+        (dict(predictions=["a dog"], references=["a"], metrics="cider_d", cider_df="imagenet"),
+         r"cider_df must be .*got 'imagenet'"),
         (dict(predictions=["a dog"], references=["a"], metrics="blue"), r"Unknown metric 'blue'"),
     ],
 )
