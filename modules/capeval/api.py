@@ -49,7 +49,7 @@ def option_names() -> set[str]:
     return set(SCORE_KEYWORDS).union(*(_declared_options(name) for name in REGISTRY))
 
 
-def _split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def split_options(selected: dict[str, list[str]], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Route each keyword option to every selected metric that declares it.
 
     Options of metrics that were not selected are accepted and ignored, so one set of keyword
@@ -238,7 +238,7 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
     if progress is not None and not isinstance(progress, bool):
         raise TypeError(f"progress must be True, False or None, got {type(progress).__name__} ({progress!r}).")
     max_chars = check_max_caption_chars(max_caption_chars)
-    routed = _split_options(selected, options)
+    routed = split_options(selected, options)
     needing = _image_metrics(selected)
     alternative, image_free = _without_images(needing) if needing and images is None else (None, ())
     imgs = check_images(images, len(preds), needing, alternative, image_free)

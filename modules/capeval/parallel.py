@@ -40,7 +40,7 @@ def in_distributed_launch() -> bool:
 
 def process_state():
     """accelerate's ``PartialState`` on the CPU (gloo): scoring is CPU work whatever GPUs the machine has."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     accelerate = require("accelerate", what="multi-process scoring")
     return partial_state(accelerate, cpu=True)

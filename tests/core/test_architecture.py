@@ -18,7 +18,7 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 #: Rooms in data-flow order: a module may import its own room and rooms listed before it, never later ones.
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "suggest", "hub_cli", "paths", "progress", "signature", "validation", "io", "java",
-                    "published", "inputs", "render", "testing", "registry", "provenance", "catalog", "model_store", "model_integrity", "workers", "options", "plugins", "language",
+                    "published", "inputs", "render", "testing", "registry", "provenance", "catalog", "model_store", "model_integrity", "workers", "options", "plugins", "dependencies", "language",
                     "coverage", "scales", "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
@@ -170,3 +170,23 @@ def test_reserved_homes_for_the_learned_parts_are_documented():
     for room in ("models", "critic", "lceval", "rerank"):
         doc = ast.get_docstring(ast.parse((PACKAGE_DIR / room / "__init__.py").read_text(encoding="utf-8")))
         assert doc and "What goes here" in doc, room
+
+
+def test_no_private_name_is_imported_across_packages():
+    """What several packages use is public in the foundation (``capeval.dependencies``, ``capeval.options``...): no
+    module imports a ``_private`` name, or from a ``_private`` module, of another package."""
+    root = Path(capeval.__file__).parent
+    crossings = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        package = parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("capeval.")):
+                continue
+            target = node.module.split(".")[1]
+            private_module = any(p.startswith("_") for p in node.module.split(".")[1:])
+            for alias in node.names:
+                if target != package and (private_module or alias.name.startswith("_")) \
+                        and not node.module.endswith("_version"):
+                    crossings.append(f"{'/'.join(parts)}: from {node.module} import {alias.name}")
+    assert crossings == []

@@ -9,7 +9,7 @@ Image = pytest.importorskip("PIL.Image")
 from support.images import random_rgb, write_pngs  # noqa: E402
 
 from capeval.models import image_encoder as image_encoder_module  # noqa: E402
-from capeval.models._deps import default_device  # noqa: E402
+from capeval.dependencies import default_device  # noqa: E402
 from capeval.models.image_encoder import load_image_encoder  # noqa: E402
 
 TINY = "test_efficientnet"  # timm's 256-feature test network; random (seeded) weights

@@ -7,7 +7,7 @@ import sys
 import pytest
 from support import run_python
 
-from capeval.models._deps import INSTALL_HINT, require
+from capeval.dependencies import INSTALL_HINT, require
 
 HEAVY = ("torch", "torchvision", "timm", "transformers", "accelerate", "safetensors")
 

@@ -752,7 +752,7 @@ class Probe:
             try:
                 metric_class(key).check_available()
             except ImportError as err:
-                from capeval.models._deps import INSTALL_HINT
+                from capeval.dependencies import INSTALL_HINT
 
                 return Skip("other", _one_line(err), f"Python packages for {key}", INSTALL_HINT)
             why = weights_skip(key)

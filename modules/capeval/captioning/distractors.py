@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capeval.models.feature_table import FeatureTable
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 
 def most_common_captions(captions: Sequence[str], top: int = 5) -> list[tuple[str, int]]:

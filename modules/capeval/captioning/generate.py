@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.models.feature_table import FeatureTable
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.progress import progress
 
 

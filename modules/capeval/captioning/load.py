@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.models.feature_table import FeatureTable
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 DEFAULT_CAPTIONER = "flickr8k-captioner"
 _LOADED: dict[tuple[str, str], tuple[Any, Any]] = {}
@@ -27,7 +27,7 @@ def load_captioner(path: str | os.PathLike | None = None, device: Any = None) ->
 
     Loaded models are kept (per folder and device) and reused by later calls.
     """
-    from capeval.models._deps import default_device
+    from capeval.dependencies import default_device
     from capeval.model_store import model_dir
 
     folder = Path(path) if path is not None else model_dir(DEFAULT_CAPTIONER)

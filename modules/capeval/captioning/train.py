@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.models.feature_table import FeatureTable, check_disjoint
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.progress import progress
 DEFAULTS: dict[str, Any] = {"epochs": 20, "images_per_batch": 32, "lr": 5e-4, "weight_decay": 0.01,

@@ -119,7 +119,7 @@ def _relaunch(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
-    from capeval.models._deps import require
+    from capeval.dependencies import require
     from capeval.parallel import launch_command
 
     require("accelerate", "torch", what="capeval score --processes")

@@ -120,7 +120,7 @@ def caption_vector(captions: Sequence[str], vectors) -> np.ndarray:
 def caption_neighbour_table(captions: Mapping[str, Sequence[str]], word_vectors: str = "glove-6b-50d"):
     """A :class:`~capeval.models.feature_table.FeatureTable` of every image's :func:`caption_vector` (RC's
     neighbourhoods for a corpus without image features); its settings say so."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
     from capeval.models.feature_table import FeatureTable
     from capeval.models.word_vectors import load_word_vectors
 

@@ -7,7 +7,7 @@ saved with the model (buffers), so a saved critic scores the same after loading.
 """
 from __future__ import annotations
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 torch = require("torch", what="the critic")
 nn = torch.nn

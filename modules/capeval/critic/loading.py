@@ -73,7 +73,7 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
     """``(model, vocab)`` from a ``capeval critic train`` folder (default: the shipped critic of ``context``).
 
     Loaded critics are kept per folder and device and reused by later calls."""
-    from capeval.models._deps import default_device
+    from capeval.dependencies import default_device
 
     folder = critic_folder(path, context)
     if (folder / "ensemble.json").is_file() or (folder / "combiner.json").is_file():

@@ -80,7 +80,7 @@ class _CriticMetric(CaptionMetric):
     @classmethod
     def check_available(cls) -> None:
         from capeval.critic.loading import critic_folder
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
         folder = critic_folder(None, cls.context)
@@ -264,7 +264,7 @@ class CriticPlus(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
 

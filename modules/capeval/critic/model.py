@@ -28,7 +28,7 @@ Architecture (sizes in :class:`CriticConfig`; the spec §1 and the paper §3):
 from __future__ import annotations
 
 from capeval.critic.bilinear import CompactBilinearPooling
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 torch, transformers = require("torch", "transformers", what="the critic")
 nn = torch.nn

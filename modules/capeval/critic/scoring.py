@@ -31,7 +31,7 @@ import numpy as np
 
 from capeval.critic.loading import load_critic
 from capeval.critic.vocab import CriticVocab
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.inference import ieee_float32
 from capeval.progress import progress
 

@@ -40,7 +40,7 @@ from capeval.critic.data import (CriticExample, NegativeSampler, check_word_gamm
                                  resolve_mix, training_vocabulary)
 from capeval.critic.transforms import NearestImages
 from capeval.critic.vocab import CriticVocab
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.models.feature_table import FeatureTable, check_disjoint
 from capeval.model_store import catalog_name_of

@@ -156,9 +156,9 @@ def score_dataset(
             raise ValueError(f"{name} cannot be scored chunk by chunk ({why}); score it with "
                              "capeval.score on the whole set.")
     check_chunk_size(selected, options, chunk_size)
-    from capeval.api import _split_options
+    from capeval.api import split_options
 
-    _split_options(selected, options)  # unknown options fail here, before any work
+    split_options(selected, options)  # unknown options fail here, before any work
     needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
     if needs_images and image_column is None:
         raise ValueError(f"{', '.join(needs_images)} read(s) images: give image_column= (--image-column), the column "
@@ -237,7 +237,7 @@ def distributed_state():
 
     if not in_distributed_launch():
         return None
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     accelerate = require("accelerate", what="score_dataset under accelerate launch")
     try:
@@ -522,7 +522,7 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
     del counter
     if world == 1:
         _remove_shares(run.folder)  # parts an interrupted run with more processes left
-    from capeval.models._deps import release_freed_memory
+    from capeval.dependencies import release_freed_memory
 
     release_freed_memory()  # the pass's n-gram strings were freed: hand their pages back before the scoring starts
 

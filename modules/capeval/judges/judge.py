@@ -37,7 +37,7 @@ from typing import Any
 from capeval.judges.answers import digit_token_ids
 from capeval.judges.llava_layout import HF_MODEL_TYPE, is_original_layout, load_original, read_config
 from capeval.judges.prompts import IMAGE_PLACEHOLDER, chat_messages, llava_prompt
-from capeval.models._deps import default_device, require
+from capeval.dependencies import default_device, require
 
 #: The paper's judge: transformers' conversion of ``liuhaotian/llava-v1.5-13b``.
 DEFAULT_JUDGE = "llava-hf/llava-1.5-13b-hf"

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: ``model_type`` of each layout's ``config.json``.
 ORIGINAL_MODEL_TYPE = "llava_llama"

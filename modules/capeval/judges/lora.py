@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from capeval.judges.llava_layout import original_key
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: EXPERT's released adapter (Kim et al. 2025) and its base model.
 EXPERT_ADAPTER = "hjkim811/EXPERT-llava-13b-lora"

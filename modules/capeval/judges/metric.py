@@ -157,7 +157,7 @@ class _JudgeMetric(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", "PIL", what=f"the {cls.name} metric")
 

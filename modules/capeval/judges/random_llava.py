@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: The answers the tiny model learns, by caption index (cycled): every branch of FLEUR's smoothing and a failure.
 ANSWERS = ("0.73", "0.5", "1.0", "0.07", "0.66", "none", "0.38", "0.9")

@@ -54,7 +54,7 @@ class _LCEvalMetric(CaptionMetric):
         from capeval.lceval.features import FeatureExtractor
 
         if self.model.config.uses_extra:
-            from capeval.models._deps import require
+            from capeval.dependencies import require
 
             require("torch", "transformers", what=f"the {self.name} metric (LCEval+'s sentence and critic features)")
         self.extractor = FeatureExtractor(vectors, self.model.config.parser_model, cache=self.config[self._opt("cache")],
@@ -249,6 +249,6 @@ class LCEvalPlus(_LCEvalMetric):
     @classmethod
     def check_available(cls) -> None:
         super().check_available()
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", what="the lceval_plus metric")

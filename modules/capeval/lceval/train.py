@@ -20,7 +20,7 @@ import numpy as np
 
 from capeval.lceval.features import ALL_FEATURE_NAMES, FEATURE_NAMES
 from capeval.lceval.model import LCEvalConfig, LCEvalModel
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.checkpoints import finish, last_checkpoint, load_state, record_epoch, save_checkpoint, stale
 from capeval.progress import progress
 

@@ -20,7 +20,7 @@ What goes here (and nothing metric-specific):
 * checkpoint loading and saving (safetensors, ``save_pretrained`` / ``from_pretrained``) for all of them.
 
 Rules: torch and friends are imported lazily (``import capeval`` never imports torch); a missing
-optional dependency raises ``ImportError`` naming ``pip install "capeval[learned]"`` (:mod:`._deps`).
+optional dependency raises ``ImportError`` naming ``pip install "capeval[learned]"`` (:mod:`capeval.dependencies`).
 Code picks CUDA when present and runs on the CPU otherwise. May import the text pipeline and the
 foundation modules (``paths``, ``progress``, ``io``); never a metric family, ``benchmarks``, ``hub`` or
 ``cli``. See ``docs/architecture.md``.

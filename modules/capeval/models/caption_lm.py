@@ -37,8 +37,8 @@ INTERPOLATED_FILE = "interpolated.json"
 
 
 def _require_torch():
-    """Import torch, or raise ``ImportError`` naming the install command (:func:`capeval.models._deps.require`)."""
-    from capeval.models._deps import require
+    """Import torch, or raise ``ImportError`` naming the install command (:func:`capeval.dependencies.require`)."""
+    from capeval.dependencies import require
 
     return require("torch", what="the LSTM and transformers caption LMs")
 

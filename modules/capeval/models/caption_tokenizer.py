@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.caption_lm import check_captions
 from capeval.text import get_tokenizer
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 torch, transformers = require("torch", "transformers", what="the captioner")
 nn = torch.nn

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: timm architecture the weights load into.
 ARCHITECTURE = "tf_efficientnet_lite0"

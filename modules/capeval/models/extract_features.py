@@ -30,7 +30,7 @@ import os
 import sys
 from pathlib import Path
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 ONE_CPU_PROCESS_NOTE = (
     "note: `accelerate launch --cpu` starts a single process (accelerate needs an MPI --mpirun_hostfile for "

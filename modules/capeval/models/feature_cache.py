@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.paths import CacheUnwritableWarning, cache_dir, cache_root
 from capeval.validation import warn_at_caller
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 
 class FeatureTable:

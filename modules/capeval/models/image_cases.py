@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 
 @dataclass(frozen=True)

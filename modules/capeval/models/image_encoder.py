@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from capeval.models import images as image_io
-from capeval.models._deps import default_device, release_freed_memory, require
+from capeval.dependencies import default_device, release_freed_memory, require
 from capeval.models.feature_cache import FeatureCache
 from capeval.models.inference import fold_batchnorm, ieee_float32
 from capeval.progress import progress as progress_bar
@@ -44,7 +44,7 @@ DEFAULT_ENCODER = "efficientnet-lite0"
 KINDS = ("pooled", "grid")
 #: Default batch sizes of :meth:`ImageEncoder.encode` on the CPU and on a GPU.
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 64
-#: Freed memory goes back to the OS every this many images (:func:`~capeval.models._deps.release_freed_memory`): the
+#: Freed memory goes back to the OS every this many images (:func:`~capeval.dependencies.release_freed_memory`): the
 #: resident size then grows by at most ~0.5 MB per image in between, and the trims cost little.
 TRIM_EVERY_IMAGES = 256
 #: Version of capeval's image reading rules (colour conversion, EXIF, 16-bit): part of every settings string.

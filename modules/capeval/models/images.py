@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from capeval.io import file_kind
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: The EXIF orientation tag (values 2-8 rotate or mirror the picture; 1 or none leave it as stored).
 _ORIENTATION = 0x0112

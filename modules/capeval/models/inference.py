@@ -14,7 +14,7 @@ import contextlib
 import copy
 import threading
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: Largest accepted difference between folded and original outputs, relative to the largest output.
 FOLD_TOLERANCE = 1e-4

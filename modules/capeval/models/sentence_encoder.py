@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.models._deps import default_device, require
+from capeval.dependencies import default_device, require
 from capeval.models.inference import ieee_float32
 from capeval.progress import progress
 

@@ -100,7 +100,7 @@ class SentenceCosine(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import INSTALL_HINT, require
+        from capeval.dependencies import INSTALL_HINT, require
 
         require("torch", "transformers", what=f"the {cls.name} metric")
         try:
@@ -124,7 +124,7 @@ class SentenceCosine(CaptionMetric):
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each item's cosine (the encoding is the heavy part; a share of the items per process)."""
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", what=f"the {self.name} metric")
         scores = sentence_cosine_scores(batch.predictions, batch.references,

@@ -178,7 +178,7 @@ def nearest_rows(corpus: RankCorpus, vectors, queries: Sequence[int], k: int = 5
     captions whose lower-cased text equals the query's (exact: blocked matrix products, ``torch.topk``; ties in
     topk's deterministic order). ``vectors``: ``[len(corpus), dim]`` unit vectors (numpy or torch, any float).
     Fewer than ``k`` only when the training pool has fewer eligible captions."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
     from capeval.progress import progress
 
     torch = require("torch", what="sentence_rank's nearest captions")

@@ -110,7 +110,7 @@ class SentenceRank(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import INSTALL_HINT, require
+        from capeval.dependencies import INSTALL_HINT, require
 
         require("torch", "transformers", "safetensors", what=f"the {cls.name} metric")
         try:
@@ -137,7 +137,7 @@ class SentenceRank(CaptionMetric):
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each item's score (the encoding is the heavy part; a share of the items per process)."""
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "transformers", what=f"the {self.name} metric")
         scores = sentence_rank_scores(batch.predictions, batch.references, model=self.model,

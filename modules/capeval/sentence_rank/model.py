@@ -194,7 +194,7 @@ class SentenceRankModel:
 def torch_network(config: SentenceRankConfig, model: SentenceRankModel | None = None):
     """The torch module of ``config`` (``forward(u, v) -> logits [n]``), starting from ``model``'s parameters
     (default: :meth:`SentenceRankModel.initial` with torch's own seeded initialisation of the hidden layer)."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     torch = require("torch", what="sentence_rank training")
     nn = torch.nn

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.models.checkpoints import record_epoch, stale
 from capeval.progress import progress
 from capeval.sentence_rank.data import NEGATIVE_KINDS, RankCorpus, dev_pairs, epoch_pairs, resolve_pairs

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.hub_cli import download_command
-from capeval.models._deps import default_device, require
+from capeval.dependencies import default_device, require
 from capeval.vision_language.checkpoints import CLIP_MEAN, CLIP_STD
 
 #: OpenAI's model names and the Hub repos holding the same weights in transformers' format.

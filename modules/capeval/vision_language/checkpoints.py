@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: OpenAI CLIP's image normalisation (clipscore.py, PAC-S and every OpenAI-format checkpoint).
 CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)

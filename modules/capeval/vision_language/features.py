@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.progress import progress as progress_bar
 from capeval.vision_language.backends import ClipBackend, features_to_cpu
 from capeval.vision_language.tokenizer import encode_texts, pad_batch

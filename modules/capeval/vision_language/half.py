@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 from capeval.vision_language.scores import reference_counts
 
 

@@ -125,7 +125,7 @@ class _VisionLanguageMetric(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "torchvision", "open_clip", "transformers", what=f"the {cls.name} metric")
 
@@ -370,7 +370,7 @@ class Polos(CaptionMetric):
 
     @classmethod
     def check_available(cls) -> None:
-        from capeval.models._deps import require
+        from capeval.dependencies import require
 
         require("torch", "torchvision", "open_clip", "transformers", what="the polos metric")
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from capeval.models._deps import default_device, require
+from capeval.dependencies import default_device, require
 
 #: The prompt the reference puts before every CLIP text.
 POLOS_PREFIX = "A photo depicts "

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capeval.models._deps import require
+from capeval.dependencies import require
 
 #: The captions written beside the checkpoints, one per bundled example photo (chelsea, astronaut, coffee).
 EXAMPLE_PREDICTIONS = ("a tabby cat looking at the camera", "a smiling woman astronaut in an orange suit",

@@ -63,7 +63,7 @@ _SPECIAL = {"<|startoftext|>": START_OF_TEXT, "<|endoftext|>": END_OF_TEXT}
 def _bpe():
     """open_clip's ``SimpleTokenizer``: OpenAI's vocabulary, byte encoder, merges and cleaning (ftfy, HTML, spaces,
     lower case)."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     tokenizer_module = require("open_clip.tokenizer", what="CLIP's tokenizer (clip_s, pac_s)")
     return tokenizer_module.SimpleTokenizer()
@@ -71,7 +71,7 @@ def _bpe():
 
 @lru_cache(maxsize=1)
 def _pattern():
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     regex = require("regex", what="CLIP's tokenizer (clip_s, pac_s)")
     return regex.compile(_PATTERN, regex.IGNORECASE)
@@ -227,7 +227,7 @@ def _encode_texts(texts: Sequence[str], prefix: str, context_length: int) -> Enc
 def pad_batch(ids: Sequence[Sequence[int]], width: int | None = None):
     """A ``[B, L]`` int64 tensor of ``ids`` zero-padded to the longest (``L`` ≤ the context length), or to ``width``
     (the float16 path pads to the full context as ``clip.tokenize``: in float16 the shorter sequence rounds otherwise)."""
-    from capeval.models._deps import require
+    from capeval.dependencies import require
 
     torch = require("torch")
     width = max(len(t) for t in ids) if width is None else width
