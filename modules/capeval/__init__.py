@@ -16,6 +16,7 @@ from capeval.api import available_metrics, score
 from capeval.coverage import OutOfVocabularyWarning
 from capeval.dataset_scoring import score_dataset
 from capeval.language import NonEnglishWarning
+from capeval.loaded_models import clear_loaded_models
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
 from capeval.registry import metric_options
@@ -23,4 +24,4 @@ from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EmptyCaptionWarning, W
 
 __all__ = ["DEFAULT_MAX_CAPTION_CHARS", "CaptionMetric", "EmptyCaptionWarning", "MetricOutput", "NonEnglishWarning",
            "Option", "OutOfVocabularyWarning", "WordlessCaptionWarning", "__version__", "available_metrics",
-           "metric_options", "score", "score_dataset"]
+           "clear_loaded_models", "metric_options", "score", "score_dataset"]

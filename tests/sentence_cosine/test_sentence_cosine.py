@@ -138,12 +138,13 @@ def test_fake_encoder_vectors_are_normalised_here():
 
 
 def test_loaded_encoder_is_kept_between_calls(encoder):
+    from capeval.loaded_models import loaded_kinds
     from capeval.models import sentence_encoder
 
     capeval.score(PREDICTIONS[:1], REFERENCES[:1], metrics="sentence_cosine")
-    loaded = dict(sentence_encoder._LOADED)
+    loaded = loaded_kinds()
     capeval.score(PREDICTIONS[1:2], REFERENCES[1:2], metrics="sentence_cosine", sentence_cosine_reduce="max")
-    assert sentence_encoder._LOADED == loaded  # nothing loaded again
+    assert loaded_kinds() == loaded  # nothing loaded again
     assert sentence_encoder.load_sentence_encoder() is encoder
 
 

@@ -103,18 +103,24 @@ class VocabularyExpansion:
         return out, lengths
 
 
-_EXPANSIONS: dict[int, tuple[Any, VocabularyExpansion]] = {}
-
-
 def expansion_for(model, vocab: CriticVocab) -> VocabularyExpansion:
-    """The :class:`VocabularyExpansion` of a loaded critic (fitted once per model and process)."""
-    held = _EXPANSIONS.get(id(model))
-    if held is None or held[0] is not model or held[1].vocab is not vocab:
+    """The :class:`VocabularyExpansion` of a loaded critic (fitted once per model and process, kept with the loaded
+    models: :mod:`capeval.loaded_models`)."""
+    from capeval.loaded_models import load_once
+
+    def fit() -> tuple[Any, VocabularyExpansion]:
         from capeval.models.word_vectors import load_word_vectors
 
         vectors = load_word_vectors(getattr(model.config, "word_vectors", None) or "glove-6b-50d")
         weights = model.embed.weight.detach().float().cpu().numpy()
-        held = _EXPANSIONS[id(model)] = (model, VocabularyExpansion(vocab, weights, vectors))
+        return model, VocabularyExpansion(vocab, weights, vectors)
+
+    held = load_once("critic_expansion", (id(model), id(vocab)), fit)
+    if held[0] is not model or held[1].vocab is not vocab:  # an id reused by another model after a clear
+        from capeval.loaded_models import forget
+
+        forget("critic_expansion")
+        held = load_once("critic_expansion", (id(model), id(vocab)), fit)
     return held[1]
 
 

@@ -17,7 +17,6 @@ from capeval.critic.vocab import CriticVocab
 #: The default critic of each context: the ``critic``, ``critic_ref`` and ``critic_img`` metrics' defaults in the catalog.
 SHIPPED = {"image+reference": DEFAULTS["critic"], "reference": DEFAULTS["critic_ref"],
            "image": DEFAULTS["critic_img"]}
-_LOADED: dict[tuple[str, str], tuple[Any, CriticVocab]] = {}
 
 
 def critic_folder(path: str | os.PathLike | None = None, context: str = "image+reference") -> Path:
@@ -84,15 +83,18 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
                                 "`capeval critic train` or omit the path for the shipped critic.")
     device = default_device(device)
     key = (str(folder.resolve()), str(device))
-    if key not in _LOADED:
+    from capeval.loaded_models import load_once
+
+    def load() -> tuple[Any, CriticVocab]:
         from capeval.progress import announce
 
         with announce(f"loading the critic {folder.name} (once per process)"):
             from capeval.critic.model import CriticModel
 
             model = CriticModel.from_pretrained(folder).float().to(device).eval()  # shipped weights are float16
-            _LOADED[key] = (model, CriticVocab.load(folder))
-    return _LOADED[key]
+            return model, CriticVocab.load(folder)
+
+    return load_once("critic", key, load)
 
 
 def model_label(folder: str | os.PathLike, *extra_folders: str | os.PathLike) -> str:

@@ -35,7 +35,6 @@ from capeval.dependencies import require
 from capeval.models.inference import ieee_float32
 from capeval.progress import progress
 
-_ENCODERS: dict[tuple[str, str, bool], Any] = {}
 
 
 def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = None, cache: bool = True):
@@ -55,10 +54,12 @@ def encode_images(model, images: Sequence[Any], *, progress_bar: bool | None = N
         slot.append(len(unique))
         unique.append(im)
     key = (cfg.encoder, str(cfg.encoder_resolution), cache, str(model.device))
-    if key not in _ENCODERS:  # kept, like the critics: building the encoder costs seconds per call otherwise
-        # on the critic's device: ``critic_device="cpu"`` keeps the whole metric off a GPU
-        _ENCODERS[key] = load_image_encoder(cfg.encoder, cfg.encoder_resolution, cache=cache, device=model.device)
-    encoder = _ENCODERS[key]
+    from capeval.loaded_models import load_once
+
+    # kept, like the critics: building the encoder costs seconds per call otherwise; on the critic's device
+    # (``critic_device="cpu"`` keeps the whole metric off a GPU)
+    encoder = load_once("image_encoder", key, lambda: load_image_encoder(cfg.encoder, cfg.encoder_resolution,
+                                                                          cache=cache, device=model.device))
     feats = encoder.encode(unique, kind="pooled", progress=progress_bar)
     if feats.shape[1] != cfg.image_dim:
         raise ValueError(f"the critic reads {cfg.image_dim}-d image features but {cfg.encoder} gives {feats.shape[1]}.")

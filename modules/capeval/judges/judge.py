@@ -79,8 +79,6 @@ class Judge:
         return str(self.dtype).replace("torch.", "")
 
 
-_JUDGES: dict[tuple, Judge] = {}
-_LOADING = threading.Lock()
 
 
 def _resolve_folder(spec: str | os.PathLike, option: str) -> Path:
@@ -168,10 +166,10 @@ def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dty
     target = default_device(device)
     torch_dtype = _torch_dtype(dtype, target)
     key = (spec, str(target), str(torch_dtype), device_map, vision_tower, None if adapter is None else str(adapter))
-    with _LOADING:
-        if key not in _JUDGES:
-            _JUDGES[key] = _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter)
-        return _JUDGES[key]
+    from capeval.loaded_models import load_once
+
+    return load_once("judge", key, lambda: _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower,
+                                                 option, adapter))
 
 
 def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter=None) -> Judge:

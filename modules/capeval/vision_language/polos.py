@@ -370,8 +370,6 @@ def _clip_backend(checkpoint: PolosCheckpoint, device, option: str):
                        "float32")
 
 
-_LOADED: dict[tuple, PolosModel] = {}
-_LOAD_LOCK = threading.Lock()
 
 
 def load_polos(spec: str | os.PathLike, *, text_model: str | None = None, device: Any = None,
@@ -380,17 +378,17 @@ def load_polos(spec: str | os.PathLike, *, text_model: str | None = None, device
     from capeval.vision_language.backends import _cache_key
 
     key = (_cache_key(spec), text_model, str(default_device(device)))
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = build_model(read_checkpoint(spec, option=option), text_model=text_model, device=device,
-                                       option=option)
-        return _LOADED[key]
+    from capeval.loaded_models import load_once
+
+    return load_once("polos", key, lambda: build_model(read_checkpoint(spec, option=option), text_model=text_model,
+                                                       device=device, option=option))
 
 
 def clear_loaded() -> None:
-    """Forget loaded Polos models (tests)."""
-    with _LOAD_LOCK:
-        _LOADED.clear()
+    """Forget loaded Polos models (:func:`capeval.clear_loaded_models` forgets every kind)."""
+    from capeval.loaded_models import forget
+
+    forget("polos")
 
 
 @dataclass
