@@ -7,10 +7,11 @@ A thin wrapper: all logic is in ``capeval.lceval`` (``pip install "capeval[evalu
 import evaluate
 from capeval import DEFAULT_MAX_CAPTION_CHARS
 from capeval import score as capeval_score
-from capeval.catalog import DEFAULTS
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("lceval", "lceval_released", "lceval_plus")
@@ -52,7 +53,7 @@ all-MiniLM-L6-v2 sentence cosine (max and mean over the references) and capeval'
 layer was trained on (`lceval_released_word_vectors` takes the authors' vector file).
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with LCEval: P(the caption is human-written | its 16 features against the references).
 
 Args:
@@ -67,29 +68,7 @@ Args:
     tokenizer (`str`, optional): "ptb" (default; pure Python) or "ptb-java": the PTB tokens every feature reads.
     max_caption_chars (`int` or `None`, optional): captions longer than this are refused (ValueError naming the
         item) before METEOR and the parser run; default 5000, None for no limit.
-    lceval_model (`str`, optional): the network of "lceval": a shipped name or the folder written by
-        `capeval lceval train`. Default: "lceval-caption-flickr8k-coco", the caption-level network (human vs
-        mismatched captions), picked by capeval's rule (BENCHMARKS.md: at least CIDEr-D on every clean benchmark);
-        "lceval-flickr8k-coco" is the paper's human-vs-machine objective (a reproduction, not recommended for
-        ranking captions: PASCAL-50S 77.4, below CIDEr-D's 79.9).
-    lceval_released_model (`str`, optional): the layer of "lceval_released": "lceval-released-9990" (default,
-        the authors' last checkpoint) or "lceval-released-8010".
-    lceval_plus_model (`str`, optional): the network of "lceval_plus". Default: "lceval-plus-caption-flickr8k-coco"
-        (not recommended: below the plain sentence cosine on PASCAL-50S and THumB).
-    lceval_word_vectors, lceval_released_word_vectors, lceval_plus_word_vectors (`str`, optional): the word vectors of WMD and MOWE: None
-        (default: the vectors the network was trained with, GloVe 6B 50-d for the shipped ones) or the path of a
-        word2vec / GloVe text file (the authors used GoogleNews word2vec).
-    lceval_features, lceval_released_features, lceval_plus_features (`bool`, optional): also return the
-        features of each caption (result keys "lceval_features" / "lceval_released_features" /
-        "lceval_plus_features"; 16, or 19 for lceval_plus). Default False.
-    lceval_cache, lceval_released_cache, lceval_plus_cache (`bool`, optional): use the feature and parse caches
-        (`$CAPEVAL_CACHE_DIR`, default `~/.cache/capeval`). Default True.
-    lceval_scale, lceval_plus_scale (`str`, optional): "auto" (default: the readable scale for the shipped default
-        networks, the raw probability for any other), "readable" (ValueError for a network without a shipped map)
-        or "raw" (the network's P(human)). The readable scale is a fixed, strictly increasing map (rankings and
-        Kendall τ unchanged): about the share of human captions of unseen COCO images that score lower against
-        their own image's other captions, 0.5 the median one. Enters the signature (scale=). lceval_released
-        stays on the authors' raw scale.
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for COCO Caption) are accepted and passed over, because
@@ -148,7 +127,7 @@ Examples:
     ('scale=readable@', 'scale=raw')
     >>> [a < b for a, b in zip(readable["per_caption"]["lceval"][:2], raw["per_caption"]["lceval"][:2])]
     [True, True]
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -158,6 +137,8 @@ class Lceval(CaptionModule, evaluate.Metric):
     Spelled ``Lceval``: `evaluate` names a module after its class in snake case ("lceval", like the folder, and the
     key prefix in `evaluate.combine`); ``LCEval`` would be "lc_eval".
     """
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -169,6 +150,7 @@ class Lceval(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/NaehaSharif/LCEVal"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
@@ -176,21 +158,8 @@ class Lceval(CaptionModule, evaluate.Metric):
         metrics=None,
         tokenizer="ptb",
         max_caption_chars=DEFAULT_MAX_CAPTION_CHARS,
-        lceval_model=DEFAULTS["lceval"],
-        lceval_released_model=DEFAULTS["lceval_released"],
-        lceval_plus_model=DEFAULTS["lceval_plus"],
-        lceval_word_vectors=None,
-        lceval_released_word_vectors=None,
-        lceval_plus_word_vectors=None,
-        lceval_features=False,
-        lceval_released_features=False,
-        lceval_plus_features=False,
-        lceval_cache=True,
-        lceval_released_cache=True,
-        lceval_plus_cache=True,
-        lceval_scale="auto",
-        lceval_plus_scale="auto",
         empty="error",
+        **options,  # the lceval_*, lceval_released_* and lceval_plus_* options, each declared once (metric_options)
     ):
         keys = select_metrics(["lceval"] if metrics is None else metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -202,19 +171,6 @@ class Lceval(CaptionModule, evaluate.Metric):
             metrics=keys,
             tokenizer=tokenizer,
             max_caption_chars=max_caption_chars,
-            lceval_model=lceval_model,
-            lceval_released_model=lceval_released_model,
-            lceval_plus_model=lceval_plus_model,
-            lceval_word_vectors=lceval_word_vectors,
-            lceval_released_word_vectors=lceval_released_word_vectors,
-            lceval_plus_word_vectors=lceval_plus_word_vectors,
-            lceval_features=lceval_features,
-            lceval_released_features=lceval_released_features,
-            lceval_plus_features=lceval_plus_features,
-            lceval_cache=lceval_cache,
-            lceval_released_cache=lceval_released_cache,
-            lceval_plus_cache=lceval_plus_cache,
-            lceval_scale=lceval_scale,
-            lceval_plus_scale=lceval_plus_scale,
             empty=empty,
+            **options,
         )
