@@ -9,6 +9,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("critic", "critic_ref", "critic_img", "critic_plus")
@@ -42,7 +44,7 @@ embeddings start from GloVe 6B 50-d instead of 300-d; a critic trained with othe
 (`capeval critic train`) is chosen with the `critic_model` options.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with a learned critic: P(the caption is human-written | image and/or reference).
 
 Args:
@@ -59,30 +61,7 @@ Args:
     images (`list`, optional): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a
         numpy array or a `datasets.Image` value. Required by critic, critic_img and critic_plus (ValueError
         naming the metric without it), ignored by critic_ref. Give it to `compute`, not to `add_batch`.
-    critic_model (`str`, optional): folder of a trained image + reference critic (`capeval critic train`), of a
-        critic ensemble (`capeval critic fit-ensemble`), or a catalog name (`capeval models --metric critic`):
-        "critic-flickr8k-joint" (the default), "critic-flickr8k-caption" (the paper's caption-level critic, bundled),
-        "critic-flickr8k-coco" or "critic-flickr8k", the paper's critic (a reproduction, not recommended for ranking
-        captions; both from the Hub: `capeval models fetch NAME` once).
-    critic_ref_model (`str`, optional): folder of a reference-only critic, "critic-coco-ref", or an image + reference
-        critic trained with image_optional, "critic-flickr8k-joint" (scored with its "no image" vector; the
-        default), or the paper's "critic-flickr8k-ref" (a reproduction, not recommended for ranking captions).
-    critic_img_model (`str`): folder or name of an image-only critic, required by critic_img (there is no default:
-        the paper's `critic-flickr8k-img` is at chance on human judgments; name it to use it anyway).
-    critic_plus_model (`str`, optional): folder of a critic_plus combiner (`capeval critic fit-plus`), which
-        names its critic and sentence encoder. Default: the shipped `critic-flickr8k-plus`.
-    critic_batch_size (`int`, optional): caption pairs per forward pass. Default 4096.
-    critic_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
-    critic_oov (`str`, optional): words outside a critic's vocabulary: "glove-map" (default: mapped into the
-        critic's embedding space from their GloVe vectors by a map fitted on its vocabulary; it kept Flickr8k-Expert
-        τ-c at .451 and PASCAL-50S at 81.6 % where a tenth of the words were swapped for unseen ones, against .381
-        and 75.3 % with "unk") or "unk" (one unknown vector, the critic as trained). Enters the signature (oov=).
-    critic_scale (`str`, optional): "auto" (default: the readable scale for the shipped default critics
-        critic-flickr8k-joint and critic-flickr8k-plus, the raw probability for any other), "readable" (ValueError
-        for a critic without a shipped map) or "raw" (P(human)). The readable scale is a fixed, strictly
-        increasing map (rankings and Kendall τ unchanged): about the share of human captions of unseen images
-        (COCO for critic_ref; Flickr8k dev with their images for critic and critic_plus) that score lower against
-        their own image's other captions, 0.5 the median one. Enters the signature (scale=).
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules (e.g. `cider_df` for SPICE) are accepted and passed over, because
@@ -159,13 +138,15 @@ Examples:
     ...                      critic_scale="raw")
     >>> [round(p, 1) for p in raw["per_caption"]["critic_plus"]]  # the combiner's probabilities: all three fit
     [1.0, 0.8, 1.0]
-"""
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class LearnedCritic(CaptionModule, evaluate.Metric):
     """The learned critic (critic / critic_ref / critic_img / critic_plus); see
     ``capeval.score(..., metrics="critic")``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -177,21 +158,15 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/richardaecn/cvpr18-caption-eval"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         images=None,
-        critic_model=None,
-        critic_ref_model=None,
-        critic_img_model=None,
-        critic_plus_model=None,
-        critic_batch_size=4096,
-        critic_device=None,
-        critic_oov="glove-map",
-        critic_scale="auto",
         empty="error",
+        **options,  # the critic_* options, each declared once (capeval.metric_options("critic"), ...)
     ):
         if metrics is None:  # the paper's critic when there are images, else the one that needs none
             metrics = ["critic"] if images is not None else ["critic_ref"]
@@ -204,13 +179,6 @@ class LearnedCritic(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             images=images,
-            critic_model=critic_model,
-            critic_ref_model=critic_ref_model,
-            critic_img_model=critic_img_model,
-            critic_plus_model=critic_plus_model,
-            critic_batch_size=critic_batch_size,
-            critic_device=critic_device,
-            critic_oov=critic_oov,
-            critic_scale=critic_scale,
             empty=empty,
+            **options,
         )
