@@ -82,14 +82,23 @@ class NonEnglishWarning(UserWarning):
     """A prediction or reference does not look English; capeval's metrics were built for English captions."""
 
 
-def non_english_items(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
-    """``predictions[i]`` / ``references[i][j]`` labels of the texts :func:`non_english` flags, in order."""
+def non_english_positions(predictions: Sequence[str], references: Sequence[Sequence[str]]
+                          ) -> list[tuple[int, int | None]]:
+    """Where the texts :func:`non_english` flags are, in order: ``(i, None)`` for ``predictions[i]``, then
+    ``(i, j)`` for ``references[i][j]``."""
     flagged = {t for t in {*predictions, *(r for refs in references for r in refs)} if non_english(t)}
     if not flagged:
         return []
-    where = [f"predictions[{i}]" for i, p in enumerate(predictions) if p in flagged]
-    where += [f"references[{i}][{j}]" for i, refs in enumerate(references) for j, r in enumerate(refs) if r in flagged]
+    where: list[tuple[int, int | None]] = [(i, None) for i, p in enumerate(predictions) if p in flagged]
+    where += [(i, j) for i, refs in enumerate(references) for j, r in enumerate(refs) if r in flagged]
     return where
+
+
+def non_english_items(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
+    """``predictions[i]`` / ``references[i][j]`` labels of the texts :func:`non_english` flags, in order
+    (:func:`non_english_positions` in words)."""
+    return [f"predictions[{i}]" if j is None else f"references[{i}][{j}]"
+            for i, j in non_english_positions(predictions, references)]
 
 
 def warn_non_english(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
@@ -108,4 +117,4 @@ def warn_non_english(predictions: Sequence[str], references: Sequence[Sequence[s
 
 
 __all__ = ["ENGLISH_FUNCTION_WORDS", "FOREIGN_FUNCTION_WORDS", "MIN_WORDS", "NonEnglishWarning", "non_english",
-           "non_english_items", "warn_non_english"]
+           "non_english_items", "non_english_positions", "warn_non_english"]

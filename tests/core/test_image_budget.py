@@ -160,3 +160,26 @@ def test_the_clip_preprocessing_is_bounded(monkeypatch):
     assert spy.largest() <= images.RESIZE_MAX_PIXELS
     photo = Image.fromarray(np.random.default_rng(3).integers(0, 256, (213, 320, 3), dtype=np.uint8))
     assert np.array_equal(transform.geometry_uint8(photo), np.asarray(transform.geometry(photo)))
+
+
+def test_an_unusable_image_is_an_error_with_its_fields(tmp_path):
+    """Callers name the item in their own words from the error's fields (index, path, problem), never by reading its
+    message back."""
+    import os
+
+    from capeval.models.images import ImageInputError, read_item
+
+    fake = tmp_path / "notes.png"
+    fake.write_text("not a picture")
+    with pytest.raises(ImageInputError) as err:
+        read_item(str(fake), 4).decode()
+    assert err.value.index == 4 and err.value.path == str(fake)
+    assert str(err.value).startswith(f"images[4] ({fake}) is not a readable image")
+    assert err.value.named("the image column").startswith("the image column is not a readable image")
+    os.mkfifo(tmp_path / "pipe.png")
+    with pytest.raises(ImageInputError) as err:
+        read_item(str(tmp_path / "pipe.png"), 0)
+    assert err.value.index == 0 and "FIFO" in err.value.problem
+    with pytest.raises(ImageInputError) as err:
+        read_item({"bytes": b"junk", "path": "cat.png"}, 2).decode()
+    assert err.value.index == 2 and err.value.path == "cat.png"

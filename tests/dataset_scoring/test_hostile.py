@@ -169,13 +169,17 @@ def test_unreadable_images_name_the_dataset_row_and_id(tmp_path):
     assert "row 3 (id 'img3'): " in line and "not a readable image" in line and "images[" not in line
 
 
-def test_a_metric_error_naming_images_i_is_renamed_to_the_dataset_row():
+def test_a_metric_s_image_error_is_renamed_to_the_dataset_row_from_its_fields():
     from capeval.dataset_scoring.run import _in_row_words
+    from capeval.models.images import ImageInputError
 
-    renamed = _in_row_words(ValueError("images[1] (x.jpg) is not a readable image (OSError: truncated)."), [0, 3],
-                            ["img0", "img3"], "photo")
+    error = ImageInputError(1, "x.jpg", " is not a readable image (OSError: truncated).")
+    assert str(error) == "images[1] (x.jpg) is not a readable image (OSError: truncated)."
+    renamed = _in_row_words(error, [0, 3], ["img0", "img3"], "photo")
     assert isinstance(renamed, ValueError)
     assert str(renamed) == "row 3 (id 'img3'): photo (x.jpg) is not a readable image (OSError: truncated)."
+    # only the fields count: a message that merely mentions images[1] is the metric's own error
+    assert _in_row_words(ValueError("images[1] (x.jpg) is not a readable image"), [0, 3], ["a", "b"], "photo") is None
     assert _in_row_words(ValueError("predictions[0] is empty"), [0], ["a"], "photo") is None
 
 

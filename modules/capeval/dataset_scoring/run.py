@@ -408,25 +408,25 @@ def _image_problem(value: Any, row: int, column: str, decode: bool = True) -> st
         if decode and item.data is not None:
             item.decode()
     except (ValueError, TypeError, OSError) as err:
-        text = " ".join(str(err).split()).rstrip(".")
-        return text.replace(f"images[{row}]", column, 1)
+        from capeval.models.images import ImageInputError
+
+        text = err.named(f"{column} ({err.path})" if err.path else column) if isinstance(err, ImageInputError) \
+            else str(err).replace(f"images[{row}]", column, 1)  # a missing file (FileNotFoundError)
+        return " ".join(text.split()).rstrip(".")
     return None
 
 
 def _in_row_words(err: BaseException, rows: list[int], ids: list[Any], column: str | None) -> BaseException | None:
-    """An error of a metric that names ``images[i]`` (the ``i``-th scored row of a chunk) as the same error naming
-    the input row and its id; ``None`` when it names no such item."""
-    import re
+    """A metric's :class:`~capeval.models.images.ImageInputError` about its ``index``-th image (the ``index``-th
+    scored row of a chunk) as an error naming the input row, its id and the column; ``None`` for any other error."""
+    from capeval.models.images import ImageInputError
 
-    found = re.search(r"images\[(\d+)\]", str(err))
-    if found is None or int(found.group(1)) >= len(rows):
+    if not isinstance(err, ImageInputError) or not 0 <= err.index < len(rows):
         return None
-    i = int(found.group(1))
-    text = str(err).replace(found.group(0), column or "image", 1)
-    try:
-        return type(err)(f"row {rows[i]} (id {ids[i]!r:.80}): {text}")
-    except TypeError:  # an exception type that takes other arguments
-        return ValueError(f"row {rows[i]} (id {ids[i]!r:.80}): {text}")
+    i = err.index
+    item = column or "image"
+    text = err.named(f"{item} ({err.path})" if err.path else item)
+    return ValueError(f"row {rows[i]} (id {ids[i]!r:.80}): {text}")
 
 
 def _image(value: Any, source: Source) -> Any:
@@ -579,7 +579,7 @@ def _cider_table(run: _Run):
 def _score_chunks(run: _Run, rank: int, world: int) -> None:
     """Score the chunks ``k`` with ``k % world == rank`` that have no shard yet; then record how many chunks the
     input has (``plan.json``)."""
-    from capeval.language import non_english_items
+    from capeval.language import non_english_positions
     from capeval.progress import progress
     from capeval.registry import metric_class
 
@@ -646,8 +646,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 record["signature"] = result["signature"]
                 record["nrefs"] = sorted({len(r) for r in refs})
                 if run.language_check:
-                    flagged = non_english_items(preds, refs)
-                    rows = sorted({int(label.split("[")[1].split("]")[0]) for label in flagged})
+                    rows = sorted({i for i, _ in non_english_positions(preds, refs)})
                     record["non_english"] = [_jsonable(ids[i]) for i in rows]
             else:
                 for keys in run.selected.values():

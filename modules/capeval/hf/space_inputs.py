@@ -214,6 +214,16 @@ def _image_metrics(metrics: Sequence[str]) -> list[str]:
     return [name for name in selected if getattr(metric_class(name), "needs_images", False)]
 
 
+def _named_for_the_page(err: BaseException, paths: Sequence[str] | None) -> str:
+    """A module's error as the page says it: an :class:`~capeval.models.images.ImageInputError` about image ``k``
+    names it ``Image k+1 (file name)`` from its fields; other messages by :func:`_name_images`."""
+    from capeval.models.images import ImageInputError
+
+    if isinstance(err, ImageInputError) and paths and 0 <= err.index < len(paths):
+        return err.named(f"Image {err.index + 1} ({os.path.basename(paths[err.index])})")
+    return _name_images(str(err), paths)
+
+
 def _name_images(message: str, paths: Sequence[str] | None) -> str:
     """``images[k]`` in a module's message as the page numbers them: ``image k+1 (file name)``."""
     def label(match: re.Match) -> str:
@@ -270,7 +280,7 @@ def score_image_captions(compute: Callable[..., dict], keys: Sequence[str], imag
     try:
         result = compute(predictions=predictions, references=references, images=given, **kwargs)
     except (ValueError, TypeError, OSError) as err:
-        raise SpaceInputError(_name_images(str(err), given)) from err
+        raise SpaceInputError(_named_for_the_page(err, given)) from err
     shown = [k for k in keys if k in result]
     corpus = [[k, _round(result[k])] for k in shown] + coverage_rows(result)
     per_caption = {"headers": ["#", "image", "caption", *shown],

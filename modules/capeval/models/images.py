@@ -82,12 +82,44 @@ class ImageItem:
     key: str
     data: bytes | None = None
     image: Any = None  # a PIL RGB image for in-memory inputs
+    path: str | None = None  # the file it was read from, when it names one
 
     def decode(self):
-        """The image as an 8-bit RGB ``PIL.Image`` (see the module docstring for the rules)."""
+        """The image as an 8-bit RGB ``PIL.Image`` (see the module docstring for the rules); an image that cannot be
+        decoded is an :class:`ImageInputError`."""
         if self.image is not None:
             return self.image
-        return decode_bytes(self.data, self.label)
+        try:
+            return decode_bytes(self.data, self.label)
+        except ImageInputError:
+            raise
+        except ValueError as err:
+            raise _structured(err, self, self.index, self.path) from None
+
+
+class ImageInputError(ValueError):
+    """An image input that cannot be used, with what it is as data: ``index`` (its position in ``images``), ``path``
+    (its file, or ``None``) and ``problem`` (what is wrong, the words after the item's name: ``" is not a readable
+    image (...)"``), so that a caller names the item in its own words (:meth:`named`: score-dataset's row and column,
+    a Space's "Image 2 (cat.png)") without reading the message back."""
+
+    def __init__(self, index: int, path: str | os.PathLike | None, problem: str) -> None:
+        self.index, self.path, self.problem = index, None if path is None else os.fspath(path), problem
+        super().__init__(self.named(f"images[{index}]" + (f" ({self.path})" if self.path is not None else "")))
+
+    def named(self, item: str) -> str:
+        """The message with the item called ``item``."""
+        return f"{item}{self.problem}"
+
+
+def _structured(err: ValueError, item: ImageItem | None, index: int, path: Any) -> ImageInputError:
+    """``err``, raised with the label of image ``index`` (``images[3] (cat.png) ...``), as an
+    :class:`ImageInputError`."""
+    label = item.label if item is not None else _label(index, path if isinstance(path, (str, os.PathLike)) else None)
+    text = str(err)
+    if isinstance(err, ImageInputError) or not text.startswith(label):
+        return err if isinstance(err, ImageInputError) else ImageInputError(index, None, ": " + text)
+    return ImageInputError(index, path if isinstance(path, (str, os.PathLike)) else None, text[len(label):])
 
 
 def _label(index: int, path: str | os.PathLike | None = None) -> str:
@@ -136,23 +168,36 @@ _URL_SCHEMES = ("http://", "https://", "ftp://", "s3://", "gs://", "hf://", "dat
 
 
 def read_item(item: Any, index: int) -> ImageItem:
-    """Read ``item`` (path, bytes, ``datasets`` dict, PIL image or array) and hash its content."""
+    """Read ``item`` (path, bytes, ``datasets`` dict, PIL image or array) and hash its content; an item that cannot
+    be read is an :class:`ImageInputError` (a missing file: ``FileNotFoundError``)."""
+    try:
+        return _read_item(item, index)
+    except ImageInputError:
+        raise
+    except ValueError as err:
+        path = item.get("path") if isinstance(item, dict) else item
+        raise _structured(err, None, index, path) from None
+
+
+def _read_item(item: Any, index: int) -> ImageItem:
     if isinstance(item, str) and item.strip().lower().startswith(_URL_SCHEMES):
         raise ValueError(f"{_label(index, item)} is a URL; capeval reads local image files only and never downloads: "
                          "download it first and pass the file's path (or its bytes).")
     if isinstance(item, (str, os.PathLike)):
         label = _label(index, item)
         data = _read_file(item, label)
-        return ImageItem(index, label, hashlib.sha256(data).hexdigest(), data=data)
+        return ImageItem(index, label, hashlib.sha256(data).hexdigest(), data=data, path=os.fspath(item))
     if isinstance(item, (bytes, bytearray, memoryview)):
         data = bytes(item)
         return ImageItem(index, _label(index), hashlib.sha256(data).hexdigest(), data=data)
     if isinstance(item, dict) and ("bytes" in item or "path" in item):
         if item.get("bytes") is not None:
             data = bytes(item["bytes"])
-            return ImageItem(index, _label(index, item.get("path")), hashlib.sha256(data).hexdigest(), data=data)
+            where = item.get("path")
+            return ImageItem(index, _label(index, where), hashlib.sha256(data).hexdigest(), data=data,
+                             path=None if where is None else os.fspath(where))
         if item.get("path") is not None:
-            return read_item(item["path"], index)
+            return _read_item(item["path"], index)
         raise ValueError(f"images[{index}] is a datasets.Image dict with neither 'bytes' nor 'path'.")
     label = _label(index)
     image = _in_memory_to_rgb(item, label)
