@@ -9,6 +9,8 @@ from capeval import score as capeval_score
 from capeval.hf import CaptionModule
 from capeval.hf import caption_features
 from capeval.hf import select_metrics
+from capeval.hf import takes_options
+from capeval.hf import with_options
 
 #: the capeval metric families this module computes (``metrics=`` may name others, for evaluate.combine)
 _FAMILY = ("fleur", "ref_fleur")
@@ -40,7 +42,7 @@ only the paper's model gives FLEUR's numbers. The judge's training data (LLaVA-1
 images; its CLIP's 400M pairs are undisclosed) makes its overlap with any benchmark unknown.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_DESCRIPTION = with_options("""
 Scores image captions with a multimodal-LLM judge: FLEUR (image and caption) and RefFLEUR (image, caption and
 references).
 
@@ -54,28 +56,7 @@ Args:
     images (`list`): one image per prediction, in prediction order: a path, a `PIL.Image.Image`, a numpy array or
         a `datasets.Image` value. Required (ValueError naming the metrics without it). Give it to `compute`, not to
         `add_batch`.
-    fleur_model (`str`, optional): the judge: a Hub id (default "llava-hf/llava-1.5-13b-hf", transformers'
-        conversion of the paper's LLaVA-1.5-13B, read from the Hugging Face cache; HF_HUB_OFFLINE is honoured) or
-        a folder: any transformers image-text-to-text model with a chat template, or LLaVA's original layout
-        (e.g. a download of "liuhaotian/llava-v1.5-13b"). The signature names it with a hash of its files.
-    fleur_device (`str`, optional): "cpu", "cuda", "cuda:1", ... Default: CUDA when available, else the CPU.
-        Ignored with fleur_device_map.
-    fleur_dtype (`str`, optional): "auto" (default: float16 on a GPU, as the reference; float32 on the CPU),
-        "float32", "float16" or "bfloat16". Enters the signature.
-    fleur_batch_size (`int`, optional): captions generated together. Default 8. A LLaVA-1.5 judge computes each
-        image's shared prompt prefix once and batches prompts of equal length (no padding); another judge's
-        batches are left-padded. Either can change the last bits of the probabilities against one prompt at a
-        time; 1 is the reference's procedure (one prompt per generate). Enters the signature.
-    fleur_max_new_tokens (`int`, optional): the longest answer. Default 512, the reference's. Enters the
-        signature.
-    fleur_explain (`bool`, optional): also ask FLEUR's follow-up question ("Why? Tell me the reason.", after the
-        score) and return the answers in `fleur_explanations`. Default False (a second generation per caption).
-    fleur_device_map (`str`, optional): passed to transformers' `from_pretrained` ("auto" spreads the judge over
-        the GPUs). Default None: the whole judge on fleur_device.
-    fleur_force_cpu (`bool`, optional): run a judge of more than 3 billion parameters on the CPU anyway (refused
-        by default: the 13B judge needs about 52 GB there and minutes per caption). Default False.
-    fleur_vision_tower (`str`, optional): for a judge in LLaVA's original layout, the CLIP vision tower (a Hub id
-        or a folder). Default None: the one its config names (mm_vision_tower).
+    {metric options}
     empty (`str`, optional): "error" (default: an empty or whitespace-only prediction raises ValueError naming
         it) or "zero" (it scores 0, with an EmptyCaptionWarning naming it).
     Options of the other capeval modules are accepted and passed over, because `evaluate.combine` sends every
@@ -143,18 +124,20 @@ Examples:
     ...     fleur.compute(predictions=predictions, references=references, images=images, fleur_batch_size=0)
     ... except ValueError as err:
     ...     print(err)
-    fleur_batch_size must be a positive integer, got 0.
+    fleur_batch_size must be an integer >= 1, got 0.
     >>> try:
     ...     fleur.compute(predictions=predictions, references=references, images=images, fleur_dtype="int8")
     ... except ValueError as err:
     ...     print(err)
-    fleur_dtype must be one of ['auto', 'float32', 'float16', 'bfloat16'], got 'int8'.
-"""
+    fleur_dtype must be one of 'auto', 'float32', 'float16', 'bfloat16', got 'int8'.
+""", _FAMILY)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Fleur(CaptionModule, evaluate.Metric):
     """FLEUR and RefFLEUR; see ``capeval.score(..., metrics="fleur,ref_fleur", images=...)``."""
+
+    families = _FAMILY
 
     def _info(self):
         return evaluate.MetricInfo(
@@ -166,22 +149,15 @@ class Fleur(CaptionModule, evaluate.Metric):
             codebase_urls=["https://github.com/Yebin46/FLEUR"],
         )
 
+    @takes_options(_FAMILY)
     def _compute(
         self,
         predictions,
         references,
         metrics=None,
         images=None,
-        fleur_model="llava-hf/llava-1.5-13b-hf",
-        fleur_device=None,
-        fleur_dtype="auto",
-        fleur_batch_size=8,
-        fleur_max_new_tokens=512,
-        fleur_explain=False,
-        fleur_device_map=None,
-        fleur_force_cpu=False,
-        fleur_vision_tower=None,
         empty="error",
+        **options,  # the fleur_* options, each declared once (capeval.metric_options("fleur"))
     ):
         keys = select_metrics(metrics, _FAMILY)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
@@ -191,14 +167,6 @@ class Fleur(CaptionModule, evaluate.Metric):
             references,
             metrics=keys,
             images=images,
-            fleur_model=fleur_model,
-            fleur_device=fleur_device,
-            fleur_dtype=fleur_dtype,
-            fleur_batch_size=fleur_batch_size,
-            fleur_max_new_tokens=fleur_max_new_tokens,
-            fleur_explain=fleur_explain,
-            fleur_device_map=fleur_device_map,
-            fleur_force_cpu=fleur_force_cpu,
-            fleur_vision_tower=fleur_vision_tower,
             empty=empty,
+            **options,
         )

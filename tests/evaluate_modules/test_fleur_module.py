@@ -117,8 +117,8 @@ def test_batch_size_one_is_the_reference_procedure_within_float_rounding(fleur_m
 @pytest.mark.parametrize("options, error, message", [
     (dict(images=None), ValueError, "fleur, ref_fleur need one image per prediction"),
     (dict(images=example_images()[:2]), ValueError, "3 predictions but 2 images"),
-    (dict(fleur_batch_size=0), ValueError, r"^fleur_batch_size must be a positive integer, got 0\.$"),
-    (dict(fleur_dtype="int8"), ValueError, r"^fleur_dtype must be one of \['auto', 'float32'"),
+    (dict(fleur_batch_size=0), ValueError, r"^fleur_batch_size must be an integer >= 1, got 0\.$"),
+    (dict(fleur_dtype="int8"), ValueError, r"^fleur_dtype must be one of 'auto', 'float32'"),
     (dict(fleur_explain="yes"), ValueError, r"^fleur_explain must be True or False"),
     (dict(fleur_model="/nowhere/llava"), FileNotFoundError, "fleur_model: /nowhere/llava is neither a folder"),
     (dict(fleur_temperature=0.2), ValueError, r"Unknown option\(s\) \['fleur_temperature'\]"),
