@@ -151,7 +151,7 @@ def test_bad_input_and_options_are_named(module, tmp_path):
         module.compute(predictions=["a dog", " "], references=[["a dog"], ["a cat"]], metrics="lceval_released")
     with pytest.raises(ValueError, match=r"predictions\[0\] has 6,000 characters"):
         module.compute(predictions=["a" * 6000], references=[["a dog"]], metrics="lceval_released")
-    with pytest.raises(TypeError, match="lceval_released_features must be True or False"):
+    with pytest.raises(ValueError, match="lceval_released_features must be True or False"):
         module.compute(predictions=["a dog"], references=[["a dog"]], metrics="lceval_released",
                        lceval_released_features="yes")
     with pytest.raises(FileNotFoundError, match="neither a folder nor a model of capeval's catalog"):
