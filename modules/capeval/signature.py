@@ -3,6 +3,11 @@
 Example: ``nrefs:5|clean:none|tok:ptb-py.1|bleu:closest|cider_d:df=refs,sigma=6|version:0.2.0``.
 Fields are ``key:value`` joined by ``|``; the order is fixed (common fields first, then one field
 per metric in the order the metrics were computed, then the version).
+
+A :class:`Signature` keeps its fields as data until it is formatted, as sacrebleu's does: it *is* that string (a
+``str``: JSON, comparisons and printing see the string), and capeval's own code reads its :attr:`~Signature.fields`
+instead of splitting the string again. Only a signature read back from a file (a plain string) is parsed
+(:meth:`Signature.of`).
 """
 from __future__ import annotations
 
@@ -16,11 +21,53 @@ def nrefs_field(references: Sequence[Sequence[str]]) -> str:
     return str(counts.pop()) if len(counts) == 1 else "var"
 
 
-def build_signature(common: Mapping[str, str], metric_fields: Iterable[tuple[str, str]]) -> str:
-    parts = [f"{k}:{v}" for k, v in common.items()]
-    parts += [f"{k}:{v}" for k, v in metric_fields]
-    parts.append(f"version:{__version__}")
-    return "|".join(parts)
+class Signature(str):
+    """A signature: the string ``key:value|...|version:V``, with its ``(key, value)`` :attr:`fields` as data."""
+
+    fields: tuple[tuple[str, str], ...]
+
+    def __new__(cls, fields: Iterable[tuple[str, str]]) -> Signature:
+        fields = tuple((str(k), str(v)) for k, v in fields)
+        self = super().__new__(cls, "|".join(f"{k}:{v}" for k, v in fields))
+        self.fields = fields
+        return self
+
+    def __reduce__(self):  # pickled (a worker's result) as its fields, not as the string
+        return (Signature, (self.fields,))
+
+    @classmethod
+    def build(cls, common: Mapping[str, str], metric_fields: Iterable[tuple[str, str]],
+              version: str = __version__) -> Signature:
+        """The common fields, one field per metric (in order), then the version."""
+        return cls((*common.items(), *metric_fields, ("version", version)))
+
+    @classmethod
+    def of(cls, signature: str) -> Signature:
+        """``signature`` as a :class:`Signature`: itself when it is one, else parsed (a string read from a file)."""
+        if isinstance(signature, Signature):
+            return signature
+        return cls(part.partition(":")[::2] for part in str(signature).split("|") if part)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        """The value of field ``key`` (the first, when a key repeats), or ``default``."""
+        return next((v for k, v in self.fields if k == key), default)
+
+    def with_field(self, key: str, value: str) -> Signature:
+        """This signature with field ``key``'s value replaced (``nrefs`` over all chunks of a dataset)."""
+        return Signature((k, value if k == key else v) for k, v in self.fields)
+
+    def common(self) -> list[tuple[str, str]]:
+        """The fields that belong to no one metric (:data:`COMMON_FIELDS`), in order."""
+        return [(k, v) for k, v in self.fields if k in COMMON_FIELDS]
+
+    def metric_fields(self) -> list[tuple[str, str]]:
+        """One ``(metric, settings)`` per metric, in order."""
+        return [(k, v) for k, v in self.fields if k not in COMMON_FIELDS]
+
+
+def build_signature(common: Mapping[str, str], metric_fields: Iterable[tuple[str, str]]) -> Signature:
+    """:meth:`Signature.build`."""
+    return Signature.build(common, metric_fields)
 
 
 #: The fields every signature has that belong to no one metric (they open :func:`signature_lines`' first line).
@@ -36,12 +83,11 @@ def signature_lines(signature: str, width: int | None = None, label: str = "sign
     from capeval.render import terminal_width
 
     width = terminal_width() if width is None else width
-    fields = [part.partition(":") for part in signature.split("|") if part]
-    common = "|".join(f"{k}:{v}" for k, _, v in fields if k in COMMON_FIELDS)
+    signature = Signature.of(signature)
+    common = "|".join(f"{k}:{v}" for k, v in signature.common())
     lines = _settings_lines(f"{label}: {common}", width)
-    for k, _, v in fields:
-        if k not in COMMON_FIELDS:
-            lines += _settings_lines(f"  {k}:{v}", width)
+    for k, v in signature.metric_fields():
+        lines += _settings_lines(f"  {k}:{v}", width)
     return lines
 
 
@@ -81,10 +127,10 @@ def merged_signature_lines(signatures: Iterable[str], width: int | None = None) 
     for signature in signatures:
         if not signature:
             continue
-        fields = [part.partition(":") for part in signature.split("|") if part]
-        common = "|".join(f"{k}:{v}" for k, _, v in fields if k in COMMON_FIELDS)
+        signature = Signature.of(signature)
+        common = "|".join(f"{k}:{v}" for k, v in signature.common())
         own = groups.setdefault(common, [])
-        own += [f"{k}:{v}" for k, _, v in fields if k not in COMMON_FIELDS and f"{k}:{v}" not in own]
+        own += [f"{k}:{v}" for k, v in signature.metric_fields() if f"{k}:{v}" not in own]
     lines: list[str] = []
     for common, own in groups.items():
         lines += _settings_lines(f"signature: {common}", width)
@@ -94,9 +140,5 @@ def merged_signature_lines(signatures: Iterable[str], width: int | None = None) 
 
 
 def parse_signature(signature: str) -> dict[str, str]:
-    """Inverse of :func:`build_signature` (for caches and tests)."""
-    out: dict[str, str] = {}
-    for part in signature.split("|"):
-        key, _, value = part.partition(":")
-        out[key] = value
-    return out
+    """``{key: value}`` of a signature's fields (:attr:`Signature.fields`; a string read from a file is parsed)."""
+    return dict(Signature.of(signature).fields)

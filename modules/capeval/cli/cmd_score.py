@@ -296,7 +296,9 @@ def coverage_line(coverage: dict[str, float | None]) -> str:
 def scale_line(signature: str) -> str:
     """``readable scale (...): critic_ref, lceval`` for the metrics the signature records on the readable scale
     (:mod:`capeval.scales`), "" when none."""
-    names = [field.split(":", 1)[0] for field in signature.split("|") if ",scale=readable@" in field]
+    from capeval.signature import Signature
+
+    names = [name for name, settings in Signature.of(signature).metric_fields() if ",scale=readable@" in f",{settings}"]
     if not names:
         return ""
     return ("readable scale (the share of human captions of unseen images that score lower; 0.5 = the median human "

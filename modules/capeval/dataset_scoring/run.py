@@ -644,6 +644,7 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                         columns[f"coverage_{name}"] = [None if v is None else float(v)  # None: no token
                                                        for v in result["coverage_per_caption"][name]]
                 record["signature"] = result["signature"]
+                record["signature_fields"] = [list(field) for field in result["signature"].fields]
                 record["nrefs"] = sorted({len(r) for r in refs})
                 if run.language_check:
                     rows = sorted({i for i, _ in non_english_positions(preds, refs)})
@@ -850,7 +851,7 @@ def _finalize(run: _Run) -> dict[str, Any]:
     merged: dict[str, Any] = {}  # per metric with a mergeable state: merge_state over the chunks, in order
     tokens: dict[str, list[int]] = {}
     rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
-    signature = None
+    signature = record_fields = None
     for k in range(plan["chunks"]):
         path = store.shard_path(run.folder, k)
         record = store.read_record(path)
@@ -861,7 +862,9 @@ def _finalize(run: _Run) -> dict[str, Any]:
         skipped.extend(record["skipped"][: max(0, MAX_LISTED - len(skipped))])
         nrefs.update(record["nrefs"])
         non_english.extend(record["non_english"][: max(0, 10 - len(non_english))])
-        signature = signature or record["signature"]
+        if signature is None and record["signature"]:
+            signature = record["signature"]
+            record_fields = [tuple(field) for field in record.get("signature_fields") or ()]
         if record["rows"]:
             columns = store.read_columns(path)
             for keys in run.selected.values():
@@ -882,10 +885,10 @@ def _finalize(run: _Run) -> dict[str, Any]:
             result.update({key: corpus[key] for key in keys})
         else:
             result.update({key: sums[key].value() / rows for key in keys})
-    fields = signature.split("|")
-    fields = [f"nrefs:{next(iter(nrefs)) if len(nrefs) == 1 else 'var'}" if f.startswith("nrefs:") else f
-              for f in fields]
-    result["signature"] = "|".join(fields)
+    from capeval.signature import Signature
+
+    stored = record_fields or Signature.of(signature).fields  # a chunk written before the fields were kept: parsed
+    result["signature"] = Signature(stored).with_field("nrefs", str(next(iter(nrefs))) if len(nrefs) == 1 else "var")
     if tokens:  # as capeval.score's result["coverage"]: the share of the prediction tokens read that it knows
         result["coverage"] = {name: known / total if total else None for name, (known, total) in tokens.items()}
         result["coverage_tokens"] = {name: {"known": known, "total": total} for name, (known, total) in tokens.items()}

@@ -55,11 +55,11 @@ def _round(value: float, digits: int) -> str:
 
 
 def _level(result: dict[str, Any]) -> str:
-    for part in result["signature"].split("|"):
-        if part.startswith("boot:") and "ci=" in part:
-            level = float(part.split("ci=")[1].split(",")[0])
-            return f"{level * 100:g}%"
-    return "no"
+    from capeval.signature import Signature
+
+    boot = Signature.of(result["signature"]).get("boot") or ""
+    settings = dict(part.partition("=")[::2] for part in boot.split(",") if "=" in part)
+    return f"{float(settings['ci']) * 100:g}%" if "ci" in settings else "no"
 
 
 def format_report(result: dict[str, Any], fmt: str = "text", paper: bool = False) -> str:
