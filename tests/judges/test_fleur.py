@@ -169,8 +169,10 @@ def test_a_model_that_is_not_a_vlm_is_named_in_one_line(tiny_llava):
 def test_a_big_judge_is_refused_on_the_cpu_unless_forced(tiny_llava, monkeypatch):
     from capeval.judges import judge
 
+    from capeval.loaded_models import forget
+
     monkeypatch.setattr(judge, "CPU_PARAMETER_LIMIT", 1000)
-    monkeypatch.setattr(judge, "_JUDGES", {})
+    forget("judge")  # the limit is checked when a judge is loaded
     args = (["a tabby cat looking at the camera"], [["a cat"]])
     with pytest.raises(RuntimeError, match=r"billion parameters; on the CPU .* fleur_force_cpu=True"):
         capeval.score(*args, metrics="fleur", images=items()[2][:1], fleur_model=str(tiny_llava["hf"]),
