@@ -27,6 +27,7 @@ the reference's procedure, one prompt per ``generate``.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -363,7 +364,7 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
         vocab = judge.model.get_output_embeddings().weight.shape[0]
         if vocab > judge.base_vocab:
             processors.append(_vocab_mask(judge.base_vocab))
-    inputs = {k: (v.to(judge.device) if k != CACHE_KEYWORD and hasattr(v, "to") else v) for k, v in inputs.items()}
+    inputs = {k: (v.to(judge.device) if k != cache_keyword() and hasattr(v, "to") else v) for k, v in inputs.items()}
     if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
         inputs["pixel_values"] = inputs["pixel_values"].to(judge.dtype)
     with judge.lock, torch.inference_mode():
@@ -388,8 +389,10 @@ def generate(judge: Judge, inputs: dict, max_new_tokens: int = MAX_NEW_TOKENS,
     return results
 
 
-def _cache_keyword() -> str:
-    """``generate``'s name for a prefilled key-value cache: ``cache`` from transformers 5, ``past_key_values`` before."""
+@functools.lru_cache(maxsize=1)
+def cache_keyword() -> str:
+    """``generate``'s name for a prefilled key-value cache: ``cache`` from transformers 5, ``past_key_values`` before
+    (looked up on first use, not at import)."""
     try:
         from importlib.metadata import version
 
@@ -398,7 +401,6 @@ def _cache_keyword() -> str:
         return "past_key_values"
 
 
-CACHE_KEYWORD = _cache_keyword()
 #: Images whose shared prompt prefix is computed together (their key-value caches held at once: for LLaVA-1.5-13B in
 #: float16, 0.8 MB per token, about 0.56 GB per 690-token prefix).
 PREFIX_IMAGES = 8
@@ -431,7 +433,7 @@ def generate_shared(judge: Judge, prompts: list[str], image_keys: list[str], pix
         pixels = torch.stack([pixels_of(k) for k in chunk]).to(judge.device, judge.dtype)
         with judge.lock, torch.inference_mode():
             out = judge.model(input_ids=prefix_ids, pixel_values=pixels, use_cache=True)
-            prefix = out.cache if CACHE_KEYWORD == "cache" else out.past_key_values
+            prefix = out.cache if cache_keyword() == "cache" else out.past_key_values
         row_of = {k: r for r, k in enumerate(chunk)}
         items = [i for rows in members.values() for i in rows]
         by_length: dict[int, list[int]] = {}
@@ -445,7 +447,7 @@ def generate_shared(judge: Judge, prompts: list[str], image_keys: list[str], pix
                 for layer, stored in enumerate(prefix.layers):
                     cache.update(stored.keys.index_select(0, rows), stored.values.index_select(0, rows), layer)
                 inputs = {"input_ids": torch.tensor([ids[i] for i in part]),
-                          "attention_mask": torch.ones((len(part), size), dtype=torch.long), CACHE_KEYWORD: cache}
+                          "attention_mask": torch.ones((len(part), size), dtype=torch.long), cache_keyword(): cache}
                 for i, generated in zip(part, generate(judge, inputs, max_new_tokens, stop_strings)):
                     results[i] = generated
                 if progress is not None:
