@@ -56,7 +56,8 @@ CIDER_DF_OPTION = Option(
     default="references", kind="any", python_types=(DocumentFrequency,), metavar="NAME",
     help="CIDEr-D's document frequencies: references (the default, pycocoevalcap's: the references of the call "
          "itself, one document per prediction, so a single image scores 0) or coco-val2014 (the captions of the "
-         "40,504 COCO val2014 images, to score a few captions on COCO's scale), or in Python a DocumentFrequency "
+         "40,504 COCO val2014 images, computed once and cached, to score a few captions on COCO's scale), or in "
+         "Python a DocumentFrequency "
          "table counted over the references of a larger set that contains the batch")
 
 

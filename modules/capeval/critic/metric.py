@@ -52,18 +52,21 @@ CRITIC_DEVICE = Option(
 CRITIC_OOV = Option(
     default=DEFAULT_OOV, kind="str", choices=(DEFAULT_OOV, *(mode for mode in OOV_MODES if mode != DEFAULT_OOV)),
     help="the critics' words outside their vocabulary: glove-map (default: mapped into the critic's embedding space "
-         "from their GloVe vectors) or unk (one unknown vector, the critic as trained); enters the signature")
+         "from their GloVe vectors, by a map fitted on the critic's vocabulary) or unk (one unknown vector, the "
+         "critic as trained); enters the signature; with a tenth of the words unseen, glove-map kept "
+         "Flickr8k-Expert τ-c at .451 and PASCAL-50S at 81.6 %, against .381 and 75.3 % with unk")
 CRITIC_SCALE = Option(
     default=DEFAULT_SCALE, kind="str", choices=SCALE_CHOICES,
     help="the score's scale: auto (default: the shipped default models' readable scale, the share of human captions "
          "a caption beats; other models raw), readable (an error for a model without a shipped map), or raw (the "
-         "model's probability); enters the signature")
+         "model's probability); enters the signature; the readable map is fixed and strictly increasing, so "
+         "rankings and Kendall τ are unchanged, and 0.5 is the median human caption")
 
 
-def _critic_model(what: str, default: str) -> Option:
+def _critic_model(what: str, default: str, more: str = "") -> Option:
     return Option(default=None, kind="model", metavar="DIR|NAME",
                   help=f"the {what} metric's model: a `capeval critic train` folder, a `capeval critic fit-ensemble` "
-                       f"folder or a shipped critic's name (default: {default})")
+                       f"folder or a shipped critic's name (default: {default}){more}")
 
 
 def _shared() -> dict[str, Option]:
@@ -196,7 +199,11 @@ class Critic(_CriticMetric):
     name = "critic"
     needs_images: ClassVar[bool] = True
     without_images: ClassVar[str | None] = "critic_ref"
-    options: ClassVar[dict[str, Any]] = {"critic_model": _critic_model("critic", DEFAULTS["critic"]), **_shared()}
+    options: ClassVar[dict[str, Any]] = {"critic_model": _critic_model(
+        "critic", DEFAULTS["critic"],
+        "; other shipped names: critic-flickr8k-caption (the paper's caption-level critic, bundled), "
+        "critic-flickr8k-coco and the paper's critic-flickr8k (reproductions, not recommended for ranking; fetched "
+        "once with `capeval models fetch NAME`); `capeval models --metric critic` lists them"), **_shared()}
 
 
 class CriticRef(_CriticMetric):
@@ -211,7 +218,9 @@ class CriticRef(_CriticMetric):
             default=None, kind="model", metavar="DIR|NAME",
             help="the critic_ref metric's model: a `capeval critic train` folder, a `capeval critic fit-ensemble` "
                  "folder or a shipped critic's name, also an image + reference critic trained with image_optional, "
-                 f"which then scores with its learned no-image vector (default: {DEFAULTS['critic_ref']})"),
+                 f"which then scores with its learned no-image vector (default: {DEFAULTS['critic_ref']}); other "
+                 "shipped names: critic-coco-ref and the paper's critic-flickr8k-ref (a reproduction, not "
+                 "recommended for ranking)"),
         **_shared()}
 
 

@@ -64,7 +64,9 @@ def _options(family: str = "fleur") -> dict[str, Option]:
     options = {
         "model": Option(
             default=DEFAULT_JUDGE, kind="model", metavar="ID|DIR",
-            help="the judge: a Hub id or folder of a transformers vision-language model, or an original-layout "
+            help="the judge: a Hub id or folder of a transformers vision-language model (read from the Hugging Face "
+                 "cache, HF_HUB_OFFLINE honoured; any image-text-to-text model with a chat template works), or an "
+                 "original-layout "
                  f"LLaVA-1.5 folder (default: {DEFAULT_JUDGE}, the paper's LLaVA-1.5-13B); enters the signature with "
                  "a hash of its files"),
         "device": Option(
@@ -76,8 +78,10 @@ def _options(family: str = "fleur") -> dict[str, Option]:
                  "or bfloat16; enters the signature"),
         "batch_size": Option(
             default=8, kind="int", minimum=1,
-            help="prompts generated together (default 8; 1 is the reference's one prompt per generate); enters the "
-                 "signature"),
+            help="prompts generated together (default 8; 1 is the reference's one prompt per generate; a LLaVA-1.5 "
+                 "judge computes each image's shared prompt prefix once and batches equal-length prompts without "
+                 "padding, other judges left-pad; either can change the last bits of the probabilities against one "
+                 "prompt at a time); enters the signature"),
         "max_new_tokens": Option(
             default=MAX_NEW_TOKENS, kind="int", minimum=1,
             help=f"the longest answer, in tokens (default {MAX_NEW_TOKENS}, the reference's); enters the signature"),
@@ -88,7 +92,8 @@ def _options(family: str = "fleur") -> dict[str, Option]:
         "force_cpu": Option(
             default=False, kind="bool",
             help=f"run a judge over {CPU_PARAMETER_LIMIT / 1e9:g} billion parameters on the CPU anyway (default: off, "
-                 "such a judge is refused there: tens of GB, minutes per caption)"),
+                 "such a judge is refused there: tens of GB, minutes per caption; the 13B judge needs about 52 GB of "
+                 "memory there)"),
         "vision_tower": Option(
             default=None, kind="model", metavar="ID|DIR",
             help="for a judge in LLaVA's original layout: its CLIP vision model, a Hub id or folder (default: the "
@@ -112,7 +117,8 @@ def _options(family: str = "fleur") -> dict[str, Option]:
     else:
         options["explain"] = Option(
             default=False, kind="bool",
-            help="also ask FLEUR's follow-up question (\"Why? Tell me the reason.\") and keep the answers in the "
+            help="also ask FLEUR's follow-up question (\"Why? Tell me the reason.\") after the score and keep the "
+                 "answers in the "
                  "result's fleur_explanations (default: off; a second generation per scored caption)")
     _FAMILY_OPTIONS[family] = {f"{family}_{k}": v for k, v in options.items()}
     return _FAMILY_OPTIONS[family]

