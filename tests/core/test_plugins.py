@@ -142,3 +142,21 @@ def test_plug_ins_can_be_switched_off(plugin_path, monkeypatch):
     assert "word_count" not in REGISTRY
     with pytest.raises(ValueError, match="Unknown metric 'word_count'"):
         capeval.score(["a dog"], [["a dog"]], metrics="word_count")
+
+
+def test_the_plug_in_in_a_benchmark(plugin_path, tmp_path):
+    """``capeval bench`` correlates a plug-in metric with the human judgments like any other (caption length on
+    Flickr8k-Expert: the τ-c of word counts), and says that it is not in capeval's catalog."""
+    from support import require_data
+
+    require_data("flickr8k", "ExpertAnnotations.txt")
+    _install(plugin_path, "capeval_word_count", WORD_COUNT, {"word_count": "capeval_word_count:WordCount"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")])}
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "capeval", "bench", "flickr8k-expert", "--metrics", "word_count",
+                           "--json", str(out)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    row = json.loads(out.read_text())["results"]["word_count"]
+    assert row["rows"] == 16992 and row["tau_c"] == pytest.approx(-0.0953, abs=5e-4)
+    assert "word_count:unit=words" in row["signature"]
+    assert any("not in capeval's catalog" in note for note in row["contamination"])
