@@ -153,9 +153,7 @@ def _kind_of(default: Any) -> str:
 
 
 def _check_int(value: Any, option: Option) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():  # a keyword from a text field
-            return int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # "4" too: the flags convert their text
         raise TypeError
     return int(value)
 
@@ -163,7 +161,7 @@ def _check_int(value: Any, option: Option) -> int:
 def _check_float(value: Any, option: Option) -> float:
     if isinstance(value, bool):
         raise TypeError
-    number = float(value) if isinstance(value, (numbers.Real, str)) else None
+    number = float(value) if isinstance(value, numbers.Real) else None
     if number is None or not math.isfinite(number):
         raise ValueError
     return number

@@ -24,8 +24,8 @@ def _command(name: str) -> argparse.ArgumentParser:
 
 def test_checks_come_from_the_declaration():
     size = Option(default=8, minimum=1, help="items per batch")
-    assert size.check("x_batch_size", 3) == 3 and size.check("x_batch_size", "4") == 4
-    for bad in (0, -2, True, 2.5, "many", None):
+    assert size.check("x_batch_size", 3) == 3
+    for bad in (0, -2, True, 2.5, "many", "4", None):  # a number as text is refused: the flags convert their text
         with pytest.raises(OptionValueError) as err:
             size.check("x_batch_size", bad)
         assert err.value.option == "x_batch_size" and err.value.value == bad

@@ -47,14 +47,22 @@ def _install(folder, module: str, source: str, points: dict[str, str], dist: str
 
 @pytest.fixture
 def plugin_path(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    # sys.path by hand: monkeypatch.syspath_prepend calls pkg_resources, which may be broken once imported
+    sys.path.insert(0, str(tmp_path))
+    importlib.invalidate_caches()
     monkeypatch.delenv("CAPEVAL_PLUGINS", raising=False)
     REGISTRY.reload()
-    yield tmp_path
-    for name in [m for m in sys.modules if m.startswith(("capeval_word_count", "broken_plugin"))]:
-        del sys.modules[name]
-    monkeypatch.undo()
-    REGISTRY.reload()
+    try:
+        yield tmp_path
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m.startswith(("capeval_word_count", "broken_plugin"))]:
+            del sys.modules[name]
+        monkeypatch.undo()
+        importlib.invalidate_caches()
+        REGISTRY.reload()
 
 
 def test_the_documented_plug_in_works_through_score(plugin_path):
