@@ -51,7 +51,6 @@ import traceback
 import warnings
 import zlib
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
@@ -714,52 +713,7 @@ def thumb_push_probe(name: str) -> Callable[[Context], Outcome]:
 # ---------------------------------------------------------------------------------------- Label Studio client
 
 
-class Server:
-    """An http.server on 127.0.0.1 in a thread; ``handle(handler, body)`` answers each request."""
-
-    def __init__(self, handle) -> None:
-        outer = self
-        self.received: list[tuple[str, str, dict[str, str]]] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                outer.received.append((self.command, self.path, dict(self.headers)))
-                handle(self, body)
-
-            do_GET = do_POST = do_PATCH = do_DELETE = _any
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "Server":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def answer(handler, status: int, payload, reason: str | None = None) -> None:
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    handler.send_response(status, reason)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
-
-
-def redirect(handler, status: int, location: str) -> None:
-    handler.send_response(status)
-    handler.send_header("Location", location)
-    handler.send_header("Content-Length", "0")
-    handler.end_headers()
+from support.local_server import Server, answer, redirect  # noqa: E402 (tests/ is on sys.path above)
 
 
 def ls_redirect_probe(kind: str) -> Callable[[Context], Outcome]:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import os
-import threading
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from capeval.thumb.sheets import FORMULA_TRIGGERS, read_cell, sheet_cell
 from capeval.thumb.workflow import collect, collect_label_studio, make_sheets
 from support import FIXTURES
 from support.fake_label_studio import LEGACY_TOKEN, PERSONAL_TOKEN, FakeLabelStudio, jwt
+from support.local_server import Server, answer, redirect
 
 SYSTEMS_JSON = FIXTURES / "thumb" / "systems.json"
 
@@ -199,62 +199,14 @@ def test_cli_push_refuses_in_one_line_and_takes_image_root(fake, tmp_path, capsy
 # ------------------------------------------------------------------ 2. credentials stay with their server
 
 
-class _Server:
-    """An http.server on 127.0.0.1 in a thread; ``handle(handler)`` answers each request."""
-
-    def __init__(self, handle) -> None:
-        outer = self
-        self.received: list[tuple[str, str, dict[str, str]]] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                outer.received.append((self.command, self.path, dict(self.headers)))
-                handle(self, body)
-
-            do_GET = do_POST = do_PATCH = do_DELETE = _any
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> _Server:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _answer(handler: BaseHTTPRequestHandler, status: int, payload, reason: str | None = None) -> None:
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    handler.send_response(status, reason)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
-
-
-def _redirect(handler: BaseHTTPRequestHandler, status: int, location: str) -> None:
-    handler.send_response(status)
-    handler.send_header("Location", location)
-    handler.send_header("Content-Length", "0")
-    handler.end_headers()
-
-
 def _users(handler: BaseHTTPRequestHandler, body: bytes) -> None:
-    _answer(handler, 200, [{"id": 7, "email": "ann1@example.org"}])
+    answer(handler, 200, [{"id": 7, "email": "ann1@example.org"}])
 
 
 @pytest.mark.parametrize("token", [LEGACY_TOKEN, PERSONAL_TOKEN])
 def test_a_redirect_to_another_port_gets_no_credentials(token):
-    with _Server(_users) as other:
-        with _Server(lambda h, b: _redirect(h, 307, other.url + h.path)) as first:
+    with Server(_users) as other:
+        with Server(lambda h, b: redirect(h, 307, other.url + h.path)) as first:
             client = LabelStudio(first.url, token)
             with pytest.raises(LabelStudioError) as err:
                 client.users()
@@ -267,7 +219,7 @@ def test_a_redirect_to_another_port_gets_no_credentials(token):
 
 def test_a_redirect_to_another_scheme_or_host_is_refused():
     port_holder: list[str] = []
-    with _Server(lambda h, b: _redirect(h, 302, port_holder[0] + h.path)) as first:
+    with Server(lambda h, b: redirect(h, 302, port_holder[0] + h.path)) as first:
         for target in (first.url.replace("http://", "https://"), first.url.replace("127.0.0.1", "localhost")):
             port_holder[:] = [target]
             with pytest.raises(LabelStudioError, match="redirects to another origin"):
@@ -278,13 +230,13 @@ def test_a_redirect_to_another_scheme_or_host_is_refused():
 def test_a_same_origin_redirect_is_followed_with_the_token():
     def handle(handler: BaseHTTPRequestHandler, body: bytes) -> None:
         if handler.path.startswith("/api/users/"):
-            _redirect(handler, 307, "/moved" + handler.path)  # relative: the same origin
+            redirect(handler, 307, "/moved" + handler.path)  # relative: the same origin
         elif handler.path.startswith("/moved/"):
-            _redirect(handler, 302, f"http://127.0.0.1:{handler.server.server_address[1]}/final/")  # absolute
+            redirect(handler, 302, f"http://127.0.0.1:{handler.server.server_address[1]}/final/")  # absolute
         else:
             _users(handler, body)
 
-    with _Server(handle) as server:
+    with Server(handle) as server:
         assert LabelStudio(server.url, LEGACY_TOKEN).users() == {7: "ann1@example.org"}
     assert [p for _, p, _ in server.received] == ["/api/users/", "/moved/api/users/", "/final/"]
     assert all(h.get("Authorization") == f"Token {LEGACY_TOKEN}" for _, _, h in server.received)
@@ -296,22 +248,22 @@ ACCESS = jwt({"token_type": "access", "jti": "echoed-access-token-0123456789"})
 def _echo(handler: BaseHTTPRequestHandler, body: bytes) -> None:
     """Exchanges a personal token; answers anything else 400 with the request's Authorization in it."""
     if handler.path == "/api/token/refresh/":
-        _answer(handler, 200, {"access": ACCESS})
+        answer(handler, 200, {"access": ACCESS})
         return
     auth = handler.headers.get("Authorization", "")
     if handler.path.startswith("/api/users/"):
         # the echo sits just past the one-line cut (300 characters): redaction must come before the cut
-        _answer(handler, 400, {"detail": "x" * 280 + f" you sent {auth}"})
+        answer(handler, 400, {"detail": "x" * 280 + f" you sent {auth}"})
     elif handler.path.startswith("/api/projects/1/"):
-        _answer(handler, 400, f"plain text: Authorization: {auth}; body {body[:80]!r}".encode())
+        answer(handler, 400, f"plain text: Authorization: {auth}; body {body[:80]!r}".encode())
     else:
-        _answer(handler, 400, {"detail": f"bad header {auth}"}, reason=f"Bad {auth.split()[-1]}")
+        answer(handler, 400, {"detail": f"bad header {auth}"}, reason=f"Bad {auth.split()[-1]}")
 
 
 @pytest.mark.parametrize("token", [LEGACY_TOKEN, PERSONAL_TOKEN])
 @pytest.mark.parametrize("argv", [["status", "--project", "1"], ["status", "--project", "2"]])
 def test_a_server_that_echoes_the_token_does_not_get_it_printed(token, argv, capsys):
-    with _Server(_echo) as server:
+    with Server(_echo) as server:
         code = main(["thumb", argv[0], "--label-studio", server.url, "--token", token, *argv[1:]])
         assert code == 1
         out, err = capsys.readouterr()
