@@ -1162,48 +1162,7 @@ def odd_annotator_probe(ctx: Context) -> Outcome:
 # ------------------------------------------------------------------------------------------------ processes
 
 
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        kids = children(todo.pop())
-        out += kids
-        todo += kids
-    return out
-
-
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
-
-
-def gone_within(pids: list[int], seconds: float) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while [p for p in pids if running(p)] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [p for p in pids if running(p)]
+from support.processes import cmdline, descendants, gone_within, running  # noqa: E402 (tests/ on sys.path)
 
 
 def signal_data(ctx: Context) -> Path:

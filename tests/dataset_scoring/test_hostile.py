@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import capeval
+from support.processes import children, cmdline, gone_within, running
 
 pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
@@ -185,52 +186,9 @@ def test_a_metric_s_image_error_is_renamed_to_the_dataset_row_from_its_fields():
 
 # ---- signals --------------------------------------------------------------------------------------------------
 
-def _children(pid: int) -> list[int]:
-    """The pids of ``pid``'s child processes (psutil when installed, else /proc)."""
-    try:
-        import psutil
-    except ImportError:
-        psutil = None
-    if psutil is not None:
-        try:
-            return [c.pid for c in psutil.Process(pid).children()]
-        except psutil.NoSuchProcess:
-            return []
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def _is_worker(pid: int) -> bool:
     """A spawned multiprocessing worker (not multiprocessing's resource tracker, which leaves when its pipe closes)."""
-    try:
-        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _gone_soon(pids: list[int], seconds: float) -> list[int]:
-    """Those of ``pids`` still running after up to ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while [pid for pid in pids if _running(pid)] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return [pid for pid in pids if _running(pid)]
+    return b"spawn_main" in cmdline(pid)
 
 
 def _done_shards(out: Path) -> int:
@@ -255,9 +213,9 @@ def _start_and_signal(args: list[str], out: Path, signum: int, *, group: bool = 
     while _done_shards(out) <= before and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert proc.poll() is None, f"finished before the signal: {proc.communicate()}"
-    children = [pid for pid in _children(proc.pid) if _running(pid)]
-    workers = [pid for pid in children if _is_worker(pid)]
-    assert len(workers) == 2, children
+    kids = [pid for pid in children(proc.pid) if running(pid)]
+    workers = [pid for pid in kids if _is_worker(pid)]
+    assert len(workers) == 2, kids
     if group:
         os.killpg(proc.pid, signum)
     else:
@@ -265,7 +223,7 @@ def _start_and_signal(args: list[str], out: Path, signum: int, *, group: bool = 
     if signum == signal.SIGKILL:
         return proc, workers, ""
     _, err = proc.communicate(timeout=60)
-    assert not _gone_soon(children, 5), "a child process outlived the run"
+    assert not gone_within(kids, 5), "a child process outlived the run"
     return proc, workers, err
 
 
@@ -280,19 +238,19 @@ def test_sigint_sigterm_and_sigkill_of_a_run_over_processes(tmp_path):
     assert proc.returncode == 130, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
     assert err.strip().splitlines()[-1] == "capeval score-dataset: interrupted", err
-    assert not [pid for pid in workers if _running(pid)], "workers left running after SIGINT"
+    assert not [pid for pid in workers if running(pid)], "workers left running after SIGINT"
     _all_shards_whole(out)
     # SIGTERM to the parent only
     proc, workers, err = _start_and_signal(args, out, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
     assert err.strip().splitlines()[-1] == "capeval score-dataset: terminated", err
-    assert not [pid for pid in workers if _running(pid)], "workers left running after SIGTERM"
+    assert not [pid for pid in workers if running(pid)], "workers left running after SIGTERM"
     _all_shards_whole(out)
     # SIGKILL of the parent: its workers die with it
     proc, workers, _ = _start_and_signal(args, out, signal.SIGKILL)
     proc.communicate(timeout=60)
-    assert not _gone_soon(workers, 5), "workers outlived their SIGKILLed parent"
+    assert not gone_within(workers, 5), "workers outlived their SIGKILLed parent"
     _all_shards_whole(out)
     assert _done_shards(out) < 100, "the workers ran on to the end after their parent was killed"
     assert not (tmp_path / "r.json").exists()
