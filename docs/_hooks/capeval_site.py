@@ -2,9 +2,11 @@
 
 * ``cli.md``: every ``capeval`` command's ``--help``, rendered from :func:`capeval.cli.build_parser` (100 columns).
 * ``which-metric.md``: README.md's "Which metric should I report?" section; ``results.md``: BENCHMARKS.md.
+* ``metric-classes.md``: every registered metric (``capeval.registry``): class, docstring, result keys, options.
 * ``<!-- include: PATH § HEADING -->`` in a page: replaced by that section of ``docs/PATH`` (the heading line and
   everything under it, up to the next heading of the same or a higher level), its heading at level 3.
 * ``<!-- options: METRIC ... -->``: a table of those metrics' keyword options, defaults and CLI flags.
+* ``<!-- metric classes -->``: a mkdocstrings entry for the class of every registered metric.
 * Links written for GitHub that leave ``docs/`` are mapped into the site: ``README.md`` → ``index.md`` (its
   which-metric section → ``which-metric.md``), ``BENCHMARKS.md`` → ``results.md``, ``docs/X`` → ``X``; a link to any
   other file of the repository (source, scripts) becomes its text and the file's path in code, since the site does
@@ -23,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"(!?)\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^()\s]+(?:\([^()]*\))?[^()\s]*)\)")
 INCLUDE = re.compile(r"^<!-- include: (\S+) § (.+?) -->$", re.M)
 OPTIONS = re.compile(r"^<!-- options: ([a-z0-9_ ]+) -->$", re.M)
+CLASSES = re.compile(r"^<!-- metric classes -->$", re.M)
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
-GENERATED = {"which-metric.md", "results.md", "cli.md"}
+GENERATED = {"which-metric.md", "results.md", "cli.md", "metric-classes.md"}
 
 
 def _section(text: str, heading: str, where: str) -> str:
@@ -106,16 +109,17 @@ def _score_flags() -> set[str]:
     return set()
 
 
-def options_table(metrics: list[str], page_dir: str = "") -> str:
+def options_table(metrics: list[str], page_dir: str = "", note: bool = True, skip: set[str] | None = None) -> str:
     """A markdown table of the keyword options of ``metrics`` (``capeval.score(..., option=...)``): each option's
     default, command-line flag, what it takes and does, and the metrics that take it, read from its one declaration
-    (:func:`capeval.metric_options`)."""
+    (:func:`capeval.metric_options`); ``note``: followed by a paragraph saying where the table comes from;
+    ``skip``: options left out (already in an earlier table of the page)."""
     from capeval import metric_options
     from capeval.cli.metric_flags import flag_of
 
     flags = _score_flags()
     declared = {metric: metric_options(metric) for metric in metrics}
-    rows, seen = [], set()
+    rows, seen = [], set(skip or ())
     for metric in metrics:
         for option, declaration in declared[metric].items():
             if option in seen:
@@ -133,10 +137,11 @@ def options_table(metrics: list[str], page_dir: str = "") -> str:
             "|---|---|---|---|---|"]
     up = posixpath.relpath(".", page_dir or ".")
     up = "" if up == "." else up + "/"
-    note = ("\nRead from the options' declarations (`capeval.metric_options`) when this site was built; the flags of "
-            f"`capeval score --help` ([command line]({up}cli.md#capeval-score)) and the `evaluate` modules' keywords "
-            "come from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
-            "`max_caption_chars`) are `capeval.score`'s own.\n")
+    note = "" if not note else (
+        "\nRead from the options' declarations (`capeval.metric_options`) when this site was built; the flags of "
+        f"`capeval score --help` ([command line]({up}cli.md#capeval-score)) and the `evaluate` modules' keywords "
+        "come from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
+        "`max_caption_chars`) are `capeval.score`'s own.\n")
     return "\n".join(head + rows) + "\n" + note
 
 
@@ -165,6 +170,7 @@ def _includes(markdown: str, page_src: str) -> str:
         return rebase(_demote(text, 3), posixpath.dirname(f"docs/{path}"), page_dir)
 
     markdown = INCLUDE.sub(include, markdown)
+    markdown = CLASSES.sub(lambda m: metric_class_directives(), markdown)
     return OPTIONS.sub(lambda m: options_table(m.group(1).split(), page_dir), markdown)
 
 
@@ -222,8 +228,65 @@ def results() -> str:
     return rebase((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"), "", "")
 
 
+def _first_paragraph(doc: str | None) -> str:
+    """The first paragraph of a docstring, on one line (empty if there is none)."""
+    import inspect
+
+    text = inspect.cleandoc(doc or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+def metric_class_directives() -> str:
+    """A mkdocstrings ``::: module.Class`` line for the class of every registered metric (a class computing several
+    metrics, once), in the registry's order."""
+    from capeval.registry import REGISTRY, metric_class
+
+    paths = dict.fromkeys(f"{cls.__module__}.{cls.__qualname__}" for cls in map(metric_class, REGISTRY))
+    return "\n\n".join(f"::: {path}" for path in paths) + "\n"
+
+
+def metric_reference() -> str:
+    """Markdown of every registered metric (:data:`capeval.registry.REGISTRY`, built-ins then plug-ins), one section
+    each: its class, the first paragraph of the class's docstring, its result keys and its options table."""
+    from capeval import metric_options
+    from capeval.registry import ALIASES, REGISTRY, metric_class
+
+    parts = ["# Metric classes", "",
+             "Every metric `capeval.score(..., metrics=[...])` takes, read from the registry (`capeval.registry`) when "
+             "this site was built: the class that computes it, what its docstring says first, the result keys it "
+             "returns (corpus floats; `per_caption` holds the same keys per caption) and its keyword options. The "
+             "classes' full docstrings: [Python API](api.md); how each family is computed: the metric pages.", "",
+             "The options are read from their declarations (`capeval.metric_options(name)`); the flags of "
+             "`capeval score --help` ([command line](cli.md#capeval-score)) and the `evaluate` modules' keywords come "
+             "from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
+             "`max_caption_chars`) are `capeval.score`'s own ([Python API](api.md)).", ""]
+    first: dict[str, str] = {}  # option -> the metric whose table shows it
+    for name, spec in REGISTRY.items():
+        cls = metric_class(name)
+        aliases = sorted(alias for alias, target in ALIASES.items() if target == name)
+        parts += [f"## `{name}`", "",
+                  f"Class `{cls.__module__}.{cls.__qualname__}`" + (f", from `{spec.source}`" if spec.source else "")
+                  + (f"; also spelled {', '.join(f'`{a}`' for a in aliases)}" if aliases else "") + ".", "",
+                  _first_paragraph(cls.__doc__), "",
+                  "Result keys: " + ", ".join(f"`{key}`" for key in spec.keys) + ".", ""]
+        options = list(metric_options(name))
+        earlier = [option for option in options if option in first]
+        if len(earlier) < len(options):
+            parts += [options_table([name], note=False, skip=set(first))]
+        if earlier:
+            parts += ["Also " + ", ".join(f"`{option}` (see [`{first[option]}`](#{first[option]}))" for option in earlier)
+                      + "."]
+        if not options:
+            parts += ["No options of its own."]
+        parts += [""]
+        for option in options:
+            first.setdefault(option, name)
+    return "\n".join(parts)
+
+
 def on_files(files, config):
-    for name, make in (("cli.md", cli_reference), ("which-metric.md", which_metric), ("results.md", results)):
+    for name, make in (("cli.md", cli_reference), ("which-metric.md", which_metric), ("results.md", results),
+                       ("metric-classes.md", metric_reference)):
         files.append(File.generated(config, name, content=make()))
     return files
 
