@@ -89,6 +89,12 @@ class CaptionMetric(ABC):
     #: ``without_images``: for a metric that reads images, a metric that reads none to suggest when no image is
     #: given (``critic`` → ``critic_ref``), or ``None``.
     without_images: ClassVar[str | None] = None
+    #: ``external_weights``: the metric's default weights do not come with capeval: the user fetches them (CLIP,
+    #: PAC-S, Polos, the LLaVA judges), so a check such as ``capeval verify`` looks for them first.
+    external_weights: ClassVar[bool] = False
+    #: ``judge_models``: for a multimodal-LLM judge, the Hugging Face Hub repositories its default model is built from
+    #: (the model, then any adapter); ``()`` for a metric that is no such judge.
+    judge_models: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **options: Any) -> None:
         from capeval.options import declared

@@ -35,6 +35,8 @@ from typing import Any, ClassVar
 
 from capeval.batch import CaptionBatch
 from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
+from capeval.judges.judge import DEFAULT_JUDGE
+from capeval.judges.lora import EXPERT_ADAPTER
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
 from capeval.validation import warn_at_caller
@@ -131,6 +133,8 @@ class _JudgeMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     unscored_items: ClassVar[bool] = True
+    external_weights: ClassVar[bool] = True
+    judge_models: ClassVar[tuple[str, ...]] = (DEFAULT_JUDGE,)
     with_references: ClassVar[bool] = False
     family: ClassVar[str] = "fleur"
     options: ClassVar[dict[str, Any]] = _options()
@@ -357,6 +361,7 @@ class Expert(_JudgeMetric):
 
     name = "expert"
     family = "expert"
+    judge_models = (DEFAULT_JUDGE, EXPERT_ADAPTER)
     options: ClassVar[dict[str, Any]] = _options("expert")
 
     def instruction(self, prediction: str, references: list[str]) -> str:

@@ -69,10 +69,10 @@ def resolve_model(family: str, value: Any) -> Any:
     if value is None or (isinstance(value, str) and value == DEFAULT_PAC_MODEL):
         path = default_pac_checkpoint()
         if not path.is_file():
-            raise FileNotFoundError(
-                f"pac_model: the PAC-S checkpoint is not at {path}. Download {PAC_CHECKPOINT_NAME} (CLIP ViT-B/32) from "
-                "the link in aimagelab/pacscore's README and put it there, or pass pac_model=<path to the .pth> "
-                "(or a Hub repo id holding it).")
+            raise with_words(FileNotFoundError, words(
+                "pac_model", OPTION, f": the PAC-S checkpoint is not at {path}. Download {PAC_CHECKPOINT_NAME} (CLIP "
+                "ViT-B/32) from the link in aimagelab/pacscore's README and put it there, or pass ",
+                Setting(shown="<path to the .pth>"), " (or a Hub repo id holding it)."))
         return path
     return value
 
@@ -113,6 +113,7 @@ class _VisionLanguageMetric(CaptionMetric):
 
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
+    external_weights: ClassVar[bool] = True
     family: ClassVar[str] = "clip"
     weight: ClassVar[float] = CLIP_S_WEIGHT
     with_references: ClassVar[bool] = False
@@ -329,10 +330,10 @@ def resolve_polos_model(value: Any) -> Any:
             return place
     from capeval.vision_language.polos import CHECKPOINT_URL
 
-    raise FileNotFoundError(
-        f"polos_model: the Polos checkpoint is not in {places[0]} (nor in the reference's cache {places[1]}). "
-        f"Download {CHECKPOINT_URL} (keio-smilab24/Polos README), unzip it and put reprod/'s files (reprod.ckpt, "
-        "hparams.yaml) in the first folder, or pass polos_model=<that folder or the .ckpt>.")
+    raise with_words(FileNotFoundError, words(
+        "polos_model", OPTION, f": the Polos checkpoint is not in {places[0]} (nor in the reference's cache "
+        f"{places[1]}). Download {CHECKPOINT_URL} (keio-smilab24/Polos README), unzip it and put reprod/'s files "
+        "(reprod.ckpt, hparams.yaml) in the first folder, or pass ", Setting(shown="<that folder or the .ckpt>"), "."))
 
 
 class Polos(CaptionMetric):
@@ -353,6 +354,7 @@ class Polos(CaptionMetric):
     chunk_multiple_of: ClassVar[str | None] = "polos_batch_size"
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
+    external_weights: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = {
         "polos_model": Option(
             default=DEFAULT_POLOS_MODEL, kind="model", none=True, metavar="DIR|FILE",
