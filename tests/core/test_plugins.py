@@ -168,3 +168,57 @@ def test_the_plug_in_in_a_benchmark(plugin_path, tmp_path):
     assert row["rows"] == 16992 and row["tau_c"] == pytest.approx(-0.0953, abs=5e-4)
     assert "word_count:unit=words" in row["signature"]
     assert any("not in capeval's catalog" in note for note in row["contamination"])
+
+
+def test_the_plug_in_as_an_evaluate_module(plugin_path, tmp_path):
+    """``capeval hub build-metric word_count`` writes an evaluate module generated from the plug-in's class, which
+    ``evaluate.load`` runs: its options as keywords (documented from their declarations), its card's options table,
+    the plug-in's distribution in ``requirements.txt``; ``--kind space`` adds the gradio app."""
+    evaluate = pytest.importorskip("evaluate")
+    from capeval.hub.metric_folder import build_metric_folder
+
+    _install(plugin_path, "capeval_word_count", WORD_COUNT, {"word_count": "capeval_word_count:WordCount"})
+    REGISTRY.reload()
+    built = build_metric_folder("word_count", tmp_path / "capeval-word-count", kind="metric",
+                                hub_id="someone/capeval-word-count")
+    assert built.files == ["README.md", "capeval-word-count.py", "requirements.txt"]
+    folder = built.folder
+    requirements = (folder / "requirements.txt").read_text().split()
+    assert requirements[1] == "capeval-word-count==0.1.0" and requirements[0].startswith("capeval[evaluate]==")
+    card = (folder / "README.md").read_text()
+    assert "| `word_count_unit` | `'words'` | what to count. One of `words`, `chars`. |" in card
+    assert "homepage: https://pypi.org/project/capeval-word-count/" in card and "sdk:" not in card
+    assert "Mean caption length: a baseline every benchmark should beat." in card
+    module = evaluate.load(str(folder))
+    result = module.compute(predictions=["a dog runs", "a cat"], references=[["a dog"], "a cat sits"])
+    assert result["word_count"] == 2.5 and result["per_caption"]["word_count"] == [3.0, 2.0]
+    chars = module.compute(predictions=["a dog"], references=["a dog"], word_count_unit="chars")
+    assert chars["word_count"] == 6.0 and "unit=chars" in chars["signature"]
+    assert "word_count_unit (`str`, optional): what to count" in module.inputs_description
+    with pytest.raises(ValueError, match="did you mean 'chars'"):
+        module.compute(predictions=["a dog"], references=["a dog"], word_count_unit="char")
+    space = build_metric_folder("word_count", tmp_path / "space" / "word_count", kind="space")
+    assert space.files == ["README.md", "app.py", "requirements.txt", "word_count.py"]
+    assert "plugin_space(__file__, 'word_count')" in (space.folder / "app.py").read_text()
+    assert (space.folder / "requirements.txt").read_text().split()[-1].startswith("gradio==")
+    done = subprocess.run([sys.executable, "-m", "capeval", "hub", "build-metric", "word_count", "--out",
+                           str(tmp_path / "cli" / "word_count")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path),
+                                                                             os.environ.get("PYTHONPATH", "")])})
+    assert done.returncode == 0, done.stderr
+    generated = (tmp_path / "cli" / "word_count" / "word_count.py").read_text()
+    assert generated == (folder / "capeval-word-count.py").read_text()
+    pytest.importorskip("gradio")
+    from capeval.hf.space import plugin_space
+
+    assert plugin_space(str(space.folder / "app.py"), "word_count") is not None  # the Blocks build
+
+
+def test_build_metric_names_plug_ins_among_the_modules(plugin_path, tmp_path):
+    from capeval.hub.metric_folder import build_metric_folder
+
+    _install(plugin_path, "capeval_word_count", WORD_COUNT, {"word_count": "capeval_word_count:WordCount"})
+    REGISTRY.reload()
+    with pytest.raises(ValueError, match=r"unknown metric module 'word_cont'; the metrics folder has: .*thumb, "
+                                         r"word_count\."):
+        build_metric_folder("word_cont", tmp_path / "x")

@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         + (" (capeval and gradio pinned) and app.py." if kind == "space" else
                            " (capeval pinned)."),
         )
-        m.add_argument("metric", help="a folder of metrics/ (coco_caption, lceval, learned_critic, sentence_cosine, "
-                                      "spice, spice_u, thumb)")
+        m.add_argument("metric", help="a module folder of capeval's metrics/ (e.g. coco_caption, clip_score, thumb), or "
+                                      "a plug-in metric's name (its module is generated from its class)")
         m.add_argument("--out", type=Path, required=True,
                        help="output folder, named like the Hub repo (its script is OUT_NAME.py)")
         m.add_argument("--repo-id", default=None, help="the Hub id the card names (user-or-org/name)")

@@ -23,7 +23,7 @@ from capeval.hf.space_inputs import (CAPTION_EXAMPLE, CRITIC_DEFAULT_METRICS, CR
 from capeval.registry import result_keys
 
 __all__ = ["CAPTION_SPACES", "caption_app", "caption_space", "critic_space", "image_caption_app", "lceval_app",
-           "lceval_space", "load_module", "thumb_app", "thumb_space"]
+           "lceval_space", "load_module", "plugin_space", "thumb_app", "thumb_space"]
 
 
 
@@ -211,6 +211,26 @@ def caption_space(app_file: str, metric: str):
                        keys=[k for name in spec["metrics"] for k in result_keys(name)], example=CAPTION_EXAMPLE,
                        metric_choices=spec["metrics"] if several else None,
                        default_metrics=spec["default"] if several else None)
+
+
+def plugin_space(app_file: str, metric: str):
+    """The Blocks of a plug-in metric's generated Space (``capeval hub build-metric NAME --kind space``): captions
+    (and, for a metric that reads images, an image gallery) in, its result keys' tables out; the title and the
+    description from the metric's class."""
+    import inspect
+
+    from capeval.registry import metric_class
+
+    cls = metric_class(metric)
+    description = " ".join((inspect.cleandoc(cls.__doc__ or "").split("\n\n", 1)[0]).split())
+    title, keys = f"{metric} (a capeval plug-in metric)", list(result_keys(metric))
+    if cls.needs_images:
+        from capeval.io import example_images
+
+        return image_caption_app(load_module(app_file), title=title, description=description, keys=keys,
+                                 example=CAPTION_EXAMPLE, example_images=example_images(), metric_choices=[metric])
+    return caption_app(load_module(app_file), title=title, description=description, keys=keys,
+                       example=CAPTION_EXAMPLE)
 
 
 def thumb_space(app_file: str):

@@ -22,7 +22,7 @@ from capeval._version import __version__
 from capeval.hub.cards import split_front_matter
 
 __all__ = ["APT_PACKAGES", "EXTRAS", "GRADIO_VERSION", "BuiltFolder", "build_metric_folder", "loading_section",
-           "metric_names", "metrics_source_dir", "requirements"]
+           "metric_names", "metrics_source_dir", "plugin_metric_names", "requirements"]
 
 #: The gradio release the Space apps are written and tested for (``requirements.txt`` and the card's ``sdk_version``).
 GRADIO_VERSION = "6.31.0"
@@ -127,18 +127,17 @@ def _homepage(script_text: str, metric: str) -> str:
     return urls[0]
 
 
-def build_metric_folder(metric: str, out: str | Path, *, kind: str = "space", hub_id: str | None = None,
-                        source: str | Path | None = None, overwrite: bool = False) -> BuiltFolder:
-    """Write the Hub folder of ``metrics/<metric>`` to ``out`` (``kind``: ``"space"`` or ``"metric"``)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
-    names = metric_names(source)
-    if metric not in names:
-        raise ValueError(f"unknown metric module {metric!r}; the metrics folder has: {', '.join(names)}.")
+def plugin_metric_names() -> list[str]:
+    """The registered plug-in metrics (:mod:`capeval.plugins`), whose modules are generated from their classes."""
+    from capeval.registry import REGISTRY
+
+    return sorted(name for name, spec in REGISTRY.items() if spec.source)
+
+
+def _check_target(out: Path, hub_id: str | None, overwrite: bool) -> str:
+    """The folder's (and script's) name; ``ValueError`` / ``FileExistsError`` for a target that cannot be written."""
     if hub_id is not None and (hub_id.count("/") != 1 or not all(hub_id.split("/"))):
         raise ValueError(f"hub id must look like 'user-or-org/name', got {hub_id!r}.")
-    src = metrics_source_dir(source) / metric
-    out = Path(out)
     name = hub_id.split("/")[1] if hub_id else out.name
     if name != out.name:
         raise ValueError(f"the folder name {out.name!r} must be the Hub repo name {name!r}: evaluate.load looks "
@@ -148,8 +147,13 @@ def build_metric_folder(metric: str, out: str | Path, *, kind: str = "space", hu
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it.")
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+    return name
+
+
+def _source_files(metric: str, name: str, kind: str, hub_id: str | None,
+                  source: str | Path | None) -> dict[str, str]:
+    """The files of capeval's own module ``metrics/<metric>``."""
+    src = metrics_source_dir(source) / metric
     script = (src / f"{metric}.py").read_text(encoding="utf-8")
     files = {f"{name}.py": script,
              "README.md": _card((src / "README.md").read_text(encoding="utf-8"), src / "README.md", metric, name,
@@ -159,6 +163,39 @@ def build_metric_folder(metric: str, out: str | Path, *, kind: str = "space", hu
         files["app.py"] = (src / "app.py").read_text(encoding="utf-8")
         if metric in APT_PACKAGES:
             files["packages.txt"] = "\n".join(APT_PACKAGES[metric]) + "\n"
+    return files
+
+
+def _plugin_files(metric: str, name: str, kind: str, hub_id: str | None) -> dict[str, str]:
+    """The files of the plug-in metric ``metric``, generated from its class (:mod:`capeval.hub.plugin_module`)."""
+    from capeval.hub.plugin_module import plugin_files, plugin_module
+
+    generated = plugin_files(metric, kind)
+    script = generated.pop("script")
+    card = _card(generated.pop("README.md"), Path(f"<{metric}'s generated card>"), metric, name, kind, hub_id,
+                 _homepage(script, metric))
+    lines = [*requirements(metric, kind)[:1], plugin_module(metric).distribution, *requirements(metric, kind)[1:]]
+    return {f"{name}.py": script, "README.md": card, "requirements.txt": "\n".join(lines) + "\n", **generated}
+
+
+def build_metric_folder(metric: str, out: str | Path, *, kind: str = "space", hub_id: str | None = None,
+                        source: str | Path | None = None, overwrite: bool = False) -> BuiltFolder:
+    """Write the Hub folder of ``metrics/<metric>`` to ``out`` (``kind``: ``"space"`` or ``"metric"``); for a plug-in
+    metric (an entry point of ``capeval.metrics``) the module is generated from its class."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+    plugins = plugin_metric_names()
+    names = [] if metric in plugins else metric_names(source)
+    if metric not in plugins and metric not in names:
+        known = ", ".join(names + plugins)
+        raise ValueError(f"unknown metric module {metric!r}; the metrics folder has: {known}.")
+    out = Path(out)
+    name = _check_target(out, hub_id, overwrite)
+    files = (_plugin_files(metric, name, kind, hub_id) if metric in plugins
+             else _source_files(metric, name, kind, hub_id, source))
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
     for filename, text in files.items():
         (out / filename).write_text(text, encoding="utf-8")
     return BuiltFolder(out, kind, sorted(files))
