@@ -1,12 +1,12 @@
 """Every image a user may pass (capeval.models.image_cases), through capeval.score, the evaluate module, the CLI and
-the Space: a finite score in [0, 1], or the documented error naming images[0] (and the path), within seconds; EXIF
-photos scored upright; random arrays of any dtype and layout never crash (hypothesis)."""
+the Space: a finite score in [0, 1], or the documented error naming images[0] (and the path); EXIF photos scored
+upright; random arrays of any dtype and layout never crash (hypothesis). A case that hangs fails by the timeouts below;
+the seconds each case takes are measured by benchmarks/image_inputs.py."""
 from __future__ import annotations
 
 import json
 import math
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,6 @@ def cases(tmp_path_factory):
 
 
 def _check(case, run) -> None:
-    started = time.monotonic()
     if case.expect == "score":
         value = run()
         assert math.isfinite(value) and 0 <= value <= 1, (case.name, value)
@@ -42,14 +41,15 @@ def _check(case, run) -> None:
         # the kind of error, or a subclass of it (an unusable image is an ImageInputError, a ValueError)
         assert isinstance(info.value, getattr(builtins, case.expect)), (case.name, info.value)
         assert re.search(case.match, str(info.value)), (case.name, str(info.value))
-    assert time.monotonic() - started < 30, case.name
 
 
+@pytest.mark.timeout(600)  # a hang guard, not a speed claim
 def test_every_case_through_capeval_score(cases):
     for case in cases.values():
         _check(case, lambda: capeval.score([PRED], [REFS], metrics=["critic"], images=[case.item])["critic"])
 
 
+@pytest.mark.timeout(600)
 def test_every_case_through_the_evaluate_module(cases):
     evaluate = pytest.importorskip("evaluate")
     from support import ROOT
@@ -60,6 +60,7 @@ def test_every_case_through_the_evaluate_module(cases):
                                             metrics="critic")["critic"])
 
 
+@pytest.mark.timeout(600)
 def test_every_file_case_through_the_cli_and_the_space(cases, tmp_path, capsys):
     from capeval.cli import main
     from capeval.hf.space_inputs import SpaceInputError, score_image_captions

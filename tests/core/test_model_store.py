@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -43,10 +42,10 @@ def _hf_cache(cache: Path, name: str, source: Path, commit: str = "0123456789abc
     return snapshot
 
 
-def _run(code: str, cache: Path, **env) -> subprocess.CompletedProcess:
+def _run(code: str, cache: Path, timeout: float = 300, **env) -> subprocess.CompletedProcess:
     full = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "CAPEVAL_MODELS_DIR": "", **env}
     full.pop("HF_HOME", None)
-    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=timeout)
 
 
 def test_every_hub_model_is_in_the_checkout_mirror_and_no_default_is_on_the_hub():
@@ -93,9 +92,8 @@ def test_resolves_from_a_real_hugging_face_cache_offline_and_scores(tmp_path):
 
 
 def test_missing_model_offline_fails_fast_naming_the_repo_and_the_fetch_command(tmp_path):
-    started = time.monotonic()
-    out = _run("from capeval.model_store import model_dir\nmodel_dir('lm-coco')", tmp_path / "empty-hub")
-    assert time.monotonic() - started < 60
+    # fast: no network wait; a hang ends in subprocess.TimeoutExpired (the bound of _run)
+    out = _run("from capeval.model_store import model_dir\nmodel_dir('lm-coco')", tmp_path / "empty-hub", timeout=120)
     assert out.returncode == 1 and "ModelNotAvailableError" in out.stderr
     assert "'capeval/lm-coco'" in out.stderr and "capeval models fetch lm-coco" in out.stderr
     cli = subprocess.run([sys.executable, "-m", "capeval", "models", "fetch", "critic-flickr8k"], capture_output=True,

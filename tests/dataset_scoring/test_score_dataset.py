@@ -209,14 +209,27 @@ def test_killed_at_random_moments_the_same_call_finishes_with_the_identical_outp
     out = tmp_path / "killed"
     rng = random.Random(7)
     mid_run = 0
+
+    # the moments a run is killed at, each seen in the output folder (no clock): start-up (at once),
+    # the document-frequency pass, a file being written (a new .tmp-*)
+    def new_paths(before, pattern):
+        return out.is_dir() and any(path not in before for path in out.rglob(pattern))
+
+    moments = {
+        "start-up": lambda before: True,
+        "first pass": lambda before: new_paths(before, "*cider-df*"),
+        "writing": lambda before: new_paths(before, ".tmp-*"),
+    }
     for attempt in range(4):
+        # alternately a random moment (start-up, the first pass, a file being written) and a random shard count;
+        # the shard count also bounds the first kind, so no attempt runs to the end
+        moment = moments[rng.choice(sorted(moments))]
+        before = set(out.rglob("*")) if out.is_dir() else set()
         proc = subprocess.Popen([*command, str(out), "20"])
-        # alternately a random moment (start-up, the first pass, a shard being written) and a random shard count
-        deadline = time.monotonic() + rng.uniform(0.5, 3.0)
         target = rng.randint(1 + 12 * attempt, 10 + 12 * attempt)
         while proc.poll() is None:
             done = len(list((out / "shards").glob("part-*.parquet"))) if (out / "shards").is_dir() else 0
-            if (attempt % 2 == 0 and time.monotonic() >= deadline) or (attempt % 2 == 1 and done >= target):
+            if (attempt % 2 == 0 and moment(before)) or done >= target:
                 os.kill(proc.pid, signal.SIGKILL)
                 mid_run += 0 < done < 60
                 break
