@@ -156,6 +156,33 @@ def test_a_module_takes_and_documents_every_option_of_its_metrics(name):
     assert not any(f"{o}=" in source for o in options), "an option restated in _compute"
 
 
+@pytest.mark.parametrize("name", MODULES)
+def test_the_card_s_option_table_is_the_declarations(name):
+    """The card lists its metrics' options in the table written from their declarations (``python -m
+    capeval.hub.card_options``), and describes no option outside it: an option cannot be in the card and not in the
+    code, or the other way round, or carry another default there."""
+    import re
+
+    from capeval.hub.card_options import END, START, card_families, options_table, refresh_card
+    from capeval.registry import metric_options
+
+    families = card_families(ROOT / "metrics" / name / f"{name}.py")
+    if not families:
+        pytest.skip(f"{name}: a module without metric options")
+    text = (ROOT / "metrics" / name / "README.md").read_text(encoding="utf-8")
+    assert refresh_card(text, families) == text, f"{name}: run python -m capeval.hub.card_options"
+    table = text[text.index(START):text.index(END)]
+    assert table.count("\n| `") == len({o for f in families for o in metric_options(f)})
+    assert options_table(families) in table
+    inputs = text.split("### Inputs", 1)[-1].split("\n#", 1)[0]  # the Inputs section: the keywords of compute
+    outside = inputs.replace(table, "")
+    from capeval.registry import REGISTRY
+
+    known = {o for f in REGISTRY for o in metric_options(f)}
+    bullets = set(re.findall(r"^- \*\*([a-z0-9_]+)\*\*", outside, flags=re.M))
+    assert not bullets & known, f"{name}: options described by hand outside the table: {sorted(bullets & known)}"
+
+
 # caption modules: the same numbers as capeval.score, with one reference string or a list per prediction
 CAPTION_CASES = {
     "spice": (["a dog runs on the grass", "two cats on a red sofa"],
