@@ -186,7 +186,7 @@ def test_the_plug_in_as_an_evaluate_module(plugin_path, tmp_path):
     requirements = (folder / "requirements.txt").read_text().split()
     assert requirements[1] == "capeval-word-count==0.1.0" and requirements[0].startswith("capeval[evaluate]==")
     card = (folder / "README.md").read_text()
-    assert "| `word_count_unit` | `'words'` | what to count. One of `words`, `chars`. |" in card
+    assert "| `word_count_unit` | `'words'` | one of 'words', 'chars': what to count |" in card
     assert "homepage: https://pypi.org/project/capeval-word-count/" in card and "sdk:" not in card
     assert "Mean caption length: a baseline every benchmark should beat." in card
     module = evaluate.load(str(folder))

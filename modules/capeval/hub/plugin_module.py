@@ -193,14 +193,9 @@ def _front_matter_text(text: str) -> str:
 def module_card(module: PluginModule) -> str:
     """The module card (``README.md``, with its YAML front matter) of the generated module: the description, the
     result keys and the options table from the declarations."""
-    from capeval.registry import metric_options
+    from capeval.hub.card_options import END, START, options_table
 
-    rows = ["| option | default | what it does |", "|---|---|---|"]
-    for option, declaration in metric_options(module.name).items():
-        choices = f" One of {', '.join(f'`{c}`' for c in declaration.choices)}." if declaration.choices else ""
-        help_text = _front_matter_text(declaration.help).replace("|", "\\|")
-        rows.append(f"| `{option}` | `{declaration.default!r}` | {help_text}.{choices} |")
-    options = "\n".join(rows) if len(rows) > 2 else "It has no options of its own."
+    options = f"{START}\n\n{options_table((module.name,))}\n\n{END}"
     keys = ", ".join(f"`{key}`" for key in module.keys)
     images = ", images=images" if module.reads_images else ""
     title = module.name.replace("_", " ").title()
