@@ -1,19 +1,22 @@
 """MkDocs hooks of capeval's site (mkdocs.yml ``hooks:``): pages generated at build time, so that none goes stale.
 
-* ``cli.md``: every ``capeval`` command's ``--help``, rendered from :func:`capeval.cli.build_parser` (100 columns).
-* ``which-metric.md``: README.md's "Which metric should I report?" section; ``results.md``: BENCHMARKS.md.
+* ``cli.md`` and ``cli/<command>.md``: every ``capeval`` command's ``--help``, rendered from
+  :func:`capeval.cli.build_parser` (100 columns); a link to ``cli.md#capeval-X`` goes to the page of ``X``.
+* ``which-metric.md``: README.md's "Which metric should I report?" section; ``results.md``, ``results/defaults.md``
+  and ``results/topics.md``: BENCHMARKS.md, split by its ``##`` sections (:data:`RESULTS_PAGES`).
 * ``metric-classes.md``: every registered metric (``capeval.registry``): class, docstring, result keys, options.
 * ``<!-- include: PATH § HEADING -->`` in a page: replaced by that section of ``docs/PATH`` (the heading line and
   everything under it, up to the next heading of the same or a higher level), its heading at level 3.
 * ``<!-- options: METRIC ... -->``: a table of those metrics' keyword options, defaults and CLI flags.
 * ``<!-- metric classes -->``: a mkdocstrings entry for the class of every registered metric.
 * Links written for GitHub that leave ``docs/`` are mapped into the site: ``README.md`` → ``index.md`` (its
-  which-metric section → ``which-metric.md``), ``BENCHMARKS.md`` → ``results.md``, ``docs/X`` → ``X``; a link to any
-  other file of the repository (source, scripts) becomes its text and the file's path in code, since the site does
-  not hold them. A link to a file that does not exist is left alone, so ``mkdocs build --strict`` reports it.
+  which-metric section → ``which-metric.md``), ``BENCHMARKS.md`` → the results page holding the anchor, ``docs/X`` →
+  ``X``; a link to any other file of the repository (source, scripts) becomes its text and the file's path in code,
+  since the site does not hold them. A link to a file that does not exist is left alone, so ``mkdocs build --strict`` reports it.
 """
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -27,7 +30,7 @@ INCLUDE = re.compile(r"^<!-- include: (\S+) § (.+?) -->$", re.M)
 OPTIONS = re.compile(r"^<!-- options: ([a-z0-9_ ]+) -->$", re.M)
 CLASSES = re.compile(r"^<!-- metric classes -->$", re.M)
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.M | re.S)
-GENERATED = {"which-metric.md", "results.md", "cli.md", "metric-classes.md"}
+GENERATED = {"which-metric.md", "results.md", "results/defaults.md", "results/topics.md", "cli.md", "metric-classes.md"}
 
 
 def _section(text: str, heading: str, where: str) -> str:
@@ -62,7 +65,8 @@ def _outside_docs(repo_path: str, anchor: str, page_dir: str) -> str | None:
             return posixpath.relpath("which-metric.md", page_dir or ".")
         return posixpath.relpath("index.md", page_dir or ".")
     if repo_path == "BENCHMARKS.md":
-        return posixpath.relpath("results.md", page_dir or ".") + anchor
+        page = results_anchors().get(anchor[1:], "results.md")
+        return posixpath.relpath(page, page_dir or ".") + anchor
     return None
 
 
@@ -80,7 +84,10 @@ def rebase(markdown: str, source_dir: str, page_dir: str) -> str:
         if repo_path is None:
             return match.group(0)
         if repo_path.startswith("docs/"):
-            return f"{image}[{text}]({posixpath.relpath(repo_path[5:], page_dir or '.')}{anchor})"
+            target = repo_path[5:]
+            if target == "cli.md" and anchor:  # the reference has a page per command
+                target = cli_page(anchor[1:])
+            return f"{image}[{text}]({posixpath.relpath(target, page_dir or '.')}{anchor})"
         mapped = _outside_docs(repo_path, anchor, page_dir)
         if mapped is not None:
             return f"{image}[{text}]({mapped})"
@@ -139,7 +146,7 @@ def options_table(metrics: list[str], page_dir: str = "", note: bool = True, ski
     up = "" if up == "." else up + "/"
     note = "" if not note else (
         "\nRead from the options' declarations (`capeval.metric_options`) when this site was built; the flags of "
-        f"`capeval score --help` ([command line]({up}cli.md#capeval-score)) and the `evaluate` modules' keywords "
+        f"`capeval score --help` ([command line]({up}cli/score.md#capeval-score)) and the `evaluate` modules' keywords "
         "come from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
         "`max_caption_chars`) are `capeval.score`'s own.\n")
     return "\n".join(head + rows) + "\n" + note
@@ -192,26 +199,70 @@ def _commands(parser, path=("capeval",)):
                 yield from _commands(sub, (*path, name))
 
 
-def cli_reference() -> str:
-    """Markdown of every command's help, as ``capeval ... --help`` prints it at 100 columns."""
-    from capeval import __version__
+def _help_pages() -> dict[str, list[tuple[tuple[str, ...], str]]]:
+    """``{page: [(command words, its --help at 100 columns)]}``: ``cli.md`` holds ``capeval`` itself,
+    ``cli/<command>.md`` each top-level command and the sub-commands under it."""
     from capeval.cli import build_parser
 
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"
     try:
-        parser = build_parser()
-        parts = ["# Command line reference", "",
-                 f"Every `capeval` command's `--help`, generated from `capeval.cli.build_parser()` when this site was "
-                 f"built (capeval {__version__}). Examples of use: [Usage guide](usage.md#command-line).", ""]
-        for words, sub in _commands(parser):
-            parts += [f"## `{' '.join(words)}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+        pages: dict[str, list] = {}
+        for words, sub in _commands(build_parser()):
+            page = "cli.md" if len(words) == 1 else f"cli/{words[1]}.md"
+            pages.setdefault(page, []).append((words, sub.format_help().rstrip()))
     finally:
         if old is None:
             os.environ.pop("COLUMNS", None)
         else:
             os.environ["COLUMNS"] = old
-    return "\n".join(parts)
+    return pages
+
+
+@functools.lru_cache(maxsize=1)
+def _top_commands() -> tuple[str, ...]:
+    """The top-level ``capeval`` commands, longest first (``score-dataset`` before ``score``)."""
+    from capeval.cli import build_parser
+
+    names = {words[1] for words, _ in _commands(build_parser()) if len(words) == 2}
+    return tuple(sorted(names, key=len, reverse=True))
+
+
+def cli_page(anchor: str) -> str:
+    """The command-line reference page holding ``anchor`` (``capeval-score-dataset`` → ``cli/score-dataset.md``);
+    ``cli.md`` for ``capeval`` itself or an anchor of no command."""
+    for name in _top_commands():
+        slug = _slug(f"capeval {name}")
+        if anchor == slug or anchor.startswith(slug + "-"):
+            return f"cli/{name}.md"
+    return "cli.md"
+
+
+def cli_reference() -> dict[str, str]:
+    """``{page: markdown}`` of the command-line reference: every command's help, as ``capeval ... --help`` prints it
+    at 100 columns; ``cli.md`` lists the commands, each top-level command has a page with its sub-commands."""
+    from capeval import __version__
+
+    pages = _help_pages()
+    intro = (f"Every `capeval` command's `--help`, generated from `capeval.cli.build_parser()` when this site was "
+             f"built (capeval {__version__}). Examples of use: [Command line](usage/command-line.md).")
+    out = {}
+    listing = []
+    for page, helps in pages.items():
+        if page == "cli.md":
+            continue
+        (words, _), rest = helps[0], helps[1:]
+        subs = ", ".join(f"`{' '.join(w[2:])}`" for w, _ in rest)
+        listing.append(f"- [`{' '.join(words)}`]({page})" + (f": {subs}" if subs else ""))
+        parts = [f"# `{' '.join(words)}`", "", f"Part of the [command line reference](../cli.md). {intro}"
+                 .replace("](usage/", "](../usage/"), "", "```text", helps[0][1], "```", ""]
+        for sub_words, text in rest:
+            parts += [f"## `{' '.join(sub_words)}`", "", "```text", text, "```", ""]
+        out[page] = "\n".join(parts)
+    (words, text), = pages["cli.md"]
+    head = ["# Command line reference", "", intro, "", f"## `{' '.join(words)}`", "", "```text", text, "```", "",
+            "## The commands", "", "Each command's page holds its help and its sub-commands'.", "", *listing, ""]
+    return {"cli.md": "\n".join(head), **out}
 
 
 def which_metric() -> str:
@@ -224,8 +275,83 @@ def which_metric() -> str:
     return rebase("# Which metric should I report?\n\n" + note + body, "", "")
 
 
-def results() -> str:
-    return rebase((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"), "", "")
+#: The pages BENCHMARKS.md is split into (none over 40 KB): ``(page, title, headings)``, each page taking the ``##``
+#: sections whose heading starts with one of its ``headings``; the first page also takes the text before the first
+#: ``##``, the last every section no page names.
+RESULTS_PAGES = (
+    ("results.md", None, ("Figures", "Leaderboard")),
+    ("results/defaults.md", "Results: the learned metrics' defaults and provenance",
+     ("How the learned metrics' defaults are chosen", "Provenance and contamination")),
+    ("results/topics.md", "Results: each measured topic", ()),
+)
+
+
+def _results_sections() -> dict[str, list[str]]:
+    """``{page: [markdown of each of its sections]}``: BENCHMARKS.md cut at its ``##`` headings (outside code fences)
+    and shared out by :data:`RESULTS_PAGES`."""
+    text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    sections, fenced = [[]], False
+    for line in text.splitlines():
+        if line.startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and line.startswith("## "):
+            sections.append([])
+        sections[-1].append(line)
+    pages: dict[str, list[str]] = {page: [] for page, _, _ in RESULTS_PAGES}
+    pages[RESULTS_PAGES[0][0]].append("\n".join(sections[0]))
+    for lines in sections[1:]:
+        heading = lines[0][3:]
+        page = next((page for page, _, starts in RESULTS_PAGES if heading.startswith(starts)), RESULTS_PAGES[-1][0])
+        pages[page].append("\n".join(lines))
+    return pages
+
+
+def _slug(heading: str) -> str:
+    """The anchor of a markdown heading, as this site's toc makes it (``pymdownx.slugs.slugify``, lower case)."""
+    from pymdownx.slugs import slugify
+
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).replace("`", "").replace("**", "")
+    return slugify(case="lower")(text, "-")
+
+
+def results_anchors() -> dict[str, str]:
+    """``{anchor: results page}`` for every heading of BENCHMARKS.md (read again when the file changes)."""
+    return _results_anchors((ROOT / "BENCHMARKS.md").stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _results_anchors(mtime_ns: int) -> dict[str, str]:
+    out = {}
+    for page, sections in _results_sections().items():
+        for section in sections:
+            fenced = False
+            for line in section.splitlines():
+                if line.startswith(("```", "~~~")):
+                    fenced = not fenced
+                match = None if fenced else re.match(r"^#{1,6} (.+?)\s*$", line)
+                if match:
+                    out.setdefault(_slug(match.group(1)), page)
+    return out
+
+
+def results_pages() -> dict[str, str]:
+    """``{page: markdown}`` of the results pages generated from BENCHMARKS.md (:data:`RESULTS_PAGES`); a link from
+    one to a section of another is pointed at the page that holds it."""
+    others = ", ".join(f"[{title[len('Results: '):]}]({page})" for page, title, _ in RESULTS_PAGES[1:])
+    archive = ("\n\nThe results continue on two more pages: " + others + ". The archive (dated notes, every run, "
+               "not in the navigation): the [lab notes](benchmarks/lab-notes.md) and the "
+               "[measurements](benchmarks/measurements.md).\n")
+    out = {}
+    for page, title, _ in RESULTS_PAGES:
+        body = "\n\n".join(_results_sections()[page])
+        body = re.sub(r"\]\(#", "](BENCHMARKS.md#", body)  # within BENCHMARKS.md: perhaps another page now
+        if title is None:
+            head, _, rest = body.partition("\n## ")
+            body = head.rstrip() + archive + "\n## " + rest
+        else:
+            body = f"# {title}\n\nPart of the [results](BENCHMARKS.md).\n\n" + body
+        out[page] = rebase(body, "", posixpath.dirname(page))
+    return out
 
 
 def _first_paragraph(doc: str | None) -> str:
@@ -257,7 +383,7 @@ def metric_reference() -> str:
              "returns (corpus floats; `per_caption` holds the same keys per caption) and its keyword options. The "
              "classes' full docstrings: [Python API](api.md); how each family is computed: the metric pages.", "",
              "The options are read from their declarations (`capeval.metric_options(name)`); the flags of "
-             "`capeval score --help` ([command line](cli.md#capeval-score)) and the `evaluate` modules' keywords come "
+             "`capeval score --help` ([command line](cli/score.md#capeval-score)) and the `evaluate` modules' keywords come "
              "from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
              "`max_caption_chars`) are `capeval.score`'s own ([Python API](api.md)).", ""]
     first: dict[str, str] = {}  # option -> the metric whose table shows it
@@ -284,16 +410,35 @@ def metric_reference() -> str:
     return "\n".join(parts)
 
 
+def generated_pages() -> dict[str, str]:
+    """``{page: markdown}`` of every page this hook generates (``cli/*.md`` and :data:`GENERATED`)."""
+    pages = {"which-metric.md": which_metric(), "metric-classes.md": metric_reference()}
+    return {**cli_reference(), **pages, **results_pages()}
+
+
+def _generated(src: str) -> bool:
+    return src in GENERATED or src.startswith("cli/")
+
+
+def page_markdown(src: str) -> str:
+    """The markdown the site renders for page ``src`` (a path under docs/): generated, or the file with its
+    ``include`` and ``options`` markers expanded (links not rebased)."""
+    if _generated(src):
+        return generated_pages()[src]
+    return _includes((ROOT / "docs" / src).read_text(encoding="utf-8"), src)
+
+
 def on_files(files, config):
-    for name, make in (("cli.md", cli_reference), ("which-metric.md", which_metric), ("results.md", results),
-                       ("metric-classes.md", metric_reference)):
-        files.append(File.generated(config, name, content=make()))
+    pages = generated_pages()
+    assert all(map(_generated, pages)) and GENERATED <= set(pages), sorted(set(pages) ^ GENERATED)
+    for name, content in pages.items():
+        files.append(File.generated(config, name, content=content))
     return files
 
 
 def on_page_markdown(markdown, page, config, files):
     src = page.file.src_uri
-    if src in GENERATED:
+    if _generated(src):
         return markdown
     markdown = _includes(markdown, src)
     return rebase(markdown, posixpath.dirname(f"docs/{src}"), posixpath.dirname(src))

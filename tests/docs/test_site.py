@@ -52,12 +52,17 @@ def test_every_page_is_built(site):
 def test_cli_reference_is_generated_from_the_parser(site):
     from capeval.cli import build_parser
 
-    html = (site / "cli" / "index.html").read_text(encoding="utf-8")
-    commands = [" ".join(words) for words, _ in _hooks()._commands(build_parser())]
-    assert len(commands) > 30 and "capeval models random" in commands and "capeval leaderboard" in commands
-    for command in commands:
-        assert f"<code>{command}</code>" in html, command
-    assert "--plot" in html.split("<code>capeval leaderboard</code>", 1)[1].split("<h2", 1)[0]
+    commands = [words for words, _ in _hooks()._commands(build_parser())]
+    assert len(commands) > 30 and ("capeval", "models", "random") in commands and ("capeval", "leaderboard") in commands
+    index = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    for words in commands:
+        page = site / "cli" / (words[1] if len(words) > 1 else "") / "index.html"
+        html = page.read_text(encoding="utf-8")
+        assert f"<code>{' '.join(words)}</code>" in html, words
+        if len(words) == 2:
+            assert f'href="{words[1]}/"' in index, words
+    leaderboard = (site / "cli" / "leaderboard" / "index.html").read_text(encoding="utf-8")
+    assert "--plot" in leaderboard.split("<code>capeval leaderboard</code>", 1)[1]
 
 
 def test_api_reference_renders_the_docstrings(site):
@@ -143,3 +148,46 @@ def test_metric_classes_page_has_a_section_per_metric(site):
         assert all(f"<code>{key}</code>" in section for key in REGISTRY[metric].keys), metric
         assert all(f"<code>{option}</code>" in section for option in metric_options(metric)), metric
     assert "meteor_backend" in sections["meteor"] and "<table>" in sections["meteor"]
+
+
+def _nav_pages() -> list[str]:
+    """Every page named in mkdocs.yml's ``nav`` (a path under docs/)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = config.split("\nnav:\n", 1)[1]
+    return re.findall(r"^\s+- (?:[^\n]*: )?(\S+\.md)\s*$", nav, re.M)
+
+
+def test_no_page_in_the_navigation_is_over_40_kb():
+    """A page a newcomer walks to stays readable: its markdown, generated or with its included sections, is at most
+    40 KB (40,000 bytes of UTF-8). Longer notes live in the archive, outside the navigation."""
+    hooks = _hooks()
+    pages = _nav_pages()
+    assert len(pages) > 20 and "index.md" in pages and "results.md" in pages and "api.md" in pages
+    assert "benchmarks/measurements.md" not in pages and "benchmarks/lab-notes.md" not in pages
+    pages += [page for page in hooks.generated_pages() if page not in pages]  # the command pages cli.md links
+    sizes = {page: len(hooks.page_markdown(page).encode("utf-8")) for page in pages}
+    assert not {page: size for page, size in sizes.items() if size > 40_000}, sizes
+
+
+def test_the_archive_is_out_of_the_navigation_but_linked_from_the_results(site):
+    results = (site / "results" / "index.html").read_text(encoding="utf-8")
+    for page in ("lab-notes", "measurements"):
+        assert (site / "benchmarks" / page / "index.html").is_file(), page
+        assert f'href="../benchmarks/{page}/"' in results, page
+        nav = results.split('<nav class="md-nav md-nav--primary"', 1)[1].split("</nav>", 1)[0]
+        assert f"benchmarks/{page}/" not in nav, page
+
+
+def test_results_are_split_with_their_links_pointing_at_the_right_page(site):
+    hooks = _hooks()
+    anchors = hooks.results_anchors()
+    assert anchors["leaderboard"] == "results.md" and anchors["scoring-a-dataset"] == "results/topics.md"
+    benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    headings = [line for line in benchmarks.splitlines() if line.startswith("## ")]
+    html = "".join((site / page.replace(".md", "") / "index.html").read_text(encoding="utf-8")
+                   if page != "results.md" else (site / "results" / "index.html").read_text(encoding="utf-8")
+                   for page, _, _ in hooks.RESULTS_PAGES)
+    for heading in headings:
+        assert f'id="{hooks._slug(heading[3:])}"' in html, heading
+    learned = (site / "metrics" / "learned" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../../results/defaults/#how-the-learned-metrics-defaults-are-chosen' in learned
