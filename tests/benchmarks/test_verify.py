@@ -8,6 +8,7 @@ import math
 import pytest
 
 from capeval.benchmarks import verify as v
+from capeval.benchmarks.verify.metric_facts import capeval_key
 from capeval.published import entries as published_entries
 
 HESSEL = {"benchmark": "flickr8k-expert", "source": "hessel2021", "where": "Table 1", "protocol": "clipscore",
@@ -164,7 +165,7 @@ def test_classification_of_the_published_table():
     assert reasons(benchmark="coco2015", metric="spice") == {v.COCO2015_CAPTIONS}
     # metrics capeval does not have
     for name in ("tiger", "bert_s_pp", "nubia", "spider", "wmd", "nneval", "bertscore", "refonlyc"):
-        if v._capeval_key(name) is None:  # (SPIDEr is one once the registry has it: its rows keep their protocol's)
+        if capeval_key(name) is None:  # (SPIDEr is one once the registry has it: its rows keep their protocol's)
             assert all("not a capeval metric" in r.reason and r.skip.kind == "not_in_capeval"
                        for r in rows if r.metric == name), name
     # Polos is one now: its Flickr8k and Polaris rows are targets (COMPOSITE's keep the reference-text reason)

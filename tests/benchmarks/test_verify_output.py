@@ -11,6 +11,7 @@ import re
 import pytest
 
 from capeval.benchmarks import verify as v
+from capeval.benchmarks.verify import availability, measuring
 from capeval.cli import main
 from capeval.published import citations
 from capeval.published import entries as published_entries
@@ -63,8 +64,8 @@ def offline(monkeypatch, tmp_path):
     """``capeval verify`` over the whole published table with the fake probe and measurements, at COLUMNS=100."""
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.setenv("CAPEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(v, "Probe", lambda: fake_probe)
-    monkeypatch.setattr(v, "measure", fake_measure(v.plan(published_entries())))
+    monkeypatch.setattr(availability, "Probe", lambda: fake_probe)
+    monkeypatch.setattr(measuring, "measure", fake_measure(v.plan(published_entries())))
 
 
 def run_cli(capsys, *args):
@@ -227,7 +228,7 @@ def repository_citations() -> list[tuple[str, str | None, str]]:
         texts += [(row.reason or "", f"reason of {row.metric} / {row.benchmark}"),
                   (row.tolerance_rule, f"tolerance rule of {row.metric}")]
     texts += [(text, f"citation {key}") for key, text in citations().items() if key not in external]
-    texts += [(skip.text, "a protocol reason") for skip in v._STATIC.values()]
+    texts += [(skip.text, "a protocol reason") for skip in v.STATIC.values()]
     texts += [(text, name) for name, text in (("FAST", v.FAST), ("SPICE_RULE", v.SPICE_RULE))]
     out = []
     for text, origin in texts:
@@ -255,7 +256,7 @@ def test_the_published_table_cites_only_files_that_exist():
 def test_no_citation_names_the_spec_outside_the_repository():
     texts = [str(e.get("where", "")) for e in published_entries()]
     texts += [str(orig.get("where", "")) for e in published_entries() for orig in (e.get("original") or {}).values()]
-    texts += list(citations().values()) + [s.text for s in v._STATIC.values()]
+    texts += list(citations().values()) + [s.text for s in v.STATIC.values()]
     texts += [r.reason or "" for r in v.plan(published_entries())]
     for text in texts:
         assert not re.search(r"\bspec\b|REFERENCE\.md|shared/spec", text), text
