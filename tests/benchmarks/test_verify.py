@@ -228,3 +228,46 @@ def test_render_numbers_reasons_and_counts():
     markdown = v.render(report, "markdown")
     assert markdown.startswith("6 published numbers: 2 reproduced, 1 differ, 3 skipped.")
     assert "| metric |" in markdown and "skipped: not_in_capeval [1]" in markdown
+
+
+def test_the_metric_sets_come_from_the_registry(monkeypatch):
+    """The image-reading, CLIP-family and judge sets are read from the metric classes: a metric registered with
+    ``needs_images`` and ``external_weights`` is an image metric at once; SPIDEr, a capeval metric, is never
+    'not in capeval' (its published rows keep their protocol's reason)."""
+    from capeval import CaptionMetric
+    from capeval.benchmarks.verify import metric_facts
+    from capeval.registry import REGISTRY, MetricSpec
+
+    assert v.IMAGE_METRICS == frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "fleur",
+                                         "ref_fleur", "expert"})
+    assert v.CLIP_FAMILY == {"clip_s": "clip", "ref_clip_s": "clip", "pac_s": "pac", "ref_pac_s": "pac"}
+    assert v.JUDGES["expert"][-1] == "hjkim811/EXPERT-llava-13b-lora" and set(v.JUDGES) == {"fleur", "ref_fleur",
+                                                                                             "expert"}
+
+    class Looker(CaptionMetric):
+        name = "looker"
+        needs_images = True
+        external_weights = True
+        judge_models = ("someone/looker-judge",)
+
+        def compute(self, batch):
+            raise NotImplementedError
+
+    import sys
+    import types
+
+    module = types.ModuleType("looker_module")
+    module.Looker = Looker
+    monkeypatch.setitem(sys.modules, "looker_module", module)
+    REGISTRY["looker"] = MetricSpec("looker", "looker_module", "Looker", ("looker",))
+    metric_facts.clear()
+    try:
+        assert "looker" in v.IMAGE_METRICS and v.JUDGES["looker"] == ("someone/looker-judge",)
+        assert "looker" not in v.CLIP_FAMILY and capeval_key("looker") == "looker"
+    finally:
+        del REGISTRY["looker"]
+        metric_facts.clear()
+    assert "looker" not in v.IMAGE_METRICS
+    spider = [r for r in v.plan(published_entries()) if r.metric == "spider"]
+    assert spider and capeval_key("spider") == "spider" and "spider" not in v.NOT_IN_CAPEVAL
+    assert all(r.skip.kind == "irreproducible" and "not a capeval metric" not in r.reason for r in spider)
