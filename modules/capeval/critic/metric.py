@@ -224,7 +224,7 @@ class CriticRef(_CriticMetric):
         **_shared()}
 
 
-#: Why ``critic_img`` has no default model (issue 38 item 5; the selection rule's verdict in BENCHMARKS.md).
+#: Why ``critic_img`` has no default model (the selection rule's verdict in BENCHMARKS.md).
 NO_IMAGE_ONLY_DEFAULT = (
     "critic_img has no default model: the only image-only critic capeval has, critic-flickr8k-img, is at chance on "
     "human judgments (Flickr8k-Expert τ-c .005; it judges machine style, not whether the caption fits the image; "
