@@ -18,6 +18,8 @@ from capeval.hf import with_options
 _FAMILY = ("bleu", "meteor", "rouge_l", "cider_d", "spider")
 #: what it computes when ``metrics=`` is left out (SPIDEr needs SPICE's parser: capeval[spice])
 _DEFAULT = ("bleu", "meteor", "rouge_l", "cider_d")
+#: a metric it runs only as a part of one of its own: asked for alone, a ValueError names the module that computes it
+_INSIDE = {"spice": ("spider", "capeval/spice")}
 
 _CITATION = """\
 @article{chen2015microsoft,
@@ -81,8 +83,10 @@ Args:
     metrics (`list` of `str` or `str`, optional): any of "bleu" (= bleu_1..bleu_4), "bleu_1".."bleu_4",
         "meteor", "rouge_l", "cider_d", "spider", or a comma-separated string. Default: all of them but
         "spider" (which parses captions with SPICE's spaCy pipeline: pip install "capeval[spice]"). Names of other
-        capeval modules' metrics ("spice", ...) are accepted and left to those modules (`evaluate.combine`):
-        this module computes only its own and returns {} (with a warning) when none is named.
+        capeval modules' metrics ("spice_u", ...) are accepted and left to those modules (`evaluate.combine`):
+        this module computes only its own and returns {} (with a warning) when none is named. "spice" (or
+        "spice_precision", "spice_recall") with none of this module's own raises ValueError naming the
+        capeval/spice module: this module runs SPICE only inside "spider".
     cleanup (`str`, optional): "thumb" (default; strip, capitalise, end with one period) or "none".
         It applies to text that metrics read as text; these metrics read PTB tokens, which are always
         computed from the captions as written (pycocoevalcap's input), so it never changes their scores.
@@ -183,7 +187,7 @@ class CocoCaption(CaptionModule, evaluate.Metric):
         empty="error",
         **options,  # the cider_df, meteor_* and spice_* options, each declared once (capeval.metric_options)
     ):
-        keys = select_metrics(_DEFAULT if metrics is None else metrics, _FAMILY)
+        keys = select_metrics(_DEFAULT if metrics is None else metrics, _FAMILY, inside=_INSIDE)
         if not keys:  # metrics= names only other modules' metrics (evaluate.combine)
             return {}
         # options of metrics that are not selected are ignored by capeval.score

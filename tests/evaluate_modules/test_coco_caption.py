@@ -112,6 +112,26 @@ def test_spider_through_the_module(module):
     assert "syn=none" in plain["signature"] and "syn=none" not in ours["signature"]
 
 
+@pytest.mark.parametrize("metrics", [["spice"], "spice_precision", "spice_recall,spice_u"])
+def test_spice_alone_is_refused_in_one_line_naming_the_spice_module(module, monkeypatch, metrics):
+    """This module runs SPICE only inside SPIDEr: asked for SPICE and none of its own metrics, it does not return {}
+    silently but says which module computes SPICE, before any parsing."""
+    import sys
+
+    script = sys.modules[type(module).__module__]
+    monkeypatch.setattr(script, "capeval_score", lambda *a, **k: pytest.fail("it scored"))
+    with pytest.raises(ValueError) as info:
+        module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics=metrics)
+    message = str(info.value)
+    assert "\n" not in message and "capeval/spice" in message and "inside spider" in message
+    assert message.startswith(f"metrics={metrics!r}: ")
+
+
+def test_another_modules_metric_still_returns_nothing_with_a_warning(module):
+    with pytest.warns(UserWarning, match="selects none of this module's metrics"):
+        assert module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics="spice_u") == {}
+
+
 def test_default_metrics_leave_spider_out(module, monkeypatch):
     """metrics=None computes BLEU, METEOR, ROUGE-L and CIDEr-D (SPIDEr needs SPICE's parser, capeval[spice])."""
     import sys

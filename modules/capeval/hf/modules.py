@@ -40,17 +40,30 @@ def caption_features():
     ]
 
 
-def select_metrics(metrics: Sequence[str] | str | None, family: Sequence[str]) -> list[str]:
+def select_metrics(metrics: Sequence[str] | str | None, family: Sequence[str],
+                   inside: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """The result keys among ``metrics`` that the metric families ``family`` produce.
 
     ``metrics`` takes every name :func:`capeval.score` takes (an unknown one raises ``ValueError``); ``None``
     selects all of ``family``. When ``metrics`` selects nothing of ``family`` (it names metrics of other modules
     of an ``evaluate.combine``), the list is empty and a ``UserWarning`` says that the module returns ``{}``.
+
+    ``inside`` maps a metric family this module runs only as a part of one of its own to ``(that metric, the
+    module that computes it)``, e.g. ``{"spice": ("spider", "capeval/spice")}``: when ``metrics`` selects nothing
+    of ``family`` but names such a family, a one-line ``ValueError`` names the module to use instead of ``{}``.
     """
     if metrics is None:
         return [key for name in family for key in result_keys(name)]
-    keys = [key for name, ks in resolve(metrics).items() if name in family for key in ks]
+    resolved = resolve(metrics)
+    keys = [key for name, ks in resolved.items() if name in family for key in ks]
     if not keys:
+        for name in resolved:
+            if inside and name in inside:
+                part_of, module = inside[name]
+                raise ValueError(
+                    f"metrics={metrics!r}: this module computes {name} only inside {part_of} "
+                    f"(metrics={part_of!r}); for {name} itself use the {module} module "
+                    f"(evaluate.load({module!r}), or evaluate.combine with it and a metric of this module)")
         own = [key for name in family for key in result_keys(name)]
         warnings.warn(
             f"metrics={metrics!r} selects none of this module's metrics ({', '.join(own)}); it computes nothing "
