@@ -122,7 +122,7 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
     ModelEntry("sentence-rank-coco", "sentence_rank", "experimental", ("coco-train2014-captions",),
                ("all-minilm-l6-v2",),
                "learned ranker a·cos + MLP on frozen all-MiniLM-L6-v2 embeddings, COCO train2014 captions (not "
-               "shipped: measurements §12)", location="retired"),
+               "shipped: its rule was not met, docs/benchmarks/measurements.md)", location="retired"),
     ModelEntry("openai-clip-vit-b-32", "clip_s", "pretrained", ("openai-clip-wit-400m",), (),
                "OpenAI CLIP ViT-B/32 (Radford et al. 2021), the CLIPScore paper's model: clip_s and ref_clip_s; its "
                "400M training pairs are undisclosed", location="external", hub_id="openai/clip-vit-base-patch32"),

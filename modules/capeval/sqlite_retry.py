@@ -134,7 +134,7 @@ class HealingDatabase:
     """One SQLite cache file that heals itself: every statement goes through :meth:`read` or :meth:`write`, which
     never raise.
 
-    Rules (issue 54):
+    Rules (for hostile or busy databases):
 
     * ``locked`` / ``busy`` is retried (:func:`retry_locked`); still locked after that, the statement is given up (a
       read is a miss, a write stays in the caller's memory), with one warning.

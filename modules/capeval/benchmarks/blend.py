@@ -1,7 +1,7 @@
 """Blends: a weighted sum of other metrics' standardised per-item scores, as a metric spec of ``capeval bench``.
 
 ``blend:sentence_cosine+1/3*cider_d+1/3*spice+1/3*meteor`` is z(cosine) + (z(CIDEr-D) + z(SPICE) + z(METEOR)) / 3,
-the *untrained* blend that REFERENCE §6 names as the floor any learned combiner must clear. Each term is
+the *untrained* blend that is the floor any learned combiner must clear. Each term is
 ``[weight*]result_key``; a weight is a number or a fraction (``1/3``); terms are joined by ``+``; a result key is any
 capeval result key or alias (not an ``evaluate:`` spec, not another blend).
 

@@ -11,10 +11,29 @@ from capeval.cli.output import STDOUT, add_json_argument, add_progress_argument,
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``capeval critic`` and its actions (train, evaluate-system, fit-plus, fit-ensemble) to the top-level
+    parsers."""
     p = sub.add_parser("critic", help="train the learned critic (Cui et al. 2018) and evaluate systems with it")
     inner = p.add_subparsers(dest="critic_command", metavar="ACTION")
+    _register_train(inner)
+    _register_evaluate_system(inner)
+    _register_fit_plus(inner)
+    _register_fit_ensemble(inner)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def _register_train(inner: argparse._SubParsersAction) -> None:
+    """``capeval critic train``: its data options, then its model and optimisation options."""
     t = inner.add_parser("train", help="train on Flickr8k train (seeded, checkpoints, resume, accelerate); the dev "
                                        "split selects the epoch, the test split is never read")
+    _add_train_data_arguments(t)
+    _add_train_model_arguments(t)
+    add_progress_argument(t)
+    t.set_defaults(func=train)
+
+
+def _add_train_data_arguments(t: argparse.ArgumentParser) -> None:
+    """The corpus, features, output folder and negative sources of ``capeval critic train``."""
     t.add_argument("--corpus", default="flickr8k", choices=["flickr8k", "coco-train2014"],
                    help="flickr8k: Flickr8k train / dev with image features (--features); coco-train2014: COCO "
                         "train2014's 414k human captions (offline, in pycocoevalcap's jar) for reference-context "
@@ -43,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="strength γ of the WP / RW negatives (training and dev pairs): uniform in [0.2, 1] "
                         "(default) or log-uniform in [0.1, 1], weighted toward the hardest (2 words permuted or "
                         "replaced)")
+
+
+def _add_train_model_arguments(t: argparse.ArgumentParser) -> None:
+    """The architecture, optimisation, seed, initialisation and resume options of ``capeval critic train``."""
     t.add_argument("--context", default="image+reference", choices=["image+reference", "reference", "image"])
     t.add_argument("--head", default="mlp", choices=["mlp", "linear", "bilinear"])
     t.add_argument("--hidden-size", type=int, default=512)
@@ -70,9 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "projection and the head start fresh")
     t.add_argument("--restart", action="store_true", help="ignore existing checkpoints")
     t.add_argument("--gpu", action="store_true", help="use CUDA when available (default: CPU)")
-    add_progress_argument(t)
-    t.set_defaults(func=train)
 
+
+def _register_evaluate_system(inner: argparse._SubParsersAction) -> None:
+    """``capeval critic evaluate-system``: the paper's 2-fold protocol over captioning systems."""
     e = inner.add_parser("evaluate-system", help="score captioning systems with the paper's 2-fold protocol (§3.5) "
                                                  "and compare their ranking with CIDEr-D and other metrics")
     e.add_argument("--systems", required=True, metavar="NAME=FILE,...",
@@ -98,11 +122,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--repeats", type=int, default=1, metavar="R",
                    help="run the protocol R times (other folds and seeds: seed + 1000 r) and average each system's "
                         "score; the JSON keeps every run's score and their spread (critic_std). Single runs move by up "
-                        "to .01 per system (docs/benchmarks/measurements.md §10)")
+                        "to .01 per system (docs/benchmarks/measurements.md, 'Learned critic')")
     add_json_argument(e, "{settings, systems, rank_agreement}", required=True)
     add_progress_argument(e)
     e.set_defaults(func=evaluate_system)
 
+
+def _register_fit_plus(inner: argparse._SubParsersAction) -> None:
+    """``capeval critic fit-plus``: fit critic_plus's combiner on Flickr8k dev pairs."""
     f = inner.add_parser("fit-plus", help="fit critic_plus's combiner (critic log-odds + sentence-embedding cosine, "
                                           "logistic regression) on Flickr8k dev pairs: human caption vs RC negative")
     f.add_argument("--critic", required=True, metavar="NAME|DIR",
@@ -113,6 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_dev_fit_arguments(f, "folder to write combiner.json into", "the RC negatives")
     f.set_defaults(func=fit_plus)
 
+
+def _register_fit_ensemble(inner: argparse._SubParsersAction) -> None:
+    """``capeval critic fit-ensemble``: combine trained critics into one."""
     g = inner.add_parser("fit-ensemble", help="combine trained critics into one (per-pair log-odds, logistic "
                                               "regression fitted on Flickr8k dev pairs: human caption vs negatives)")
     g.add_argument("--critics", required=True, metavar="NAME|DIR,...",
@@ -124,7 +154,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_dev_fit_arguments(g, "folder to write ensemble.json into; it is then a critic folder (--critic-model DIR)",
                            "the negatives")
     g.set_defaults(func=fit_ensemble)
-    p.set_defaults(func=lambda args: p.print_help() or 2)
 
 
 def _add_dev_fit_arguments(parser: argparse.ArgumentParser, out_help: str, negatives: str) -> None:
@@ -256,7 +285,8 @@ def evaluate_system(args: argparse.Namespace) -> int:
     if samples is None:
         print("note: no --samples: each fold's negatives are the system's captions and RC / WP / RW only; the paper "
               "also uses Monte-Carlo samples of a captioner (`capeval captioner generate --samples 5`), without which "
-              "diverse sampled captions tend to pass for human (docs/benchmarks/measurements.md §10)", file=sys.stderr)
+              "diverse sampled captions tend to pass for human (docs/benchmarks/measurements.md, 'Learned critic')",
+              file=sys.stderr)
     rows = {}
     for name, path in systems.items():
         caps = {i: c[0] for i, c in read_captioner_output(path).items()}

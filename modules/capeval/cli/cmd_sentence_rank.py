@@ -1,5 +1,6 @@
-"""``capeval sentence-rank train``: train the experimental ``sentence_rank`` metric (docs/benchmarks/measurements.md
-§12) on COCO train2014's captions, every reported benchmark's images left out."""
+"""``capeval sentence-rank train``: train the experimental ``sentence_rank`` metric (its plan: docs/benchmarks/
+measurements.md, "Beyond the papers: a learned ranker on sentence embeddings") on COCO train2014's captions, every
+reported benchmark's images left out."""
 from __future__ import annotations
 
 import argparse

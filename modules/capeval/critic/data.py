@@ -1,6 +1,6 @@
 """Training examples for the critic: (image, reference, candidate, human?) with the paper's negatives.
 
-Per image and per human caption ``c_j`` used as candidate (Cui et al. 2018 §3.2, spec §1): one positive
+Per image and per human caption ``c_j`` used as candidate (Cui et al. 2018 §3.2 and their code): one positive
 ``(context c_i, candidate c_j)``, ``i ≠ j``, and one negative with the same context, drawn by
 :class:`NegativeSampler` from the sources in ``mix`` (default the paper's proportions):
 

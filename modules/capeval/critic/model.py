@@ -4,7 +4,7 @@
 >>> critic = CriticModel.from_pretrained(folder)                    # a transformers PreTrainedModel (safetensors)
 >>> probs = critic.human_probability(cand_ids, cand_len, ref_ids, ref_len, image_features)   # [n] in [0, 1]
 
-Architecture (sizes in :class:`CriticConfig`; the spec §1 and the paper §3):
+Architecture (sizes in :class:`CriticConfig`; the paper's §3 and its reference code):
 
 * words -> embeddings (``embed_dim``; initialised from GloVe, trainable; unknown words start from GloVe's ``unk``)
   -> dropout -> one LSTM (``hidden_size`` 512, forget-gate bias 1.0) **shared** by the reference and the candidate;

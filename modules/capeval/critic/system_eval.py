@@ -14,7 +14,7 @@ averages the K scores per caption (the reference code's README reports the mean 
 
 ``repeats=R`` runs the whole protocol R times, with other folds and training seeds (``seed + REPEAT_SEED_STEP * r``),
 and averages the system's score over the runs. The fine-tuning is chaotic: float-level changes to the image features
-moved single systems' scores by up to .009 and the τ-b of eight systems with CIDEr-D by .07 (docs/benchmarks/measurements.md §10), so a
+moved single systems' scores by up to .009 and the τ-b of eight systems with CIDEr-D by .07 (docs/benchmarks/measurements.md, "Learned critic"), so a
 ranking of systems whose scores lie within about .01 should rest on several repeats (their spread is returned).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from capeval.models.feature_table import FeatureTable
 #: The critic ``capeval critic evaluate-system`` fine-tunes by default: the caption-level ``critic-flickr8k-coco``.
 #: Started from it (or from the retired ``critic-flickr8k-robust``), the per-system critics rank captioner checkpoints of
 #: different quality as CIDEr-D, BLEU-4 and SPICE do; started from the general ``critic-flickr8k`` (the default until
-#: 2026-11-25) they did not (docs/benchmarks/measurements.md §10).
+#: 2026-11-25) they did not (docs/benchmarks/measurements.md, "Learned critic").
 DEFAULT_INIT = "critic-flickr8k-coco"
 
 #: Negatives of the per-system critics without samples: the system's captions 3/6, RC / WP / RW 1/6 each.

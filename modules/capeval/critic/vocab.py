@@ -1,4 +1,4 @@
-"""The critic's tokens and vocabulary (Cui et al. 2018; the reference code's rules, see the spec §1).
+"""The critic's tokens and vocabulary (Cui et al. 2018; the reference code's rules).
 
 * :func:`critic_tokens`: lower-case, split into words (letters/digits, with inner apostrophes kept) and
   punctuation, and drop single-character punctuation tokens.

@@ -1,6 +1,6 @@
 """The image inputs users hand over, written as files and objects, with what capeval promises for each.
 
-:func:`image_cases` builds every kind issue 30 lists in a folder (photos from phones and the web, odd encodings,
+:func:`image_cases` builds every kind of image input users pass in a folder (photos from phones and the web, odd encodings,
 in-memory images, broken files) and says, per case, what must happen when it is passed as ``images=[item]``: a finite
 score in range (``"score"``) or an error of a given type whose message names ``images[0]`` (and the path for files).
 ``benchmarks/image_inputs.py`` prints the table through every entry point; ``tests/core/test_image_inputs.py`` checks

@@ -1,6 +1,6 @@
 """``sentence_rank`` (experimental): a learned ranker on frozen all-MiniLM-L6-v2 sentence embeddings, trained on
-COCO train2014's human captions alone (docs/benchmarks/measurements.md §12: the plan, fixed before training, and the
-results).
+COCO train2014's human captions alone (docs/benchmarks/measurements.md, "Beyond the papers: a learned ranker on sentence embeddings": the plan, fixed
+before training, and the results).
 
 What goes here, data flowing one way (captions -> sentence vectors -> pairs -> trained model -> scores):
 

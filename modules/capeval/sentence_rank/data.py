@@ -1,4 +1,5 @@
-"""Training data of ``sentence_rank`` (docs/benchmarks/measurements.md §12): ranking pairs from human captions alone.
+"""Training data of ``sentence_rank``: ranking pairs from human captions alone (the plan: docs/benchmarks/measurements.md,
+"Beyond the papers: a learned ranker on sentence embeddings").
 
 Input: ``{image: [human captions]}`` for train and dev (COCO train2014's captions with every reported benchmark's
 images left out and 2 % of the images as dev: :func:`capeval.corpora.coco_train2014.coco_training_corpus`).

@@ -8,7 +8,8 @@ cleaned caption text (``cleanup``, default THumB's), never the PTB tokens. Optio
 
 * ``sentence_rank_model``: a model folder (``capeval sentence-rank train --out DIR``) or a shipped name; default
   ``None`` = the catalog's default (:data:`capeval.catalog.DEFAULTS`, ``sentence-rank-coco``). Its weights are
-  shipped only if the model clears the bar of docs/benchmarks/measurements.md §12; until then the default raises
+  shipped only if the model clears the bar its plan set before training (docs/benchmarks/measurements.md,
+  "Beyond the papers: a learned ranker on sentence embeddings"); until then the default raises
   ``FileNotFoundError`` saying how to train a model and pass its folder;
 * ``sentence_rank_batch_size``: texts per encoder forward pass (default 128; no effect beyond float rounding);
 * ``sentence_rank_device``: where the sentence encoder runs (default CUDA when available);
@@ -42,7 +43,7 @@ def model_folder(model: str | os.PathLike | None) -> Path:
     """The folder of ``model`` (a folder, a shipped name, ``None`` = the catalog's default).
 
     ``FileNotFoundError`` naming how to train a model and pass it when the name is not shipped (the default until it
-    clears §12's bar) or the folder does not exist.
+    clears its plan's bar) or the folder does not exist.
     """
     from capeval.model_store import has_weights, model_dir
 
@@ -56,7 +57,7 @@ def model_folder(model: str | os.PathLike | None) -> Path:
            "folder: sentence_rank_model=DIR, or --sentence-rank-model DIR on the command line")
     if str(name) == DEFAULTS["sentence_rank"]:
         raise FileNotFoundError(f"the sentence_rank model {name!r} is not shipped with capeval (its weights ship only "
-                                f"if it clears the bar of docs/benchmarks/measurements.md §12); {how}.")
+                                f"if it clears the bar its plan set before training); {how}.")
     raise FileNotFoundError(f"sentence_rank_model {os.fspath(name)!r} is neither a model folder nor a shipped model; "
                             f"{how}.")
 

@@ -1,6 +1,6 @@
 """Training ``sentence_rank`` (``capeval sentence-rank train``, :func:`train_sentence_rank`): torch + accelerate.
 
-The plan (docs/benchmarks/measurements.md §12), fixed before training:
+The plan (docs/benchmarks/measurements.md, "Beyond the papers: a learned ranker on sentence embeddings"), fixed before training:
 
 * data: :mod:`capeval.sentence_rank.data` (one pair per training image per epoch; negatives hard / random / WP / RW
   in equal parts; fixed dev pairs). The corpus captions' sentence vectors come from the float16 cache

@@ -103,7 +103,7 @@ class SpiceTuple:
 
     @property
     def key(self) -> str:
-        """Concept key: the first word of each concept joined by spaces (REFERENCE.md §3)."""
+        """Concept key: the first word of each concept joined by spaces (as official SPICE keys its tuples)."""
         return " ".join(w[0] for w in self.words)
 
     def keys(self) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from capeval.text.cleanup import clean_all, get_cleanup, thumb_cleanup
 
-#: Tokens pycocoevalcap removes after PTB tokenisation (shared/spec/REFERENCE.md §5).
+#: Tokens pycocoevalcap removes after PTB tokenisation (its tokenizer's punctuation list).
 COCO_PUNCTUATION = frozenset(
     ["''", "'", "``", "`", "-LRB-", "-RRB-", "-LCB-", "-RCB-", ".", "?", "!", ",", ":", "-", "--", "...", ";"]
 )

@@ -1,6 +1,6 @@
 """Label Studio for THumB annotation: labeling configuration, tasks, and reading the JSON export back.
 
-The offline part of the Label Studio route (issue 50, items 1, 2 and 5); nothing here talks to a server
+The offline part of the Label Studio route (configuration, tasks, reading an export); nothing here talks to a server
 and ``label-studio`` need not be installed.
 
 1. ``capeval thumb sheet OUTPUTS… --out DIR --label-studio`` also writes ``DIR/label-studio/config.xml``,

@@ -1,6 +1,6 @@
 """Label Studio's HTTP API for THumB: push a project, pull its annotations, show each annotator's progress.
 
-The online part of the Label Studio route (issue 50, items 3 and 6); the offline part (configuration,
+The online part of the Label Studio route (push, pull, progress); the offline part (configuration,
 tasks, reading an export file) is :mod:`capeval.thumb.label_studio`.
 
 * ``capeval thumb push DIR --label-studio URL`` (:func:`push`) creates a project from what

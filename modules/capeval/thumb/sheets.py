@@ -20,7 +20,7 @@ Sheet columns: ``item, image, caption, precision, recall, fluency, conciseness, 
 Annotators fill ``precision`` and ``recall`` with an integer 1–5 and a penalty column only when there
 is a problem (empty = 0; ``0.1`` and ``-0.1`` both mean a 0.1-point penalty; multiples of 0.1 up to 5).
 
-Hostile text (issue 54): a cell a spreadsheet would run as a formula (one starting with ``=``, ``+``,
+Hostile text: a cell a spreadsheet would run as a formula (one starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return) is written with one ``'`` before it (OWASP's CSV-injection
 advice), and so is a cell that itself starts with ``'``; reading a sheet removes exactly one leading ``'``
 when the character after it is ``'`` or one of those (:func:`sheet_cell` / :func:`read_cell`), so every
