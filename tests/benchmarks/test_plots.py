@@ -12,7 +12,8 @@ pytest.importorskip("matplotlib")
 
 from capeval.benchmarks import report  # noqa: E402
 from capeval.benchmarks.harness import BenchResult  # noqa: E402
-from capeval.benchmarks.leaderboard import Cell, build_leaderboard, cell_kind, plot_leaderboard  # noqa: E402
+from capeval.benchmarks.leaderboard import (Cell, build_leaderboard, cell_kind, plot_leaderboard,  # noqa: E402
+                                            plot_title)
 from capeval.cli import main  # noqa: E402
 from support import FIXTURES, require_data  # noqa: E402
 
@@ -157,6 +158,36 @@ def test_leaderboard_plot_draws_each_statistic_with_its_interval(tmp_path, figur
     assert any(m == "D" for c, m in colours.values())  # the published anchors, black diamonds
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any("† training data overlaps" in t for t in legend) and any("? training" in t for t in legend)
+
+
+def test_leaderboard_plot_title_promises_intervals_only_where_the_files_have_them(tmp_path, figures):
+    """``capeval bench --json`` computes no interval by default (``--bootstrap 0``): the title then says so; with
+    intervals on some cells only, it says where; with all, it names their level."""
+    def strip(payloads, keep=()):
+        for payload in payloads:
+            for key, entry in payload["results"].items():
+                if key not in keep:
+                    entry["headline"]["ci"] = None
+        return payloads
+
+    titles = []
+    for i, payloads in enumerate([strip(_payloads()), strip(_payloads(), keep=("cider_d",)), _payloads()]):
+        board = build_leaderboard(payloads)
+        plot_leaderboard(board, tmp_path / f"board{i}.png")
+        titles.append(figures[-1]._suptitle.get_text())
+        assert titles[-1] == plot_title(board)
+    assert titles[0] == ("capeval leaderboard: each metric's statistic (no bootstrap intervals in these files: "
+                         "capeval bench --bootstrap N computes them)")
+    assert "interval" not in titles[0].split("(")[0]
+    # clip_s has no interval in _payloads() itself: the title says the intervals are only where a file has one
+    assert titles[1] == titles[2] == ("capeval leaderboard: each metric's statistic with its 95 % bootstrap "
+                                      "interval where the file has one")
+    every = _payloads()
+    every[0]["results"]["clip_s"]["headline"]["ci"] = [.48, .52]
+    assert plot_title(build_leaderboard(every)) == ("capeval leaderboard: each metric's statistic with its 95 % "
+                                                    "bootstrap interval")
+    every[1]["results"]["cider_d"]["headline"]["confidence"] = 0.9
+    assert "with its 90 % / 95 % bootstrap interval" in plot_title(build_leaderboard(every))
 
 
 def test_leaderboard_cli_plot(tmp_path, capsys):

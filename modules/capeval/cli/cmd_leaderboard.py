@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="`capeval bench --json` files, or directories: their *.json bench payloads (others skipped)")
     p.add_argument("--markdown", type=Path, metavar="OUT", help="write the table as markdown here")
     p.add_argument("--plot", type=Path, metavar="PNG",
-                   help="write a figure here: a panel per column, each metric's statistic with its 95%% interval, "
-                        "contaminated and unknown cells marked, published anchors as diamonds")
+                   help="write a figure here: a panel per column, each metric's statistic with its 95%% interval where "
+                        "the file has one (`capeval bench --bootstrap N`), contaminated and unknown cells marked, "
+                        "published anchors as diamonds")
     add_json_argument(p, "{columns, rows, anchors, footnotes, citations, files, notes}", dest="json_out")
     p.set_defaults(func=run)
 
