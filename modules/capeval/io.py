@@ -47,6 +47,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import Fix, Setting, with_words, words
+
 ID_FIELDS = ("image_id", "id", "image", "img_id")
 PRED_FIELDS = ("caption", "prediction", "candidate", "hyp", "text")
 REF_FIELDS = ("references", "reference", "refs", "caption", "captions", "text")
@@ -299,8 +301,8 @@ def _prediction(value: Any, path: Path, where: str, allow_empty: bool) -> str:
     if isinstance(value, str) and not value.strip():
         if allow_empty:
             return value
-        raise InputFormatError(f"{path}: {where} is empty or whitespace only (capeval score --empty zero scores "
-                               "empty predictions 0 with a warning).")
+        raise with_words(InputFormatError, words("empty", f"{path}: {where} is empty or whitespace only (",
+                                                 Setting("zero"), " scores empty predictions 0 with a warning)."))
     return _text(value, path, where)
 
 
@@ -367,11 +369,12 @@ def _check_unique(ids: list[Any], path: Path, labels: list[str]) -> None:
             first = ids[seen[k]]
             same = (f"image ids {_short(first)} and {_short(key)} (the same image: ids are compared as strings)"
                     if type(first) is not type(key) else f"image id {_short(key)}")
-            raise InputFormatError(
+            raise with_words(InputFormatError, words(
+                "duplicate_ids",
                 f"{path}: {_two(labels[seen[k]], labels[i])} are both predictions for {same}. Give one prediction per "
                 "image; if the file holds several captioners' captions for each image, in the same order for "
-                "every image, score each captioner separately (capeval score --duplicate-ids split)."
-            )
+                "every image, ", Fix("score each captioner separately (load_predictions(allow_duplicate_ids=True), "
+                                     "then split_by_occurrence)"), "."))
         seen[k] = i
 
 
@@ -657,9 +660,10 @@ def images_from_dir(ids: list[Any] | None, folder: str | Path, what: str = "the 
     if not folder.is_dir():
         raise FileNotFoundError(f"image folder {folder} is not a directory.")
     if ids is None:
-        raise ValueError(f"{what} carry no image ids (COCO results 'image_id', or an {'/'.join(ID_FIELDS)} field or "
-                         "column), so an image folder cannot be matched to them; give one image path per "
-                         "prediction instead (capeval score --images FILE).")
+        raise with_words(ValueError, words(
+            "images", f"{what} carry no image ids (COCO results 'image_id', or an {'/'.join(ID_FIELDS)} field or "
+            "column), so an image folder cannot be matched to them; ",
+            Fix("give one image path per prediction instead (load_image_list)", key="images_by_position"), "."))
     images: list[str] = []
     missing: list[tuple[int, Any, list[Path]]] = []
     for i, key in enumerate(ids):

@@ -27,6 +27,8 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
+from capeval.advice import Setting, with_words, words
+
 #: Words a text needs before its function words are counted.
 MIN_WORDS = 4
 #: Texts named in the warning.
@@ -110,9 +112,10 @@ def warn_non_english(predictions: Sequence[str], references: Sequence[Sequence[s
     if where:
         shown = ", ".join(where[:WARN_FIRST]) + (f" and {len(where) - WARN_FIRST} more" if len(where) > WARN_FIRST
                                                  else "")
-        warn_at_caller(f"{len(where)} caption(s) do not look English (script or function words): {shown}. capeval's "
-                       "metrics were built for English captions: their scores mean little on other languages. "
-                       "language_check=False (--no-language-check) silences this.", NonEnglishWarning)
+        warn_at_caller(with_words(NonEnglishWarning, words(
+            "language_check", f"{len(where)} caption(s) do not look English (script or function words): {shown}. "
+            "capeval's metrics were built for English captions: their scores mean little on other languages. ",
+            Setting(False), " silences this.")))
     return where
 
 

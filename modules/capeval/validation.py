@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from capeval.advice import OPTION, Fix, Words, words
+
 #: Default of ``max_caption_chars``: the longest caption (in characters) that METEOR, SPICE and SPICE-U
 #: accept. 4.5 times the longest caption of any benchmark capeval reads (1,102 characters, PASCAL-50S;
 #: COCO's longest is 250); SPICE parses a 5,000-character caption in about 0.3 s, but time grows
@@ -37,21 +39,39 @@ class EmptyCaptionWarning(UserWarning):
 
 
 class OptionError(ValueError):
-    """A ``ValueError`` whose advice names keyword arguments of :func:`capeval.score` (``images=``,
-    ``max_caption_chars``); ``cli`` says the same in ``capeval score``'s words (its flags), which the command prints
-    instead."""
+    """A ``ValueError`` whose fix is one keyword argument of :func:`capeval.score` (``images=``,
+    ``max_caption_chars``), carried as data: ``words`` (:class:`capeval.advice.Words`: the message's parts, which the
+    command line says with its flags), ``option`` (the keyword), ``item`` and ``index`` (the input entry it is about,
+    e.g. ``"predictions"`` and ``3``, or ``None``). ``str()`` is the message in the API's words."""
 
-    def __init__(self, message: str, cli: str | None = None) -> None:
-        super().__init__(message)
-        self.cli = message if cli is None else cli
+    def __init__(self, message: Words | str, cli: str | None = None) -> None:
+        said = message if isinstance(message, Words) else None
+        super().__init__(said.api() if said is not None else message)
+        self.words = said
+        self.option = said.option if said is not None else None
+        self.item = said.item if said is not None else None
+        self.index = said.index if said is not None else None
+        self._cli = cli
+
+    @property
+    def cli(self) -> str:
+        """Deprecated: the message in ``capeval score``'s words; use :func:`capeval.cli.metric_flags.cli_words`."""
+        warnings.warn("OptionError.cli is deprecated: the command line says the error from its fields "
+                      "(capeval.cli.metric_flags.cli_words(err)).", DeprecationWarning, stacklevel=2)
+        if self._cli is not None:
+            return self._cli
+        from capeval.cli.metric_flags import cli_words
+
+        return cli_words(self) or str(self)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def warn_at_caller(message: str, category: type[Warning]) -> None:
+def warn_at_caller(message: str | Warning, category: type[Warning] | None = None) -> None:
     """``warnings.warn`` pointing at the first line outside capeval (the line that called :func:`capeval.score`,
-    ...), so that the printed location and the user's warning filters name the user's own code."""
+    ...), so that the printed location and the user's warning filters name the user's own code. ``message``: text
+    (of ``category``) or a warning instance (:func:`capeval.advice.with_words`), its own category."""
     level, frame = 2, sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
@@ -237,11 +257,8 @@ def check_images(
             hint = f", or use {alternative}, which needs no image" if alternative and alternative not in needing else ""
             if image_free:
                 hint += f" (metrics that need no image: {', '.join(image_free)})"
-            raise OptionError(f"{names} {verb} one image per prediction: pass images= (one per prediction, in "
-                              f"prediction order){hint}.",
-                              cli=f"{names} {verb} one image per prediction: give --images FILE (one image path per "
-                                  f"prediction, in prediction order) or --image-dir DIR (the images named by the "
-                                  f"predictions' image ids){hint}.")
+            raise OptionError(words("images", f"{names} {verb} one image per prediction: ",
+                                    Fix("pass images= (one per prediction, in prediction order)"), f"{hint}."))
         return None
     if isinstance(images, (str, bytes, os.PathLike, dict)) or (
             _is_in_memory_image(images) and getattr(images, "ndim", 0) != 4):
@@ -277,21 +294,20 @@ def check_caption_lengths(
     predictions: Sequence[str], references: Sequence[Sequence[str]], max_chars: int, metrics: Sequence[str]
 ) -> None:
     """Raise ``ValueError`` (:class:`OptionError`) naming the first caption longer than ``max_chars`` characters."""
-    def fail(where: str, text: str) -> None:
+    def fail(where: str, text: str, item: str, index: int) -> None:
         found = (f"{where} has {len(text):,} characters; {', '.join(metrics)} "
                  f"{'accepts' if len(metrics) == 1 else 'accept'} at most {max_chars:,}")
-        raise OptionError(
-            f"{found} (max_caption_chars; pass a larger value, or None for no limit, if this caption is intended).",
-            cli=f"{found} (--max-caption-chars; give a larger N, or --max-caption-chars none for no limit, if this "
-                "caption is intended).")
+        raise OptionError(words("max_caption_chars", f"{found} (", OPTION, "; ",
+                                Fix("pass a larger value, or None for no limit, if this caption is intended"), ").",
+                                item=item, index=index))
 
     for i, p in enumerate(predictions):
         if len(p) > max_chars:
-            fail(f"predictions[{i}]", p)
+            fail(f"predictions[{i}]", p, "predictions", i)
     for i, refs in enumerate(references):
         for j, r in enumerate(refs):
             if len(r) > max_chars:
-                fail(f"references[{i}][{j}]", r)
+                fail(f"references[{i}][{j}]", r, "references", i)
 
 
 def _items(where: list[str]) -> str:

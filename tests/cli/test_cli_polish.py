@@ -189,7 +189,7 @@ def test_score_progress_true_draws_one_bar_over_the_metrics(capsys):
 def test_empty_predictions_are_refused_naming_the_item_and_the_flag(files, capsys):
     files[0].write_text(json.dumps(["a dog runs on the grass", "  "]), encoding="utf-8")
     rc, out, err = _score(capsys, *files)
-    assert rc == 1 and "item 1 is empty or whitespace only (capeval score --empty zero" in err
+    assert rc == 1 and "item 1 is empty or whitespace only (--empty zero scores empty predictions 0" in err
     rc, out, err = _score(capsys, *files, "--empty", "zero", "--json", "-")
     assert rc == 0
     result = json.loads(out)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capeval.cli import build_parser, in_cli_words, main
+from capeval.cli import build_parser, command_flags, main
 from capeval.hub_cli import download_command, installed_cli
 from capeval.render import display_width, fit_text, full_width, terminal_width, text_table
 from capeval.signature import signature_lines
@@ -200,12 +200,26 @@ def test_an_external_model_says_the_command_that_fetches_it(capsys):
 
 
 def test_messages_name_flags_on_the_command_line():
-    parser = build_parser()
-    assert in_cli_words("pass pac_model=<path to the .pth>", parser) == "pass --pac-model <path to the .pth>"
-    assert in_cli_words("pass cider_df='coco-val2014' (--cider-df coco-val2014).", parser) == \
-        "pass --cider-df coco-val2014."
-    assert in_cli_words("not_an_option=3 stays", parser) == "not_an_option=3 stays"
-    assert in_cli_words("clip_model: /x.pt is not a checkpoint", parser) == "--clip-model: /x.pt is not a checkpoint"
+    from capeval.advice import OPTION, Fix, Setting, about, with_words, words
+    from capeval.cli.metric_flags import cli_words
+
+    flags = command_flags(build_parser())
+    said = with_words(FileNotFoundError, words("pac_model", OPTION, ": missing; pass ",
+                                               Setting(shown="<path to the .pth>"), "."))
+    assert str(said) == "pac_model: missing; pass pac_model=<path to the .pth>."
+    assert cli_words(said, flags) == "--pac-model: missing; pass --pac-model <path to the .pth>."
+    said = with_words(UserWarning, words("cider_df", "pass ", Setting("coco-val2014"), "."))
+    assert str(said) == "pass cider_df='coco-val2014'." and cli_words(said, flags) == "pass --cider-df coco-val2014."
+    said = with_words(UserWarning, words("language_check", Setting(False), " silences this."))
+    assert str(said) == "language_check=False silences this."
+    assert cli_words(said, flags) == "--no-language-check silences this."
+    assert cli_words(about(ValueError, "clip_model", "/x.pt is not a checkpoint"), flags) == \
+        "--clip-model: /x.pt is not a checkpoint"
+    # a keyword no command has as a flag keeps the API's words; a message without fields is left to its text
+    assert cli_words(about(ValueError, "not_an_option", "3 stays"), flags) is None
+    assert cli_words(ValueError("pac_model=3 stays"), flags) is None
+    said = with_words(ValueError, words("images", "no ids; ", Fix("pass images=", key="images_by_position"), "."))
+    assert cli_words(said, flags) == "no ids; give one image path per prediction instead (capeval score --images FILE)."
 
 
 def test_a_file_that_is_not_a_checkpoint_says_what_it_is(tmp_path):

@@ -77,8 +77,11 @@ def test_a_pickled_state_is_never_loaded_and_the_way_out_is_named(tmp_path):
 
     (folder / LEGACY_STATE_FILE).write_bytes(pickle.dumps({"optimizer": Boom()}))
     assert epoch_checkpoints(tmp_path) == []
-    with pytest.raises(ValueError, match="pickled resume state.*--restart"):
+    with pytest.raises(ValueError, match=r"pickled resume state.*pass resume=False") as err:
         last_checkpoint(tmp_path)
+    from capeval.cli.metric_flags import cli_words
+
+    assert "train from scratch (give --restart)" in cli_words(err.value)  # the command line's words
     assert last_checkpoint(tmp_path, resume=False) is None
 
 

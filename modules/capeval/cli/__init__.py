@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of every command below ``parser`` (``--images``, ``--max-caption-chars``, ...)."""
+    return {flag for command in _command_parsers(parser) for flag in command._option_string_actions}
+
+
 def _command_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """Every parser below ``capeval``'s own, each once (``models`` and ``models fetch`` both)."""
     seen: dict[int, argparse.ArgumentParser] = {}
@@ -124,8 +129,10 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_bars()  # transformers' / huggingface_hub's bars only on a terminal, as capeval's own
     previous = warnings.showwarning
     if not debug:  # on a line of its own, above an open progress bar
+        from capeval.cli.metric_flags import cli_words
+
         warnings.showwarning = lambda message, category, *rest, **kw: write(
-            f"capeval {args.command}: warning: {message}", file=sys.stderr
+            f"capeval {args.command}: warning: {cli_words(message, command_flags(parser)) or message}", file=sys.stderr
         )
     from capeval.progress import quiet
     from capeval.render import full_width
@@ -137,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError, RuntimeError, ImportError, LookupError) as err:
         if debug:
             raise
-        from capeval.cli.metric_flags import option_error_line
+        from capeval.cli.metric_flags import cli_words
 
-        line = option_error_line(err) or in_cli_words(_one_line(err), parser)
+        line = " ".join((cli_words(err, command_flags(parser)) or "").split()) or _one_line(err)
         _say_error(f"capeval {_command_name(args)}: error: {line}")
         return 1
     except MemoryError:
@@ -219,27 +226,6 @@ def _terminate_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def in_cli_words(message: str, parser: argparse.ArgumentParser) -> str:
-    """``message`` with the keyword arguments it names written as the flags of ``capeval``'s commands: ``pass
-    pac_model=<path>`` -> ``pass --pac-model <path>``, ``polos_model=`` -> ``--polos-model``, ``images=`` ->
-    ``--images``. Keywords no command has as a flag stay as they are."""
-    flags = {flag for command in _command_parsers(parser) for flag in command._option_string_actions}
-
-    def flag_of(found: "re.Match") -> str:
-        flag = "--" + found.group(1).replace("_", "-")
-        if flag not in flags:
-            return found.group(0)
-        value = (found.group(2) or "").strip("'\"")
-        return f"{flag} {value}" if value else flag
-
-    head = re.match(r"([a-z][a-z0-9]*(?:_[a-z0-9]+)+): ", message)  # "clip_model: /x is not ..." -> "--clip-model: ..."
-    if head and "--" + head.group(1).replace("_", "-") in flags:
-        message = "--" + head.group(1).replace("_", "-") + message[head.end() - 2:]
-    text = re.sub(r"(?<![\w.-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|images)=(<[^>]*>|'[^']*'|\"[^\"]*\"|[\w./-]+)?",
-                  flag_of, message)
-    return re.sub(r"(--[\w-]+ [^\s()]+) \(\1\)", r"\1", text)  # "--x v (--x v)": the API's parenthesis, now the same
 
 
 def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:

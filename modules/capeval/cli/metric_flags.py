@@ -3,12 +3,14 @@
 Every option of every registered metric gets ``--<name-with-dashes>`` (or the declaration's ``flag``, plus its
 ``aliases``) on ``capeval score``, ``score-dataset``, ``bench`` and ``robustness``: its help (the metrics that take it,
 then the declaration's help), choices, metavar and value type. A flag left out passes nothing (the metric's default
-applies); :func:`given_options` returns those given. :func:`flag_of` names an option's flag in messages.
+applies); :func:`given_options` returns those given. :func:`flag_of` names an option's flag in messages; :func:`cli_words` says a library error or warning that carries its
+option as data (:class:`capeval.options.OptionValueError`, :class:`capeval.advice.Words`) with the flags: the one
+place where keyword names become flags.
 """
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from capeval.options import KINDS, Option, declared
@@ -97,3 +99,61 @@ def option_error_line(err: Exception) -> str | None:
     flag = flag_of(err.option, declaration)
     hint = f"; did you mean {err.suggestion}?" if err.suggestion is not None else "."
     return f"{flag} must be {err.expected}, got {err.value!r:.60}{hint}"
+
+
+#: What the command line advises for an option where its flags offer more than the keyword (a :class:`capeval.advice.Fix`
+#: in the library's message), by option.
+CLI_FIXES = {
+    "images": "give --images FILE (one image path per prediction, in prediction order) or --image-dir DIR (the images "
+              "named by the predictions' image ids)",
+    "max_caption_chars": "give a larger N, or --max-caption-chars none for no limit, if this caption is intended",
+    "images_by_position": "give one image path per prediction instead (capeval score --images FILE)",
+    "duplicate_ids": "score each captioner separately (capeval score --duplicate-ids split)",
+    "resume": "give --restart",
+}
+
+
+def _declaration(option: str) -> Option | None:
+    return registered_options().get(option, (None, []))[0]
+
+
+def setting_in_flags(option: str, value: Any, shown: str | None = None) -> str:
+    """``option`` set to ``value`` as typed on the command line: ``--cider-df coco-val2014``; ``True`` the flag alone,
+    ``False`` its ``--no-`` form, ``None`` ``none``; ``shown`` (a placeholder such as ``FILE``) instead of the value."""
+    flag = flag_of(option, _declaration(option))
+    if shown is not None:
+        return f"{flag} {shown}" if shown else flag
+    if value is True:
+        return flag
+    if value is False:
+        return "--no-" + flag[2:]
+    return f"{flag} {'none' if value is None else value}"
+
+
+def cli_words(err: BaseException, flags: Collection[str] | None = None) -> str | None:
+    """``err`` (an exception or a warning) said with the command line's flags, from its fields: an
+    :class:`capeval.options.OptionValueError` (:func:`option_error_line`), or anything carrying
+    :class:`capeval.advice.Words` as ``words`` (its option written as the flag, its settings as typed, its fixes from
+    :data:`CLI_FIXES`). ``None`` when ``err`` carries neither (its message names no option), or when ``flags`` (the
+    flags the command line has) is given and lacks the option's flag: the API's words then stand."""
+    from capeval.advice import Words
+
+    line = option_error_line(err) if isinstance(err, Exception) else None
+    if line is not None:
+        return line
+    said = getattr(err, "words", None)
+    if not isinstance(said, Words):
+        return None
+    from capeval.advice import OPTION, Setting
+
+    def flag(option: str) -> str:
+        return flag_of(option, _declaration(option))
+
+    def setting(part: Setting) -> str:
+        return setting_in_flags(part.option or said.option, part.value, part.shown)
+
+    typed = [flag(said.option) if part is OPTION else setting(part).split()[0]
+             for part in said.parts if part is OPTION or isinstance(part, Setting)]
+    if flags is not None and any(name not in flags for name in typed):
+        return None  # a keyword the command line has no flag for
+    return said.render(flag(said.option), setting, lambda fix: CLI_FIXES.get(fix.key or said.option, fix.api))

@@ -31,6 +31,7 @@ from typing import ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from capeval.advice import Setting, with_words, words
 from capeval.batch import CaptionBatch
 from capeval.coco.document_frequency import (DocumentFrequency, coco_document_frequency,
                                              reference_document_frequency)
@@ -152,12 +153,11 @@ class CiderD(CaptionMetric):
         elif self.df_mode == "references":
             df, n_docs = reference_document_frequency(ng)
             if n_docs < MIN_DF_DOCUMENTS:
-                warn_at_caller(
-                    f"CIDEr-D's document frequencies come from the references of only {n_docs} prediction(s) "
-                    f"(cider_df='references', pycocoevalcap's default): n-grams shared by them weigh little or "
-                    f"nothing{' and a single prediction always scores 0' if n_docs == 1 else ''}. To score a few "
-                    "captions on COCO's scale, pass cider_df='coco-val2014' (--cider-df coco-val2014).",
-                    SmallCorpusWarning)
+                warn_at_caller(with_words(SmallCorpusWarning, words(
+                    "cider_df", f"CIDEr-D's document frequencies come from the references of only {n_docs} "
+                    "prediction(s) (", Setting("references"), ", pycocoevalcap's default): n-grams shared by them "
+                    f"weigh little or nothing{' and a single prediction always scores 0' if n_docs == 1 else ''}. To "
+                    "score a few captions on COCO's scale, pass ", Setting("coco-val2014"), ".")))
         else:
             table = coco_document_frequency(cleanup=batch.cleanup, tokenizer=batch.tokenizer)
             df = table.lookup(ng.table.gram_strings())

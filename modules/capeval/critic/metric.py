@@ -32,11 +32,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from capeval.advice import Setting, words
 from capeval.batch import CaptionBatch
 from capeval.catalog import DEFAULTS
 from capeval.critic.expansion import OOV_MODES
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
+from capeval.validation import OptionError
 from capeval.scales import DEFAULT_SCALE, SCALE_CHOICES, scale_field
 
 #: The critics' default ``critic_oov``: unknown words mapped from GloVe (:mod:`capeval.critic.expansion`), chosen by
@@ -130,7 +132,8 @@ class _CriticMetric(CaptionMetric):
         scorer, uses_image, uses_reference, _ = self._scorer()
         images = batch.images if uses_image else None
         if uses_image and images is None:
-            raise ValueError(f"{self.name} needs images= (one per prediction); critic_ref needs none.")
+            raise OptionError(words("images", f"{self.name} needs ", Setting(shown=""),
+                                    " (one per prediction); critic_ref needs none."))
         preds = batch.raw_predictions
         scores = scorer.scores(preds, batch.raw_references if uses_reference else None, images=images,
                                batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress,
@@ -313,7 +316,7 @@ class CriticPlus(CaptionMetric):
         scorer, _ = self._scorer()
         images = batch.images
         if "image" in scorer.context and images is None:
-            raise ValueError(f"{self.name} needs images= (one per prediction).")
+            raise OptionError(words("images", f"{self.name} needs ", Setting(shown=""), " (one per prediction)."))
         preds = batch.raw_predictions
         scores = scorer.scores(preds, batch.raw_references, images=images,
                                batch_size=int(self.config["critic_batch_size"]), progress_bar=batch.progress,

@@ -37,9 +37,10 @@ from typing import Any
 
 import numpy as np
 
+from capeval.advice import Setting, with_words, words
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.sources import Source, open_source
-from capeval.validation import DEFAULT_MAX_CAPTION_CHARS
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, OptionError
 from capeval.registry import metric_class
 
 ON_ERROR = ("raise", "skip")
@@ -161,8 +162,8 @@ def score_dataset(
     split_options(selected, options)  # unknown options fail here, before any work
     needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
     if needs_images and image_column is None:
-        raise ValueError(f"{', '.join(needs_images)} read(s) images: give image_column= (--image-column), the column "
-                         "with one image per row.")
+        raise OptionError(words("image_column", f"{', '.join(needs_images)} read(s) images: give ",
+                                Setting(shown="COLUMN"), ", the column with one image per row."))
     columns = {"prediction": prediction_column, "references": references_column,
                "image": image_column if needs_images else None, "id": id_column}
     cider_table = any(_counts_documents(metric_class(n), options) for n in selected)  # cider_d, spider
@@ -385,8 +386,9 @@ def _chunk_rows(run: _Run, k: int, batch: dict[str, list], source: Source, decod
             why = _image_problem(image, first + i, cols["image"], decode)
         if why is not None:
             if run.on_error == "raise":
-                raise ValueError(f"row {first + i} (id {ids[i]!r:.80}): {why}. on_error='skip' (--on-error skip) "
-                                 "scores the other rows and lists this one in result.json.")
+                raise OptionError(words("on_error", f"row {first + i} (id {ids[i]!r:.80}): {why}. ", Setting("skip"),
+                                        " scores the other rows and lists this one in result.json.",
+                                        item="rows", index=first + i))
             skipped.append({"row": first + i, "id": _jsonable(ids[i]), "why": why})
             continue
         kept_ids.append(ids[i])
@@ -899,9 +901,10 @@ def _finalize(run: _Run) -> dict[str, Any]:
     if non_english and run.language_check:
         from capeval.language import NonEnglishWarning
 
-        warnings.warn(f"rows with id(s) {', '.join(map(repr, non_english))} hold captions that do not look English "
-                      "(script or function words); capeval's metrics were built for English captions. "
-                      "language_check=False (--no-language-check) silences this.", NonEnglishWarning, stacklevel=3)
+        warnings.warn(with_words(NonEnglishWarning, words(
+            "language_check", f"rows with id(s) {', '.join(map(repr, non_english))} hold captions that do not look "
+            "English (script or function words); capeval's metrics were built for English captions. ", Setting(False),
+            " silences this.")), stacklevel=3)
         result["non_english_ids"] = non_english
     store.write_json(run.folder / store.RESULT, result)
     return result

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import Setting, with_words, words
+
 #: File name endings read as parquet / JSON lines.
 PARQUET = (".parquet",)
 JSONL = (".jsonl", ".json")
@@ -156,8 +158,8 @@ def _iterable_source(ds, *, description: str, identity: dict | None = None) -> S
 
 def _hub_source(dataset_id: str, split: str | None) -> Source:
     if not split:
-        raise ValueError(f"{dataset_id!r} is not a file or folder here; as a Hugging Face Hub dataset id it needs "
-                         "a split (split= / --split).")
+        raise with_words(ValueError, words("split", f"{dataset_id!r} is not a file or folder here; as a Hugging "
+                                           "Face Hub dataset id it needs a split (", Setting(shown="SPLIT"), ")."))
     import datasets
 
     ds = datasets.load_dataset(dataset_id, split=split, streaming=True)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.benchmarks.files import resolve_root
 from capeval.hub.cards import render_card
 from capeval.hub.tables import DATASET_NAMES, TABLE_BUILDERS, SplitTable, image_cells
@@ -70,7 +71,8 @@ def build_dataset(
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not overwrite:
-            raise ValueError(f"{out} is not empty; choose an empty folder or pass overwrite=True (--overwrite).")
+            raise with_words(ValueError, words("overwrite", f"{out} is not empty; choose an empty folder or pass ",
+                                               Setting(True), "."))
         shutil.rmtree(out)
     tables = TABLE_BUILDERS[name](root, images=images, limit=limit)
     report = BuildReport(name=name, out=out)

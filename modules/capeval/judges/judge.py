@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import OPTION, Setting, about, with_words, words
 from capeval.judges.answers import digit_token_ids
 from capeval.judges.llava_layout import HF_MODEL_TYPE, is_original_layout, load_original, read_config
 from capeval.judges.prompts import IMAGE_PLACEHOLDER, chat_messages, llava_prompt
@@ -87,14 +88,14 @@ def _resolve_folder(spec: str | os.PathLike, option: str) -> Path:
     if path.is_dir():
         return path
     if path.exists() or str(spec).startswith((".", "/", "~")) or str(spec).count("/") != 1:
-        raise FileNotFoundError(f"{option}: {spec} is neither a folder nor a Hub model id (owner/name).")
+        raise about(FileNotFoundError, option, f"{spec} is neither a folder nor a Hub model id (owner/name).")
     hub = require("huggingface_hub", what="loading a judge from the Hub")
     try:
         return Path(hub.snapshot_download(repo_id=str(spec)))
     except Exception as err:  # offline and not cached, a typo, a gated repo
         from capeval.hub_cli import download_command
 
-        raise FileNotFoundError(f"{option}: the Hub model {spec} is not in the Hugging Face cache and could not be "
+        raise about(FileNotFoundError, option, f"the Hub model {spec} is not in the Hugging Face cache and could not be "
                                 f"downloaded ({type(err).__name__}); download it with: {download_command(str(spec))}, "
                                 "or pass a folder.") from err
 
@@ -135,10 +136,10 @@ def _parameter_count(config_obj, model_class) -> int:
 
 def _refuse_on_cpu(count: int, label: str, force: bool) -> None:
     if count > CPU_PARAMETER_LIMIT and not force:
-        raise RuntimeError(
-            f"fleur_model: {label} has {count / 1e9:.1f} billion parameters; on the CPU that is tens of GB of memory "
-            f"and minutes per caption (capeval refuses judges over {CPU_PARAMETER_LIMIT / 1e9:g} billion there). Run it "
-            "on a GPU, or pass fleur_force_cpu=True (--fleur-force-cpu) to run it anyway.")
+        raise with_words(RuntimeError, words(
+            "fleur_model", OPTION, f": {label} has {count / 1e9:.1f} billion parameters; on the CPU that is tens of GB "
+            f"of memory and minutes per caption (capeval refuses judges over {CPU_PARAMETER_LIMIT / 1e9:g} billion "
+            "there). Run it on a GPU, or pass ", Setting(True, option="fleur_force_cpu"), " to run it anyway."))
 
 
 def _clip_pil_processor(folder_or_id: str):
@@ -178,7 +179,7 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
     folder = _resolve_folder(spec, option)
     raw = read_config(folder)
     if not raw:
-        raise ValueError(f"{option}: {spec} has no config.json; it is not a transformers model folder.")
+        raise about(ValueError, option, f"{spec} has no config.json; it is not a transformers model folder.")
     label = spec
     paper = spec.rstrip("/") in PAPER_JUDGES
     on_cpu = device_map is None and target.type == "cpu"
@@ -195,7 +196,7 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
             model_class = transformers.AutoModelForImageTextToText._model_mapping[type(config)]
         except (KeyError, ValueError) as err:
             kind = raw.get("model_type") or "model"
-            raise ValueError(f"{option}: {spec} is a {kind} ({', '.join(raw.get('architectures') or ['no architecture'])}), "
+            raise about(ValueError, option, f"{spec} is a {kind} ({', '.join(raw.get('architectures') or ['no architecture'])}), "
                              "not a vision-language model that answers about an image (transformers' "
                              "image-text-to-text models: LLaVA, Qwen2.5-VL, SmolVLM, ...).") from err
         if on_cpu:
@@ -211,7 +212,7 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
             processor = transformers.AutoProcessor.from_pretrained(str(folder))
             tokenizer = getattr(processor, "tokenizer", None)
             if tokenizer is None or not getattr(processor, "chat_template", None) and not getattr(tokenizer, "chat_template", None):
-                raise ValueError(f"{option}: {spec} ships no chat template; capeval needs one to ask it FLEUR's question.")
+                raise about(ValueError, option, f"{spec} ships no chat template; capeval needs one to ask it FLEUR's question.")
             judge = Judge(model=model, tokenizer=tokenizer, kind="chat", label="", fingerprint="", paper=False,
                           device=None, dtype=None, digit_tokens=[], stop_ids=[], pad_id=0, processor=processor)
     judge.model.requires_grad_(False)

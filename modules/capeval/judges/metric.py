@@ -33,13 +33,14 @@ import math
 import weakref
 from typing import Any, ClassVar
 
+from capeval.advice import Setting, words
 from capeval.batch import CaptionBatch
 from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
 from capeval.judges.judge import DEFAULT_JUDGE
 from capeval.judges.lora import EXPERT_ADAPTER
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
-from capeval.validation import warn_at_caller
+from capeval.validation import OptionError, warn_at_caller
 
 #: Items named in the failure and context warnings.
 WARN_FIRST = 10
@@ -211,7 +212,7 @@ class _JudgeMetric(CaptionMetric):
         from capeval.models.images import read_item
 
         if batch.images is None:
-            raise ValueError(f"{self.name} needs images= (one per prediction).")
+            raise OptionError(words("images", f"{self.name} needs ", Setting(shown=""), " (one per prediction)."))
         judge = self._judge()
         instructions = [self.instruction(p, r) for p, r in zip(batch.raw_predictions, batch.raw_references)]
         if judge.kind == "llava-1.5":

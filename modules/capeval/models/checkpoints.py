@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import Fix, with_words, words
+
 STATE_FILE = "training_state.json"
 STATE_TENSORS = "training_state.safetensors"
 #: The pickled state file of capeval before 0.2: never loaded.
@@ -40,9 +42,10 @@ def last_checkpoint(out_dir: Path, resume: bool = True) -> Path | None:
     if not found:
         legacy = sorted((Path(out_dir) / "checkpoints").glob(f"epoch-*/{LEGACY_STATE_FILE}"))
         if legacy:
-            raise ValueError(f"{legacy[-1]} is a pickled resume state of capeval before 0.2, which capeval no longer "
-                             "loads (a pickle can run code); train from scratch with --restart (resume=False) or "
-                             "into another folder.")
+            raise with_words(ValueError, words(
+                "resume", f"{legacy[-1]} is a pickled resume state of capeval before 0.2, which capeval no longer "
+                "loads (a pickle can run code); train from scratch (", Fix("pass resume=False"), ") or into another "
+                "folder."))
     return found[-1] if found else None
 
 
@@ -110,8 +113,8 @@ def load_state(folder: str | os.PathLike) -> dict[str, Any]:
         payload = json.loads(path.read_text(encoding="utf-8"))
         tensors = load_file(str(folder / STATE_TENSORS)) if (folder / STATE_TENSORS).is_file() else {}
     except (OSError, ValueError) as err:
-        raise ValueError(f"{path}: not a readable training state ({err}); resume from another checkpoint or pass "
-                         "--restart.") from err
+        raise with_words(ValueError, words("resume", f"{path}: not a readable training state ({err}); resume from "
+                                           "another checkpoint or ", Fix("pass resume=False"), ".")) from err
     if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
         raise ValueError(f"{path} is not a capeval training state.")
     try:

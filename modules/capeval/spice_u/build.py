@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.progress import progress
 from capeval.spice_u.uniqueness import UniquenessTable
 
@@ -29,10 +30,9 @@ def _open_checkpoint(path: Path, meta: Mapping[str, str], restart: bool) -> sqli
     stored = dict(con.execute("SELECT key, value FROM meta"))
     if stored and stored != dict(meta):
         con.close()
-        raise ValueError(
-            f"Checkpoint {path} was started with different settings {stored} (now {dict(meta)}); "
-            "pass restart=True (CLI: --restart) to discard it."
-        )
+        raise with_words(ValueError, words(
+            "restart", f"Checkpoint {path} was started with different settings {stored} (now {dict(meta)}); pass ",
+            Setting(True), " to discard it."))
     if not stored:
         with con:
             con.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import about
 from capeval.hub_cli import download_command
 from capeval.dependencies import default_device, require
 from capeval.vision_language.checkpoints import CLIP_MEAN, CLIP_STD
@@ -230,7 +231,7 @@ def _load(spec: str | os.PathLike, option: str) -> ClipBackend:
         checkpoints = sorted(p for p in path.iterdir() if p.suffix in CHECKPOINT_SUFFIXES)
         if len(checkpoints) == 1:
             return _from_state_dict(checkpoints[0], option, label=f"{path.name}/{checkpoints[0].name}")
-        raise ValueError(f"{option}: {path} holds no config.json (transformers), no open_clip_config.json and not "
+        raise about(ValueError, option, f"{path} holds no config.json (transformers), no open_clip_config.json and not "
                          f"exactly one checkpoint file ({[p.name for p in checkpoints]}).")
     if text.lower().startswith("open_clip:"):
         rest = text.split(":", 1)[1]
@@ -239,10 +240,10 @@ def _load(spec: str | os.PathLike, option: str) -> ClipBackend:
     if text.lower() in OPENAI_NAMES:
         return _from_hub(OPENAI_NAMES[text.lower()], option)
     if text.startswith((".", "/", "~")) or text.lower().endswith(CHECKPOINT_SUFFIXES) or text.count("/") > 1:
-        raise FileNotFoundError(f"{option}: no such file or folder {text}.")
+        raise about(FileNotFoundError, option, f"no such file or folder {text}.")
     if text.count("/") == 1:
         return _from_hub(text, option)
-    raise ValueError(f"{option}: {text!r} is not a file, a folder, a Hub id (org/name), an OpenAI name "
+    raise about(ValueError, option, f"{text!r} is not a file, a folder, a Hub id (org/name), an OpenAI name "
                      f"({', '.join(OPENAI_NAMES)}) or open_clip:<name>[/<pretrained>].")
 
 

@@ -35,10 +35,11 @@ from urllib.parse import quote
 
 import numpy as np
 
+from capeval.advice import OPTION, Setting, with_words, words
 from capeval.batch import CaptionBatch
 from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
-from capeval.validation import warn_at_caller
+from capeval.validation import OptionError, warn_at_caller
 from capeval.vision_language.scores import CLIP_S_WEIGHT, PAC_S_WEIGHT
 from capeval.vision_language.tokenizer import DEFAULT_PREFIX
 
@@ -168,7 +169,7 @@ class _VisionLanguageMetric(CaptionMetric):
         from capeval.vision_language.scores import harmonic_mean, image_text_scores, reference_scores
 
         if batch.images is None:
-            raise ValueError(f"{self.name} needs images= (one per prediction).")
+            raise OptionError(words("images", f"{self.name} needs ", Setting(shown=""), " (one per prediction)."))
         f = self.family
         backend = self._backend()
         size = self.config[f"{f}_batch_size"]
@@ -412,7 +413,7 @@ class Polos(CaptionMetric):
         from capeval.vision_language.polos import polos_scores
 
         if batch.images is None:
-            raise ValueError(f"{self.name} needs images= (one per prediction).")
+            raise OptionError(words("images", f"{self.name} needs ", Setting(shown=""), " (one per prediction)."))
         model = self._model_for(self.config)
         return model, polos_scores(model, batch.raw_predictions, batch.raw_references, batch.images,
                                    batch_size=self.config["polos_batch_size"], progress=batch.progress)

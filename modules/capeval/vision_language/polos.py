@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from capeval.advice import OPTION, Setting, about, with_words, words
 from capeval.dependencies import default_device, require
 
 #: The prompt the reference puts before every CLIP text.
@@ -100,9 +101,9 @@ def _checkpoint_file(path: Path, option: str) -> Path:
         found = sorted(p for p in path.iterdir() if p.suffix in (".ckpt", ".safetensors"))
         if len(found) == 1:
             return found[0]
-        raise ValueError(f"{option}: {path} must hold exactly one .ckpt or .safetensors file (found "
+        raise about(ValueError, option, f"{path} must hold exactly one .ckpt or .safetensors file (found "
                          f"{[p.name for p in found]}).")
-    raise FileNotFoundError(f"{option}: no such file or folder {path}.")
+    raise about(FileNotFoundError, option, f"no such file or folder {path}.")
 
 
 def _read_yaml(path: Path, option: str) -> dict:
@@ -110,9 +111,9 @@ def _read_yaml(path: Path, option: str) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ValueError(f"{option}: {path} is not a plain YAML file ({str(err)[:200]}).") from None
+        raise about(ValueError, option, f"{path} is not a plain YAML file ({str(err)[:200]}).") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{option}: {path} does not hold a mapping of hyper-parameters.")
+        raise about(ValueError, option, f"{path} does not hold a mapping of hyper-parameters.")
     return data
 
 
@@ -144,16 +145,16 @@ def read_checkpoint(spec: str | os.PathLike, *, option: str = "polos_model") -> 
         state = loaded
     else:
         if not isinstance(loaded, dict):
-            raise ValueError(f"{option}: {path} holds a {type(loaded).__name__}, not a checkpoint.")
+            raise about(ValueError, option, f"{path} holds a {type(loaded).__name__}, not a checkpoint.")
         state = loaded.get("state_dict", loaded)
         extra = _as_dict(loaded.get("hyper_parameters", {}))
         extra = _as_dict(extra.get("hparams", extra)) if "hparams" in extra else extra
     if not isinstance(state, dict):
-        raise ValueError(f"{option}: {path} holds no state dict.")
+        raise about(ValueError, option, f"{path} holds no state dict.")
     yaml_file = path.parent / "hparams.yaml"
     hparams = _read_yaml(yaml_file, option) if yaml_file.is_file() else extra
     if not hparams:
-        raise ValueError(f"{option}: {path} carries no hyper-parameters and no hparams.yaml lies beside it; Polos "
+        raise about(ValueError, option, f"{path} carries no hyper-parameters and no hparams.yaml lies beside it; Polos "
                          "needs them (pretrained_model, layer, pool, activations), as the reference's load_checkpoint "
                          "does.")
     return _split(path, state, hparams, option)
@@ -163,9 +164,9 @@ def _split(path: Path, state: dict, hparams: dict, option: str) -> PolosCheckpoi
     torch = require("torch")
     model = hparams.get("model", "PolosEstimator")
     if model != "PolosEstimator":
-        raise ValueError(f"{option}: {path} is a {model} checkpoint; capeval reads PolosEstimator checkpoints.")
+        raise about(ValueError, option, f"{path} is a {model} checkpoint; capeval reads PolosEstimator checkpoints.")
     if str(hparams.get("encoder_model", "BERT")) != "BERT":
-        raise ValueError(f"{option}: {path} uses encoder_model={hparams.get('encoder_model')!r}; capeval reads the "
+        raise about(ValueError, option, f"{path} uses encoder_model={hparams.get('encoder_model')!r}; capeval reads the "
                          "Hugging Face encoders (encoder_model: BERT) the released Polos uses.")
     encoder = {k[len("encoder.model."):]: v for k, v in state.items() if k.startswith("encoder.model.")}
     clip = {k[len("clip."):]: v for k, v in state.items() if k.startswith("clip.")}
@@ -174,14 +175,14 @@ def _split(path: Path, state: dict, hparams: dict, option: str) -> PolosCheckpoi
     ff_names = sorted({k.rsplit(".", 1)[0] for k in state if k.startswith("ff.0.ff.linear_")},
                       key=lambda k: int(k.rsplit("_", 1)[1]))
     if not encoder or not ff_names:
-        raise ValueError(f"{option}: {path} is not a Polos checkpoint (no encoder.model.* or ff.0.ff.linear_* "
+        raise about(ValueError, option, f"{path} is not a Polos checkpoint (no encoder.model.* or ff.0.ff.linear_* "
                          f"weights; first keys: {list(state)[:5]}).")
     layer = hparams.get("layer", "mix")
     if layer == "mix" and not mix_keys:
-        raise ValueError(f"{option}: {path} says layer: mix but holds no scalar_mix weights.")
+        raise about(ValueError, option, f"{path} says layer: mix but holds no scalar_mix weights.")
     pool = str(hparams.get("pool", "avg"))
     if pool not in SUPPORTED_POOLS:
-        raise ValueError(f"{option}: {path} uses pool: {pool}; capeval follows the reference for "
+        raise about(ValueError, option, f"{path} uses pool: {pool}; capeval follows the reference for "
                          f"{' and '.join(SUPPORTED_POOLS)} (the released Polos uses cls).")
     ff = [(state[f"{name}.weight"].float(), state[f"{name}.bias"].float()) for name in ff_names]
     mix = torch.cat([state[k].float().reshape(-1) for k in mix_keys]) if mix_keys else None
@@ -200,7 +201,7 @@ def _activation(name: str, option: str):
     torch = require("torch")
     module = getattr(torch.nn, name, None)
     if module is None or not isinstance(module, type):
-        raise ValueError(f"{option}: unknown activation {name!r} in the checkpoint's hyper-parameters.")
+        raise about(ValueError, option, f"unknown activation {name!r} in the checkpoint's hyper-parameters.")
     return module()
 
 
@@ -288,9 +289,11 @@ def _text_parts(text_model: str, option: str):
         config = transformers.AutoConfig.from_pretrained(text_model)
         tokenizer = transformers.AutoTokenizer.from_pretrained(text_model)
     except (OSError, ValueError) as err:
-        raise OSError(f"{option}: the text encoder's configuration and tokenizer ({text_model!r}, the checkpoint's "
-                      f"pretrained_model) could not be read ({str(err)[:200]}); {_fetch_hint(text_model)} (the "
-                      "weights themselves come from the Polos checkpoint), or pass polos_text_model=<folder>.") from None
+        raise with_words(OSError, words(
+            option, OPTION, f": the text encoder's configuration and tokenizer ({text_model!r}, the checkpoint's "
+            f"pretrained_model) could not be read ({str(err)[:200]}); {_fetch_hint(text_model)} (the weights "
+            "themselves come from the Polos checkpoint), or pass ", Setting(shown="<folder>", option="polos_text_model"),
+            ".")) from None
     return transformers, config, tokenizer
 
 
@@ -310,7 +313,7 @@ def build_model(checkpoint: PolosCheckpoint, *, text_model: str | None = None, d
     missing = [k for k in missing if not k.endswith(ignorable)]
     unexpected = [k for k in unexpected if not k.endswith(ignorable)]
     if missing or unexpected:
-        raise ValueError(f"{option}: the checkpoint's encoder weights do not fit {source!r}'s architecture (missing "
+        raise about(ValueError, option, f"the checkpoint's encoder weights do not fit {source!r}'s architecture (missing "
                          f"{missing[:5]}, unexpected {unexpected[:5]}).")
     encoder.float().eval().to(target)
     layers = []
@@ -329,13 +332,13 @@ def build_model(checkpoint: PolosCheckpoint, *, text_model: str | None = None, d
     hidden = int(config.hidden_size)
     expected = 4 * hidden + 6 * _clip_width(clip)
     if checkpoint.ff[0][0].shape[1] != expected:
-        raise ValueError(f"{option}: the feed-forward input is {checkpoint.ff[0][0].shape[1]} wide, but the encoder "
+        raise about(ValueError, option, f"the feed-forward input is {checkpoint.ff[0][0].shape[1]} wide, but the encoder "
                          f"({hidden}) and CLIP give {expected}.")
     mix = gamma = None
     if checkpoint.layer == "mix":
         layers_out = int(config.num_hidden_layers) + 1
         if checkpoint.mix.numel() != layers_out:
-            raise ValueError(f"{option}: {checkpoint.mix.numel()} mixing weights for an encoder with {layers_out} "
+            raise about(ValueError, option, f"{checkpoint.mix.numel()} mixing weights for an encoder with {layers_out} "
                              "hidden states.")
         mix = torch.softmax(checkpoint.mix, dim=0).to(target)
         gamma = checkpoint.gamma.to(target)
@@ -363,7 +366,7 @@ def _clip_backend(checkpoint: PolosCheckpoint, device, option: str):
         return load_clip("ViT-B/32", device=device, option=option)
     missing = [k for k in REQUIRED_KEYS if k not in checkpoint.clip]
     if missing:
-        raise ValueError(f"{option}: the checkpoint's clip.* weights are not an OpenAI-format CLIP (missing {missing}).")
+        raise about(ValueError, option, f"the checkpoint's clip.* weights are not an OpenAI-format CLIP (missing {missing}).")
     model = build_openai_clip(checkpoint.clip).to(device, dtype=torch.float32)
     return ClipBackend("openai", f"{checkpoint.path.name}:clip", weights_fingerprint(model), model,
                        _side(model.visual.image_size), CLIP_MEAN, CLIP_STD, int(model.context_length), device,
