@@ -103,7 +103,7 @@ class SpiceTuple:
 
     @property
     def key(self) -> str:
-        """Concept key: the first word of each concept joined by spaces (as official SPICE keys its tuples)."""
+        """Concept key: the first word of each concept joined by spaces (SPICE-U's rule)."""
         return " ".join(w[0] for w in self.words)
 
     def keys(self) -> list[str]:
