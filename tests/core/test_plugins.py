@@ -222,3 +222,38 @@ def test_build_metric_names_plug_ins_among_the_modules(plugin_path, tmp_path):
     with pytest.raises(ValueError, match=r"unknown metric module 'word_cont'; the metrics folder has: .*thumb, "
                                          r"word_count\."):
         build_metric_folder("word_cont", tmp_path / "x")
+
+
+def test_the_plug_in_reaches_the_leaderboard(plugin_path, tmp_path):
+    """A plug-in metric's ``capeval bench --json`` result is a leaderboard row like a built-in's: its τ-c in the
+    Flickr8k-Expert column, its contamination note (not in capeval's catalog) as a footnote, in the text, the
+    markdown and the JSON."""
+    from support import require_data
+
+    require_data("flickr8k", "ExpertAnnotations.txt")
+    _install(plugin_path, "capeval_word_count", WORD_COUNT, {"word_count": "capeval_word_count:WordCount"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), os.environ.get("PYTHONPATH", "")]),
+           "COLUMNS": "200"}
+    bench, board, markdown = tmp_path / "bench.json", tmp_path / "board.json", tmp_path / "board.md"
+    done = subprocess.run([sys.executable, "-m", "capeval", "bench", "flickr8k-expert", "--metrics",
+                           "word_count,bleu_4", "--json", str(bench)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([sys.executable, "-m", "capeval", "leaderboard", str(bench), "--json", str(board),
+                           "--markdown", str(markdown)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(bench.read_text())["results"]
+    table = json.loads(board.read_text())
+    rows = {row["metric"]: row["cells"] for row in table["rows"]}
+    assert list(rows) == ["word_count", "bleu_4"]  # the plug-in is a row like the built-in, in the payload's order
+    column = "flickr8k-expert/clipscore/all/tau_c"
+    assert [c["key"] for c in table["columns"]] == [column]
+    for key in ("word_count", "bleu_4"):
+        assert rows[key][column]["value"] == pytest.approx(result[key]["headline"]["value"])
+        assert rows[key][column]["contamination"] == result[key]["contamination"]
+    assert rows["word_count"][column]["value"] == pytest.approx(-0.0953, abs=5e-4)
+    notes = [n for n in table["footnotes"] if any(r == "word_count" for r, _ in map(dict.values, n["cells"]))]
+    assert any("not in capeval's catalog" in n["text"] for n in notes)
+    line = next(line for line in done.stdout.splitlines() if line.startswith("word_count"))
+    assert "-.095" in line and "?" in line
+    assert "| `word_count` | -.095" in markdown.read_text()
