@@ -9,7 +9,7 @@ from pathlib import Path
 from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, add_signature_argument,
                                 check_output_path, model_options, print_signature, text_stream, write_json)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
-from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES, OptionError
+from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
 __all__ = ["check_output_path", "example_files", "register", "run"]  # check_output_path: its old home
 
@@ -226,10 +226,7 @@ def run(args: argparse.Namespace) -> int:
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
         extra = {} if images is None else {"images": [images[i] for i in s_rows]}  # pair keeps prediction order
-        try:
-            results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
-        except OptionError as err:  # advice in this command's words: --images FILE, not images=
-            raise ValueError(err.cli) from err
+        results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
     if not main_process:
         return 0  # the main process prints and writes the result
 
@@ -257,7 +254,9 @@ def run(args: argparse.Namespace) -> int:
                     print(text_table(["item", *names], [[ids[i] if ids else i, *(feats[i][f] for f in names)]
                                                         for i in range(len(preds))]), file=out)
                     break
-        payload = result
+        # keyed input (COCO results, pycocoevalcap dicts, files with ids): each per-caption entry's image id, as
+        # capeval.score gives them for keyed input
+        payload = result if ids is None else {**result, "image_ids": list(ids)}
     else:
         sizes = [len(p) for _, p, _ in results]
         print(fit_text(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
