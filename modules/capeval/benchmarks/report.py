@@ -242,11 +242,22 @@ def _scaled(value: float | None, scale: float) -> float | None:
 NOT_MEASURED = "—"
 
 
+def without_empty_columns(headers: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """``(headers, rows)`` less every column after the first with no value in any row (``None`` or ``""`` in all):
+    a published source with none of the metrics shown, say, would print a column of dashes (or, when the table is
+    split into blocks to fit the terminal, a block of them under a repeated header)."""
+    keep = [0] + [i for i in range(1, len(headers)) if any(row[i] not in (None, "") for row in rows)]
+    if len(keep) == len(headers) or not rows:
+        return headers, rows
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
 def render(result: BenchResult, fmt: str = "text") -> str:
     table = text_table if fmt == "text" else markdown_table
     parts = []
     for title, headers, rows in tables(result):
         parts.append(f"## {title}" if fmt == "markdown" else title)
+        headers, rows = without_empty_columns(headers, rows)
         rows = [[NOT_MEASURED if cell is None else cell for cell in row] for row in rows]
         parts.append(table(headers, _mark_contaminated(result, headers, rows), digits=3))
         parts.append("")
