@@ -3,7 +3,6 @@ counts a dict of n-gram strings gives."""
 from __future__ import annotations
 
 import random
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -57,12 +56,12 @@ def test_a_folder_with_the_older_string_table_still_resumes(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     from capeval.dataset_scoring import store
-    from capeval.dataset_scoring.run import _cider_table
+    from capeval.coco.dataset_pass import open_legacy_parquet_table
 
     grams, counts = ["a dog", "dog", "a", "ünï"], [3, 5, 9, 1]
     table = pa.table({"gram": grams, "df": pa.array(counts, pa.int64())})
     table = table.replace_schema_metadata({store.META_KEY: b'{"documents": 12}'})
     pq.write_table(table, tmp_path / store.CIDER_DF_PARQUET)
-    df = _cider_table(SimpleNamespace(folder=tmp_path))
+    df = open_legacy_parquet_table(tmp_path / store.CIDER_DF_PARQUET, store.META_KEY)
     assert df.n_documents == 12 and df.settings["source"] == "references"
     assert df.lookup(grams + ["cat"]).tolist() == [3.0, 5.0, 9.0, 1.0, 0.0]

@@ -166,7 +166,7 @@ def test_a_damaged_document_frequency_table_is_counted_again(tmp_path):
     warning, counts it again and gives the same result; the run after that is silent."""
     import warnings
 
-    from capeval.dataset_scoring import run as run_module
+    from capeval.coco.dataset_pass import forget_checked_tables
 
     data = _parquet(tmp_path / "data.parquet", _rows(45))
     out = tmp_path / "out"
@@ -178,14 +178,14 @@ def test_a_damaged_document_frequency_table_is_counted_again(tmp_path):
         handle.write(bytes(b ^ 0xFF for b in handle.read(64)))
     (out / store.RESULT).unlink()
     store.shard_path(out, 0).unlink()  # a chunk left to score: it needs the table
-    run_module._WHOLE_TABLES.clear()  # as a new process
+    forget_checked_tables()  # as a new process
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         again = _score(data, out)
     damaged = [w for w in seen if "damaged" in str(w.message)]
     assert len(damaged) == 1 and str(table) in str(damaged[0].message)
     assert again == first
-    run_module._WHOLE_TABLES.clear()
+    forget_checked_tables()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         assert _score(data, out) == first

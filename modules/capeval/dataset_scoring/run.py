@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from capeval.advice import Setting, with_words, words
 from capeval.dataset_scoring import store
@@ -444,39 +443,12 @@ def _counted(run: _Run) -> bool:
     that fails its check (:meth:`capeval.coco.disk_df.DiskDocumentFrequency.open`: damaged anywhere, cut short) is
     removed with one warning and counted again (the count is deterministic, so the shards scored with it stay
     right)."""
+    from capeval.coco.dataset_pass import table_is_whole
+
     path = run.folder / store.CIDER_DF
-    if path.is_file() and _table_is_whole(path):
+    if path.is_file() and table_is_whole(path):
         return True
     return (run.folder / store.CIDER_DF_PARQUET).is_file()
-
-
-_WHOLE_TABLES: set[tuple] = set()  # (path, size, mtime) of tables checked in this process
-
-
-def _table_key(path: Path) -> tuple:
-    st = path.stat()
-    return (str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
-def _table_is_whole(path: Path) -> bool:
-    """Whether ``cider-df.bin`` opens and passes its check; a damaged one is deleted with one warning."""
-    from capeval.coco.disk_df import DiskDocumentFrequency
-
-    key = _table_key(path)
-    if key in _WHOLE_TABLES:
-        return True
-    try:
-        table = DiskDocumentFrequency.open(path)
-    except (ValueError, OSError) as err:
-        warnings.warn(f"{path} is damaged ({' '.join(str(err).split())[:200]}); counting CIDEr-D's document "
-                      "frequencies again", RuntimeWarning, stacklevel=2)
-        path.unlink(missing_ok=True)
-        return False
-    close = getattr(table, "close", None)
-    if close is not None:
-        close()
-    _WHOLE_TABLES.add(key)
-    return True
 
 
 def _share_path(folder: Path, rank: int, world: int) -> Path:
@@ -494,15 +466,12 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
     target = run.folder / store.CIDER_DF if world == 1 else _share_path(run.folder, rank, world)
     if target.is_file():
         return
-    from capeval.batch import CaptionBatch
-    from capeval.coco.disk_df import DiskDocumentFrequencyCounter
-    from capeval.coco.document_frequency import reference_document_frequency
-    from capeval.coco.ngrams import batch_ngrams
+    from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
     from capeval.progress import progress
     from capeval.validation import normalize_inputs
 
     source = run.open()
-    counter = DiskDocumentFrequencyCounter(run.folder / f".tmp-cider-df-runs-{rank}")
+    counter = DatasetDocumentFrequencyCount(run.folder / f".tmp-cider-df-runs-{rank}")
     with progress(None, total=source.num_rows, desc="score-dataset: CIDEr-D document frequencies",
                   enabled=run.progress if rank == 0 else False) as bar:
         bar.unit = "rows"
@@ -515,11 +484,7 @@ def _count_share(run: _Run, rank: int, world: int) -> None:
             if not preds:
                 continue
             preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
-            tokens = CaptionBatch(preds, refs, cleanup=run.score_kwargs["cleanup"],
-                                  tokenizer=run.score_kwargs["tokenizer"], progress=False)
-            ng = batch_ngrams(tokens, 4)
-            df, n_docs = reference_document_frequency(ng)
-            counter.add(ng.table.gram_strings(), df.astype(np.int64), documents=n_docs)
+            counter.add(preds, refs, cleanup=run.score_kwargs["cleanup"], tokenizer=run.score_kwargs["tokenizer"])
     counter.write(target)
     del counter
     if world == 1:
@@ -534,14 +499,14 @@ def _merge_shares(run: _Run, world: int) -> None:
     another number of processes)."""
     if _counted(run):
         return
-    from capeval.coco.disk_df import merge_tables
+    from capeval.coco.dataset_pass import merge_shares
 
     parts = [_share_path(run.folder, rank, world) for rank in range(world)]
     missing = [p.name for p in parts if not p.is_file()]
     if missing:
         raise RuntimeError(f"{run.folder}: the first pass's part(s) {', '.join(missing[:4])} are missing: a process "
                            "did not finish counting; run the same call again.")
-    merge_tables(parts, run.folder / store.CIDER_DF, spill_dir=run.folder / ".tmp-cider-df-merge")
+    merge_shares(parts, run.folder / store.CIDER_DF, spill_dir=run.folder / ".tmp-cider-df-merge")
     _remove_shares(run.folder)
 
 
@@ -552,30 +517,11 @@ def _remove_shares(folder: Path) -> None:
 
 def _cider_table(run: _Run):
     """The first pass's table: on disk (``cider-df.bin``), or in memory from a folder begun before that format."""
+    from capeval.coco.dataset_pass import open_legacy_parquet_table, open_table
+
     if (run.folder / store.CIDER_DF).is_file():
-        from capeval.coco.disk_df import DiskDocumentFrequency
-
-        path = run.folder / store.CIDER_DF
-        return DiskDocumentFrequency.open(path, verify=_table_key(path) not in _WHOLE_TABLES)  # checked once
-    import json
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from capeval.coco.compact_df import CompactDocumentFrequency, DocumentFrequencyCounter, keys_from_words
-
-    table = pq.read_table(run.folder / store.CIDER_DF_PARQUET)
-    documents = json.loads(table.schema.metadata[store.META_KEY])["documents"]
-    counts = np.array(table.column("df").to_numpy(), dtype=np.int64)  # its own copy: the table is freed below
-    if "gram" in table.column_names:  # the first parquet table held the n-gram strings
-        counter = DocumentFrequencyCounter()
-        counter.add(table.column("gram").to_pylist(), counts)
-        keys, counts = counter.table()
-    else:
-        keys = keys_from_words(table.column("key_high").to_numpy(), table.column("key_low").to_numpy())
-    del table
-    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages unless asked
-    return CompactDocumentFrequency({}, documents, {"source": "references", "rows": documents}, keys, counts)
+        return open_table(run.folder / store.CIDER_DF)  # checked once per process
+    return open_legacy_parquet_table(run.folder / store.CIDER_DF_PARQUET, store.META_KEY)
 
 
 def _score_chunks(run: _Run, rank: int, world: int) -> None:

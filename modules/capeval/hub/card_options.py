@@ -92,14 +92,20 @@ def stale_cards(metrics_dir: Path, write: bool = False) -> list[Path]:
     return stale
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from capeval.hub.metric_folder import metrics_source_dir
+def _source_metrics_dir() -> Path:
+    """The source tree's ``metrics/`` folder (the module scripts ship with the source, not the wheel)."""
+    path = Path(__file__).resolve().parents[3] / "metrics"
+    if not path.is_dir():
+        raise SystemExit(f"no metrics folder at {path}: give the path of capeval's metrics/ folder.")
+    return path
 
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m capeval.hub.card_options", description=__doc__.split("\n\n")[1])
     parser.add_argument("metrics_dir", nargs="?", type=Path, default=None, help="default: the source tree's metrics/")
     parser.add_argument("--check", action="store_true", help="only list the out-of-date cards (exit 1 if any)")
     args = parser.parse_args(argv)
-    stale = stale_cards(metrics_source_dir(args.metrics_dir), write=not args.check)
+    stale = stale_cards(args.metrics_dir or _source_metrics_dir(), write=not args.check)
     for card in stale:
         print(f"{'out of date' if args.check else 'rewritten'}: {card}")
     return 1 if stale and args.check else 0
