@@ -80,6 +80,7 @@ def test_legacy_token_header_and_the_disabled_legacy_message(fake):
     message = str(err.value)
     assert "\n" not in message and LEGACY_TOKEN not in message
     assert f"GET {fake.url}/api/users/: HTTP 401" in message and "personal access token" in message
+    assert (err.value.status, err.value.kind) == (401, "legacy_token_disabled")  # fields, for code to branch on
     fake.state.legacy_enabled = True
     assert LabelStudio(fake.url, LEGACY_TOKEN).users()[9] == "ann2@example.org"
     assert fake.state.requests[-1][2] == f"Token {LEGACY_TOKEN}"
@@ -172,6 +173,7 @@ def test_a_push_that_fails_half_way_deletes_its_project(fake, sheets):
         push(sheets.csv.parent, fake.url, PERSONAL_TOKEN)
     assert str(err.value) == (f"Label Studio POST {fake.url}/api/projects/1/import: HTTP 400 Bad Request: "
                               '{"non_field_errors": ["refused by the test"]} (the half-made project 1 was deleted)')
+    assert (err.value.status, err.value.deleted_project, err.value.half_made_project) == (400, 1, None)
     assert not fake.state.projects and not (sheets.label_studio.config.parent / "project.json").exists()
 
 

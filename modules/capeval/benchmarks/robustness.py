@@ -210,11 +210,10 @@ def parse_gammas(text: str) -> list[float]:
         n = int(math.floor((stop - start) / step + 1e-9))
         return check_gammas([round(start + k * step, 10) for k in range(n + 1)])
     try:
-        return check_gammas([float(x) for x in text.split(",") if x.strip()])
-    except ValueError as err:
-        if "could not convert" in str(err):
-            raise ValueError(f"gammas must be numbers separated by commas, got {text!r}.") from None
-        raise
+        numbers = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"gammas must be numbers separated by commas, got {text!r}.") from None
+    return check_gammas(numbers)
 
 
 def check_transforms(transforms: Sequence[str] | str) -> list[str]:

@@ -82,7 +82,19 @@ REDACTED = "***"
 
 
 class LabelStudioError(RuntimeError):
-    """A Label Studio request that failed: one line naming the method, the address and the status."""
+    """A Label Studio request that failed: one line naming the method, the address and the status.
+
+    Its fields, for code to branch on (never the message): ``status`` (the HTTP status, or ``None`` when no answer
+    came), ``kind`` (``"legacy_token_disabled"`` when the server refused a legacy token because the organization turned
+    them off, else ``None``), ``deleted_project`` (the id of a project this push made and then deleted after the
+    failure) and ``half_made_project`` (the id of one it made and could not delete: the user deletes it), else
+    ``None``."""
+
+    def __init__(self, message: str, *, status: int | None = None, kind: str | None = None,
+                 deleted_project: int | None = None, half_made_project: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind
+        self.deleted_project, self.half_made_project = deleted_project, half_made_project
 
 
 def resolve_token(token: str | None) -> str:
@@ -248,7 +260,8 @@ class LabelStudio:
         except urllib.error.HTTPError as err:
             detail = _detail(err.read() or b"", (self._token, self._access or ""))
             raise _HTTPStatus(err.code, f"{where}: HTTP {err.code} {self._clean(_one_line(err.reason))}"
-                                        + (f": {detail}" if detail else "")) from None
+                                        + (f": {detail}" if detail else ""), kind=_refusal_kind(err.code, detail)) \
+                from None
         except urllib.error.URLError as err:
             raise LabelStudioError(f"cannot reach Label Studio at {self.url}: "
                                    f"{_one_line(self._clean(err.reason))}") from None
@@ -262,7 +275,7 @@ class LabelStudio:
         except _HTTPStatus as err:
             hint = (" (the personal access token is not valid on this server: create one in Account & Settings)"
                     if err.status in (400, 401) else "")
-            raise LabelStudioError(f"{err}{hint}") from None
+            raise LabelStudioError(f"{err}{hint}", status=err.status, kind=err.kind) from None
         try:
             self._access = json.loads(raw)["access"]
         except (ValueError, KeyError, TypeError):
@@ -302,12 +315,12 @@ class LabelStudio:
                     self._access = None  # the access token expired: exchange the personal token again
                     continue
                 hint = ""
-                if err.status == 401 and "legacy token" in str(err):
+                if err.kind == "legacy_token_disabled":
                     hint = (" (use a personal access token, from Account & Settings, or enable legacy tokens in "
                             "Organization → API Tokens Settings)")
                 elif err.status == 401:
                     hint = " (check the token: Account & Settings → Personal Access Token)"
-                raise LabelStudioError(f"{err}{hint}") from None
+                raise LabelStudioError(f"{err}{hint}", status=err.status, kind=err.kind) from None
         if not raw.strip():
             return None
         try:
@@ -375,9 +388,16 @@ class LabelStudio:
 
 
 class _HTTPStatus(LabelStudioError):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
+    """An HTTP error status, before the client adds its advice."""
+
+    def __init__(self, status: int, message: str, kind: str | None = None) -> None:
+        super().__init__(message, status=status, kind=kind)
+
+
+def _refusal_kind(status: int, detail: str) -> str | None:
+    """``"legacy_token_disabled"`` when the server's answer (its ``detail``, read once here where the answer arrives)
+    refuses a legacy token, else ``None``."""
+    return "legacy_token_disabled" if status == 401 and "legacy token" in detail.lower() else None
 
 
 # ------------------------------------------------------------------------------------------- push
@@ -584,12 +604,11 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
     except LabelStudioError as err:  # no half-made project left behind
         try:
             client.request("DELETE", f"/api/projects/{project_id}/")
-            raise LabelStudioError(f"{err} (the half-made project {project_id} was deleted)") from None
-        except LabelStudioError as cleanup:
-            if "half-made" in str(cleanup):
-                raise
-            raise LabelStudioError(f"{err} (project {project_id} was left half-made: delete it in Label Studio)") \
-                from None
+        except LabelStudioError:
+            raise LabelStudioError(f"{err} (project {project_id} was left half-made: delete it in Label Studio)",
+                                   status=err.status, kind=err.kind, half_made_project=project_id) from None
+        raise LabelStudioError(f"{err} (the half-made project {project_id} was deleted)", status=err.status,
+                               kind=err.kind, deleted_project=project_id) from None
     pushed = PushedProject(project_id, f"{client.url}/projects/{project_id}", title, count, annotators,
                            len(uploaded), sheet_dir / LABEL_STUDIO_DIR / PROJECT_JSON)
     pushed.record.write_text(json.dumps({"server": client.url, "project": project_id, "title": title, "tasks": count,
