@@ -1,4 +1,4 @@
-"""The readable scales (issue 38 item 3) were fitted on captions of images no reported benchmark evaluates: the data
+"""The readable scales were fitted on captions of images no reported benchmark evaluates: the data
 ``benchmarks/fit_scales.py fit`` reads is rebuilt here and checked against every benchmark's images, and the shipped
 maps record that very data."""
 import importlib.util

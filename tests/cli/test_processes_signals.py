@@ -1,4 +1,4 @@
-"""``capeval score --processes 2`` stopped (issue 54 item 7): Ctrl-C of the process group and SIGTERM of the parent
+"""``capeval score --processes 2`` stopped: Ctrl-C of the process group and SIGTERM of the parent
 print one line and leave no process behind; SIGKILL of the parent stops the launcher and its workers (they get
 SIGTERM when the parent dies) before a restarted run could overlap them."""
 from __future__ import annotations

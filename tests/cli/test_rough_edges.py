@@ -1,4 +1,4 @@
-"""The rough edges a new user met on the command line (issue 38, item 6): help texts naming the catalog's defaults,
+"""The rough edges a new user met on the command line: help texts naming the catalog's defaults,
 errors in the command's words, tables aligned by kind and display width, plurals, warnings above progress bars."""
 from __future__ import annotations
 

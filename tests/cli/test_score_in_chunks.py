@@ -1,4 +1,4 @@
-"""``capeval score`` above its in-memory limit (issue 54 item 6): the paired rows scored chunk by chunk through
+"""``capeval score`` above its in-memory limit: the paired rows scored chunk by chunk through
 score_dataset, with the in-memory route's numbers, table, signature and JSON (per-caption scores in prediction
 order); the routes that stay in memory; the limit's variable. The million-caption memory figure is a benchmark:
 ``benchmarks/score_memory.py``."""

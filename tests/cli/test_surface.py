@@ -1,4 +1,4 @@
-"""The CLI's surface (issue 48): output that fits the terminal, argument errors in one line with the closest valid
+"""The CLI's surface: output that fits the terminal, argument errors in one line with the closest valid
 names, fetch hints that name a command the installed huggingface_hub provides."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One-time work says so on stderr when it runs longer than a moment, on a terminal or not (issue 48, item 5)."""
+"""One-time work says so on stderr when it runs longer than a moment, on a terminal or not."""
 from __future__ import annotations
 
 import time

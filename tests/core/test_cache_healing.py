@@ -1,4 +1,4 @@
-"""Caches heal instead of crashing (issue 54): a file damaged in its middle is met by a later read, moved aside and
+"""Caches heal instead of crashing: a file damaged in its middle is met by a later read, moved aside and
 rebuilt with one warning and the right numbers; a read-only cache is read and the rest kept in memory; a full disk
 is one warning, never a traceback; temporary files of killed writers and old damaged copies are not kept forever,
 and ``capeval cache`` counts them."""

@@ -1,4 +1,4 @@
-"""Hostile prediction / reference / image-list files (issue 54): a JSON object naming a key twice, a FIFO, a device,
+"""Hostile prediction / reference / image-list files: a JSON object naming a key twice, a FIFO, a device,
 a file above the size limit, bytes that are not UTF-8 are each refused in one line naming the file (and the line or
 byte offset), never read last-value-wins, never read until memory runs out, never waited on."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Image doors bounded in memory (issue 54): only regular files are read (``/dev/zero``, a FIFO, a directory refused
+"""Image doors bounded in memory: only regular files are read (``/dev/zero``, a FIFO, a directory refused
 in one line, at once), at most ``MAX_IMAGE_FILE_BYTES``; an elongated image (20000×1) resized for a fixed-resolution
 encoder never builds more than ``RESIZE_MAX_PIXELS`` pixels, and its crop has the same pixels as the whole resize then
 the crop (torchvision's ``Resize`` + ``CenterCrop``, bit for bit)."""

@@ -1,4 +1,4 @@
-"""English only, said at run time (issue 38 item 4): a non-English prediction or reference gets one warning naming it
+"""English only, said at run time: a non-English prediction or reference gets one warning naming it
 by index (the first 10), English captions none (every Flickr8k caption), ``language_check=False`` /
 ``--no-language-check`` silence it, and no score changes."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A damaged catalog model gives one error naming the file, never a wrong number (issue 54 item 4, model caches):
+"""A damaged catalog model gives one error naming the file, never a wrong number (model caches):
 the manifest of the published files' SHA-256 against the files, and the Hugging Face cache's own blob names."""
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def test_every_process_waits_for_the_main_ones_scores(monkeypatch):
 
 
 def test_every_learned_metric_with_two_processes_equals_one(tmp_path):
-    """Issue 30 item 5: `capeval score --processes 2` and `accelerate launch -m capeval score` with every learned
+    """`capeval score --processes 2` and `accelerate launch -m capeval score` with every learned
     metric (images split with their captions) give exactly one process's scores and signature. The critics' float32
     products see other batch mates in each process, so per-caption values agree to 1e-6, corpus values likewise."""
     _needs_processes()

@@ -1,4 +1,4 @@
-"""The README answers the first question first (issue 28): a "Which metric should I report?" table of at most 10
+"""The README answers the first question first: a "Which metric should I report?" table of at most 10
 rows before the quick start, no table cell over 300 characters, the two-command quick start, at most 16,000
 characters; what moved out lives in docs/usage.md and the pages under docs/usage/."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""critic_img has no default model (issue 38 item 5): asked for without critic_img_model it says why and names the
+"""critic_img has no default model: asked for without critic_img_model it says why and names the
 alternatives, before anything is read; named, it scores as before."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The learned metrics on the readable scale (capeval.scales, issue 38 item 3): the shipped defaults score on it by
+"""The learned metrics on the readable scale (capeval.scales): the shipped defaults score on it by
 default, the raw probability one option away, the signature says which, rankings unchanged, the benchmarks read raw,
 another model stays raw (or is refused when the readable scale is asked for)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""score-dataset and hostile input (issue 54): keys twice in a JSON object, non-regular files, invalid UTF-8 and
+"""score-dataset and hostile input: keys twice in a JSON object, non-regular files, invalid UTF-8 and
 broken parquet named in one line; unreadable images skipped with --on-error skip and named by their dataset row and
 id; SIGINT / SIGTERM / SIGKILL of a run over several processes leave no traceback, no worker and no half-written
 chunk, and the rerun resumes to the uninterrupted result."""

@@ -1,4 +1,4 @@
-"""score_dataset on shared machines (issue 48): files honour the umask, an input touched but not changed resumes (a
+"""score_dataset on shared machines: files honour the umask, an input touched but not changed resumes (a
 changed one is refused saying what changed), a resumed run says so and its bar counts only its own rows, and the
 shards hold every per-caption key result.json reports."""
 from __future__ import annotations
@@ -162,7 +162,7 @@ def test_atomic_writes_and_caches_honour_the_umask(tmp_path, mask, file_mode):
 
 
 def test_a_damaged_document_frequency_table_is_counted_again(tmp_path):
-    """``cider-df.bin`` damaged in the middle after a run (issue 54 item 4): the next run of the folder says so in one
+    """``cider-df.bin`` damaged in the middle after a run: the next run of the folder says so in one
     warning, counts it again and gives the same result; the run after that is silent."""
     import warnings
 

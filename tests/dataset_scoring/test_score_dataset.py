@@ -1,4 +1,4 @@
-"""capeval.score_dataset / ``capeval score-dataset`` (issue 39): the same numbers as capeval.score on the whole data,
+"""capeval.score_dataset / ``capeval score-dataset``: the same numbers as capeval.score on the whole data,
 from every kind of input, resumable after kill -9, identical over processes, other settings refused, bad rows named."""
 from __future__ import annotations
 

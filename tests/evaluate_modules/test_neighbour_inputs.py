@@ -1,4 +1,4 @@
-"""Inputs as neighbouring libraries hand them over (issue 48): pycocoevalcap's dicts and COCO's results list in
+"""Inputs as neighbouring libraries hand them over: pycocoevalcap's dicts and COCO's results list in
 ``capeval.score``, the ``evaluate`` modules and the CLI, matched by image id; torch tensors as images (torchmetrics'
 ``CLIPScore`` layout) scoring exactly as the same pixels from a file; ``add_batch(images=...)``."""
 from __future__ import annotations

@@ -51,7 +51,7 @@ def test_installed_wheel_finds_and_renders_cards_outside_a_checkout(wheel, tmp_p
 
 def test_wheel_ships_the_bundled_models_and_nothing_else_and_stays_small(wheel):
     """The wheel holds every file of the bundled models (the metrics' defaults and what they read), no other model
-    (those are Hub repos, in the checkout under hub_models/), and stays under issue 28's 40 MB."""
+    (those are Hub repos, in the checkout under hub_models/), and stays under 40 MB."""
     from capeval.catalog import BUNDLED
     from capeval.model_store import bundled_dir
 

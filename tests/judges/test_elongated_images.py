@@ -1,4 +1,4 @@
-"""LLaVA's image input within a memory budget (issue 54 item 1): an elongated strip is reduced before it is padded
+"""LLaVA's image input within a memory budget: an elongated strip is reduced before it is padded
 to a square (a 20000×1 image would build a 20000² canvas); photos are padded and preprocessed as LLaVA does."""
 from __future__ import annotations
 

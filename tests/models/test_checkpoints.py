@@ -97,7 +97,7 @@ def test_a_half_written_state_does_not_count_and_a_damaged_one_is_named(tmp_path
 
 
 def test_no_training_loop_loads_a_pickle():
-    """The package never calls torch.load with weights_only=False nor pickle.load (issue 30: no pickles)."""
+    """The package never calls torch.load with weights_only=False nor pickle.load (no pickles)."""
     from pathlib import Path
 
     import capeval

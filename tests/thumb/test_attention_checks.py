@@ -1,4 +1,4 @@
-"""Attention checks (issue 50 item 6): `thumb sheet --checks N` mixes in captions of other images blindly;
+"""Attention checks: `thumb sheet --checks N` mixes in captions of other images blindly;
 `thumb collect` leaves them out of the scores and reports each annotator's pass rate."""
 from __future__ import annotations
 

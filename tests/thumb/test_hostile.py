@@ -1,4 +1,4 @@
-"""Hostile input to the THumB route (issue 54): only images leave the machine, credentials stay with their
+"""Hostile input to the THumB route: only images leave the machine, credentials stay with their
 server, sheets do not run formulas, odd sheets and exports are one-line errors or warnings.
 
 The servers here are http.server instances on 127.0.0.1 in threads: a stand-in of Label Studio's API

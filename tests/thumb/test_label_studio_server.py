@@ -1,4 +1,4 @@
-"""The Label Studio route end to end, against a real server (issue 50, item 4).
+"""The Label Studio route end to end, against a real server.
 
 A Label Studio server (:mod:`support.label_studio_server`: its own virtual environment from PyPI, cached
 between runs; SQLite in a temporary folder; an admin and two annotators) gets a project from
