@@ -44,7 +44,7 @@ def test_example_skips_metrics_whose_default_model_does_not_ship():
     from capeval.cli.cmd_score import _every_installed_metric
     from capeval.registry import DEFAULT_METRICS, REGISTRY
 
-    assert not default_available("sentence_rank")  # experimental: no weights ship (measurements §12)
+    assert not default_available("sentence_rank")  # experimental: no weights ship (its rule was not met)
     assert default_available("sentence_cosine") and default_available("lceval") and default_available("bleu")
     names = _every_installed_metric(DEFAULT_METRICS, REGISTRY)
     assert "sentence_rank" not in names and "critic" not in names  # no shipped model; reads images
