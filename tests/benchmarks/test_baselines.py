@@ -1,4 +1,5 @@
-"""`capeval bench` with capeval's own metrics reproduces the baseline numbers in docs/benchmarks/measurements.md §2."""
+"""`capeval bench` with capeval's own metrics reproduces the baseline numbers in docs/benchmarks/measurements.md
+("Agreement with human judgments")."""
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
-"""``blend:`` specs: standardised weighted sums of other metrics' per-item scores (REFERENCE §6's untrained floor)."""
+"""``blend:`` specs: standardised weighted sums of other metrics' per-item scores (the untrained
+floor a learned combiner must clear)."""
 from __future__ import annotations
 
 import numpy as np

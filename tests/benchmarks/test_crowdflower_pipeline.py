@@ -1,5 +1,6 @@
 """Flickr8k-CrowdFlower end to end on the real Flickr8k files and images: its judgments are held out of the data
-directory, so a file in the official format (spec §8) is written here from real test captions, and the shipped
+directory, so a file in the official format (tab-separated: image, caption id, share of yes, yes, no) is written
+here from real test captions, and the shipped
 caption-level critic is benchmarked through it as `capeval bench flickr8k-crowdflower` would.
 
 What is checked is the path the held-out file will take (loader, image paths, references, the critic reading the

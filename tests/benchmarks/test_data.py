@@ -110,7 +110,7 @@ def test_thumb_counts_verbatim_captions_and_system_means():
     assert all(verbatim_key(r.candidate) in {verbatim_key(x) for x in r.references} for r in flagged)
     means = {s: np.mean([r.human_scores[0] for r in bench.records if r.system == s]) for s in
              ("Up-Down", "Unified-VLP", "VinVL-base", "VinVL-large", "Human")}
-    assert [round(m, 3) for m in means.values()] == [3.884, 4.058, 4.208, 4.248, 4.564]  # REFERENCE.md §4
+    assert [round(m, 3) for m in means.values()] == [3.884, 4.058, 4.208, 4.248, 4.564]  # THumB 1.0's system means
     without = load_benchmark("thumb", root, include_human=False, target="P")
     assert len(without) == 2000 and without.settings_string() == "bench:thumb|human:without|target:P"
     assert all(r.human_scores[0] == r.extra["P"] for r in without.records)

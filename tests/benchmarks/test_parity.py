@@ -2,7 +2,7 @@
 
 Scores come from pycocoevalcap 1.2's own BLEU and CIDEr-D on Java-PTB-tokenized text (the
 pipeline CLIPScore's and THumB's numbers were computed with), so a mismatch points at the loaders
-or the statistics. Numbers: shared/spec/REFERENCE.md §6.
+or the statistics. Numbers: the published ones of each benchmark's protocol, and pycocoevalcap's on these files.
 """
 from __future__ import annotations
 
