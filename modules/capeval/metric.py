@@ -96,6 +96,13 @@ class CaptionMetric(ABC):
     #: (the model, then any adapter); ``()`` for a metric that is no such judge.
     judge_models: ClassVar[tuple[str, ...]] = ()
 
+    @classmethod
+    def weights_hint(cls) -> str | None:
+        """For a metric whose default weights are the authors' own file, on no Hugging Face repo (PAC-S, Polos): how a
+        user gets them and where they go, in the command line's words (one clause, no final period); ``None``
+        for every other metric."""
+        return None
+
     def __init__(self, **options: Any) -> None:
         from capeval.options import declared
         from capeval.suggest import did_you_mean

@@ -56,3 +56,18 @@ def test_the_table_says_which_defaults_report_a_readable_scale(capsys):
     assert line.endswith("critic, critic_plus, critic_ref, lceval, lceval_plus")
     assert main(["models", "--metric", "lceval_released"]) == 0
     assert "readable scale" not in capsys.readouterr().out
+
+
+def test_fetching_an_authors_file_says_how_to_get_it(capsys):
+    """`capeval models fetch` of a model on no Hub repo prints the metric's own hint (``CaptionMetric.weights_hint``:
+    PAC-S's and Polos' files), exit 1; a model with a Hub repo names its download command."""
+    for name, expected in [("pac-s-clip-vit-b-32", "download clip_ViT-B-32.pth from the link in aimagelab/pacscore's "
+                                                   "README"),
+                           ("polos", "unzip it and put reprod/'s files in")]:
+        assert main(["models", "fetch", name]) == 1
+        err = " ".join(capsys.readouterr().err.split())  # as one line, however the terminal wraps it
+        assert "is not a capeval repo; fetch it yourself: " in err and expected in err, err
+    external = [m for m in MODELS.values() if m.location == "external" and m.hub_id]
+    assert external
+    assert main(["models", "fetch", external[0].name]) == 1
+    assert f"hf download {external[0].hub_id}" in " ".join(capsys.readouterr().err.split())

@@ -136,17 +136,12 @@ def external_fetch_hint(model) -> str:
 
     if model.hub_id:
         return f"`{download_command(model.hub_id)}` (read from the Hugging Face cache afterwards)"
-    if model.metric == "pac_s":
-        from capeval.vision_language.metric import PAC_CHECKPOINT_NAME, default_pac_checkpoint
+    if model.metric is not None:
+        from capeval.registry import REGISTRY, metric_class
 
-        return (f"download {PAC_CHECKPOINT_NAME} from the link in aimagelab/pacscore's README into "
-                f"{default_pac_checkpoint().parent}/ (or pass --pac-model FILE)")
-    if model.metric == "polos":
-        from capeval.vision_language.metric import polos_checkpoint_places
-        from capeval.vision_language.polos import CHECKPOINT_URL
-
-        return (f"download {CHECKPOINT_URL}, unzip it and put reprod/'s files in {polos_checkpoint_places()[0]}/ "
-                "(or pass --polos-model DIR)")
+        hint = metric_class(model.metric).weights_hint() if model.metric in REGISTRY else None
+        if hint:
+            return hint
     return "see `capeval models` for where it comes from"
 
 

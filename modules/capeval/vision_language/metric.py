@@ -296,6 +296,11 @@ class PacS(_VisionLanguageMetric):
     weight = PAC_S_WEIGHT
     options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)
 
+    @classmethod
+    def weights_hint(cls) -> str | None:
+        return (f"download {PAC_CHECKPOINT_NAME} from the link in aimagelab/pacscore's README into "
+                f"{default_pac_checkpoint().parent}/ (or pass --pac-model FILE)")
+
 
 class RefPacS(_VisionLanguageMetric):
     """RefPAC-S: the harmonic mean of PAC-S and the best candidate-reference cosine (PAC-S's CLIP)."""
@@ -305,6 +310,7 @@ class RefPacS(_VisionLanguageMetric):
     weight = PAC_S_WEIGHT
     with_references = True
     options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)
+    weights_hint = PacS.weights_hint
 
 
 DEFAULT_POLOS_MODEL = "polos"
@@ -353,6 +359,14 @@ class Polos(CaptionMetric):
 
     name = "polos"
     chunk_multiple_of: ClassVar[str | None] = "polos_batch_size"
+
+    @classmethod
+    def weights_hint(cls) -> str | None:
+        from capeval.vision_language.polos import CHECKPOINT_URL
+
+        return (f"download {CHECKPOINT_URL}, unzip it and put reprod/'s files in {polos_checkpoint_places()[0]}/ "
+                "(or pass --polos-model DIR)")
+
     uses_tokens: ClassVar[bool] = False
     needs_images: ClassVar[bool] = True
     external_weights: ClassVar[bool] = True
