@@ -52,7 +52,9 @@ class ArgumentParser(argparse.ArgumentParser):
             what = "command" if what in ("COMMAND", "command") or what.isupper() else what
             hint = did_you_mean(given, choices)
             line = f"unknown {what} {given!r}" + (hint or f"; valid: {', '.join(choices)}")
-        sys.stderr.write(f"{self.prog}: error: {line}\nRun '{self.prog} --help' for its options.\n")
+        from capeval.cli.stderr_lines import fit
+
+        sys.stderr.write(f"{fit(f'{self.prog}: error: {line}')}\nRun '{self.prog} --help' for its options.\n")
         raise SystemExit(2)
 
 
@@ -124,15 +126,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = os.environ.get("CAPEVAL_DEBUG", "") not in ("", "0")
-    from capeval.progress import quiet_third_party_bars, write
+    from capeval.progress import quiet_third_party_bars
 
     quiet_third_party_bars()  # transformers' / huggingface_hub's bars only on a terminal, as capeval's own
     previous = warnings.showwarning
     if not debug:  # on a line of its own, above an open progress bar
         from capeval.cli.metric_flags import cli_words
 
-        warnings.showwarning = lambda message, category, *rest, **kw: write(
-            f"capeval {args.command}: warning: {cli_words(message, command_flags(parser)) or message}", file=sys.stderr
+        from capeval.cli.stderr_lines import say
+
+        warnings.showwarning = lambda message, category, *rest, **kw: say(
+            f"capeval {args.command}: warning: {cli_words(message, command_flags(parser)) or message}"
         )
     from capeval.progress import quiet
     from capeval.render import full_width
@@ -182,7 +186,9 @@ def _say_error(line: str) -> None:
             return
         except (OSError, ValueError):
             pass  # said here, then
-    print(line, file=sys.stderr)
+    from capeval.cli.stderr_lines import fit
+
+    print(fit(line), file=sys.stderr)
 
 
 def say_relaunched_errors(folder: str) -> None:
@@ -198,8 +204,10 @@ def say_relaunched_errors(folder: str) -> None:
             for line in f.read().splitlines():
                 if line and line not in said:
                     said.append(line)
+    from capeval.cli.stderr_lines import fit
+
     for line in said:
-        print(line, file=sys.stderr)
+        print(fit(line), file=sys.stderr)
 
 
 class Terminated(KeyboardInterrupt):
