@@ -61,19 +61,24 @@ def test_correlation_layout_composite_subsets():
     entry = result.results[MODULE]
     assert set(entry) >= {"tau_b", "tau_c", "pearson", "spearman"}
     assert set(entry["subsets"]) == {"8k", "30k", "coco"}
-    text = render(result)
-    assert "sharif2019 tau" in text  # the LCEval paper's numbers are printed beside
+    (_, headers, _), _ = tables(result)
+    assert "sharif2019 tau" in headers  # the LCEval paper's numbers are put beside ...
+    assert "sharif2019" not in render(result)  # ... and left out of the print: none for this module (no empty column)
 
 
 @pytest.mark.usefixtures("whole_lines")
 def test_empty_published_cells_print_a_dash_as_the_leaderboard_does():
-    """A metric the papers did not report: its published cells read "—" (as in ``capeval leaderboard``), not blank."""
+    """A metric the papers did not report: its published cells read "—" (as in ``capeval leaderboard``), not blank;
+    a paper's column with none of the metrics shown is left out."""
     from capeval.benchmarks.harness import BenchResult
+    from capeval.benchmarks.report import without_empty_columns
 
     entry = {"tau_b": 0.41, "tau_c": 0.43, "pearson": 0.5, "spearman": 0.6}
     result = BenchResult(benchmark="composite", settings={}, results={"cider_d": dict(entry), "mine": dict(entry)})
-    (_, headers, _), = tables(result)
-    published = len(headers) - 5  # metric, tau_b, tau_c, pearson, spearman, then the papers' columns
+    (_, headers, rows), = tables(result)
+    shown, _ = without_empty_columns(headers, rows)
+    published = len(shown) - 5  # metric, tau_b, tau_c, pearson, spearman, then the papers' columns
+    assert published > 0
     text = render(result, "text")
     mine = next(line for line in text.splitlines() if line.startswith("mine"))
     assert mine.split()[5:] == ["—"] * published, text
