@@ -79,10 +79,10 @@ REASONS = (
     Reason('cui_protocol', "Cui et al.'s τ variant unknown",
            "Cui et al.'s τ is not reproducible: the paper does not name the τ variant and marks its n-gram "
            "values as differing from the SPICE paper's; no variant tried reproduces them (capeval, same pairs: "
-           'CIDEr-D τ-b .466 vs .289; docs/benchmarks/measurements.md §2)'),
+           'CIDEr-D τ-b .466 vs .289; docs/benchmarks/measurements.md, "Agreement with human judgments")'),
     Reason('cui_critic', "Cui et al.'s critic weights never released",
            "Cui et al. released no critic weights; capeval's critic is retrained "
-           '(docs/benchmarks/measurements.md §10)'),
+           '(docs/benchmarks/measurements.md, "Learned critic")'),
     Reason('lceval_split', "LCEval's COMPOSITE test split never released",
            "measured on the LCEval authors' 7,996-caption COMPOSITE test split, which was never released "
            '(capeval scores all 11,985 captions)'),
@@ -92,21 +92,23 @@ REASONS = (
            "paper's (CIDEr-D τ-c 37.60 vs 37.7, BLEU-4 30.52 vs 30.6, METEOR 38.72 vs 38.9)"),
     Reason('wang_labels', "SPICE-U paper's PASCAL-50S labels differ",
            "the SPICE-U paper's PASCAL-50S labels evidently differ from the released ones (its CIDEr-D HC 53.0; "
-           'pycocoevalcap gives 68.7 on these files with all references; docs/benchmarks/measurements.md §2)'),
+           'pycocoevalcap gives 68.7 on these files with all references; docs/benchmarks/measurements.md, '
+           '"Agreement with human judgments")'),
     Reason('lceval_refs', "LCEval paper's references and ties unstated",
            'the LCEval paper does not say which of the references it used, nor how ties count'),
     Reason('all_refs_ties', 'tie policy of the all-50-reference numbers unstated',
            "pycocoevalcap's all-50-reference numbers (68.7 / 99.2 / 91.9 / 68.2) do not state their tie policy: "
            '21 pairs are CIDEr-D ties with all 50 references (mostly MM), which alone move MM between 67.3 (ties'
            ' wrong) and 68.8 (ties right); capeval counts them ½ (68.75 / 99.2 / 91.95 / 68.05; '
-           'docs/benchmarks/measurements.md §2)'),
+           'docs/benchmarks/measurements.md, "Agreement with human judgments")'),
     Reason('random_draws', 'random reference draws not replicable',
            '5 references drawn at random (of the 48), accuracy averaged over 5 draws, ties broken at random: the'
            " paper's draws cannot be replicated (capeval's --refs 5 --seed ... draws its own)"),
     Reason('thumb_table4', 'THumB Table 4 computed on other data',
            "Kasai et al.'s Table 4 does not reproduce on the released THumB 1.0 file even with pycocoevalcap's "
            'own CIDEr-D (with Human total .224 vs .23, without Human P .278 vs .27; '
-           'docs/benchmarks/measurements.md §2): it was computed on another version of the data (the '
+           'docs/benchmarks/measurements.md, "Agreement with human judgments"): it was computed on another version '
+           'of the data (the '
            'pycocoevalcap-here rows are the targets)'),
     Reason('thumb_sacrebleu', "THumB's BLEU-4 / ROUGE-L are sacreBLEU's / HF's",
            "the paper's BLEU-4 is sacreBLEU's sentence BLEU and its ROUGE-L Hugging Face's rouge (§A.2); "
