@@ -8,7 +8,7 @@ from pathlib import Path
 
 from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, add_signature_argument,
                                 check_output_path, model_options, print_signature, text_stream, write_json)
-from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list
+from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list, metric_options
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
 __all__ = ["check_output_path", "example_files", "register", "run"]  # check_output_path: its old home
@@ -205,9 +205,11 @@ def run(args: argparse.Namespace) -> int:
                    language_check=not args.no_language_check,
                    progress=args.progress, **given)
     if getattr(args, "features", False):
-        learned = [name for name in selected if name in ("lceval", "lceval_released", "lceval_plus")]
+        learned = [name for name in selected if f"{name}_features" in metric_options(name)]
         if not learned:
-            raise ValueError("--features needs --metrics lceval, lceval_released or lceval_plus.")
+            offering = [name for name in REGISTRY if f"{name}_features" in metric_options(name)]
+            raise ValueError(f"--features needs --metrics {', '.join(offering[:-1])} or {offering[-1]} (the metrics "
+                             "with a <name>_features option).")
         options.update({f"{name}_features": True for name in learned})
     results = []
     if (not split and main_process and not in_distributed_launch() and not getattr(args, "features", False)
@@ -246,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
             rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
                     for i in range(len(preds))]
             print(text_table(["item", "caption", *keys], rows, overflow="cut"), file=out)
-            for name in ("lceval", "lceval_released", "lceval_plus"):
+            for name in selected:
                 feats = result.get(f"{name}_features")
                 if feats:
                     names = list(feats[0])
