@@ -191,3 +191,20 @@ def test_results_are_split_with_their_links_pointing_at_the_right_page(site):
         assert f'id="{hooks._slug(heading[3:])}"' in html, heading
     learned = (site / "metrics" / "learned" / "index.html").read_text(encoding="utf-8")
     assert 'href="../../results/defaults/#how-the-learned-metrics-defaults-are-chosen' in learned
+
+
+def test_architecture_names_every_room_the_import_test_enforces():
+    """docs/architecture.md's table of rooms names every module tests/core/test_architecture.py places in a room."""
+    import ast
+
+    source = (ROOT / "tests" / "core" / "test_architecture.py").read_text(encoding="utf-8")
+    rooms = next(ast.literal_eval(node.value) for node in ast.parse(source).body
+                 if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 and "ROOMS" in [t.id for t in getattr(node, "targets", [getattr(node, "target", None)])])
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = {line.split("|")[1].strip(): line.split("|")[2] for line in doc.splitlines() if line.startswith("| ")}
+    assert len(rooms) >= 9
+    for room, modules in rooms:
+        assert room in table, room
+        for module in filter(None, modules):
+            assert re.search(rf"`{re.escape(module)}(/|\.py)?`", table[room]), (room, module)
