@@ -383,8 +383,8 @@ def metric_reference() -> str:
              "returns (corpus floats; `per_caption` holds the same keys per caption) and its keyword options. The "
              "classes' full docstrings: [Python API](api.md); how each family is computed: the metric pages.", "",
              "The options are read from their declarations (`capeval.metric_options(name)`); the flags of "
-             "`capeval score --help` ([command line](cli/score.md#capeval-score)) and the `evaluate` modules' keywords come "
-             "from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
+             "`capeval score --help` ([command line](cli/score.md#capeval-score)) and the `evaluate` modules' keywords "
+             "come from the same declarations. Options that every metric shares (`cleanup`, `tokenizer`, `empty`, "
              "`max_caption_chars`) are `capeval.score`'s own ([Python API](api.md)).", ""]
     first: dict[str, str] = {}  # option -> the metric whose table shows it
     for name, spec in REGISTRY.items():
@@ -400,8 +400,11 @@ def metric_reference() -> str:
         if len(earlier) < len(options):
             parts += [options_table([name], note=False, skip=set(first))]
         if earlier:
-            parts += ["Also " + ", ".join(f"`{option}` (see [`{first[option]}`](#{first[option]}))" for option in earlier)
-                      + "."]
+            by_metric: dict[str, list[str]] = {}
+            for option in earlier:
+                by_metric.setdefault(first[option], []).append(f"`{option}`")
+            also = "; ".join(f"[`{owner}`](#{owner})'s {', '.join(names)}" for owner, names in by_metric.items())
+            parts += [f"Also takes, in the table of the metric named: {also}."]
         if not options:
             parts += ["No options of its own."]
         parts += [""]
