@@ -45,7 +45,10 @@ def test_every_page_is_built(site):
     for page in ("index.html", "which-metric/index.html", "results/index.html", "benchmarks/lab-notes/index.html",
                  "metrics/coco/index.html", "metrics/spice/index.html", "metrics/learned/index.html",
                  "vision_language/index.html", "metrics/thumb/index.html", "reproducing/index.html",
-                 "scoring-datasets/index.html", "human-evaluation/index.html", "api/index.html", "cli/index.html"):
+                 "scoring-datasets/index.html", "human-evaluation/index.html", "api/index.html", "cli/index.html",
+                 "metric-classes/index.html", "cli/score/index.html", "results/defaults/index.html",
+                 "results/topics/index.html", "usage/index.html", "usage/python/index.html",
+                 "usage/command-line/index.html", "usage/hub-and-trainer/index.html"):
         assert (site / page).is_file(), page
 
 
