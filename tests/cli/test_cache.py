@@ -9,6 +9,7 @@ import time
 import pytest
 
 from capeval.cli import main
+from capeval.cli.stderr_lines import INDENT, unwrap
 from capeval.paths import cache_inventory, file_digest
 
 
@@ -69,8 +70,9 @@ def test_clear_one_kind_then_all(cache, capsys):
 
 def test_an_unknown_kind_gets_the_closest_names_and_nothing_is_removed(cache, capsys):
     code, out, err = _run(capsys, "cache", "clear", "meteorr")
-    assert code != 0 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert "unknown cache kind 'meteorr'" in err and "did you mean 'meteor'" in err
+    lines = err.strip().splitlines()  # one message, wrapped to COLUMNS=100 with a hanging indent
+    assert code != 0 and all(line.startswith(INDENT) for line in lines[1:]) and "Traceback" not in err
+    assert "unknown cache kind 'meteorr'" in unwrap(err) and "did you mean 'meteor'" in unwrap(err)
     assert (cache / "meteor").exists() and (cache / "spice").exists()
 
 
