@@ -378,3 +378,20 @@ def test_the_text_fits_the_terminal_and_the_rule_stays_above_the_published_rows(
         assert max(display_width(line) for line in lines) <= width
         published = next(i for i, line in enumerate(lines) if line.startswith("published"))
         assert lines[published - 1] and not lines[published - 1].strip("- ")  # the rule
+
+
+def test_whether_an_anchor_reads_images_comes_from_its_metric_class(monkeypatch):
+    """An anchor capeval has (CLIP-S, RefCLIP-S spelled refclip_s, Polos) reads images as its registered class says;
+    a published-only one (TIGEr, BERT-S++) as declared."""
+    from capeval.registry import metric_class
+
+    spec = {a.name: a for a in ANCHORS}
+    assert [a.name for a in ANCHORS if a.reads_images] == ["CLIP-S", "RefCLIP-S", "PAC-S", "RefPAC-S", "Polos",
+                                                           "TIGEr"]
+    assert spec["TIGEr"].declared_images is True and spec["BERT-S++"].declared_images is False
+    assert spec["CLIP-S"].declared_images is None and spec["RefCLIP-S"].declared_images is None
+    monkeypatch.setattr(metric_class("ref_clip_s"), "needs_images", False)
+    assert not spec["RefCLIP-S"].reads_images and spec["CLIP-S"].reads_images
+    board = build_leaderboard([{"benchmark": "pascal50s", "settings": {}, "notes": [],
+                                "results": {"m": {"avg": 70.0, "contamination": []}}}])
+    assert {a["name"]: a["reads_images"] for a in board.to_json()["anchors"]}["RefCLIP-S"] is False
