@@ -408,7 +408,7 @@ def load_predictions(
     if kind == "json" and isinstance(data, dict) and data and "annotations" not in data:
         return _keyed_predictions(data, path, allow_empty)
     _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
-    if all(isinstance(x, str) for x in data):
+    if isinstance(next((x for x in data if x is not None), None), str):  # captions; another item is named by its place
         return None, [_prediction(x, path, label, allow_empty) for label, x in zip(labels, data)]
     ids, preds = [], []
     for label, obj in zip(labels, data):

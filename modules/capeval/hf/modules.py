@@ -21,7 +21,7 @@ from typing import Any
 from capeval.api import option_names
 from capeval.inputs import by_image_id
 from capeval.registry import resolve, result_keys
-from capeval.validation import normalize_references
+from capeval.validation import check_prediction, normalize_references
 
 
 def caption_features():
@@ -181,7 +181,10 @@ class CaptionModule:
             kwargs["images"] = pending
         kwargs = self._own_options(kwargs)
         # evaluate.Metric.compute hands predictions and references to add_batch, which reads the reference forms
-        result = super().compute(predictions=predictions, references=references, **kwargs)
+        try:
+            result = super().compute(predictions=predictions, references=references, **kwargs)
+        finally:
+            self._added = 0  # predictions added since the last compute(), for naming an added one by its place
         if keyed is not None and isinstance(result, dict):
             result["image_ids"] = list(keyed.ids)
         return result
@@ -194,16 +197,23 @@ class CaptionModule:
             predictions, references, images = keyed.predictions, keyed.references, keyed.images
         if images is not None:
             self._keep_images(list(images), len(predictions) if predictions is not None else None)
-        return super().add_batch(predictions=predictions, references=_reference_lists(references), **kwargs)
+        added = super().add_batch(predictions=predictions, references=_reference_lists(references), **kwargs)
+        if predictions is not None and not isinstance(predictions, str):
+            self._added = getattr(self, "_added", 0) + len(predictions)
+        return added
 
     def add(self, *, prediction=None, reference=None, image=None, **kwargs):
         """Like ``evaluate.Metric.add``, with one reference string or a list, and ``image`` in the modules that read
         images."""
+        if not isinstance(prediction, str):  # named by its place among the added predictions, before evaluate's check
+            check_prediction(prediction, f"predictions[{getattr(self, '_added', 0)}]", empty="zero")
         if reference is not None:
             (reference,) = normalize_references([reference])
         if image is not None:
             self._keep_images([image], 1)
-        return super().add(prediction=prediction, reference=reference, **kwargs)
+        added = super().add(prediction=prediction, reference=reference, **kwargs)
+        self._added = getattr(self, "_added", 0) + 1
+        return added
 
     def _keep_images(self, images: list[Any], expected: int | None) -> None:
         if "images" not in inspect.signature(self._compute).parameters:
