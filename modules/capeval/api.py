@@ -23,6 +23,7 @@ from capeval.validation import (
     normalize_inputs,
     warn_at_caller,
     warn_empty,
+    warn_lone_surrogates,
     warn_wordless,
 )
 
@@ -252,6 +253,8 @@ def _score(predictions, references, selected: list[str], *, cleanup, tokenizer, 
         raise TypeError(f"language_check must be True or False, got {type(language_check).__name__} "
                         f"({language_check!r:.60}).")
     empties = warn_empty(preds)
+    if share is None or share.is_main:
+        warn_lone_surrogates(preds, refs)
     if language_check and (share is None or share.is_main):
         from capeval.language import warn_non_english
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -28,6 +29,11 @@ EMPTY_CHOICES = ("error", "zero")
 
 class WordlessCaptionWarning(UserWarning):
     """A caption has no word token after PTB tokenisation (only punctuation, emoji, zero-width characters...)."""
+
+
+class LoneSurrogateWarning(UserWarning):
+    """A caption holds a lone surrogate (a code point U+D800..U+DFFF without its pair, e.g. JSON's ``"\\ud800"``):
+    half of a UTF-16 pair, not a character. The PTB tokenizer drops it, as pycocoevalcap's Java tokenizer does."""
 
 
 class UnscoredReferencesWarning(UserWarning):
@@ -312,6 +318,32 @@ def check_caption_lengths(
 
 def _items(where: list[str]) -> str:
     return ", ".join(where[:5]) + (f" and {len(where) - 5} more" if len(where) > 5 else "")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate_items(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
+    """``predictions[i]`` / ``references[i][j]`` of every caption holding a lone surrogate (U+D800..U+DFFF), in order.
+    A Python ``str`` holds a pair only as two lone halves too, so every such code point counts."""
+    search = _LONE_SURROGATE.search
+    where = [f"predictions[{i}]" for i, p in enumerate(predictions) if search(p)]
+    where += [f"references[{i}][{j}]" for i, refs in enumerate(references) for j, r in enumerate(refs) if search(r)]
+    return where
+
+
+def warn_lone_surrogates(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> list[str]:
+    """One :class:`LoneSurrogateWarning` line naming the captions that hold a lone surrogate (the first five, then a
+    count); returns them all. They are scored as pycocoevalcap scores them: the tokenizer drops the surrogate."""
+    where = lone_surrogate_items(predictions, references)
+    if where:
+        warn_at_caller(
+            f"{len(where)} caption(s) hold a lone surrogate (U+D800..U+DFFF, half of a UTF-16 pair, e.g. JSON's "
+            f"\"\\ud800\" alone: not a character): {_items(where)}. The tokenizer drops it, as pycocoevalcap's "
+            "does; the text was probably cut inside an emoji or decoded wrongly.",
+            LoneSurrogateWarning,
+        )
+    return where
 
 
 def warn_empty(predictions: Sequence[str]) -> list[int]:

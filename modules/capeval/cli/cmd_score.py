@@ -312,11 +312,11 @@ def _count(n: int, noun: str) -> str:
 
 
 def _shown(caption: str, width: int = 60) -> str:
-    """A caption on one table line: whitespace runs as one space, cut to ``width`` terminal columns (a wide character
-    takes two) with an ellipsis."""
+    """A caption on one table line: whitespace runs as one space, a lone surrogate as its escape (``\\ud800``: it
+    cannot be printed), cut to ``width`` terminal columns (a wide character takes two) with an ellipsis."""
     from capeval.render import display_width
 
-    text = " ".join(str(caption).split())
+    text = " ".join(str(caption).split()).encode("utf-8", "backslashreplace").decode("utf-8")
     if display_width(text) <= width:
         return text
     text = text[:width]  # a character takes at least one column
