@@ -75,7 +75,7 @@ Raises:
     ValueError: naming the index for a mismatched length, an empty or non-string caption, an empty
         reference list, a missing or bad image (`images[3] ...`), no `images`, or an unknown option value.
     FileNotFoundError: a missing image file or checkpoint file. OSError: a Hub id that is neither in the Hugging
-        Face cache nor reachable (the message names `huggingface-cli download <id>`). ImportError: naming the
+        Face cache nor reachable (the message names `hf download <id>`). ImportError: naming the
         package to install when torch, torchvision, open_clip or transformers are missing.
 
 Examples:
@@ -88,7 +88,7 @@ Examples:
     >>> references = [["a cat with stripes"], ["a smiling woman in a space suit in front of a flag"],
     ...               "a cup of coffee with a spoon on a wooden table"]
 
-    Scoring needs CLIP's weights (about 600 MB; `huggingface-cli download openai/clip-vit-base-patch32` once, then
+    Scoring needs CLIP's weights (about 600 MB; `hf download openai/clip-vit-base-patch32` once, then
     offline), so these lines are not run by the test suite:
 
     >>> result = clip_score.compute(predictions=predictions, references=references, images=images)  # doctest: +SKIP

@@ -98,7 +98,7 @@ Examples:
     >>> references = [["a cat with stripes"], ["a smiling woman in a space suit in front of a flag"],
     ...               "a cup of coffee with a spoon on a wooden table"]
 
-    Scoring needs the 13B judge (about 26 GB in float16, `huggingface-cli download llava-hf/llava-1.5-13b-hf` once)
+    Scoring needs the 13B judge (about 26 GB in float16, `hf download llava-hf/llava-1.5-13b-hf` once)
     and a GPU, so these lines are not run by the test suite:
 
     >>> result = fleur.compute(predictions=predictions, references=references, images=images)  # doctest: +SKIP

@@ -251,15 +251,23 @@ def test_fetch_hints_name_a_command_the_installed_huggingface_hub_provides():
                                                                            "--local-dir x"
 
 
-def test_no_message_in_the_package_names_the_removed_cli():
-    from pathlib import Path
+#: huggingface_hub's deprecated download command, which 1.0 removed (spelt in two pieces so that this file is clean)
+REMOVED_CLI = "huggingface" + "-cli"
+SHIPPED_TEXT = ("metrics", "modules", "docs", "hub_cards", "README.md")
 
-    import capeval
 
-    root = Path(capeval.__file__).parent
-    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
-                 if "huggingface-cli" in p.read_text(encoding="utf-8") and p.name != "hub_cli.py"]
+def test_no_shipped_text_names_the_removed_cli():
+    """Every hint, card and page names `hf download REPO`, the current command of huggingface_hub."""
+    from support import ROOT
+
+    files = [p for top in SHIPPED_TEXT for p in ([ROOT / top] if (ROOT / top).is_file() else (ROOT / top).rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".png", ".jpg", ".pt", ".pth", ".gz",
+                                                                                  ".bin", ".npz", ".safetensors")]
+    assert len(files) > 100 and any(p.name == "hub_cli.py" for p in files)
+    offenders = [str(p.relative_to(ROOT)) for p in files
+                 if REMOVED_CLI.encode() in p.read_bytes()]
     assert offenders == []
+    assert download_command("capeval/critic-coco-ref") == "hf download capeval/critic-coco-ref"
 
 
 def test_closest_names():
