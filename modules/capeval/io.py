@@ -36,6 +36,9 @@ Only regular files are read: a directory, a FIFO, a device (``/dev/zero``) or a 
 FIFO is opened without blocking), and so is a file above :data:`MAX_INPUT_BYTES` (1 GiB; the environment
 variable ``CAPEVAL_MAX_INPUT_BYTES`` changes it); the read itself stops at the limit. Bytes that are not UTF-8
 are refused naming the byte offset and the line.
+
+This module reads files; which keyed forms they hold (COCO annotations, pycocoevalcap's dicts) and pairing by image
+id (:func:`pair`) are :mod:`capeval.matching`'s, the rules :mod:`capeval.inputs` applies to the API's arguments.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.advice import Fix, Setting, with_words, words
+from capeval.matching import is_annotations, match, unscored_ids
 
 ID_FIELDS = ("image_id", "id", "image", "img_id")
 PRED_FIELDS = ("caption", "prediction", "candidate", "hyp", "text")
@@ -405,7 +409,7 @@ def load_predictions(
                 _check_unique(ids, path, [f"line {n}" for n, _ in rows])
         return ids, preds
     kind, data, labels = _read_json_or_jsonl(path)
-    if kind == "json" and isinstance(data, dict) and data and "annotations" not in data:
+    if kind == "json" and isinstance(data, dict) and data and not is_annotations(data):  # pycocoevalcap's res
         return _keyed_predictions(data, path, allow_empty)
     _require_nonempty_list(data, path, "predictions", 'a list (of strings, or of {"image_id", "caption"} objects)')
     if isinstance(next((x for x in data if x is not None), None), str):  # captions; another item is named by its place
@@ -530,7 +534,7 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
                 raise InputFormatError(f"{path}: image id {key!r} has no reference text in {ref_cols}.")
         return ids, refs
     kind, data, labels = _read_json_or_jsonl(path)
-    if isinstance(data, dict) and "annotations" in data:  # COCO annotations file
+    if is_annotations(data):  # COCO annotations file
         annotations = data["annotations"]
         if not isinstance(annotations, list) or not annotations:
             raise InputFormatError(
@@ -576,25 +580,22 @@ def pair(
     ref_ids: list[Any] | None,
     references: list[list[str]],
 ) -> tuple[list[Any] | None, list[str], list[list[str]]]:
-    """Align predictions with references by id when both have ids, else by position."""
+    """Align predictions with references by id when both have ids (as strings: :func:`capeval.matching.match`), else
+    by position."""
     if pred_ids is None or ref_ids is None:
         return pred_ids, predictions, references
-    table = {str(k): v for k, v in zip(ref_ids, references)}
-    missing = [k for k in pred_ids if str(k) not in table]
+    positions, missing = match(pred_ids, ref_ids, exact_first=False)
     if missing:
         raise InputFormatError(
             f"{len(missing)} prediction id(s) have no references, e.g. {missing[:3]!r}; check that both files "
             "use the same image ids."
         )
-    return pred_ids, predictions, [table[str(k)] for k in pred_ids]
+    return pred_ids, predictions, [references[n] for n in positions]
 
 
 def unscored_reference_ids(pred_ids: list[Any] | None, ref_ids: list[Any] | None) -> list[Any]:
-    """Reference image ids that no prediction names (they take no part in the scores)."""
-    if pred_ids is None or ref_ids is None:
-        return []
-    named = {str(k) for k in pred_ids}
-    return [k for k in ref_ids if str(k) not in named]
+    """Reference image ids that no prediction names (they take no part in the scores): :func:`capeval.matching.unscored_ids`."""
+    return unscored_ids(pred_ids, ref_ids)
 
 
 def load_image_list(path: str | Path) -> list[str]:

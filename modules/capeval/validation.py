@@ -61,14 +61,11 @@ class OptionError(ValueError):
 
     @property
     def cli(self) -> str:
-        """Deprecated: the message in ``capeval score``'s words; use :func:`capeval.cli.metric_flags.cli_words`."""
+        """Deprecated: the message given as ``cli=``, else the message; the command line says the error from its
+        fields (``capeval.cli.metric_flags.cli_words(err)``)."""
         warnings.warn("OptionError.cli is deprecated: the command line says the error from its fields "
                       "(capeval.cli.metric_flags.cli_words(err)).", DeprecationWarning, stacklevel=2)
-        if self._cli is not None:
-            return self._cli
-        from capeval.cli.metric_flags import cli_words
-
-        return cli_words(self) or str(self)
+        return str(self) if self._cli is None else self._cli
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

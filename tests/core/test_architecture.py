@@ -18,7 +18,7 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 #: Rooms in data-flow order: a module may import its own room and rooms listed before it, never later ones.
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "suggest", "hub_cli", "paths", "progress", "signature", "validation", "io", "java",
-                    "published", "inputs", "render", "testing", "registry", "provenance", "catalog", "model_store", "model_integrity", "workers", "options", "plugins", "dependencies", "loaded_models", "language",
+                    "published", "advice", "matching", "inputs", "render", "testing", "registry", "provenance", "catalog", "model_store", "model_integrity", "workers", "options", "plugins", "dependencies", "loaded_models", "language",
                     "coverage", "scales", "sqlite_retry")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
