@@ -126,6 +126,22 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
     ModelEntry("openai-clip-vit-b-32", "clip_s", "pretrained", ("openai-clip-wit-400m",), (),
                "OpenAI CLIP ViT-B/32 (Radford et al. 2021), the CLIPScore paper's model: clip_s and ref_clip_s; its "
                "400M training pairs are undisclosed", location="external", hub_id="openai/clip-vit-base-patch32"),
+    ModelEntry("openai-clip-vit-b-16", None, "pretrained", ("openai-clip-wit-400m",), (),
+               "OpenAI CLIP ViT-B/16 (Radford et al. 2021): LongCLIP-B's starting point", location="external",
+               hub_id="openai/clip-vit-base-patch16"),
+    ModelEntry("openai-clip-vit-l-14", None, "pretrained", ("openai-clip-wit-400m",), (),
+               "OpenAI CLIP ViT-L/14 (Radford et al. 2021): LongCLIP-L's starting point", location="external",
+               hub_id="openai/clip-vit-large-patch14"),
+    ModelEntry("longclip-b", "clip_s", "pretrained", ("sharegpt4v-pt-coco", "sharegpt4v-pt-web"),
+               ("openai-clip-vit-b-16",),
+               "Long-CLIP-B (Zhang et al., ECCV 2024): CLIP ViT-B/16 with a 248-token text context, fine-tuned on "
+               "ShareGPT4V's 1M detailed captions; clip_s and ref_clip_s for long captions (clip_model=longclip-b). "
+               "The authors' longclip-B.pt", location="external", hub_id="BeichenZhang/LongCLIP-B"),
+    ModelEntry("longclip-l", "clip_s", "pretrained", ("sharegpt4v-pt-coco", "sharegpt4v-pt-web"),
+               ("openai-clip-vit-l-14",),
+               "Long-CLIP-L (Zhang et al., ECCV 2024): CLIP ViT-L/14 with a 248-token text context, fine-tuned on "
+               "ShareGPT4V's 1M detailed captions; CapArena's LongCLIPScore (clip_model=longclip-l). The authors' "
+               "longclip-L.pt", location="external", hub_id="BeichenZhang/LongCLIP-L"),
     ModelEntry("pac-s-clip-vit-b-32", "pac_s", "paper", ("coco-train2014", "pac-s-synthetic-positives"),
                ("openai-clip-vit-b-32",),
                "PAC-S (Sarto et al. 2023): CLIP ViT-B/32 fine-tuned with positive-augmented contrastive learning on "

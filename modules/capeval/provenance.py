@@ -97,6 +97,12 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("openai-clip-wit-400m", UNDISCLOSED, "all", (IMAGES, CAPTIONS),
             "OpenAI's WIT: 400 million web image-text pairs, never released or described item by item (its overlap "
             "with any benchmark is unknown)"),
+    _source("sharegpt4v-pt-coco", "coco", "all", (IMAGES, CAPTIONS),
+            "ShareGPT4V-PT's COCO images (train2017, which holds most val2014 images, the Karpathy test split's among "
+            "them) with Share-Captioner's detailed machine captions: Long-CLIP's fine-tuning data"),
+    _source("sharegpt4v-pt-web", UNDISCLOSED, "all", (IMAGES, CAPTIONS),
+            "ShareGPT4V-PT's other images (LAION, CC, SBU from LLaVA's pretraining set; SAM) with Share-Captioner's "
+            "machine captions: web images not listed against any benchmark (their overlap is unknown)"),
     _source("coco-train2014", "coco", "train2014", (IMAGES, CAPTIONS),
             "COCO train2014 images and their human captions (no benchmark left out)"),
     _source("pac-s-synthetic-positives", "coco", "train2014", (IMAGES, CAPTIONS),

@@ -40,6 +40,10 @@ def _model_name(metric: str, options: dict[str, Any]) -> str | None:
         name = canonical(os.fspath(value))
         if name in MODELS:
             return name
+        by_repo = [m.name for m in MODELS.values() if m.hub_id and m.hub_id == os.fspath(value)
+                   and m.metric is not None and MODEL_OPTIONS.get(m.metric) == MODEL_OPTIONS[metric]]
+        if by_repo:  # a Hub id of a catalog model (clip_model="BeichenZhang/LongCLIP-L")
+            return by_repo[0]
         from capeval.model_store import catalog_name_of
 
         try:

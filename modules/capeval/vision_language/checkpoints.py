@@ -26,6 +26,16 @@ and whose images are normalised with that tag's mean / std (0.5, 0.5, 0.5: ``pre
 version pacscore vendors, and of today's). :data:`OPEN_CLIP_RELEASES` lists such files by name;
 :func:`open_clip_release` returns their settings.
 
+Long-CLIP's checkpoints (Zhang et al., ECCV 2024: ``longclip-B.pt``, ``longclip-L.pt`` on the Hub as
+``BeichenZhang/LongCLIP-B`` / ``-L``; beichenzbc/Long-CLIP ``model/model_longclip.py``) are OpenAI-format state dicts
+with a 248-token text context and a second positional embedding, ``positional_embedding_res`` (248 rows): the
+reference's ``encode_text`` adds ``positional_embedding * mask1 + positional_embedding_res * mask2``, ``mask1`` being 1
+on the first :data:`LONG_CLIP_KEPT` (20) positions and ``mask2`` on the others. A checkpoint holding that tensor is
+recognised as Long-CLIP (:func:`is_long_clip`), and :func:`build_openai_clip` gives the model the one positional
+embedding that sum equals: the first 20 rows of ``positional_embedding``, the rest of ``positional_embedding_res``
+(exact in float32 and float16: the other term of each row is a product with 0, and adding 0 leaves a number unchanged);
+the tokenizer then cuts texts at 248 tokens, as Long-CLIP's ``tokenize(..., truncate=True)`` does.
+
 PAC-S++'s checkpoints (``PAC++_clip_ViT-B-32.pth``, ``PAC++_clip_ViT-L-14.pth``; ``compute_correlations_pac++.py``)
 hold OpenAI's CLIP with LoRA adapters (``models/clip_lora/model.py``, ``models/custom_loralib/layers.py``: tensors
 named ``*lora_A`` / ``*lora_B``, e.g. ``attn.in_proj_weight_lora_A``, ``mlp.c_fc.lora_B``): refused by
@@ -48,6 +58,32 @@ CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 #: Keys every OpenAI-format CLIP state dict has.
 REQUIRED_KEYS = ("text_projection", "positional_embedding", "token_embedding.weight", "ln_final.weight")
+#: Long-CLIP's second positional embedding (its presence marks a Long-CLIP checkpoint).
+LONG_CLIP_KEY = "positional_embedding_res"
+#: Long-CLIP's positions that keep CLIP's own positional embedding (``mask1``); the later ones read
+#: :data:`LONG_CLIP_KEY` (``mask2``).
+LONG_CLIP_KEPT = 20
+
+
+def is_long_clip(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is a Long-CLIP checkpoint (it holds :data:`LONG_CLIP_KEY`)."""
+    return LONG_CLIP_KEY in state
+
+
+def long_clip_positions(state: dict[str, Any]):
+    """The one positional embedding (``[context, width]``, float32) equal to Long-CLIP's ``positional_embedding *
+    mask1 + positional_embedding_res * mask2``: rows ``< 20`` of the first, the others of the second; ``ValueError``
+    when the two do not have the same shape or the context is not longer than 20."""
+    torch = require("torch", what="CLIP checkpoints")
+    kept, res = state["positional_embedding"], state[LONG_CLIP_KEY]
+    if not (torch.is_tensor(kept) and torch.is_tensor(res)) or kept.shape != res.shape or kept.ndim != 2 \
+            or kept.shape[0] <= LONG_CLIP_KEPT:
+        raise ValueError(f"a Long-CLIP checkpoint needs positional_embedding and {LONG_CLIP_KEY} of one shape "
+                         f"[context > {LONG_CLIP_KEPT}, width], got {tuple(getattr(kept, 'shape', ()))} and "
+                         f"{tuple(getattr(res, 'shape', ()))}.")
+    mixed = kept.float().clone()
+    mixed[LONG_CLIP_KEPT:] = res[LONG_CLIP_KEPT:].float()
+    return mixed
 
 #: Released checkpoints that the reference builds as open_clip models, by file name (lower case): the open_clip model
 #: name and pretrained tag the reference passes to ``create_model_and_transforms`` (aimagelab/pacscore
@@ -221,7 +257,8 @@ def infer_architecture(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_openai_clip(state: dict[str, Any], *, quick_gelu: bool = True):
-    """An ``open_clip.model.CLIP`` in float32, eval mode, holding ``state`` exactly (strict load): the dimensions
+    """An ``open_clip.model.CLIP`` in float32, eval mode, holding ``state`` exactly (strict load; a Long-CLIP
+    checkpoint's two positional embeddings as the one they sum to, :func:`long_clip_positions`): the dimensions
     from the shapes (:func:`infer_architecture`), the MLP activation QuickGELU (OpenAI's ``build_model``, and
     ``open_clip.build_model_from_openai_state_dict``) or, with ``quick_gelu=False``, ``nn.GELU`` (open_clip's
     ``CLIP(quick_gelu=False)``, what ``create_model('ViT-L-14')`` builds; heads of width 64 as its configurations)."""
@@ -233,8 +270,11 @@ def build_openai_clip(state: dict[str, Any], *, quick_gelu: bool = True):
     text = open_clip_model.CLIPTextCfg(context_length=arch["context_length"], vocab_size=arch["vocab_size"],
                                        width=arch["text_width"], heads=arch["text_heads"], layers=arch["text_layers"])
     model = open_clip_model.CLIP(arch["embed_dim"], vision_cfg=vision, text_cfg=text, quick_gelu=quick_gelu)
-    weights = {k: v for k, v in state.items() if k not in ("input_resolution", "context_length", "vocab_size")}
+    weights = {k: v for k, v in state.items()
+               if k not in ("input_resolution", "context_length", "vocab_size", LONG_CLIP_KEY)}
     weights = {k: (v.float() if torch.is_tensor(v) and v.is_floating_point() else v) for k, v in weights.items()}
+    if is_long_clip(state):  # Long-CLIP: the sum of its two masked positional embeddings, as one
+        weights["positional_embedding"] = long_clip_positions(state)
     try:
         model.load_state_dict(weights, strict=True)
     except RuntimeError as err:
@@ -243,5 +283,7 @@ def build_openai_clip(state: dict[str, Any], *, quick_gelu: bool = True):
     return model.float().eval()
 
 
-__all__ = ["LORA_MARKERS", "OPEN_CLIP_RELEASES", "OpenClipRelease", "REQUIRED_KEYS",
-           "build_openai_clip", "infer_architecture", "open_clip_release", "read_state_dict", "read_weights"]
+__all__ = ["LONG_CLIP_KEPT", "LONG_CLIP_KEY", "LORA_MARKERS", "OPEN_CLIP_RELEASES", "OpenClipRelease",
+           "REQUIRED_KEYS",
+           "build_openai_clip", "infer_architecture", "is_long_clip", "long_clip_positions", "open_clip_release",
+           "read_state_dict", "read_weights"]

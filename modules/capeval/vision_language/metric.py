@@ -41,6 +41,7 @@ from capeval.metric import CaptionMetric, MetricOutput
 from capeval.options import Option
 from capeval.validation import OptionError, warn_at_caller
 from capeval.vision_language.scores import CLIP_S_WEIGHT, PAC_S_WEIGHT
+from capeval.vision_language.tokenizer import CONTEXT_LENGTH
 from capeval.vision_language.tokenizer import DEFAULT_PREFIX
 
 #: The default models: the paper's CLIP ViT-B/32 (Hub id) and the PAC-S ViT-B/32 checkpoint (a catalog name).
@@ -63,10 +64,25 @@ def default_pac_checkpoint():
     return cache_root() / "models" / DEFAULT_PAC_MODEL / PAC_CHECKPOINT_NAME
 
 
+def _catalog_hub_id(value: Any) -> str | None:
+    """The Hub repo of the catalog model named ``value`` (``longclip-l`` → ``BeichenZhang/LongCLIP-L``) when it is
+    a CLIP-S model with one and no file or folder of that name exists; else ``None``."""
+    import os
+
+    from capeval.catalog import MODELS
+
+    if not isinstance(value, str) or os.path.exists(value):
+        return None
+    entry = MODELS.get(value)
+    return entry.hub_id if entry is not None and entry.metric == "clip_s" and entry.hub_id else None
+
+
 def resolve_model(family: str, value: Any) -> Any:
     """The model spec a family's option means: the default for ``None``; for PAC-S, the catalog name → its file."""
     if family == "clip":
-        return DEFAULT_CLIP_MODEL if value is None else value
+        if value is None:
+            return DEFAULT_CLIP_MODEL
+        return _catalog_hub_id(value) or value
     if value is None or (isinstance(value, str) and value == DEFAULT_PAC_MODEL):
         path = default_pac_checkpoint()
         if not path.is_file():
@@ -104,8 +120,9 @@ def warn_truncated(batch: CaptionBatch, prefix: str, context_length: int, with_r
         return
     seen.update(new)
     shown = ", ".join(new[:WARN_FIRST]) + (f" and {len(new) - WARN_FIRST} more" if len(new) > WARN_FIRST else "")
-    warn_at_caller(f"{len(new)} text(s) longer than CLIP's {context_length}-token context were cut to "
-                   f"{context_length} tokens (the end-of-text token kept), as clipscore.py and PAC-S cut them: {shown}.",
+    cutters = "clipscore.py and PAC-S cut" if context_length == CONTEXT_LENGTH else "Long-CLIP's tokenize cuts"
+    warn_at_caller(f"{len(new)} text(s) longer than the model's {context_length}-token context were cut to "
+                   f"{context_length} tokens (the end-of-text token kept), as {cutters} them: {shown}.",
                    CaptionTruncatedWarning)
 
 
@@ -160,8 +177,10 @@ class _VisionLanguageMetric(CaptionMetric):
 
         prefix = quote(normalize_prefix(self.config[f"{self.family}_prefix"]), safe="")
         refs = ",refs=max" if self.with_references else ""
+        # a text context other than CLIP's 77 tokens (Long-CLIP's 248) changes the scores of longer texts
+        context = f",ctx={backend.context_length}" if backend.context_length != CONTEXT_LENGTH else ""
         return (f"model={backend.label}#{backend.fingerprint[:8]},w={self.weight:g},prefix={prefix},"
-                f"dtype={backend.dtype},img={PREPROCESS_VERSION}{refs}")
+                f"dtype={backend.dtype},img={PREPROCESS_VERSION}{context}{refs}")
 
     def prepare(self, batch: CaptionBatch) -> list[float]:
         """Each caption's score (independent of the others: ``--processes N`` splits captions and images)."""
