@@ -45,11 +45,20 @@ def _score_options(args: argparse.Namespace) -> dict:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``capeval thumb`` and its steps (report, sheet, collect, push, status) to the top-level parsers."""
     p = sub.add_parser("thumb", help="THumB rubric human evaluation: report, sheet, collect",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     thumb_sub = p.add_subparsers(dest="thumb_command", metavar="STEP")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    _register_report(thumb_sub)
+    _register_sheet(thumb_sub)
+    _register_collect(thumb_sub)
+    _register_push(thumb_sub)
+    _register_status(thumb_sub)
 
+
+def _register_report(thumb_sub: argparse._SubParsersAction) -> None:
+    """``capeval thumb report [FILE]``: aggregate a THumB-format score file."""
     r = thumb_sub.add_parser("report", help="aggregate a THumB-format score file (Tables 2 and 3)",
                              description="Aggregate a THumB-format score file (JSONL/JSON/CSV with P, R, Fl, Con, "
                                          "Inc and SYS / image columns), e.g. the THumB 1.0 release.")
@@ -59,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_score_options(r)
     r.set_defaults(func=run_report)
 
+
+def _register_sheet(thumb_sub: argparse._SubParsersAction) -> None:
+    """``capeval thumb sheet OUTPUTS... --out DIR``: blinded annotation sheets."""
     s = thumb_sub.add_parser("sheet", help="make blinded annotation sheets from system outputs",
                              description="Blinded THumB annotation sheets. OUTPUTS: one JSON mapping system -> "
                                          "[{image, caption}], or one file per system as NAME=PATH (or PATH; name = "
@@ -82,6 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "annotator's pass rate (a check is passed with precision at most 2). Default 0: none")
     s.set_defaults(func=run_sheet)
 
+
+def _register_collect(thumb_sub: argparse._SubParsersAction) -> None:
+    """``capeval thumb collect --key KEY SHEET...``: validate, un-blind and aggregate filled sheets."""
     c = thumb_sub.add_parser("collect", help="validate and un-blind filled sheets, then aggregate",
                              description="Read filled sheets back (one, or two annotators of the same sheet), "
                                          "validate them, un-blind with the key and print the THumB report.")
@@ -99,6 +114,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_score_options(c)
     c.set_defaults(func=run_collect)
 
+
+def _register_push(thumb_sub: argparse._SubParsersAction) -> None:
+    """``capeval thumb push DIR --label-studio URL``: create a Label Studio project from a sheet folder."""
     u = thumb_sub.add_parser("push", help="create a Label Studio project from a sheet folder",
                              description="Create a project on a running Label Studio server from what `capeval thumb "
                                          "sheet ... --out DIR --label-studio` wrote: the rubric's labeling "
@@ -120,6 +138,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_progress_argument(u)
     u.set_defaults(func=run_push)
 
+
+def _register_status(thumb_sub: argparse._SubParsersAction) -> None:
+    """``capeval thumb status --label-studio URL --project ID``: each annotator's progress."""
     t = thumb_sub.add_parser("status", help="each annotator's progress in a Label Studio project",
                              description="Each annotator's submitted and skipped tasks in a Label Studio project, "
                                          "and what is left.")

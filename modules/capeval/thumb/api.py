@@ -19,7 +19,7 @@ from capeval.thumb.aggregate import (
     group_indices,
     strictly_best_worst,
 )
-from capeval.thumb.rubric import PENALTIES, RubricWeights, validate_ratings
+from capeval.thumb.rubric import PENALTIES, Ratings, RubricWeights, validate_ratings
 from capeval.validation import check_finite
 
 #: Signature value of the strictly best/worst definition (both P and R ≥ / ≤ every other system, ties count).
@@ -88,60 +88,79 @@ def score(
     totals = ratings.totals(weights)
     check_finite(totals, "per_caption['total']")
     n = len(ratings)
-
-    if ratings.images is not None:
-        _, units = group_indices(ratings.images)
-        unit = "image"
-    else:
-        units = np.arange(n)
-        unit = "caption"
-
-    def intervals(values: np.ndarray, groups: np.ndarray, n_groups: int) -> list[tuple[float, float] | None]:
-        if boot.samples == 0:
-            return [None] * n_groups
-        ci = bootstrap_mean_intervals(values, units, groups, n_groups, boot, progress_bar=progress)
-        return [(float(lo), float(hi)) for lo, hi in ci]
-
+    units, unit = _resampling_units(ratings)
     result: dict[str, Any] = {
         "total": float(totals.mean()),
-        "total_ci": intervals(totals, np.zeros(n, dtype=np.int64), 1)[0],
+        "total_ci": _intervals(totals, units, np.zeros(n, dtype=np.int64), 1, boot, progress)[0],
         "per_caption": {"total": [float(t) for t in totals]},
         "systems": {},
     }
-
     if ratings.systems is not None:
-        names, codes = group_indices(ratings.systems)
-        best_worst = None
-        if ratings.images is not None:
-            best_worst = strictly_best_worst(
-                ratings.precision, ratings.recall, ratings.systems, ratings.images, describe=ratings.describe
-            )
-        total_ci = intervals(totals, codes, len(names))
-        precision_ci = intervals(ratings.precision, codes, len(names))
-        recall_ci = intervals(ratings.recall, codes, len(names))
-        for g, name in enumerate(names):
-            mask = codes == g
-            entry: dict[str, Any] = {
-                "n": int(mask.sum()),
-                "precision": float(ratings.precision[mask].mean()),
-                "recall": float(ratings.recall[mask].mean()),
-            }
-            for penalty in PENALTIES:
-                entry[penalty] = float(getattr(ratings, penalty)[mask].mean())
-            entry["total"] = float(totals[mask].mean())
-            entry["precision_ci"] = precision_ci[g]
-            entry["recall_ci"] = recall_ci[g]
-            entry["total_ci"] = total_ci[g]
-            entry["strictly_best"] = best_worst.best[name] if best_worst else None
-            entry["strictly_worst"] = best_worst.worst[name] if best_worst else None
-            entry["images_compared"] = best_worst.compared[name] if best_worst else None
-            result["systems"][name] = entry
+        result["systems"] = _system_results(ratings, totals, units, boot, progress)
+    result["signature"] = _signature(ratings, weights, boot, unit)
+    return result
 
+
+def _resampling_units(ratings: Ratings) -> tuple[np.ndarray, str]:
+    """The bootstrap's resampling unit of each caption: its image's index with image labels ("image"),
+    else the caption's own index ("caption")."""
+    if ratings.images is not None:
+        _, units = group_indices(ratings.images)
+        return units, "image"
+    return np.arange(len(ratings)), "caption"
+
+
+def _intervals(values: np.ndarray, units: np.ndarray, groups: np.ndarray, n_groups: int, boot: BootstrapSettings,
+               progress: bool | None) -> list[tuple[float, float] | None]:
+    """Bootstrap confidence interval (low, high) of the mean of ``values`` in each of ``n_groups`` groups, on
+    the values' own scale; ``None`` per group when ``boot.samples`` is 0."""
+    if boot.samples == 0:
+        return [None] * n_groups
+    ci = bootstrap_mean_intervals(values, units, groups, n_groups, boot, progress_bar=progress)
+    return [(float(lo), float(hi)) for lo, hi in ci]
+
+
+def _system_results(ratings: Ratings, totals: np.ndarray, units: np.ndarray, boot: BootstrapSettings,
+                    progress: bool | None) -> dict[str, dict[str, Any]]:
+    """Per system: caption count, mean P / R / penalties / total, their intervals and, with image labels,
+    the strictly best / worst counts (``None`` without image labels)."""
+    names, codes = group_indices(ratings.systems)
+    best_worst = None
+    if ratings.images is not None:
+        best_worst = strictly_best_worst(
+            ratings.precision, ratings.recall, ratings.systems, ratings.images, describe=ratings.describe
+        )
+    total_ci = _intervals(totals, units, codes, len(names), boot, progress)
+    precision_ci = _intervals(ratings.precision, units, codes, len(names), boot, progress)
+    recall_ci = _intervals(ratings.recall, units, codes, len(names), boot, progress)
+    systems: dict[str, dict[str, Any]] = {}
+    for g, name in enumerate(names):
+        mask = codes == g
+        entry: dict[str, Any] = {
+            "n": int(mask.sum()),
+            "precision": float(ratings.precision[mask].mean()),
+            "recall": float(ratings.recall[mask].mean()),
+        }
+        for penalty in PENALTIES:
+            entry[penalty] = float(getattr(ratings, penalty)[mask].mean())
+        entry["total"] = float(totals[mask].mean())
+        entry["precision_ci"] = precision_ci[g]
+        entry["recall_ci"] = recall_ci[g]
+        entry["total_ci"] = total_ci[g]
+        entry["strictly_best"] = best_worst.best[name] if best_worst else None
+        entry["strictly_worst"] = best_worst.worst[name] if best_worst else None
+        entry["images_compared"] = best_worst.compared[name] if best_worst else None
+        systems[name] = entry
+    return systems
+
+
+def _signature(ratings: Ratings, weights: RubricWeights, boot: BootstrapSettings, unit: str) -> str:
+    """The result's signature: the rubric weights, the bootstrap settings and, with both system and image
+    labels, the strictly best / worst definition."""
     fields = [
         ("thumb", weights.signature_field()),
         ("boot", boot.signature_field(unit) if boot.samples else "none"),
     ]
     if ratings.systems is not None and ratings.images is not None:
         fields.append(("best", BEST_WORST_FIELD))
-    result["signature"] = build_signature({}, fields)
-    return result
+    return build_signature({}, fields)

@@ -405,69 +405,106 @@ def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
     """
     by_id = {it.item: it for it in items}
     reading = ExportReading()
-    collected: dict[Any, dict[str, list[tuple[dict[str, float], str]]]] = {}
+    collected: _Collected = {}
     labels: dict[Any, str] = {}
     for name, data, fallback in sources:
-        matched = 0
-        for k, task in enumerate(data):
-            if not isinstance(task, dict):
-                reading.problems.append(f"{name} task #{k + 1}: not a JSON object ({_one_line_json(task)}); "
-                                        "nothing of it collected")
-                continue
-            task_id = task.get("id", f"#{k + 1}")
-            task_id = task_id if _is_scalar(task_id) else f"#{k + 1}"  # an id that is a list or object: its place
-            where = f"{name} task {task_id}"
-            annotations = task.get("annotations") or []
-            if not isinstance(annotations, list):
-                annotations = []
-            task_data = task.get("data") if isinstance(task.get("data"), dict) else {}
-            item_id = task_data.get("item")
-            if item_id is None or str(item_id) not in by_id:
-                if annotations:
-                    what = ("has no 'item' in its data (not a task of `capeval thumb sheet --label-studio`)"
-                            if item_id is None else f"(item {item_id!r}): the item is not in the key file")
-                    reading.problems.append(f"{where} {what}; {len(annotations)} annotation(s) not collected")
-                    reading.annotations_not_collected += len(annotations)
-                continue
-            item_id = str(item_id)
-            matched += 1
-            where = f"{where} (item {item_id})"
-            expected = by_id[item_id]
-            caption = task_data.get("caption")
-            if caption is None or str(caption).strip() != expected.caption.strip():
-                if annotations:
-                    reading.problems.append(f"{where}: the caption differs from the key's ({expected.caption!r}); "
-                                            f"{len(annotations)} annotation(s) not collected")
-                    reading.annotations_not_collected += len(annotations)
-                continue
-            for annotation in annotations:
-                if not isinstance(annotation, dict):
-                    reading.problems.append(f"{where}: an annotation is not a JSON object; not collected")
-                    reading.annotations_not_collected += 1
-                    continue
-                annotator = _annotator(annotation, fallback)
-                if annotator is None:
-                    shown = _one_line_json(annotation.get("completed_by"))
-                    reading.problems.append(f"{where}: the annotator (completed_by: {shown}) is not a user id or "
-                                            "e-mail; not collected")
-                    reading.annotations_not_collected += 1
-                    continue
-                ident, label = annotator
-                who = f"{where}, annotator {label}"
-                if annotation.get("was_cancelled"):
-                    reading.problems.append(f"{who}: skipped / cancelled (was_cancelled: true); not collected")
-                    reading.annotations_not_collected += 1
-                    continue
-                values, problems = _ratings_of(annotation.get("result"))
-                if values is None:
-                    reading.problems.append(f"{who}: {'; '.join(problems)}; not collected")
-                    reading.annotations_not_collected += 1
-                    continue
-                labels.setdefault(ident, label)
-                collected.setdefault(ident, {}).setdefault(item_id, []).append((values, str(task_id)))
-        if data and not matched:
-            reading.problems.append(f"{name}: no task matches the key ({len(data)} task(s), none with an item "
-                                    "of the key: an export of another project?)")
+        _collect_source(name, data, fallback, by_id, reading, collected, labels)
+    _add_annotators_sheets(collected, labels, items, reading)
+    _note_items_not_annotated(items, reading)
+    if not reading.ratings:
+        _raise_nothing_collected(sources, reading)
+    return reading
+
+
+#: Per annotator id, per item id: the ratings collected and the task id they came from.
+_Collected = dict[Any, dict[str, list[tuple[dict[str, float], str]]]]
+
+
+def _collect_source(name: str, data: list[Any], fallback: str, by_id: dict[str, SheetItem], reading: ExportReading,
+                    collected: _Collected, labels: dict[Any, str]) -> None:
+    """Collect the annotations of one export's tasks into ``collected``, noting each task or annotation left out
+    (and an export with no task of the key) in ``reading``."""
+    matched = 0
+    for k, task in enumerate(data):
+        if not isinstance(task, dict):
+            reading.problems.append(f"{name} task #{k + 1}: not a JSON object ({_one_line_json(task)}); "
+                                    "nothing of it collected")
+            continue
+        matched += _collect_task(name, k, task, fallback, by_id, reading, collected, labels)
+    if data and not matched:
+        reading.problems.append(f"{name}: no task matches the key ({len(data)} task(s), none with an item "
+                                "of the key: an export of another project?)")
+
+
+def _collect_task(name: str, k: int, task: dict[str, Any], fallback: str, by_id: dict[str, SheetItem],
+                  reading: ExportReading, collected: _Collected, labels: dict[Any, str]) -> bool:
+    """Collect the annotations of task number ``k`` (from 0) of export ``name``; whether its item is in the key.
+    A task whose item is not in the key, or whose caption differs from the key's, has none of its annotations
+    collected."""
+    task_id = task.get("id", f"#{k + 1}")
+    task_id = task_id if _is_scalar(task_id) else f"#{k + 1}"  # an id that is a list or object: its place
+    where = f"{name} task {task_id}"
+    annotations = task.get("annotations") or []
+    if not isinstance(annotations, list):
+        annotations = []
+    task_data = task.get("data") if isinstance(task.get("data"), dict) else {}
+    item_id = task_data.get("item")
+    if item_id is None or str(item_id) not in by_id:
+        if annotations:
+            what = ("has no 'item' in its data (not a task of `capeval thumb sheet --label-studio`)"
+                    if item_id is None else f"(item {item_id!r}): the item is not in the key file")
+            reading.problems.append(f"{where} {what}; {len(annotations)} annotation(s) not collected")
+            reading.annotations_not_collected += len(annotations)
+        return False
+    item_id = str(item_id)
+    where = f"{where} (item {item_id})"
+    expected = by_id[item_id]
+    caption = task_data.get("caption")
+    if caption is None or str(caption).strip() != expected.caption.strip():
+        if annotations:
+            reading.problems.append(f"{where}: the caption differs from the key's ({expected.caption!r}); "
+                                    f"{len(annotations)} annotation(s) not collected")
+            reading.annotations_not_collected += len(annotations)
+        return True
+    for annotation in annotations:
+        _collect_annotation(annotation, where, item_id, str(task_id), fallback, reading, collected, labels)
+    return True
+
+
+def _collect_annotation(annotation: Any, where: str, item_id: str, task_id: str, fallback: str,
+                        reading: ExportReading, collected: _Collected, labels: dict[Any, str]) -> None:
+    """Collect one annotation of item ``item_id``, or note in ``reading`` why it is left out (not an object, no
+    usable annotator, cancelled, ratings missing or out of range)."""
+    if not isinstance(annotation, dict):
+        reading.problems.append(f"{where}: an annotation is not a JSON object; not collected")
+        reading.annotations_not_collected += 1
+        return
+    annotator = _annotator(annotation, fallback)
+    if annotator is None:
+        shown = _one_line_json(annotation.get("completed_by"))
+        reading.problems.append(f"{where}: the annotator (completed_by: {shown}) is not a user id or "
+                                "e-mail; not collected")
+        reading.annotations_not_collected += 1
+        return
+    ident, label = annotator
+    who = f"{where}, annotator {label}"
+    if annotation.get("was_cancelled"):
+        reading.problems.append(f"{who}: skipped / cancelled (was_cancelled: true); not collected")
+        reading.annotations_not_collected += 1
+        return
+    values, problems = _ratings_of(annotation.get("result"))
+    if values is None:
+        reading.problems.append(f"{who}: {'; '.join(problems)}; not collected")
+        reading.annotations_not_collected += 1
+        return
+    labels.setdefault(ident, label)
+    collected.setdefault(ident, {}).setdefault(item_id, []).append((values, task_id))
+
+
+def _add_annotators_sheets(collected: _Collected, labels: dict[Any, str], items: Sequence[SheetItem],
+                           reading: ExportReading) -> None:
+    """One sheet of ratings (in the key's item order) per annotator with at least one item collected; an item an
+    annotator annotated more than once is left out of their sheet."""
     for ident, per_item in collected.items():
         sheet: dict[str, dict[str, float]] = {}
         for item_id, entries in per_item.items():
@@ -482,6 +519,11 @@ def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
         if sheet:
             reading.annotators.append(labels[ident])
             reading.ratings.append({it.item: sheet[it.item] for it in items if it.item in sheet})
+
+
+def _note_items_not_annotated(items: Sequence[SheetItem], reading: ExportReading) -> None:
+    """Count the key's items that no annotator's sheet has and, when some sheet was collected, name them
+    (up to the first 20)."""
     annotated = {i for sheet in reading.ratings for i in sheet}
     missing = [it.item for it in items if it.item not in annotated]
     reading.items_not_annotated = len(missing)
@@ -491,11 +533,14 @@ def read_export_data(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
                                 "or every annotation of theirs left out above): "
                                 f"{', '.join(shown)}" + (f" and {len(missing) - len(shown)} more" if len(missing) >
                                                          len(shown) else ""))
-    if not reading.ratings:
-        names = ", ".join(fallback for _, _, fallback in sources)
-        problems = reading.problems or [f"{names}: no annotation yet (annotate tasks in Label Studio, "
-                                        "then collect again)"]
-        shown = problems[:MAX_REPORTED_ERRORS]
-        more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
-        raise ValueError(f"nothing to collect from {names}: {len(problems)} problem(s):\n" + "\n".join(shown) + more)
-    return reading
+
+
+def _raise_nothing_collected(sources: Sequence[tuple[str, list[dict[str, Any]], str]],
+                             reading: ExportReading) -> None:
+    """Raise the ValueError of an export reading with no sheet collected, listing its problems (up to 20)."""
+    names = ", ".join(fallback for _, _, fallback in sources)
+    problems = reading.problems or [f"{names}: no annotation yet (annotate tasks in Label Studio, "
+                                    "then collect again)"]
+    shown = problems[:MAX_REPORTED_ERRORS]
+    more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+    raise ValueError(f"nothing to collect from {names}: {len(problems)} problem(s):\n" + "\n".join(shown) + more)
