@@ -64,12 +64,7 @@ def train_lstm_lm(
         raise ValueError("No training captions.")
     last = last_checkpoint(out_dir, resume)
     _seed_all(seed)
-    if last is not None:
-        model = LSTMLanguageModel.from_pretrained(last)
-        model.train()
-    else:
-        vocab = Vocabulary.build(tokens, min_count)
-        model = LSTMLanguageModel(LSTMConfig(vocab_size=len(vocab), **(config or {})), vocab)
+    model = _start_model(last, tokens, min_count, config)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     log: dict[str, Any] = {"epochs": [], "best_epoch": None, "best_dev_ppl": None, "seed": seed, "lr": lr,
                            "batch_size": batch_size, "min_count": min_count, "config": asdict(model.config)}
@@ -90,36 +85,70 @@ def train_lstm_lm(
         random.Random(seed + epoch).shuffle(order)
         batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
         model.train()
-        total_nll, total_tokens = 0.0, 0
-        bar = progress(batches, desc=f"lm epoch {epoch}/{epochs}", enabled=progress_bar)
-        for batch in bar:
-            inputs, targets, mask = (t.to(accelerator.device) for t in core.batch_tensors([train_ids[i] for i in batch]))
-            nll = -core.token_log_probs(inputs, targets, mask).sum()
-            n = int(mask.sum().item())
-            optimizer.zero_grad()
-            accelerator.backward(nll / n)
-            if clip_norm:
-                accelerator.clip_grad_norm_(model.parameters(), clip_norm)
-            optimizer.step()
-            total_nll, total_tokens = total_nll + float(nll.item()), total_tokens + n
-            bar.set_postfix(loss=f"{total_nll / total_tokens:.3f}")
+        total_nll, total_tokens = _train_batches(model, core, optimizer, accelerator, train_ids, batches, clip_norm,
+                                                 desc=f"lm epoch {epoch}/{epochs}", progress_bar=progress_bar)
         entry = {"epoch": epoch, "train_loss": total_nll / total_tokens, "train_ppl": math.exp(total_nll / total_tokens)}
         if dev_ids:
             dev_lp = core.log_prob_ids(dev_ids)
             entry["dev_ppl"] = perplexity(dev_lp, [len(i) for i in dev_ids])
-        log["epochs"].append(entry)
-        score = entry.get("dev_ppl", -epoch)  # without dev captions: the latest epoch is the best
-        if log["best_dev_ppl"] is None or score < log["best_dev_ppl"]:
-            log["best_epoch"], log["best_dev_ppl"] = epoch, score
-        ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
-        core.save_pretrained(ckpt)
-        save_state(ckpt, {"optimizer": optimizer.state_dict(), "log": log})
+        _record_and_save_epoch(log, entry, core, optimizer, out_dir)
+    _save_best(out_dir, log, bool(dev_ids))
+    return log
+
+
+def _start_model(last: Path | None, tokens: list[list[str]], min_count: int,
+                 config: dict[str, Any] | None) -> LSTMLanguageModel:
+    """The last checkpoint's model (in training mode; its vocabulary and config win), or a new one over the words
+    seen at least ``min_count`` times."""
+    if last is not None:
+        model = LSTMLanguageModel.from_pretrained(last)
+        model.train()
+        return model
+    vocab = Vocabulary.build(tokens, min_count)
+    return LSTMLanguageModel(LSTMConfig(vocab_size=len(vocab), **(config or {})), vocab)
+
+
+def _train_batches(model, core, optimizer, accelerator, train_ids: list[list[int]], batches: list[list[int]],
+                   clip_norm: float, desc: str, progress_bar: bool | None) -> tuple[float, int]:
+    """One optimizer step per batch of caption indices (mean token NLL, gradients clipped to ``clip_norm``; 0:
+    not), under a progress bar titled ``desc``; ``(summed NLL in nats, target tokens)``."""
+    total_nll, total_tokens = 0.0, 0
+    bar = progress(batches, desc=desc, enabled=progress_bar)
+    for batch in bar:
+        inputs, targets, mask = (t.to(accelerator.device) for t in core.batch_tensors([train_ids[i] for i in batch]))
+        nll = -core.token_log_probs(inputs, targets, mask).sum()
+        n = int(mask.sum().item())
+        optimizer.zero_grad()
+        accelerator.backward(nll / n)
+        if clip_norm:
+            accelerator.clip_grad_norm_(model.parameters(), clip_norm)
+        optimizer.step()
+        total_nll, total_tokens = total_nll + float(nll.item()), total_tokens + n
+        bar.set_postfix(loss=f"{total_nll / total_tokens:.3f}")
+    return total_nll, total_tokens
+
+
+def _record_and_save_epoch(log: dict[str, Any], entry: dict[str, Any], core, optimizer, out_dir: Path) -> None:
+    """Append the epoch's ``entry`` to the log, update the best epoch (lowest dev perplexity; without dev
+    captions the latest) and save the checkpoint ``out_dir/checkpoints/epoch-N`` with the optimizer and log."""
+    epoch = entry["epoch"]
+    log["epochs"].append(entry)
+    score = entry.get("dev_ppl", -epoch)  # without dev captions: the latest epoch is the best
+    if log["best_dev_ppl"] is None or score < log["best_dev_ppl"]:
+        log["best_epoch"], log["best_dev_ppl"] = epoch, score
+    ckpt = out_dir / "checkpoints" / f"epoch-{epoch}"
+    core.save_pretrained(ckpt)
+    save_state(ckpt, {"optimizer": optimizer.state_dict(), "log": log})
+
+
+def _save_best(out_dir: Path, log: dict[str, Any], has_dev: bool) -> None:
+    """Copy the best epoch's model to ``out_dir`` and write ``training.json`` (``best_dev_ppl`` None without dev
+    captions)."""
     best = LSTMLanguageModel.from_pretrained(out_dir / "checkpoints" / f"epoch-{log['best_epoch']}")
     best.save_pretrained(out_dir)
-    if not dev_ids:
+    if not has_dev:
         log["best_dev_ppl"] = None
     (out_dir / "training.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
-    return log
 
 
 def _stale(log: dict[str, Any], patience: int) -> bool:
