@@ -59,7 +59,8 @@ def test_unusual_captions_score_without_error():
         ["...", "A man rides a horse."],  # one reference is all punctuation
         ["A cat sleeps.", "A sleeping cat."],
     ]
-    with pytest.warns(capeval.WordlessCaptionWarning, match=r"predictions\[0\], predictions\[7\], references\[6\]\[0\]"):
+    with pytest.warns(capeval.WordlessCaptionWarning, match=r"predictions\[0\], predictions\[7\], references\[6\]\[0\]"), \
+            pytest.warns(capeval.NonEnglishWarning, match=r"predictions\[2\], references\[2\]\[0\], references\[2\]\[1\]"):
         result = capeval.score(preds, refs, metrics=COCO, tokenizer=TOKENIZER, meteor_timeout=120)
     for key, values in result["per_caption"].items():
         assert len(values) == len(preds)

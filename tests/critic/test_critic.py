@@ -357,8 +357,11 @@ def test_registered_metrics_through_capeval_score(tiny_critics, tmp_path):
         capeval.score(preds, refs, metrics=["critic"], images=[images[0], str(tmp_path / "missing.jpg")],
                       **tiny_critics)
     # a caption without word tokens scores 0 (as the n-gram metrics do); long and foreign text score finitely
-    odd = capeval.score(["?!", "x" * 100_000, "狗在草地上奔跑"], [["a cat"]] * 3, metrics=["critic_ref"],
-                        max_caption_chars=None, **tiny_critics)
+    # the Chinese caption is not English and the long one is no word of the critic's: both said, naming them
+    with pytest.warns(capeval.NonEnglishWarning, match=r"predictions\[2\]"), \
+            pytest.warns(capeval.OutOfVocabularyWarning, match=r"critic_ref: .*predictions\[1\]"):
+        odd = capeval.score(["?!", "x" * 100_000, "狗在草地上奔跑"], [["a cat"]] * 3, metrics=["critic_ref"],
+                            max_caption_chars=None, **tiny_critics)
     assert odd["per_caption"]["critic_ref"][0] == 0 and all(np.isfinite(odd["per_caption"]["critic_ref"]))
     with pytest.raises(ValueError, match="expects a critic with context 'reference'"):
         capeval.score(preds, refs, metrics=["critic_ref"], critic_ref_model=tiny_critics["critic_model"])
@@ -609,8 +612,9 @@ def test_training_on_images_and_a_corpus_without_images(trained, tmp_path):
     without = critic_scores(cands, refs, model=model, vocab=vocab)  # no image: the "no image" vector
     ids, lengths = vocab.encode([cands[0], refs[0][0]])
     ids, lengths = torch.as_tensor(ids), torch.as_tensor(lengths)
-    direct = model.human_probability(ids[:1], lengths[:1], ids[1:], lengths[1:], torch.zeros(1, 8),
-                                     image_mask=torch.tensor([False]))
+    with torch.no_grad():  # a score, not a training step: no graph behind the number
+        direct = model.human_probability(ids[:1], lengths[:1], ids[1:], lengths[1:], torch.zeros(1, 8),
+                                         image_mask=torch.tensor([False]))
     assert without.shape == (2,) and np.isfinite(without).all()
     assert abs(critic_scores(cands[:1], [refs[0][:1]], model=model, vocab=vocab)[0] - float(direct)) < 1e-6
     with_images = critic_scores(cands, refs, model=model, vocab=vocab, image_features=table.rows(sorted(test)[:2]))

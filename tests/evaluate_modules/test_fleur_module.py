@@ -48,6 +48,8 @@ def _quiet_score(*args, **kwargs):
         return capeval.score(*args, **kwargs)
 
 
+# the random-weight test judge's answers are often unusable: its JudgeFailureWarning is asserted in the next test
+@pytest.mark.filterwarnings("ignore::capeval.judges.answers.JudgeFailureWarning")
 def test_module_equals_capeval_score(fleur_module, judge):
     images = example_images()
     got = fleur_module.compute(predictions=PREDICTIONS, references=REFERENCES, images=images, fleur_model=judge)

@@ -116,6 +116,8 @@ def test_the_metric_signature_and_cache_token_name_the_critic(tiny_critics, othe
     assert LCEvalPlus.cache_token({"lceval_plus_model": a}) != LCEvalPlus.cache_token({"lceval_plus_model": b})
 
 
+# the tiny test critic knows a couple dozen words: its out-of-vocabulary warning says so on every caption
+@pytest.mark.filterwarnings("ignore::capeval.OutOfVocabularyWarning")
 def test_lceval_plus_scores_with_its_critic(tiny_critics, letters, java, tmp_path, monkeypatch):
     import capeval
     from capeval.lceval import lceval_features

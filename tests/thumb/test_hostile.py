@@ -439,7 +439,8 @@ def test_status_and_collect_from_a_server_with_odd_values(fake, tmp_path):
     assert state.tasks == pushed.tasks
     from capeval.thumb.workflow import collect_label_studio_project
 
-    with pytest.warns(UserWarning, match="is not a user id or e-mail; not collected"):
+    with pytest.warns(UserWarning, match="is not a user id or e-mail; not collected"), \
+            pytest.warns(UserWarning, match=r"item\(s\) of the key have no collected annotation"):
         report = collect_label_studio_project(files.key, fake.url, pushed.id, token=PERSONAL_TOKEN,
                                               bootstrap_samples=0)
     assert report["not_collected"]["annotations"] == 1
