@@ -220,6 +220,9 @@ def test_messages_name_flags_on_the_command_line():
     assert cli_words(ValueError("pac_model=3 stays"), flags) is None
     said = with_words(ValueError, words("images", "no ids; ", Fix("pass images=", key="images_by_position"), "."))
     assert cli_words(said, flags) == "no ids; give one image path per prediction instead (capeval score --images FILE)."
+    said = with_words(ValueError, words("title", OPTION, " must have 1 to 50 characters"))
+    assert str(said) == "title must have 1 to 50 characters"
+    assert cli_words(said, flags) == "--project-title must have 1 to 50 characters"  # a flag named otherwise
 
 
 def test_a_file_that_is_not_a_checkpoint_says_what_it_is(tmp_path):

@@ -146,8 +146,8 @@ def test_key_records_checks(tmp_path):
 
 
 @pytest.mark.parametrize("checks, match", [
-    (-1, r"the number of attention checks \(--checks\) must be a whole number, 0 or more; got -1\."),
-    (5, r"5 attention checks asked for, but the sheet has 4 images; at most one check per image \(give --checks 4"),
+    (-1, r"the number of attention checks \(checks\) must be a whole number, 0 or more; got -1\."),
+    (5, r"5 attention checks asked for, but the sheet has 4 images; at most one check per image \(give checks=4"),
 ])
 def test_bad_number_of_checks(tmp_path, checks, match):
     with pytest.raises(ValueError, match=match):

@@ -88,7 +88,7 @@ def test_legacy_token_header_and_the_disabled_legacy_message(fake):
 
 def test_token_from_the_environment_and_none_at_all(fake, monkeypatch):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
-    with pytest.raises(LabelStudioError, match=f"pass --token or set {TOKEN_ENV}"):
+    with pytest.raises(LabelStudioError, match=f"pass token=TOKEN or set {TOKEN_ENV}"):
         LabelStudio(fake.url)
     monkeypatch.setenv(TOKEN_ENV, PERSONAL_TOKEN)
     assert LabelStudio(fake.url).users()[1] == "admin@example.org"
@@ -160,7 +160,7 @@ def test_push_refuses_what_it_cannot_send(fake, tmp_path, sheets):
     plain = make_sheets([SYSTEMS_JSON], tmp_path / "plain")
     with pytest.raises(LabelStudioError, match=r"lacks config.xml, tasks.json, instructions.html: make the sheet"):
         push(plain.csv.parent, fake.url, PERSONAL_TOKEN)
-    with pytest.raises(LabelStudioError, match="--annotators must be an integer from 1 to 10"):
+    with pytest.raises(LabelStudioError, match="^annotators must be an integer from 1 to 10"):
         push(sheets.csv.parent, fake.url, PERSONAL_TOKEN, annotators=0)
     with pytest.raises(LabelStudioError, match="1 to 50 characters"):
         push(sheets.csv.parent, fake.url, PERSONAL_TOKEN, title="x" * 51)

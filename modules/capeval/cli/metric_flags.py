@@ -113,6 +113,10 @@ CLI_FIXES = {
 }
 
 
+#: Keyword arguments whose flag is not ``--`` + the keyword with dashes.
+RENAMED_FLAGS = {"title": "--project-title"}
+
+
 def _declaration(option: str) -> Option | None:
     return registered_options().get(option, (None, []))[0]
 
@@ -120,7 +124,7 @@ def _declaration(option: str) -> Option | None:
 def setting_in_flags(option: str, value: Any, shown: str | None = None) -> str:
     """``option`` set to ``value`` as typed on the command line: ``--cider-df coco-val2014``; ``True`` the flag alone,
     ``False`` its ``--no-`` form, ``None`` ``none``; ``shown`` (a placeholder such as ``FILE``) instead of the value."""
-    flag = flag_of(option, _declaration(option))
+    flag = RENAMED_FLAGS.get(option) or flag_of(option, _declaration(option))
     if shown is not None:
         return f"{flag} {shown}" if shown else flag
     if value is True:
@@ -147,7 +151,7 @@ def cli_words(err: BaseException, flags: Collection[str] | None = None) -> str |
     from capeval.advice import OPTION, Setting
 
     def flag(option: str) -> str:
-        return flag_of(option, _declaration(option))
+        return RENAMED_FLAGS.get(option) or flag_of(option, _declaration(option))
 
     def setting(part: Setting) -> str:
         return setting_in_flags(part.option or said.option, part.value, part.shown)

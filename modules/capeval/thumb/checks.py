@@ -21,6 +21,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from capeval.advice import OPTION, Setting, words
+from capeval.validation import OptionError
 from capeval.thumb.sheets import SheetItem, SheetKey, _letters
 
 #: ``check["kind"]`` of an item showing a caption of another image.
@@ -43,13 +45,14 @@ def _norm(caption: str) -> str:
 def _check_count(n: int, images: int) -> None:
     """One-line errors for a bad number of checks (0 ≤ n ≤ images, and at least 2 images when n > 0)."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"the number of attention checks (--checks) must be a whole number, 0 or more; got {n!r}.")
+        raise OptionError(words("checks", "the number of attention checks (", OPTION,
+                                f") must be a whole number, 0 or more; got {n!r}."))
     if n and images < 2:
         raise ValueError(f"attention checks need at least 2 images (a check shows a caption of another image); "
                          f"the sheet has {images}.")
     if n > images:
-        raise ValueError(f"{n} attention checks asked for, but the sheet has {images} images; at most one check per "
-                         f"image (give --checks {images} or fewer).")
+        raise OptionError(words("checks", f"{n} attention checks asked for, but the sheet has {images} images; at most "
+                                "one check per image (give ", Setting(images), " or fewer)."))
 
 
 def _candidates(image: str, groups: dict[str, list[SheetItem]]) -> list[tuple[str, str]]:
@@ -94,8 +97,8 @@ def add_checks(items: Sequence[SheetItem], n: int, seed: int = 0) -> list[SheetI
     candidates = {image: _candidates(image, groups) for image in groups}
     eligible = [image for image in groups if candidates[image]]
     if len(eligible) < n:
-        raise ValueError(f"only {len(eligible)} image(s) have a caption of another image that differs from all of "
-                         f"their own; give --checks {len(eligible)} or fewer.")
+        raise OptionError(words("checks", f"only {len(eligible)} image(s) have a caption of another image that "
+                                "differs from all of their own; give ", Setting(len(eligible)), " or fewer."))
     rng = random.Random(f"{seed}|checks")
     targets = set(rng.sample(eligible, n))
     used: set[str] = set()

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import OPTION, Setting, with_words, words
 from capeval.thumb.label_studio import CONFIG_XML, INSTRUCTIONS_HTML, LABEL_STUDIO_DIR, TASKS_JSON
 
 TOKEN_ENV = "LABEL_STUDIO_API_KEY"
@@ -101,8 +102,9 @@ def resolve_token(token: str | None) -> str:
     """``token``, else ``$LABEL_STUDIO_API_KEY``; a one-line error saying where to find one when neither is set."""
     value = (token if token is not None else os.environ.get(TOKEN_ENV, "")).strip()
     if not value:
-        raise LabelStudioError(f"no Label Studio token: pass --token or set {TOKEN_ENV} (in Label Studio: "
-                               "Account & Settings → Personal Access Token, or Access Token on older servers)")
+        raise with_words(LabelStudioError, words(
+            "token", "no Label Studio token: pass ", Setting(shown="TOKEN"), f" or set {TOKEN_ENV} (in Label Studio: "
+            "Account & Settings → Personal Access Token, or Access Token on older servers)"))
     return value
 
 
@@ -574,11 +576,13 @@ def push(sheet_dir: str | Path, url: str, token: str | None = None, title: str |
 
     sheet_dir = Path(sheet_dir)
     if isinstance(annotators, bool) or not isinstance(annotators, int) or not 1 <= annotators <= 10:
-        raise LabelStudioError(f"--annotators must be an integer from 1 to 10; got {annotators!r}")
+        raise with_words(LabelStudioError, words("annotators", OPTION,
+                                                 f" must be an integer from 1 to 10; got {annotators!r}"))
     config, instructions, tasks = read_sheet_folder(sheet_dir)
     title = (title if title is not None else f"THumB: {sheet_dir.resolve().name}").strip()
     if not 1 <= len(title) <= 50:
-        raise LabelStudioError(f"--project-title must have 1 to 50 characters (Label Studio's limit); got {len(title)}")
+        raise with_words(LabelStudioError, words("title", OPTION, " must have 1 to 50 characters (Label Studio's "
+                                                 f"limit); got {len(title)}"))
     images = _resolve_images(tasks, sheet_dir, image_root)
     client = LabelStudio(url, token)
     # Label Studio takes a file upload only under a configuration with one data key: images are uploaded under
