@@ -79,6 +79,7 @@ def test_a_touched_input_resumes_and_a_changed_one_is_refused_saying_what_change
     assert "\n" not in message and "[[" not in message
     assert "another input" in message and "coco3k.parquet" in message and "sha256" in message
     assert "then" in message and "now" in message
+    assert "Use another output_dir folder" in message and err.value.option == "output_dir"  # the CLI says --out
     assert (tmp_path / "out" / store.MANIFEST).read_bytes() == before  # left untouched
 
 

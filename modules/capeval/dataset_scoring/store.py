@@ -27,7 +27,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import OPTION, words
 from capeval.dataset_scoring.sources import input_changes
+from capeval.validation import OptionError
 from capeval.paths import write_bytes_atomic
 
 MANIFEST = "capeval-score-dataset.json"
@@ -99,15 +101,17 @@ def open_folder(folder: Path, settings: dict[str, Any]) -> bool:
         then, now = recorded.get("settings") or {}, json.loads(json.dumps(settings))
         changed = input_changes(then.get("input"), now.get("input"))
         if changed:
-            raise ValueError(f"{folder} holds a run with other settings, so it was left untouched (another input: "
-                             + "; ".join(changed[:4]) + (f"; {len(changed) - 4} more" if len(changed) > 4 else "")
-                             + "). Use another --out folder, or the original input to resume it.")
+            raise OptionError(words(
+                "output_dir", f"{folder} holds a run with other settings, so it was left untouched (another input: "
+                + "; ".join(changed[:4]) + (f"; {len(changed) - 4} more" if len(changed) > 4 else "")
+                + "). Use another ", OPTION, " folder, or the original input to resume it."))
         diff = _differences({k: v for k, v in then.items() if k != "input"},
                             {k: v for k, v in now.items() if k != "input"})
         if diff:
-            raise ValueError(f"{folder} holds a run with other settings, so it was left untouched ("
-                             + "; ".join(diff[:6]) + (f"; {len(diff) - 6} more" if len(diff) > 6 else "")
-                             + "). Use another --out folder, or the same settings to resume it.")
+            raise OptionError(words(
+                "output_dir", f"{folder} holds a run with other settings, so it was left untouched ("
+                + "; ".join(diff[:6]) + (f"; {len(diff) - 6} more" if len(diff) > 6 else "")
+                + "). Use another ", OPTION, " folder, or the same settings to resume it."))
         return True
     if folder.is_dir() and any(folder.iterdir()):
         raise ValueError(f"{folder} is not empty and holds no {MANIFEST}: not a score_dataset output folder, so it "

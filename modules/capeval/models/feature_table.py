@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.dependencies import require
 
 
@@ -42,8 +43,9 @@ class FeatureTable:
             raise FileNotFoundError(f"{path}: no such feature file (make one with `capeval features extract`).")
         tensors, meta = load(path)
         if "features" not in tensors:
-            raise ValueError(f"{path}: per-image native-resolution grids are not supported here; extract with "
-                             "--resolution 224 (or any fixed size).")
+            raise with_words(ValueError, words("resolution", f"{path}: per-image native-resolution grids are not "
+                                               "supported here; extract with ", Setting(224),
+                                               " (or any fixed size)."))
         names = [Path(n).name for n in meta["images"]]
         return cls(names, tensors["features"], meta.get("settings", ""), meta.get("kind", "grid"))
 
