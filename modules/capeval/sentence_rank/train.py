@@ -34,6 +34,7 @@ import random
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -205,14 +206,7 @@ def train_sentence_rank(
     Returns the log (also ``out_dir/training.json``).
     """
     torch, accelerate = require("torch", "accelerate", what="sentence_rank training")
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"Unknown training option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}.")
-    opts = {**DEFAULTS, **options}
-    if opts["epochs"] < 1 or opts["batch_size"] < 1 or not opts["lr"] > 0 or opts["neighbours"] < 1:
-        raise ValueError("epochs, batch_size and neighbours must be >= 1 and lr > 0.")
-    if not 0 < opts["gamma_min"] <= opts["gamma_max"] <= 1:
-        raise ValueError("gamma_min and gamma_max must satisfy 0 < gamma_min <= gamma_max <= 1.")
+    opts = _resolve_options(options)
     corpus = RankCorpus(train, dev, held_out)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,89 +217,191 @@ def train_sentence_rank(
     started = time.time()
     base = cached_embeddings(corpus.texts, enc, cache_dir, identity=identity, batch_size=opts["encode_batch_size"],
                              progress_bar=progress_bar)
-    dim = int(base.shape[1])
-    config = SentenceRankConfig(dim=dim, hidden=int(opts["hidden"]), dropout=float(opts["dropout"]),
-                                init_scale=float(opts["init_scale"]), init_bias=float(opts["init_bias"]),
-                                encoder=str(getattr(enc, "name", "custom")), encoder_max_length=max_length,
-                                catalog_name=catalog_name,
-                                description="sentence_rank: a·cos + MLP([u, v, |u-v|, u*v]) on frozen sentence vectors")
-    base_t = torch.from_numpy(base)
-    dev_plan = dev_pairs(corpus, opts["dev_seed"], neighbours=opts["neighbours"], gamma=gamma)
-    dev_plan = resolve_pairs(corpus, base_t, dev_plan, opts["neighbours"], progress_bar=progress_bar)
-    dev_table = torch.cat([base_t, torch.from_numpy(_encode_new(enc, dev_plan.texts, opts["encode_batch_size"],
-                                                                dim, progress_bar))]).to(accelerator.device)
+    config = _model_config(opts, int(base.shape[1]), enc, max_length, catalog_name)
+    run = _Run(accelerator, None, None, None, config, corpus, enc, torch.from_numpy(base), None, None, opts, gamma,
+               {}, out_dir, progress_bar)
+    run.dev_plan, run.dev_table = _dev_pairs_and_table(run)
     torch.manual_seed(opts["seed"])
     net = torch_network(config)
     optimizer = torch.optim.Adam(net.parameters(), lr=opts["lr"])
     found = _checkpoints(out_dir) if resume else []
     if found:
-        saved = json.loads((found[-1] / STATE_FILE).read_text(encoding="utf-8"))
-        log = saved["log"]
-        clash = {k: (log["options"].get(k), opts[k]) for k in _FIXED if log["options"].get(k) != opts[k]}
-        if clash:
-            raise ValueError(f"{out_dir} holds a run with other settings {clash} (saved, asked); use another folder "
-                             "or resume=False.")
-        log["options"]["epochs"], log["options"]["patience"] = opts["epochs"], opts["patience"]
-        net.load_state_dict({k: torch.from_numpy(v.copy())
-                             for k, v in SentenceRankModel.from_pretrained(found[-1]).params.items()})
-        _load_optimizer(optimizer, found[-1], saved["optimizer"], torch)
+        run.log = _resume(found[-1], out_dir, opts, net, optimizer)
     else:
         if resume is False and (out_dir / "checkpoints").exists():
             shutil.rmtree(out_dir / "checkpoints")
-        log = {"options": dict(opts), "config": config.to_dict(), "corpus": dict(corpus_report or {}),
-               "train_images": len(corpus.train_images), "dev_images": len(corpus.dev_images),
-               "train_captions": corpus.train_rows, "dev_pairs": len(dev_plan.pairs),
-               "dev_pairs_by_kind": {k: sum(p.kind == k for p in dev_plan.pairs) for k in NEGATIVE_KINDS},
-               "encoder_identity": identity, "epochs": [], "best_epoch": None, "best_dev": None}
-        log["initial_dev"] = evaluate_pairs(net.to(accelerator.device), dev_table, dev_plan.pairs)
-        log["seconds_setup"] = round(time.time() - started, 1)
-    net, optimizer = accelerator.prepare(net, optimizer)
-    core = accelerator.unwrap_model(net)
+        run.log = _new_log(run, corpus_report, identity)
+        run.log["initial_dev"] = evaluate_pairs(net.to(accelerator.device), run.dev_table, run.dev_plan.pairs)
+        run.log["seconds_setup"] = round(time.time() - started, 1)
+    run.net, run.optimizer = accelerator.prepare(net, optimizer)
+    run.core = accelerator.unwrap_model(run.net)
+    log = run.log
     for epoch in range(len(log["epochs"]) + 1, opts["epochs"] + 1):
         if stale(len(log["epochs"]), log["best_epoch"], opts["patience"]):
             break
-        t0 = time.time()
-        seed = opts["seed"] * 1_000_003 + epoch
-        rng = random.Random(seed)
-        plan = epoch_pairs(corpus, rng, neighbours=opts["neighbours"], gamma=gamma)
-        t1 = time.time()
-        plan = resolve_pairs(corpus, base_t, plan, opts["neighbours"], progress_bar=progress_bar)
-        t2 = time.time()
-        extra = _encode_new(enc, plan.texts, opts["encode_batch_size"], dim, progress_bar)
-        table = torch.cat([base_t, torch.from_numpy(extra)]).to(accelerator.device)
-        t3 = time.time()
-        torch.manual_seed(seed)
-        size = opts["batch_size"]
-        batches = [plan.pairs[i:i + size] for i in range(0, len(plan.pairs), size)]
-        per_process = len(batches) // accelerator.num_processes or 1
-        batches = batches[accelerator.process_index::accelerator.num_processes][:per_process]
-        net.train()
-        total, correct, count = 0.0, 0.0, 0
-        bar = progress(batches, desc=f"sentence_rank epoch {epoch}/{opts['epochs']}", enabled=progress_bar
-                       ) if accelerator.is_main_process else batches
-        for batch in bar:
-            margins = _pair_margins(net, table, batch, torch, accelerator.device)
-            loss = torch.nn.functional.softplus(-margins).mean()
-            optimizer.zero_grad()
-            accelerator.backward(loss)
-            optimizer.step()
-            total += float(loss.item()) * len(batch)
-            correct += float(((margins > 0).float() + 0.5 * (margins == 0).float()).sum())
-            count += len(batch)
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{total / count:.4f}", acc=f"{correct / count:.4f}")
-        entry: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(1, count),
-                                 "train_accuracy": correct / max(1, count), "train_pairs": len(plan.pairs),
-                                 "train_pairs_by_kind": {k: sum(p.kind == k for p in plan.pairs)
-                                                         for k in NEGATIVE_KINDS}}
-        entry.update(evaluate_pairs(core, dev_table, dev_plan.pairs))
-        entry.update({"scale": float(core.scale.detach()[0]), "bias": float(core.bias.detach()[0]),
-                      "seconds_pairs": round(t1 - t0, 1), "seconds_neighbours": round(t2 - t1, 1),
-                      "seconds_encode": round(t3 - t2, 1), "seconds_train": round(time.time() - t3, 1)})
-        record_epoch(log, entry, "dev_accuracy")
-        if accelerator.is_main_process:
-            _save_checkpoint(out_dir, epoch, from_torch(core, config), optimizer, log)
-        accelerator.wait_for_everyone()
+        _run_epoch(run, epoch)
     if accelerator.is_main_process:
         _finish(out_dir, log)
     return log
+
+
+def _resolve_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`DEFAULTS` overridden by ``options``, checked: known names, epochs, batch_size and neighbours ≥ 1,
+    lr > 0 and 0 < gamma_min ≤ gamma_max ≤ 1."""
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise ValueError(f"Unknown training option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}.")
+    opts = {**DEFAULTS, **options}
+    if opts["epochs"] < 1 or opts["batch_size"] < 1 or not opts["lr"] > 0 or opts["neighbours"] < 1:
+        raise ValueError("epochs, batch_size and neighbours must be >= 1 and lr > 0.")
+    if not 0 < opts["gamma_min"] <= opts["gamma_max"] <= 1:
+        raise ValueError("gamma_min and gamma_max must satisfy 0 < gamma_min <= gamma_max <= 1.")
+    return opts
+
+
+def _model_config(opts: dict[str, Any], dim: int, enc: Any, max_length: int,
+                  catalog_name: str | None) -> SentenceRankConfig:
+    """The model's configuration: sentence vectors of ``dim`` dimensions, the options' head sizes and initial
+    scale / bias, the encoder's name and maximum length."""
+    return SentenceRankConfig(dim=dim, hidden=int(opts["hidden"]), dropout=float(opts["dropout"]),
+                              init_scale=float(opts["init_scale"]), init_bias=float(opts["init_bias"]),
+                              encoder=str(getattr(enc, "name", "custom")), encoder_max_length=max_length,
+                              catalog_name=catalog_name,
+                              description="sentence_rank: a·cos + MLP([u, v, |u-v|, u*v]) on frozen sentence "
+                                          "vectors")
+
+
+@dataclass
+class _Run:
+    """What the epochs read and update: the accelerator, the prepared network (``core``: unwrapped) and optimizer,
+    the configuration, the corpus, the encoder, the corpus captions' vectors (``base``, a tensor on the CPU), the
+    fixed dev pairs and their vector table (on the accelerator's device), the options, the γ range of the WP / RW
+    negatives, the log, the output folder and whether to show progress bars."""
+
+    accelerator: Any
+    net: Any
+    core: Any
+    optimizer: Any
+    config: SentenceRankConfig
+    corpus: RankCorpus
+    enc: Any
+    base: Any
+    dev_plan: Any
+    dev_table: Any
+    opts: dict[str, Any]
+    gamma: tuple[float, float]
+    log: dict[str, Any]
+    out_dir: Path
+    progress_bar: bool | None
+
+    @property
+    def dim(self) -> int:
+        """Dimensions of a sentence vector."""
+        return self.config.dim
+
+
+def _dev_pairs_and_table(run: _Run):
+    """The fixed dev pairs (``dev_seed``) with their neighbours resolved, and the vector table they index: the corpus
+    vectors, then those of the pairs' new captions (WP / RW), on the accelerator's device."""
+    torch, opts = require("torch"), run.opts
+    dev_plan = dev_pairs(run.corpus, opts["dev_seed"], neighbours=opts["neighbours"], gamma=run.gamma)
+    dev_plan = resolve_pairs(run.corpus, run.base, dev_plan, opts["neighbours"], progress_bar=run.progress_bar)
+    dev_table = torch.cat([run.base, torch.from_numpy(_encode_new(run.enc, dev_plan.texts, opts["encode_batch_size"],
+                                                                  run.dim, run.progress_bar))])
+    return dev_plan, dev_table.to(run.accelerator.device)
+
+
+def _resume(last: Path, out_dir: Path, opts: dict[str, Any], net, optimizer) -> dict[str, Any]:
+    """Load checkpoint ``last`` into ``net`` and ``optimizer`` and return its log (planning the ``epochs`` and
+    ``patience`` asked now); a checkpoint of other fixed settings is refused."""
+    torch = require("torch")
+    saved = json.loads((last / STATE_FILE).read_text(encoding="utf-8"))
+    log = saved["log"]
+    clash = {k: (log["options"].get(k), opts[k]) for k in _FIXED if log["options"].get(k) != opts[k]}
+    if clash:
+        raise ValueError(f"{out_dir} holds a run with other settings {clash} (saved, asked); use another folder "
+                         "or resume=False.")
+    log["options"]["epochs"], log["options"]["patience"] = opts["epochs"], opts["patience"]
+    net.load_state_dict({k: torch.from_numpy(v.copy())
+                         for k, v in SentenceRankModel.from_pretrained(last).params.items()})
+    _load_optimizer(optimizer, last, saved["optimizer"], torch)
+    return log
+
+
+def _new_log(run: _Run, corpus_report: dict[str, Any] | None, identity: str) -> dict[str, Any]:
+    """The log of a new run: options, configuration, corpus sizes, dev pairs per negative kind, no epoch yet."""
+    corpus, dev_plan = run.corpus, run.dev_plan
+    return {"options": dict(run.opts), "config": run.config.to_dict(), "corpus": dict(corpus_report or {}),
+            "train_images": len(corpus.train_images), "dev_images": len(corpus.dev_images),
+            "train_captions": corpus.train_rows, "dev_pairs": len(dev_plan.pairs),
+            "dev_pairs_by_kind": {k: sum(p.kind == k for p in dev_plan.pairs) for k in NEGATIVE_KINDS},
+            "encoder_identity": identity, "epochs": [], "best_epoch": None, "best_dev": None}
+
+
+def _run_epoch(run: _Run, epoch: int) -> None:
+    """Train epoch ``epoch`` (from 1) on newly drawn pairs, score the dev pairs, log it with its timings (seconds)
+    and save its checkpoint (main process)."""
+    t0 = time.time()
+    seed = run.opts["seed"] * 1_000_003 + epoch
+    plan, table, t1, t2 = _epoch_pairs_and_table(run, seed)
+    t3 = time.time()
+    require("torch").manual_seed(seed)
+    total, correct, count = _train_batches(run, table, _process_batches(run, plan.pairs),
+                                           desc=f"sentence_rank epoch {epoch}/{run.opts['epochs']}")
+    core = run.core
+    entry: dict[str, Any] = {"epoch": epoch, "train_loss": total / max(1, count),
+                             "train_accuracy": correct / max(1, count), "train_pairs": len(plan.pairs),
+                             "train_pairs_by_kind": {k: sum(p.kind == k for p in plan.pairs)
+                                                     for k in NEGATIVE_KINDS}}
+    entry.update(evaluate_pairs(core, run.dev_table, run.dev_plan.pairs))
+    entry.update({"scale": float(core.scale.detach()[0]), "bias": float(core.bias.detach()[0]),
+                  "seconds_pairs": round(t1 - t0, 1), "seconds_neighbours": round(t2 - t1, 1),
+                  "seconds_encode": round(t3 - t2, 1), "seconds_train": round(time.time() - t3, 1)})
+    record_epoch(run.log, entry, "dev_accuracy")
+    if run.accelerator.is_main_process:
+        _save_checkpoint(run.out_dir, epoch, from_torch(core, run.config), run.optimizer, run.log)
+    run.accelerator.wait_for_everyone()
+
+
+def _epoch_pairs_and_table(run: _Run, seed: int):
+    """``(pairs, vector table, time drawn, time resolved)``: the epoch's pairs drawn with ``seed``, their neighbours
+    resolved, and the table of the corpus vectors and the new captions' (on the accelerator's device); the times
+    are :func:`time.time` seconds."""
+    torch, opts = require("torch"), run.opts
+    plan = epoch_pairs(run.corpus, random.Random(seed), neighbours=opts["neighbours"], gamma=run.gamma)
+    t1 = time.time()
+    plan = resolve_pairs(run.corpus, run.base, plan, opts["neighbours"], progress_bar=run.progress_bar)
+    t2 = time.time()
+    extra = _encode_new(run.enc, plan.texts, opts["encode_batch_size"], run.dim, run.progress_bar)
+    table = torch.cat([run.base, torch.from_numpy(extra)]).to(run.accelerator.device)
+    return plan, table, t1, t2
+
+
+def _process_batches(run: _Run, pairs: Sequence) -> list:
+    """This process's batches of ``batch_size`` pairs: every ``num_processes``-th, the same count in every
+    process."""
+    accelerator, size = run.accelerator, run.opts["batch_size"]
+    batches = [pairs[i:i + size] for i in range(0, len(pairs), size)]
+    per_process = len(batches) // accelerator.num_processes or 1
+    return batches[accelerator.process_index::accelerator.num_processes][:per_process]
+
+
+def _train_batches(run: _Run, table, batches: list, desc: str) -> tuple[float, float, int]:
+    """One optimizer step per batch on the pairs' logistic margin loss; ``(summed loss, pairs ranked right (a tie
+    counts 1/2), pairs)``."""
+    torch, accelerator, net, optimizer = require("torch"), run.accelerator, run.net, run.optimizer
+    net.train()
+    total, correct, count = 0.0, 0.0, 0
+    bar = progress(batches, desc=desc, enabled=run.progress_bar) if accelerator.is_main_process else batches
+    for batch in bar:
+        margins = _pair_margins(net, table, batch, torch, accelerator.device)
+        loss = torch.nn.functional.softplus(-margins).mean()
+        optimizer.zero_grad()
+        accelerator.backward(loss)
+        optimizer.step()
+        total += float(loss.item()) * len(batch)
+        correct += float(((margins > 0).float() + 0.5 * (margins == 0).float()).sum())
+        count += len(batch)
+        if hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{total / count:.4f}", acc=f"{correct / count:.4f}")
+    return total, correct, count
