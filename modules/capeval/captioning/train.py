@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,34 @@ def train_captioner(
     Returns the training log (also written to ``out_dir/training.json``).
     """
     torch, accelerate = require("torch", "accelerate", what="captioner training")
-    from capeval.models.caption_tokenizer import build_caption_tokenizer, encode_captions
-    from capeval.models.captioner import CaptionerConfig, CaptionerForImageCaptioning
+    from capeval.models.caption_tokenizer import encode_captions
 
+    opts = _resolve_options(options)
+    images = _check_splits(features, train, dev, held_out)
+    out_dir = Path(out_dir)
+    accelerator = accelerate.Accelerator(cpu=(not torch.cuda.is_available()) if cpu is None else cpu)
+    last = last_checkpoint(out_dir, resume)
+    torch.manual_seed(opts["seed"])
+    model, tokenizer, state, log, opts = _start_model(last, opts, config, features, train, images)
+    ids = {i: encode_captions(tokenizer, train[i], opts["max_words"]) for i in images}
+    reward = _scst_reward(opts, train, images)
+    steps_per_epoch = math.ceil(len(images) / opts["images_per_batch"] / accelerator.num_processes)
+    optimizer, scheduler = _optimizer_and_schedule(model, opts, steps_per_epoch * opts["epochs"], state)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    run = _Run(accelerator, model, accelerator.unwrap_model(model), optimizer, scheduler, tokenizer, features, ids,
+               reward, images, steps_per_epoch, dev, opts, log, out_dir, progress_bar)
+    for epoch in range(len(log["epochs"]) + 1, opts["epochs"] + 1):
+        if _stale(log, opts["patience"]):
+            break
+        _run_epoch(run, epoch)
+    if accelerator.is_main_process:
+        finish(out_dir, log)
+    return log
+
+
+def _resolve_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """:data:`DEFAULTS` overridden by ``options``, checked: known names, epochs and images_per_batch ≥ 1, lr > 0,
+    objective 'xe' or 'scst' (which needs init_from and scst_samples ≥ 2)."""
     unknown = set(options) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"Unknown training option(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}.")
@@ -80,92 +106,148 @@ def train_captioner(
         raise ValueError(f"objective must be 'xe' or 'scst', got {opts['objective']!r}.")
     if opts["objective"] == "scst" and (opts["init_from"] is None or opts["scst_samples"] < 2):
         raise ValueError("objective='scst' needs init_from (a trained captioner folder) and scst_samples >= 2.")
+    return opts
+
+
+def _check_splits(features: FeatureTable, train: Mapping[str, Sequence[str]], dev, held_out) -> list[str]:
+    """Check that train shares no image with dev or the held-out splits, is not empty and has features for every
+    image; returns the training images, sorted."""
     check_disjoint(train, **({"dev": dev} if dev else {}), **(held_out or {}))
     images = sorted(train)
     if not images:
         raise ValueError("No training images.")
     features.check(images)  # KeyError now, not at the first batch that lacks features
-    out_dir = Path(out_dir)
-    accelerator = accelerate.Accelerator(cpu=(not torch.cuda.is_available()) if cpu is None else cpu)
-    last = last_checkpoint(out_dir, resume)
-    torch.manual_seed(opts["seed"])
+    return images
+
+
+def _start_model(last: Path | None, opts: dict[str, Any], config: dict[str, Any] | None, features: FeatureTable,
+                 train: Mapping[str, Sequence[str]], images: list[str]):
+    """``(model, tokenizer, state, log, opts)`` to train from: the last checkpoint's (``state``: its optimizer and
+    scheduler; the logged options but for ``epochs``), the ``init_from`` captioner, or a new one (``state`` None)."""
+    from capeval.models.caption_tokenizer import build_caption_tokenizer
+    from capeval.models.captioner import CaptionerConfig, CaptionerForImageCaptioning
+
     if last is not None:
         model = CaptionerForImageCaptioning.from_pretrained(last)
         tokenizer = require("transformers").AutoTokenizer.from_pretrained(last)
         state = load_state(last)
         log = state["log"]
         opts = {**DEFAULTS, **log["options"], "epochs": opts["epochs"]}  # options added later keep their defaults
-    elif opts["init_from"] is not None:
+        return model, tokenizer, state, log, opts
+    if opts["init_from"] is not None:
         model = CaptionerForImageCaptioning.from_pretrained(opts["init_from"])
         tokenizer = require("transformers").AutoTokenizer.from_pretrained(opts["init_from"])
         if config:
             raise ValueError("config cannot change the architecture of an init_from model.")
         opts["init_from"] = str(opts["init_from"])
-        state, log = None, {"options": opts, "config": model.config.to_dict(), "feature_settings": features.settings,
-                            "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
-    else:
-        tokenizer = build_caption_tokenizer([c for i in images for c in train[i]], opts["min_count"])
-        cfg = CaptionerConfig(vocab_size=len(tokenizer), feature_dim=features.feature_dim,
-                              feature_kind="pooled" if features.features.dim() == 2 else "grid",
-                              pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                              eos_token_id=tokenizer.eos_token_id, **features.encoder_settings(), **(config or {}))
-        model = CaptionerForImageCaptioning(cfg)
-        state, log = None, {"options": opts, "config": cfg.to_dict(), "feature_settings": features.settings,
-                            "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
-    ids = {i: encode_captions(tokenizer, train[i], opts["max_words"]) for i in images}
-    reward = None
-    if opts["objective"] == "scst":
-        from capeval.captioning.rewards import CiderReward
+        log = {"options": opts, "config": model.config.to_dict(), "feature_settings": features.settings,
+               "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
+        return model, tokenizer, None, log, opts
+    tokenizer = build_caption_tokenizer([c for i in images for c in train[i]], opts["min_count"])
+    cfg = CaptionerConfig(vocab_size=len(tokenizer), feature_dim=features.feature_dim,
+                          feature_kind="pooled" if features.features.dim() == 2 else "grid",
+                          pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                          eos_token_id=tokenizer.eos_token_id, **features.encoder_settings(), **(config or {}))
+    model = CaptionerForImageCaptioning(cfg)
+    log = {"options": opts, "config": cfg.to_dict(), "feature_settings": features.settings,
+           "train_images": len(images), "epochs": [], "best_epoch": None, "best_dev": None}
+    return model, tokenizer, None, log, opts
 
-        reward = CiderReward({i: train[i] for i in images})
-    steps_per_epoch = math.ceil(len(images) / opts["images_per_batch"] / accelerator.num_processes)
-    total = steps_per_epoch * opts["epochs"]
+
+def _scst_reward(opts: dict[str, Any], train: Mapping[str, Sequence[str]], images: list[str]):
+    """With objective 'scst': the CIDEr-D reward against the training captions; else ``None`` (cross-entropy)."""
+    if opts["objective"] != "scst":
+        return None
+    from capeval.captioning.rewards import CiderReward
+
+    return CiderReward({i: train[i] for i in images})
+
+
+def _optimizer_and_schedule(model, opts: dict[str, Any], total_steps: int, state: dict[str, Any] | None):
+    """AdamW and its per-step schedule (linear warm-up over ``warmup_steps``, then cosine down to 5 % of lr at
+    ``total_steps``), restored from a checkpoint's ``state`` if any."""
+    torch = require("torch")
     optimizer = torch.optim.AdamW(model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, opts["warmup_steps"], total))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer,
+                                                  lambda s: _schedule(s, opts["warmup_steps"], total_steps))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-    model, optimizer = accelerator.prepare(model, optimizer)
-    core = accelerator.unwrap_model(model)
-    for epoch in range(len(log["epochs"]) + 1, opts["epochs"] + 1):
-        if _stale(log, opts["patience"]):
-            break
-        torch.manual_seed(opts["seed"] + epoch)
-        order = images[:]
-        random.Random(opts["seed"] + epoch).shuffle(order)
-        n = opts["images_per_batch"]
-        batches = [order[i:i + n] for i in range(0, len(order), n)]
-        batches = batches[accelerator.process_index::accelerator.num_processes][:steps_per_epoch]
-        model.train()
-        total_loss, total_tokens = 0.0, 0
-        bar = progress(batches, desc=f"captioner epoch {epoch}/{opts['epochs']}", enabled=progress_bar,
-                       ) if accelerator.is_main_process else batches
-        for batch in bar:
-            if reward is None:
-                loss, tokens = _step(core, model, features, batch, ids, accelerator)
-            else:
-                loss, tokens = _scst_step(core, model, tokenizer, features, batch, reward, opts, accelerator)
-            optimizer.zero_grad()
-            accelerator.backward(loss)
-            if opts["clip_norm"]:
-                accelerator.clip_grad_norm_(model.parameters(), opts["clip_norm"])
-            optimizer.step()
-            scheduler.step()
-            total_loss, total_tokens = total_loss + float(loss.item()) * tokens, total_tokens + tokens
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{total_loss / total_tokens:.3f}")
-        entry: dict[str, Any] = {"epoch": epoch, "train_loss": total_loss / max(1, total_tokens),
-                                 "lr": scheduler.get_last_lr()[0]}
-        if dev:
-            entry.update(_dev_scores(core, tokenizer, features, dev))
-        record_epoch(log, entry, "dev_cider_d")  # without a dev split: the latest epoch is the best
-        if accelerator.is_main_process:
-            save_checkpoint(out_dir, epoch, core, tokenizer.save_pretrained,
-                            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "log": log})
-        accelerator.wait_for_everyone()
+    return optimizer, scheduler
+
+
+@dataclass
+class _Run:
+    """What the epochs read and update: the accelerator, the prepared model (``core``: unwrapped) and optimizer,
+    the schedule, the tokenizer, the features, the encoded training captions, the SCST reward (``None``:
+    cross-entropy), the training images, the steps per epoch, the dev split, the options, the log, the output folder
+    and whether to show a progress bar."""
+
+    accelerator: Any
+    model: Any
+    core: Any
+    optimizer: Any
+    scheduler: Any
+    tokenizer: Any
+    features: FeatureTable
+    ids: dict
+    reward: Any
+    images: list[str]
+    steps_per_epoch: int
+    dev: Mapping[str, Sequence[str]] | None
+    opts: dict[str, Any]
+    log: dict[str, Any]
+    out_dir: Path
+    progress_bar: bool | None
+
+
+def _run_epoch(run: _Run, epoch: int) -> None:
+    """Train epoch ``epoch`` (from 1), score the dev split, log it and save its checkpoint (main process)."""
+    accelerator, opts = run.accelerator, run.opts
+    torch = require("torch")
+    torch.manual_seed(opts["seed"] + epoch)
+    order = run.images[:]
+    random.Random(opts["seed"] + epoch).shuffle(order)
+    n = opts["images_per_batch"]
+    batches = [order[i:i + n] for i in range(0, len(order), n)]
+    batches = batches[accelerator.process_index::accelerator.num_processes][:run.steps_per_epoch]
+    run.model.train()
+    total_loss, total_tokens = _train_batches(run, batches, desc=f"captioner epoch {epoch}/{opts['epochs']}")
+    entry: dict[str, Any] = {"epoch": epoch, "train_loss": total_loss / max(1, total_tokens),
+                             "lr": run.scheduler.get_last_lr()[0]}
+    if run.dev:
+        entry.update(_dev_scores(run.core, run.tokenizer, run.features, run.dev))
+    record_epoch(run.log, entry, "dev_cider_d")  # without a dev split: the latest epoch is the best
     if accelerator.is_main_process:
-        finish(out_dir, log)
-    return log
+        save_checkpoint(run.out_dir, epoch, run.core, run.tokenizer.save_pretrained,
+                        {"optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
+                         "log": run.log})
+    accelerator.wait_for_everyone()
+
+
+def _train_batches(run: _Run, batches: list[list[str]], desc: str) -> tuple[float, int]:
+    """One optimizer and schedule step per batch of images (cross-entropy or SCST, gradients clipped to
+    ``clip_norm``); ``(summed token loss, tokens)``."""
+    accelerator, model, optimizer, opts = run.accelerator, run.model, run.optimizer, run.opts
+    total_loss, total_tokens = 0.0, 0
+    bar = progress(batches, desc=desc, enabled=run.progress_bar,
+                   ) if accelerator.is_main_process else batches
+    for batch in bar:
+        if run.reward is None:
+            loss, tokens = _step(run.core, model, run.features, batch, run.ids, accelerator)
+        else:
+            loss, tokens = _scst_step(run.core, model, run.tokenizer, run.features, batch, run.reward, opts,
+                                      accelerator)
+        optimizer.zero_grad()
+        accelerator.backward(loss)
+        if opts["clip_norm"]:
+            accelerator.clip_grad_norm_(model.parameters(), opts["clip_norm"])
+        optimizer.step()
+        run.scheduler.step()
+        total_loss, total_tokens = total_loss + float(loss.item()) * tokens, total_tokens + tokens
+        if hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{total_loss / total_tokens:.3f}")
+    return total_loss, total_tokens
 
 
 
