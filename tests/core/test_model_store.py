@@ -137,7 +137,7 @@ def test_build_model_writes_a_checked_repo_folder_that_resolves_from_the_cache(t
     assert "<!-- provenance:begin -->" in card and "critic_plus" in card
     manifest = check_model_folder(built.folder)
     assert manifest["name"] == "critic-flickr8k-plus" and manifest["status"] == MODELS["critic-flickr8k-plus"].status
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
         build_model_folder("critic-flickr8k-plus", built.folder)
     (built.folder / "combiner.json").write_text("{}")
     with pytest.raises(ValueError, match="combiner.json is missing or changed"):

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from capeval.advice import Setting, with_words, words
 from capeval._version import __version__
 from capeval.paths import hub_cards_dir
 
@@ -29,10 +30,9 @@ def cards_directory(cards_dir: str | Path | None = None) -> Path:
     """The folder of card templates (``FileNotFoundError`` naming the fix when absent)."""
     path = Path(cards_dir) if cards_dir is not None else hub_cards_dir("datasets")
     if not path.is_dir():
-        raise FileNotFoundError(
-            f"dataset card templates not found at {path}; pass --cards DIR (the repository's "
-            "hub_cards/datasets folder)."
-        )
+        raise with_words(FileNotFoundError, words(
+            "cards_dir", f"dataset card templates not found at {path}; pass ", Setting(shown="DIR"),
+            " (the repository's hub_cards/datasets folder)."))
     return path
 
 

@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.catalog import entry
 from capeval.hub.model_provenance import BEGIN, END, block
 from capeval.model_store import hub_repo_id, model_dir
@@ -76,7 +77,8 @@ def build_model_folder(name: str, out: str | Path, *, overwrite: bool = False, s
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not overwrite:
-            raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it.")
+            raise with_words(FileExistsError, words("overwrite", f"{out} is not empty; pass ", Setting(True),
+                                                    " to replace it."))
         shutil.rmtree(out)
     card = model_card(model.name, Path(cards) if cards else None)
     files = sorted(p for p in src.rglob("*") if p.is_file() and "__pycache__" not in p.parts

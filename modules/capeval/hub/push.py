@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.hub.cards import split_front_matter
 from capeval.hub_cli import login_command
 
@@ -99,9 +100,8 @@ def _upload(folder, repo_id: str, repo_type: str, *, token, private, revision, c
         raise RuntimeError("HF_HUB_OFFLINE is set: cannot push to the Hub offline. Unset it and retry when online.")
     token = token or get_token()
     if not token:
-        raise RuntimeError(
-            f"no Hugging Face token: run `{login_command()}`, set HF_TOKEN, or pass --token."
-        )
+        raise with_words(RuntimeError, words("token", f"no Hugging Face token: run `{login_command()}`, set HF_TOKEN, "
+                                             "or pass ", Setting(shown="TOKEN"), "."))
     api = HfApi(endpoint=endpoint, token=token)
     target = endpoint or "the Hugging Face Hub"
     extra = {"space_sdk": "gradio"} if repo_type == "space" else {}
