@@ -221,118 +221,178 @@ def _relation_suffix(rel: str) -> str:
 
 
 def extract_tuples(g: DepGraph) -> list[RawTuple]:
-    """Enhance ``g`` in place and return SPICE's proposed tuples for it (see module docstring)."""
+    """Enhance ``g`` in place and return SPICE's proposed tuples for it (see module docstring).
+
+    The tuples come rule by rule, in this order: subject - predicate - object, clausal modifiers, subject -
+    predicate pairs and copulas, adjectives, prepositional modifiers of nouns, possessives, passive agents, numbers
+    on plural nouns, compounds, then the remaining nouns.
+    """
     process_quantificational_modifiers(g)
     resolve_pronouns(g)
-    nodes = g.nodes
-    order = sorted(nodes)
+    s = _Sentence(g)
     out: list[RawTuple] = []
+    for rule in (_subject_predicate_object, _clausal_modifiers, _subject_predicates, _adjectives,
+                 _noun_prepositions, _possessives, _passive_agents, _plural_numbers):
+        out += rule(s)
+    compounds, compound_nouns = _compounds(s)
+    out += compounds
+    out += [(s.lem(word),) for word in s.order if s.noun(word) and word not in compound_nouns]  # remaining nouns
+    return out
 
-    def lem(i: int) -> str:
-        return nodes[i].lemma.strip().lower()
 
-    def noun(i: int) -> bool:
-        return _is_noun(nodes[i].tag)
+class _Sentence:
+    """An enhanced dependency graph as the tuple rules read it: its node ids in token order, each node's children
+    (``(dependent, relation)``), lemmas (stripped, lower-cased) and whether a node is a noun."""
 
-    children = {i: g.children(i) for i in order}
+    def __init__(self, g: DepGraph):
+        self.g, self.nodes = g, g.nodes
+        self.order = sorted(self.nodes)
+        self.children = {i: g.children(i) for i in self.order}
 
-    # subject - predicate - object
-    for pred in order:
-        kids = children[pred]
+    def lem(self, i: int) -> str:
+        return self.nodes[i].lemma.strip().lower()
+
+    def noun(self, i: int) -> bool:
+        return _is_noun(self.nodes[i].tag)
+
+
+def _subject_predicate_object(s: _Sentence) -> list[RawTuple]:
+    """(subject, object, predicate) of each non-copular predicate with a noun subject and noun object(s)."""
+    out: list[RawTuple] = []
+    for pred in s.order:
+        kids = s.children[pred]
         if any(r == "cop" for _, r in kids):
             continue
-        subjects = [d for d, r in kids if r == "nsubj" and noun(d)]
-        objects = [(d, r) for d, r in kids if _OBJ_REL.fullmatch(r) and noun(d)]
-        for s in subjects:
+        subjects = [d for d, r in kids if r == "nsubj" and s.noun(d)]
+        objects = [(d, r) for d, r in kids if _OBJ_REL.fullmatch(r) and s.noun(d)]
+        for subj in subjects:
             for o, r in objects:
-                out.append((lem(s), lem(o), _predicate(g, pred) + _relation_suffix(r)))
-    # clausal modifiers: X -acl-> V(erb) -obj-> O
-    for subj in order:
-        for pred, r in children[subj]:
-            if r != "acl" or not nodes[pred].tag.startswith("V"):
+                out.append((s.lem(subj), s.lem(o), _predicate(s.g, pred) + _relation_suffix(r)))
+    return out
+
+
+def _clausal_modifiers(s: _Sentence) -> list[RawTuple]:
+    """Clausal modifiers: X -acl-> V(erb) -obj-> O gives (X, O, V)."""
+    out: list[RawTuple] = []
+    for subj in s.order:
+        for pred, r in s.children[subj]:
+            if r != "acl" or not s.nodes[pred].tag.startswith("V"):
                 continue
-            for o, orel in children[pred]:
-                if _OBJ_REL.fullmatch(orel) and noun(o):
-                    out.append((lem(subj), lem(o), _predicate(g, pred) + _relation_suffix(orel)))
-    # subject - predicate pairs (no noun object, no copula), then copulas
+            for o, orel in s.children[pred]:
+                if _OBJ_REL.fullmatch(orel) and s.noun(o):
+                    out.append((s.lem(subj), s.lem(o), _predicate(s.g, pred) + _relation_suffix(orel)))
+    return out
+
+
+def _subject_predicates(s: _Sentence) -> list[RawTuple]:
+    """Subject - predicate pairs (no noun object, no copula), then copulas: (subject, predicate, preposition) when
+    the predicate has a case marker, else (subject, predicate) unless the predicate is 'be'."""
+    g, nodes, out = s.g, s.nodes, []
     for copular in (False, True):
-        for pred in order:
-            kids = children[pred]
+        for pred in s.order:
+            kids = s.children[pred]
             has_cop = any(r == "cop" for _, r in kids)
             if has_cop != copular:
                 continue
-            if not copular and any(_OBJ_REL.fullmatch(r) and noun(d) for d, r in kids):
+            if not copular and any(_OBJ_REL.fullmatch(r) and s.noun(d) for d, r in kids):
                 continue
-            for s in (d for d, r in kids if r == "nsubj" and noun(d)):
+            for subj in (d for d, r in kids if r == "nsubj" and s.noun(d)):
                 case = g.child(pred, "case")
                 if case is not None:
                     prep = nodes[case].word
                     for extra, _ in g.children(case, "mwe"):
                         prep += " " + nodes[extra].word
-                    out.append((lem(s), lem(pred), prep))
-                elif lem(pred) != "be":
-                    out.append((lem(s), lem(pred)))
-    # adjectival modifiers and adjectival predicates
-    for obj in order:
-        for adj, r in children[obj]:
+                    out.append((s.lem(subj), s.lem(pred), prep))
+                elif s.lem(pred) != "be":
+                    out.append((s.lem(subj), s.lem(pred)))
+    return out
+
+
+def _adjectives(s: _Sentence) -> list[RawTuple]:
+    """Adjectival modifiers (noun, adjective), then adjectival predicates (subject, adjective)."""
+    out: list[RawTuple] = []
+    for obj in s.order:
+        for adj, r in s.children[obj]:
             if r == "amod":
-                out.append((lem(obj), lem(adj)))
-    for adj in order:
-        if not nodes[adj].tag.startswith("J"):
+                out.append((s.lem(obj), s.lem(adj)))
+    for adj in s.order:
+        if not s.nodes[adj].tag.startswith("J"):
             continue
-        for obj, r in children[adj]:
+        for obj, r in s.children[adj]:
             if r == "nsubj":
-                out.append((lem(obj), lem(adj)))
-    # prepositional modifiers of nouns
-    for gov in order:
-        if not noun(gov):
+                out.append((s.lem(obj), s.lem(adj)))
+    return out
+
+
+def _noun_prepositions(s: _Sentence) -> list[RawTuple]:
+    """Prepositional modifiers of nouns: (noun, modifier, preposition), possessives and agents aside."""
+    out: list[RawTuple] = []
+    for gov in s.order:
+        if not s.noun(gov):
             continue
-        for mod, r in children[gov]:
+        for mod, r in s.children[gov]:
             if r.startswith("nmod:"):
                 predicate = r.replace("nmod:", "").replace("_", " ")
                 if predicate in ("poss", "agent"):
                     continue
-                out.append((lem(gov), lem(mod), predicate))
-    # possessives
-    for gov in order:
-        if not noun(gov):
+                out.append((s.lem(gov), s.lem(mod), predicate))
+    return out
+
+
+def _possessives(s: _Sentence) -> list[RawTuple]:
+    """Possessives: (owner, owned, 'have')."""
+    out: list[RawTuple] = []
+    for gov in s.order:
+        if not s.noun(gov):
             continue
-        for mod, r in children[gov]:
-            if r == "nmod:poss" and noun(mod):
-                out.append((lem(mod), lem(gov), "have"))
-    # passive agents
-    for pred in order:
-        if not nodes[pred].tag.startswith("V"):
+        for mod, r in s.children[gov]:
+            if r == "nmod:poss" and s.noun(mod):
+                out.append((s.lem(mod), s.lem(gov), "have"))
+    return out
+
+
+def _passive_agents(s: _Sentence) -> list[RawTuple]:
+    """Passive agents: (agent, patient, verb) of each verb with a noun agent and a noun passive subject."""
+    out: list[RawTuple] = []
+    for pred in s.order:
+        if not s.nodes[pred].tag.startswith("V"):
             continue
-        kids = children[pred]
-        agents = [d for d, r in kids if r == "nmod:agent" and noun(d)]
-        patients = [d for d, r in kids if r == "nsubjpass" and noun(d)]
-        for s in agents:
+        kids = s.children[pred]
+        agents = [d for d, r in kids if r == "nmod:agent" and s.noun(d)]
+        patients = [d for d, r in kids if r == "nsubjpass" and s.noun(d)]
+        for agent in agents:
             for o in patients:
-                out.append((lem(s), lem(o), _predicate(g, pred)))
-    # numbers on plural nouns (the three plural patterns between them cover every plural noun but a
-    # case-less nmod object of a predicate with a plural subject, which does not occur in practice)
-    for word in order:
-        if _PLURAL.fullmatch(nodes[word].tag):
+                out.append((s.lem(agent), s.lem(o), _predicate(s.g, pred)))
+    return out
+
+
+def _plural_numbers(s: _Sentence) -> list[RawTuple]:
+    """Numbers on plural nouns: (noun, number) of a number before it, else (noun, quantifier) of its qmod."""
+    # the three plural patterns between them cover every plural noun but a case-less nmod object of a predicate
+    # with a plural subject, which does not occur in practice
+    g, out = s.g, []
+    for word in s.order:
+        if _PLURAL.fullmatch(s.nodes[word].tag):
             nummod = g.child(word, "nummod")
             if nummod is not None:
                 if nummod < word:
-                    out.append((lem(word), lem(nummod)))
+                    out.append((s.lem(word), s.lem(nummod)))
             else:
                 qmod = g.child(word, QMOD)
                 if qmod is not None:
-                    out.append((lem(word), lem(qmod)))
-    # compounds
-    compound_nouns: set[int] = set()
-    for tail in order:
-        if not noun(tail):
-            continue
-        for head, r in children[tail]:
-            if r == "compound" and noun(head):
-                compound_nouns.update((tail, head))
-                out.append((lem(tail), lem(head)))
-    # remaining nouns
-    for word in order:
-        if noun(word) and word not in compound_nouns:
-            out.append((lem(word),))
+                    out.append((s.lem(word), s.lem(qmod)))
     return out
+
+
+def _compounds(s: _Sentence) -> tuple[list[RawTuple], set[int]]:
+    """Noun compounds (tail, head), and the node ids of the nouns in them."""
+    out: list[RawTuple] = []
+    compound_nouns: set[int] = set()
+    for tail in s.order:
+        if not s.noun(tail):
+            continue
+        for head, r in s.children[tail]:
+            if r == "compound" and s.noun(head):
+                compound_nouns.update((tail, head))
+                out.append((s.lem(tail), s.lem(head)))
+    return out, compound_nouns
