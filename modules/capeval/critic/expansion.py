@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from capeval.advice import Setting, with_words, words
 from capeval.critic.vocab import EOS, UNK, CriticVocab, critic_tokens
 
 OOV_MODES = ("unk", "glove-map")
@@ -53,7 +54,8 @@ class VocabularyExpansion:
         self.vocab, self.vectors = vocab, vectors
         fitted = [(i, vectors.index[w]) for i, w in enumerate(vocab.words) if i > EOS and w in vectors.index]
         if not fitted:  # (the ridge makes the map defined for any other number of words)
-            raise ValueError("no vocabulary word has a GloVe vector: the map cannot be fitted; use critic_oov='unk'.")
+            raise with_words(ValueError, words("critic_oov", "no vocabulary word has a GloVe vector: the map cannot be "
+                                               "fitted; use ", Setting("unk"), "."))
         glove = np.asarray(vectors.vectors[np.asarray([r for _, r in fitted])], dtype=np.float64)
         trained = np.asarray(embeddings, dtype=np.float64)[[i for i, _ in fitted]]
         self.map = fit_map(glove, trained)

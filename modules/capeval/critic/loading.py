@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import Setting, with_words, words
 from capeval.catalog import DEFAULTS
 from capeval.critic.vocab import CriticVocab
 
@@ -76,8 +77,9 @@ def load_critic(path: str | os.PathLike | None = None, context: str = "image+ref
 
     folder = critic_folder(path, context)
     if (folder / "ensemble.json").is_file() or (folder / "combiner.json").is_file():
-        raise FileNotFoundError(f"{folder} is a critic stack (ensemble.json / combiner.json), not one critic: score it with the "
-                                "critic metrics (critic_model=FOLDER) or capeval.critic.stack.stack_scores.")
+        raise with_words(FileNotFoundError, words(
+            "critic_model", f"{folder} is a critic stack (ensemble.json / combiner.json), not one critic: score it "
+            "with the critic metrics (", Setting(shown="FOLDER"), ") or capeval.critic.stack.stack_scores."))
     if not (folder / "config.json").is_file() or not (folder / "vocab.json").is_file():
         raise FileNotFoundError(f"{folder} holds no critic (config.json and vocab.json); train one with "
                                 "`capeval critic train` or omit the path for the shipped critic.")

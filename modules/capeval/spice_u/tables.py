@@ -6,6 +6,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval.spice_u.uniqueness import UniquenessTable
 
 SHIPPED = {"coco-train2014": "coco_train2014.tsv.gz"}
@@ -21,10 +22,10 @@ def load_table(name_or_path: str) -> UniquenessTable:
     if name_or_path in SHIPPED:
         path = shipped_path(name_or_path)
         if not path.is_file():
-            raise FileNotFoundError(
-                f"the shipped SPICE-U table {path} is missing from this installation; rebuild it with "
-                "`capeval spice_u build-uniqueness --corpus coco-train2014 --out FILE` and pass spice_u_table=FILE."
-            )
+            raise with_words(FileNotFoundError, words(
+                "spice_u_table", f"the shipped SPICE-U table {path} is missing from this installation; rebuild it "
+                "with `capeval spice_u build-uniqueness --corpus coco-train2014 --out FILE` and pass ",
+                Setting(shown="FILE"), "."))
         return UniquenessTable.load(path)
     path = Path(name_or_path).expanduser()
     if not path.is_file():
