@@ -95,6 +95,10 @@ class CaptionMetric(ABC):
     #: ``judge_models``: for a multimodal-LLM judge, the Hugging Face Hub repositories its default model is built from
     #: (the model, then any adapter); ``()`` for a metric that is no such judge.
     judge_models: ClassVar[tuple[str, ...]] = ()
+    #: ``trained_on_nothing``: a rule-based metric (BLEU, CIDEr-D, SPICE ...: nothing of it was fitted to data), so
+    #: no benchmark can be in its training data; a metric reading a trained model leaves it ``False`` and names the
+    #: model in the catalog (:mod:`capeval.catalog`), whose training data decide contamination.
+    trained_on_nothing: ClassVar[bool] = False
 
     @classmethod
     def weights_hint(cls) -> str | None:

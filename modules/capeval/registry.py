@@ -53,6 +53,7 @@ _SPECS = (
     MetricSpec("fleur", "capeval.judges.metric", "Fleur", ("fleur",)),
     MetricSpec("ref_fleur", "capeval.judges.metric", "RefFleur", ("ref_fleur",)),
     MetricSpec("expert", "capeval.judges.metric", "Expert", ("expert",)),
+    MetricSpec("caption_length", "capeval.length.metric", "CaptionLength", ("caption_length",)),
 )
 
 class _Registry(MutableMapping):

@@ -22,10 +22,21 @@ from typing import Any
 from capeval.benchmarks.blend import is_blend, parse_blend
 from capeval.catalog import DEFAULTS, MODEL_OPTIONS, MODELS, canonical, training_sources
 from capeval.provenance import SOURCES, UNDISCLOSED, benchmark_data, overlaps
-from capeval.registry import resolve
+from capeval.registry import metric_class, resolve
 
 #: Metric families with nothing trained (document frequencies and uniqueness tables are corpus statistics).
-RULE_BASED = frozenset({"bleu", "meteor", "rouge_l", "cider_d", "spice", "spice_u", "spider"})
+def rule_based() -> frozenset[str]:
+    """The registered metrics trained on nothing (:attr:`capeval.metric.CaptionMetric.trained_on_nothing`: BLEU,
+    METEOR, ROUGE-L, CIDEr-D, SPICE, SPICE-U, SPIDEr, caption length; a plug-in that says so too)."""
+    from capeval.registry import REGISTRY
+
+    return frozenset(name for name in REGISTRY if getattr(metric_class(name), "trained_on_nothing", False))
+
+
+def __getattr__(name: str):
+    if name == "RULE_BASED":  # the set as a constant, as it was (read from the classes when asked)
+        return rule_based()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 #: ``evaluate`` modules with nothing trained (``evaluate:<module>`` specs).
 RULE_BASED_EVALUATE = frozenset({"bleu", "sacrebleu", "google_bleu", "rouge", "meteor", "chrf", "ter", "wer", "cer",
                                  "exact_match"})
@@ -82,7 +93,7 @@ def metric_models(key: str, options: dict[str, Any] | None = None) -> list[str] 
         module = key.split(":", 1)[1].split("@")[0].rstrip("/").split("/")[-1].lower()
         return [] if module in RULE_BASED_EVALUATE else None
     metric = next(iter(resolve([key])))
-    if metric in RULE_BASED:
+    if getattr(metric_class(metric), "trained_on_nothing", False):
         return []
     if metric not in MODEL_OPTIONS:
         return None
@@ -125,4 +136,4 @@ def mark_contamination(result, subset: str | None = None, options: dict[str, Any
             sub["contamination"] = contamination(key, result.benchmark, name, options)
 
 
-__all__ = ["RULE_BASED", "contamination", "mark_contamination", "metric_models"]
+__all__ = ["RULE_BASED", "contamination", "mark_contamination", "metric_models", "rule_based"]

@@ -57,6 +57,7 @@ from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.benchmarks.blend import is_blend
 from capeval.benchmarks.contamination import mark_contamination
+from capeval.benchmarks.length_control import LENGTH_KEY, correlation_controlled, pairwise_controlled
 from capeval.registry import judged_benchmarks, metric_class, resolve
 
 #: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
@@ -265,6 +266,9 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
         result.notes += [note] if note else []
         human, metric, _ = _scored_rows(bench, item_scores.values, scored_items(key, item_scores.values))
         result.plot_data[key] = {"kind": "scatter", "human": human, "metric": metric}
+        if LENGTH_KEY in scores and key != LENGTH_KEY:
+            _, length, _ = _scored_rows(bench, scores[LENGTH_KEY].values, scored_items(key, item_scores.values))
+            entry["length_controlled"] = correlation_controlled(human, metric, length, bench.statistic)
     _notes_of_comparisons(result, len(result.comparisons) - len(compare), len(bench), "items")
     if name == "composite" and "subset" not in settings:
         for subset in COMPOSITE_SUBSETS:
@@ -342,6 +346,10 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
                     result.notes.append(f"{key} (seed {seed}): {int(unscored.sum())} of {len(a)} pairs have a caption "
                                         f"without a score (the judge gave no usable number; {counts}); each counts "
                                         "as the metric's tie (½ point)")
+            if seed == seeds[0] and LENGTH_KEY in scores and key != LENGTH_KEY:
+                lengths = scores[LENGTH_KEY].values
+                result.results.setdefault(key, {})["length_controlled"] = pairwise_controlled(
+                    a, b, [r.preferred for r in bench.records], lengths[0::2], lengths[1::2], seed)
             ev = bench.evaluate(a, b, bootstrap=bootstrap, seed=seed)
             credit, categories = _pair_credit(bench, a, b, seed)  # the same pairs and categories for every seed
             credit_sum[key] = credit_sum[key] + credit if key in credit_sum else credit
@@ -459,6 +467,10 @@ def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult, compare=()
                                 "left out)")
         entry["signature"] = s_with[key].signature
         entry["headline"] = _thumb_headline(with_h, values, bootstrap, seed, key)
+        if LENGTH_KEY in s_with and key != LENGTH_KEY:
+            human = np.array([r.extra["total"] for r in with_h.records])[scored]
+            entry["length_controlled"] = correlation_controlled(human, values[scored],
+                                                                s_with[LENGTH_KEY].values[scored], "pearson")
         result.results[key] = entry
         result.plot_data[key] = {"kind": "scatter",
                                  "human": np.array([r.extra["total"] for r in with_h.records])[scored],
@@ -565,6 +577,7 @@ def run_benchmark(
     show_progress: bool | None = None,
     compare: Sequence[str | Sequence[str]] = (),
     scores: str | None = None,
+    length_baseline: bool = True,
 ) -> BenchResult:
     """Score ``benchmark`` with ``metrics`` and compare with its human judgments.
 
@@ -587,6 +600,8 @@ def run_benchmark(
             :attr:`BenchResult.comparisons`; needs ``bootstrap`` > 0 (``ValueError`` for 0).
         scores: Nebula only: ``original`` (default, the files' human scores) or ``corrected`` (Pearl's corrections
             of the test split, :mod:`capeval.benchmarks.nebula`); recorded in ``settings["scores"]``.
+        length_baseline: also score ``caption_length`` (words per caption) and give every metric's entry its
+            agreement with length held fixed (``length_controlled``; :mod:`capeval.benchmarks.length_control`).
     """
     name = canonical_name(benchmark, BENCH_NAMES)
     if name not in BENCH_NAMES:
@@ -607,6 +622,8 @@ def run_benchmark(
     if refs is not None and name not in ("pascal50s", "abstract50s"):
         raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
     pairs, metrics = plan_comparisons(compare, metrics)
+    if length_baseline and LENGTH_KEY not in metrics:
+        metrics = [*metrics, LENGTH_KEY]
     if bootstrap is None:
         bootstrap = COMPARE_RESAMPLES if pairs else 0
     if int(bootstrap) != bootstrap or bootstrap < 0:
@@ -637,5 +654,8 @@ def run_benchmark(
     finally:
         if cache:
             cache.close()
+    if length_baseline:
+        result.settings["length_baseline"] = LENGTH_KEY
+        result.results.get(LENGTH_KEY, {})["baseline"] = True
     mark_contamination(result, subset, metric_options)
     return result

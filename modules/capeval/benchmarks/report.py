@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.benchmarks.harness import CORRELATIONS, BenchResult
+from capeval.benchmarks.length_control import note as length_note
 from capeval.render import fit_text, markdown_table, text_table
 from capeval.signature import merged_signature_lines
 from capeval.published import published
@@ -60,22 +61,23 @@ def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[li
         cats = PAIR_CATEGORIES[result.benchmark]
         rows = []
         for metric, r in result.results.items():
-            rows.append([metric, "capeval", *(r.get(c) for c in cats), *_headline_cells(result, r)])
+            rows.append([metric, "capeval", *(r.get(c) for c in cats), _length_cell(r), *_headline_cells(result, r)])
             for e in entries:
                 v = e["values"].get(_pub_key(metric))
                 if isinstance(v, dict):
                     rows.append(["", f"{e['source']} {e['where']} ({e['protocol']})", *(v.get(c) for c in cats),
-                                 *_headline_cells(result, None)])
-        return [(f"{result.benchmark}: pairwise accuracy (%)", ["metric", "source", *cats, *_headline_header(result)],
-                 rows)]
+                                 None, *_headline_cells(result, None)])
+        return [(f"{result.benchmark}: pairwise accuracy (%)",
+                 ["metric", "source", *cats, LENGTH_HEADER, *_headline_header(result)], rows)]
     corr = [e for e in entries if e["statistic"] in STAT_TO_KEY]
     keys, labels = _correlation_columns(result)
-    headers = ["metric", *labels] + [f"{e['source']} {e['statistic']}" for e in corr] + _headline_header(result)
+    headers = (["metric", *labels] + [f"{e['source']} {e['statistic']}" for e in corr] + [LENGTH_HEADER]
+               + _headline_header(result))
     rows = []
     for metric, r in result.results.items():
         pubs = [e["values"].get(_pub_key(metric)) for e in corr]
         pubs = [None if v is None else v / e["scale"] for v, e in zip(pubs, corr)]
-        rows.append([metric, *(r[k] for k in keys), *pubs, *_headline_cells(result, r)])
+        rows.append([metric, *(r[k] for k in keys), *pubs, _length_cell(r), *_headline_cells(result, r)])
     out = [(f"{_name(result)}: correlation with human judgments", headers, rows)]
     if any("subsets" in r for r in result.results.values()):
         sub_rows = [[m, s, *(v[k] for k in keys), *_headline_cells(result, v)]
@@ -83,6 +85,16 @@ def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[li
         out.append((f"{result.benchmark}: per subset (each scored on its own)",
                     ["metric", "subset", *labels, *_headline_header(result)], sub_rows))
     return out
+
+
+#: The column of each metric's agreement with caption length held fixed (:mod:`capeval.benchmarks.length_control`).
+LENGTH_HEADER = "length-controlled"
+
+
+def _length_cell(entry: dict) -> float | None:
+    """The ``length_controlled`` value of a metric's entry (``None``: the baseline itself, or not computed)."""
+    controlled = entry.get("length_controlled") if isinstance(entry, dict) else None
+    return controlled.get("value") if controlled else None
 
 
 def _has_intervals(result: BenchResult) -> bool:
@@ -176,13 +188,14 @@ def _thumb_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[A
     for metric, r in result.results.items():
         rows4.append([metric, "capeval", *(r["without_human"][k] for k in ("P", "R", "total")),
                       *(r["with_human"][k] for k in ("P", "R", "total")),
-                      r["with_human_no_leaked"]["total"], *_headline_cells(result, r)])
+                      r["with_human_no_leaked"]["total"], _length_cell(r), *_headline_cells(result, r)])
         pw, pwo = t4["with_human"]["values"].get(metric), t4["without_human"]["values"].get(metric)
         if pw or pwo:
             rows4.append(["", "Kasai et al. 2022, Table 4", *((pwo or {}).get(k) for k in ("P", "R", "total")),
-                          *((pw or {}).get(k) for k in ("P", "R", "total")), None, *_headline_cells(result, None)])
+                          *((pw or {}).get(k) for k in ("P", "R", "total")), None, None,
+                          *_headline_cells(result, None)])
     h4 = ["metric", "source", "w/o Human P", "R", "total", "w/ Human P", "R", "total", "w/ Human, 39 leaked removed",
-          *_headline_header(result)]
+          LENGTH_HEADER, *_headline_header(result)]
     t2 = next(e for e in published("thumb", statistic="corpus_score") if e["source"] == "kasai2022")
     rows2 = []
     for metric, r in result.results.items():
@@ -270,6 +283,10 @@ def render(result: BenchResult, fmt: str = "text") -> str:
     else:
         parts += [f"signature: {s}" for s in sigs if s]
     parts += [f"note: {n}" for n in result.notes]
+    if any(_length_cell(r) is not None for r in result.results.values()):
+        kind = ("thumb" if result.benchmark == "thumb" else
+                "pairwise" if result.benchmark in PAIR_CATEGORIES else "correlation")
+        parts.append(f"note: {length_note(kind)}")
     text = "\n".join(parts)
     return fit_text(text) if fmt == "text" else text
 

@@ -85,6 +85,35 @@ def correlation(human: Sequence[float], metric: Sequence[float], statistic: str)
     raise ValueError(f"unknown correlation {statistic!r}; choose kendall_b, kendall_c, pearson or spearman.")
 
 
+#: The correlation a partial correlation is built from, per benchmark statistic: Kendall's partial τ is defined
+#: from τ-b (τ-c is not a correlation of the two rankings' pairs alone), the others from themselves.
+PARTIAL_OF = {"kendall_b": "kendall_b", "kendall_c": "kendall_b", "pearson": "pearson", "spearman": "spearman"}
+
+
+def partial_correlation(human: Sequence[float], metric: Sequence[float], control: Sequence[float],
+                        statistic: str) -> float | None:
+    """The correlation of ``human`` and ``metric`` with ``control`` (e.g. caption length) held fixed, in [-1, 1]:
+    ``(r_hm − r_hc r_mc) / sqrt((1 − r_hc²)(1 − r_mc²))`` with ``r`` the correlation :data:`PARTIAL_OF` names for
+    ``statistic`` (Kendall's partial τ-b for ``kendall_b`` / ``kendall_c``, Fisher's partial Pearson, partial
+    Spearman). ``None`` when either variable is a function of ``control`` (``|r| = 1``: nothing is left to
+    correlate)."""
+    base = PARTIAL_OF.get(statistic)
+    if base is None:
+        raise ValueError(f"unknown correlation {statistic!r}; choose one of {', '.join(PARTIAL_OF)}.")
+    r_hm, r_hc, r_mc = (correlation(x, y, base) for x, y in ((human, metric), (human, control), (metric, control)))
+    denominator = (1.0 - r_hc ** 2) * (1.0 - r_mc ** 2)
+    if denominator <= 1e-12:
+        return None
+    return float(max(-1.0, min(1.0, (r_hm - r_hc * r_mc) / np.sqrt(denominator))))
+
+
+def length_matched(length_a: Sequence[float], length_b: Sequence[float], tolerance: float = 1.0) -> np.ndarray:
+    """A mask of the pairs whose two captions' lengths differ by at most ``tolerance`` (words): the pairs on which
+    a metric cannot be right by preferring the longer caption."""
+    a, b = np.asarray(length_a, dtype=float), np.asarray(length_b, dtype=float)
+    return np.abs(a - b) <= tolerance
+
+
 # -- pairwise accuracy --------------------------------------------------------------------------
 def pairwise_credit(
     scores_a: Sequence[float],

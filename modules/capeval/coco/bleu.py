@@ -122,6 +122,7 @@ class Bleu(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "bleu"
+    trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     options: ClassVar[dict] = {}
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

@@ -125,6 +125,7 @@ class CiderD(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "cider_d"
+    trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     document_frequency_option: ClassVar[str | None] = "cider_df"
     options: ClassVar[dict] = {"cider_df": CIDER_DF_OPTION}
 

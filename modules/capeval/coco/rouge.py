@@ -98,6 +98,7 @@ class RougeL(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "rouge_l"
+    trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     options: ClassVar[dict] = {}
 
     def compute(self, batch: CaptionBatch) -> MetricOutput:

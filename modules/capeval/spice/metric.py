@@ -76,6 +76,7 @@ class Spice(CaptionMetric):
     """
 
     name = "spice"
+    trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
     options: ClassVar[dict[str, Any]] = dict(SPICE_OPTIONS)

@@ -47,6 +47,7 @@ class SpiceU(CaptionMetric):
     """
 
     name = "spice_u"
+    trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     whole_set_only: ClassVar[str | None] = "SPICE-U's uniqueness counts concepts over the whole set of captions at once"
     uses_tokens: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True

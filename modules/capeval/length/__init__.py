@@ -1,0 +1,1 @@
+"""Caption length: the baseline a caption metric must beat where longer captions are judged better."""
