@@ -23,7 +23,6 @@ ALLOWED: dict[str, str] = {
     "cli/cmd_score.py::run": "being split",
     "dataset_scoring/run.py::score_dataset": "being split",
     "dataset_scoring/run.py::_score_chunks": "being split",
-    "benchmarks/harness.py::run_benchmark": "being split",
 }
 
 

@@ -563,6 +563,41 @@ def plan_comparisons(compare: Sequence[str | Sequence[str]], metrics: Sequence[s
     return pairs, metrics
 
 
+def _check_settings(name: str, metrics: Sequence[str], protocol: str | None, subset: str | None,
+                    scores: str | None, refs: str | int | None) -> None:
+    """``ValueError`` naming the setting that does not apply to benchmark ``name`` (or no metrics at all)."""
+    if name not in BENCH_NAMES:
+        raise ValueError(f"{name} has no human judgments; benchmark one of {', '.join(BENCH_NAMES)}.")
+    if not metrics:
+        raise ValueError("no metrics given (e.g. --metrics bleu_4,cider_d)")
+    if protocol is not None and not name.startswith("flickr8k"):
+        raise ValueError(f"--protocol applies to Flickr8k benchmarks only, not {name}.")
+    if subset is not None and (name != "composite" or subset not in COMPOSITE_SUBSETS):
+        raise ValueError(f"--subset applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
+                         f"for {name}.")
+    if scores is not None and name != "nebula":
+        raise ValueError(f"--scores applies to nebula only, not {name}.")
+    if scores is not None:
+        from capeval.benchmarks.nebula import check_scores
+
+        check_scores(scores)
+    if refs is not None and name not in ("pascal50s", "abstract50s"):
+        raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
+
+
+def _resamples(bootstrap: int | None, comparing: bool) -> int:
+    """The number of bootstrap resamples: ``bootstrap``, or (``None``) :data:`COMPARE_RESAMPLES` with comparisons and
+    0 without; ``ValueError`` for a negative or fractional count, or comparisons with 0."""
+    if bootstrap is None:
+        bootstrap = COMPARE_RESAMPLES if comparing else 0
+    if int(bootstrap) != bootstrap or bootstrap < 0:
+        raise ValueError(f"--bootstrap must be a whole number of resamples >= 0, got {bootstrap!r}.")
+    if comparing and not bootstrap:
+        raise ValueError("--compare needs bootstrap resamples, but --bootstrap is 0; leave --bootstrap out "
+                         f"(--compare then uses {COMPARE_RESAMPLES}) or give --bootstrap N with N > 0.")
+    return int(bootstrap)
+
+
 def run_benchmark(
     benchmark: str,
     metrics: Sequence[str],
@@ -604,33 +639,11 @@ def run_benchmark(
             agreement with length held fixed (``length_controlled``; :mod:`capeval.benchmarks.length_control`).
     """
     name = canonical_name(benchmark, BENCH_NAMES)
-    if name not in BENCH_NAMES:
-        raise ValueError(f"{name} has no human judgments; benchmark one of {', '.join(BENCH_NAMES)}.")
-    if not metrics:
-        raise ValueError("no metrics given (e.g. --metrics bleu_4,cider_d)")
-    if protocol is not None and not name.startswith("flickr8k"):
-        raise ValueError(f"--protocol applies to Flickr8k benchmarks only, not {name}.")
-    if subset is not None and (name != "composite" or subset not in COMPOSITE_SUBSETS):
-        raise ValueError(f"--subset applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
-                         f"for {name}.")
-    if scores is not None and name != "nebula":
-        raise ValueError(f"--scores applies to nebula only, not {name}.")
-    if scores is not None:
-        from capeval.benchmarks.nebula import check_scores
-
-        check_scores(scores)
-    if refs is not None and name not in ("pascal50s", "abstract50s"):
-        raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
+    _check_settings(name, metrics, protocol, subset, scores, refs)
     pairs, metrics = plan_comparisons(compare, metrics)
     if length_baseline and LENGTH_KEY not in metrics:
         metrics = [*metrics, LENGTH_KEY]
-    if bootstrap is None:
-        bootstrap = COMPARE_RESAMPLES if pairs else 0
-    if int(bootstrap) != bootstrap or bootstrap < 0:
-        raise ValueError(f"--bootstrap must be a whole number of resamples >= 0, got {bootstrap!r}.")
-    if pairs and not bootstrap:
-        raise ValueError("--compare needs bootstrap resamples, but --bootstrap is 0; leave --bootstrap out "
-                         f"(--compare then uses {COMPARE_RESAMPLES}) or give --bootstrap N with N > 0.")
+    bootstrap = _resamples(bootstrap, bool(pairs))
     seeds = list(seeds) or [0]
     cache = ScoreCache() if use_cache else None
     scorer = _Scorer(metrics, cache, dict(metric_options or {}), show_progress)
