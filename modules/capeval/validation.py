@@ -68,6 +68,21 @@ class OptionError(ValueError):
         return str(self) if self._cli is None else self._cli
 
 
+class ImageInputError(ValueError):
+    """An image input that cannot be used, with what it is as data: ``index`` (its position in ``images``), ``path``
+    (its file, or ``None``) and ``problem`` (what is wrong, the words after the item's name: ``" is not a readable
+    image (...)"``), so that a caller names the item in its own words (:meth:`named`: score-dataset's row and column,
+    a Space's "Image 2 (cat.png)") without reading the message back."""
+
+    def __init__(self, index: int, path: str | os.PathLike | None, problem: str) -> None:
+        self.index, self.path, self.problem = index, None if path is None else os.fspath(path), problem
+        super().__init__(self.named(f"images[{index}]" + (f" ({self.path})" if self.path is not None else "")))
+
+    def named(self, item: str) -> str:
+        """The message with the item called ``item``."""
+        return f"{item}{self.problem}"
+
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -208,12 +223,30 @@ def _shape(value: Any) -> str:
     return f" of shape {tuple(shape)}" if shape is not None else ""
 
 
-def _check_path(value: Any, where: str) -> None:
+def _path_problem(value: Any) -> str | None:
     path = os.fspath(value)
     if isinstance(path, bytes):
         path = path.decode(errors="replace")
-    if not path.strip():
-        raise ValueError(f"{where} is an empty path; give the image file's path.")
+    return None if path.strip() else " is an empty path; give the image file's path."
+
+
+def image_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as an image entry, in the words after the entry's name (``" is an empty path;
+    ..."``), or ``None`` when it is one of :data:`IMAGE_KINDS` (see :func:`check_image`)."""
+    if isinstance(value, (str, os.PathLike)):
+        return _path_problem(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return None if len(value) else " is empty bytes; give the encoded image file's bytes."
+    if isinstance(value, dict):
+        for key in ("bytes", "path"):
+            if value.get(key) is not None:
+                inner = image_problem(value[key])
+                return None if inner is None else f"[{key!r}]{inner}"
+        return (f" is a dict without 'bytes' or 'path' ({_describe(value)}); a datasets.Image value has at least one "
+                "of them.")
+    if not _is_in_memory_image(value):
+        return f" is a {type(value).__name__} ({_describe(value)}), not an image; pass {IMAGE_KINDS}."
+    return None
 
 
 def check_image(value: Any, where: str) -> None:
@@ -222,22 +255,9 @@ def check_image(value: Any, where: str) -> None:
     The type only, cheaply: whether a file exists and decodes, and an array's shape and dtype, are checked
     when a metric reads the entry (:func:`capeval.models.images.read_item`, the same accepted kinds).
     """
-    if isinstance(value, (str, os.PathLike)):
-        _check_path(value, where)
-    elif isinstance(value, (bytes, bytearray, memoryview)):
-        if not len(value):
-            raise ValueError(f"{where} is empty bytes; give the encoded image file's bytes.")
-    elif isinstance(value, dict):
-        if value.get("bytes") is not None:
-            check_image(value["bytes"], f"{where}['bytes']")
-        elif value.get("path") is not None:
-            check_image(value["path"], f"{where}['path']")
-        else:
-            raise ValueError(f"{where} is a dict without 'bytes' or 'path' ({_describe(value)}); a datasets.Image "
-                             "value has at least one of them.")
-    elif not _is_in_memory_image(value):
-        raise ValueError(f"{where} is a {type(value).__name__} ({_describe(value)}), not an image; pass "
-                         f"{IMAGE_KINDS}.")
+    problem = image_problem(value)
+    if problem is not None:
+        raise ValueError(f"{where}{problem}")
 
 
 def check_images(
@@ -274,13 +294,14 @@ def check_images(
     if len(images) != n_predictions:
         raise ValueError(f"Length mismatch: {n_predictions} predictions but {len(images)} images; give exactly one "
                          "image per prediction, in prediction order.")
-    for i, value in enumerate(images):
-        where = f"images[{i}]"
+    for i, value in enumerate(images):  # ImageInputError: the entry's index as data
         if _is_missing(value):
             if needing:
-                raise ValueError(f"{where} is {value}; {names} {verb} an image for every prediction.")
+                raise ImageInputError(i, None, f" is {value}; {names} {verb} an image for every prediction.")
             continue
-        check_image(value, where)
+        problem = image_problem(value)
+        if problem is not None:
+            raise ImageInputError(i, None, problem)
     return images
 
 

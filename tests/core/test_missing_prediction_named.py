@@ -55,3 +55,20 @@ def test_an_evaluate_module_names_the_added_item():
     assert module.compute(metrics=["bleu"])["bleu_1"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match=r"predictions\[1\] is None"):
         module.compute(predictions=["a dog", None], references=[["a dog"], ["a cat"]], metrics=["bleu"])
+
+
+@pytest.mark.parametrize("images, index, problem", [
+    (["a.jpg", None], 1, " is None; fake_img needs an image for every prediction."),
+    (["a.jpg", ""], 1, " is an empty path; give the image file's path."),
+    ([{"bytes": b""}, "a.jpg"], 0, "['bytes'] is empty bytes; give the encoded image file's bytes."),
+])
+def test_a_bad_image_entry_carries_its_index(images, index, problem):
+    from capeval.models.images import ImageInputError as FromModels
+    from capeval.validation import ImageInputError, check_images
+
+    assert FromModels is ImageInputError  # still importable where it was
+    with pytest.raises(ImageInputError) as err:
+        check_images(images, 2, needing=["fake_img"])
+    assert (err.value.index, err.value.problem) == (index, problem)
+    assert str(err.value) == f"images[{index}]{problem}"
+    assert err.value.named(f"Image {index + 1}") == f"Image {index + 1}{problem}"  # a caller's own words, from fields

@@ -57,6 +57,7 @@ from typing import Any
 
 from capeval.io import file_kind
 from capeval.dependencies import require
+from capeval.validation import ImageInputError  # its home is the foundation: input checks raise it too
 
 #: The EXIF orientation tag (values 2-8 rotate or mirror the picture; 1 or none leave it as stored).
 _ORIENTATION = 0x0112
@@ -95,21 +96,6 @@ class ImageItem:
             raise
         except ValueError as err:
             raise _structured(err, self, self.index, self.path) from None
-
-
-class ImageInputError(ValueError):
-    """An image input that cannot be used, with what it is as data: ``index`` (its position in ``images``), ``path``
-    (its file, or ``None``) and ``problem`` (what is wrong, the words after the item's name: ``" is not a readable
-    image (...)"``), so that a caller names the item in its own words (:meth:`named`: score-dataset's row and column,
-    a Space's "Image 2 (cat.png)") without reading the message back."""
-
-    def __init__(self, index: int, path: str | os.PathLike | None, problem: str) -> None:
-        self.index, self.path, self.problem = index, None if path is None else os.fspath(path), problem
-        super().__init__(self.named(f"images[{index}]" + (f" ({self.path})" if self.path is not None else "")))
-
-    def named(self, item: str) -> str:
-        """The message with the item called ``item``."""
-        return f"{item}{self.problem}"
 
 
 def _structured(err: ValueError, item: ImageItem | None, index: int, path: Any) -> ImageInputError:
