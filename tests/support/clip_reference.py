@@ -166,12 +166,16 @@ def _normalize(x):
 
 
 def reference_scores(model, image_paths, candidates, references=None, *, w=2.5, prefix="A photo depicts",
-                     num_workers=0, transform=None):
+                     num_workers=0, transform=None, caption_features=None):
     """``(per-caption image-text scores, per-caption reference-augmented scores or None)`` as the reference code
     computes them (clipscore.py with ``w=2.5``; PAC-S with ``w=2.0``, the same steps); ``transform`` as in
-    :func:`extract_all_images`."""
+    :func:`extract_all_images`; ``caption_features(texts, model, prefix)``: the text features (default
+    :func:`extract_all_captions`; Long-CLIP's tokenizer in :mod:`support.longclip_reference`)."""
+    if caption_features is None:
+        def caption_features(texts, model, prefix):
+            return extract_all_captions(texts, model, prefix, num_workers=num_workers)
     images = _normalize(extract_all_images(image_paths, model, num_workers=num_workers, transform=transform))
-    cands = _normalize(extract_all_captions(candidates, model, prefix, num_workers=num_workers))
+    cands = _normalize(caption_features(candidates, model, prefix))
     per = w * np.clip(np.sum(images * cands, axis=1), 0, None)
     if references is None:
         return per, None
@@ -179,7 +183,7 @@ def reference_scores(model, image_paths, candidates, references=None, *, w=2.5, 
     for idx, refs in enumerate(references):
         flat.extend(refs)
         idxs.extend([idx] * len(refs))
-    ref_feats = _normalize(extract_all_captions(flat, model, prefix, num_workers=num_workers))
+    ref_feats = _normalize(caption_features(flat, model, prefix))
     by_cand = collections.defaultdict(list)
     for feats, idx in zip(ref_feats, idxs):
         by_cand[idx].append(feats)

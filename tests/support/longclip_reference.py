@@ -17,11 +17,10 @@ model; the image side is OpenAI's (``longclip._transform`` is ``clip._transform`
 """
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 
-from support.clip_reference import _normalize, extract_all_images, import_openai_clip
+from support import clip_reference
+from support.clip_reference import import_openai_clip
 
 #: Long-CLIP's text context (``77*4-60``).
 LONG_CONTEXT = 77 * 4 - 60
@@ -131,22 +130,10 @@ def extract_all_captions(texts, model, prefix="A photo depicts", batch_size=256)
 
 
 def reference_scores(model, image_paths, candidates, references=None, *, w=2.5, prefix="A photo depicts"):
-    """``(per-caption CLIP-S, per-caption RefCLIP-S or None)`` with a Long-CLIP model, as clipscore.py computes them."""
-    images = _normalize(extract_all_images(image_paths, model))
-    cands = _normalize(extract_all_captions(list(candidates), model, prefix))
-    per = w * np.clip(np.sum(images * cands, axis=1), 0, None)
-    if references is None:
-        return per, None
-    flat, idxs = [], []
-    for idx, refs in enumerate(references):
-        flat.extend(refs)
-        idxs.extend([idx] * len(refs))
-    ref_feats = _normalize(extract_all_captions(flat, model, prefix))
-    by_cand = collections.defaultdict(list)
-    for feats, idx in zip(ref_feats, idxs):
-        by_cand[idx].append(feats)
-    text_text = [np.max(c.dot(np.vstack(by_cand[i]).T)) for i, c in enumerate(cands)]
-    return per, 2 * per * text_text / (per + text_text)
+    """``(per-caption CLIP-S, per-caption RefCLIP-S or None)`` with a Long-CLIP model, as clipscore.py computes them
+    (:func:`support.clip_reference.reference_scores` with Long-CLIP's text features)."""
+    return clip_reference.reference_scores(model, image_paths, list(candidates), references, w=w, prefix=prefix,
+                                           caption_features=lambda texts, m, p: extract_all_captions(list(texts), m, p))
 
 
 def save_state_dict(model, path) -> None:
