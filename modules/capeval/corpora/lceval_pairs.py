@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import Setting, words
+from capeval.validation import OptionError
 from capeval.corpora.held_out import REPORTED_BENCHMARKS, benchmark_images
 
 __all__ = ["NEGATIVES", "REPORTED_BENCHMARKS", "SOURCES", "TrainingPair", "TrainingSet", "benchmark_images",
@@ -185,7 +187,8 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
         train = flickr8k_captions("train", root)
         machines = read_machine_captions(machine_captions) if with_machine else {}
         if with_machine and not machines:
-            raise ValueError("flickr8k-train needs machine_captions= (captioner JSON-lines outputs for the train images).")
+            raise OptionError(words("machine_captions", "flickr8k-train needs ", Setting(shown=""),
+                                    " (captioner JSON-lines outputs for the train images)."))
         foreign = sorted(set(machines) - set(train))
         if foreign:
             raise ValueError(f"machine captions for {len(foreign)} images that are not Flickr8k train images "
