@@ -234,3 +234,32 @@ def test_bad_inputs_are_refused(release):
         caparena_agreement(bench, verdicts=["1"] * 47)
     with pytest.raises(ValueError, match="not in the human ranking"):
         caparena_agreement(bench, verdicts=["1"] * len(bench), human_ranking=SYSTEMS[:3])
+
+
+def test_metrics_score_both_captions_against_the_reference(release, tmp_path):
+    import capeval
+    from capeval.benchmarks.caparena import score_caparena
+
+    items, _, _ = release
+    words = ["a", "dog", "runs", "on", "green", "grass", "near", "the", "old", "red", "barn", "today"]
+    rng = np.random.default_rng(1)
+    for item in items:
+        item["ref"] = " ".join(words)
+        item["caption1"] = " ".join(rng.choice(words, 9))
+        item["caption2"] = " ".join(rng.choice(words, 9))
+    path = tmp_path / "release.json"
+    path.write_text(json.dumps(items))
+    bench = load_caparena(annotations=path)
+    got = score_caparena(bench, "rouge_l", rounds=20)
+    direct = capeval.score([p.caption1 for p in bench] + [p.caption2 for p in bench], [[p.reference] for p in bench] * 2,
+                           metrics="rouge_l")["per_caption"]["rouge_l"]
+    n = len(bench)
+    annotated = [dict(item, judge=_judge_string(v)) for item, v in zip(items, metric_verdicts(direct[:n], direct[n:]))]
+    want, want_ties = reference_cal_agreement(annotated, include_tie=True)
+    assert set(got) == {"rouge_l"}
+    assert got["rouge_l"]["caption_level"]["overall"]["agreement"] == pytest.approx(want["overall"][0])
+    assert got["rouge_l"]["caption_level"]["overall"]["n"] == want["overall"][1] == 42
+    items[4].pop("ref")
+    path.write_text(json.dumps(items))
+    with pytest.raises(ValueError, match=r"release.json\[4\]: no 'ref'"):
+        score_caparena(load_caparena(annotations=path), "rouge_l")

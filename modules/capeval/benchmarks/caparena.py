@@ -247,3 +247,39 @@ def caparena_agreement(pairs: Sequence[CapArenaPair] | CapArena, metric_scores=N
             "model_level": _model_level(pairs, found, human_ranking, rounds, seed), "pairs": len(pairs),
             "skipped_human": sum(p.has_human for p in pairs),
             "no_verdict": sum(v is None and not p.has_human for p, v in zip(pairs, found))}
+
+
+def score_caparena(bench: CapArena, metrics: Sequence[str] | str, *, rounds: int = 1000, seed: int = 42,
+                   in_400: bool = False, progress: bool | None = None, **options: Any) -> dict[str, dict]:
+    """Score both captions of every battle with capeval metrics (``capeval.score``: each caption against the pair's
+    reference, ``ref``, DOCCI's human caption; the images too for metrics that read them) and give each result key's
+    :func:`caparena_agreement`: ``{result key: agreement dict}``. ``options``: ``capeval.score``'s keyword options.
+
+    The pairs with the human caption are scored too (the statistics skip them, as the reference does). A battle
+    without a reference is an error naming it: reference-based metrics need one per pair.
+    """
+    from capeval.api import score
+
+    missing = [p.index for p in bench.pairs if p.reference is None]
+    if missing:
+        raise ValueError(f"{bench.path.name}[{missing[0]}]: no 'ref'; the metrics score each caption against the "
+                         f"pair's reference ({len(missing)} battle(s) have none).")
+    n = len(bench.pairs)
+    predictions = [p.caption1 for p in bench.pairs] + [p.caption2 for p in bench.pairs]
+    references = [[p.reference] for p in bench.pairs] * 2
+    from capeval.registry import metric_class, resolve
+
+    needs_images = any(getattr(metric_class(name), "needs_images", False) for name in resolve(metrics))
+    extra: dict[str, Any] = {}
+    if needs_images:
+        absent = bench.missing_images()
+        if absent:
+            raise ValueError(f"the metrics read images, but {len(absent)} image(s) of CapArena are not in its images "
+                             f"folder (e.g. {absent[0]!r}).")
+        extra["images"] = [str(p) for p in bench.images()] * 2
+    result = score(predictions, references, metrics=metrics, progress=progress, **options, **extra)
+    out = {}
+    for key, values in result["per_caption"].items():
+        values = list(values)
+        out[key] = caparena_agreement(bench, (values[:n], values[n:]), rounds=rounds, seed=seed, in_400=in_400)
+    return out
