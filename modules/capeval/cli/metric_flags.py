@@ -114,7 +114,7 @@ CLI_FIXES = {
 
 
 #: Keyword arguments whose flag is not ``--`` + the keyword with dashes.
-RENAMED_FLAGS = {"title": "--project-title", "output_dir": "--out", "cards_dir": "--cards"}
+RENAMED_FLAGS = {"title": "--project-title", "output_dir": "--out", "cards_dir": "--cards", "url": "--label-studio"}
 
 
 def _declaration(option: str) -> Option | None:

@@ -233,11 +233,12 @@ class LabelStudio:
     def __init__(self, url: str, token: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         parsed = urllib.parse.urlsplit(url.strip())
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise LabelStudioError(f"--label-studio {without_userinfo(url)!r} is not a server address; give one "
-                                   "such as http://localhost:8080")
+            raise with_words(LabelStudioError, words("url", OPTION, f" {without_userinfo(url)!r} is not a server "
+                                                     "address; give one such as http://localhost:8080"))
         if "@" in parsed.netloc:
-            raise LabelStudioError(f"--label-studio {without_userinfo(url.strip())} carries a user name or password; "
-                                   "give the address without it (the token is what authenticates)")
+            raise with_words(LabelStudioError, words("url", OPTION, f" {without_userinfo(url.strip())} carries a user "
+                                                     "name or password; give the address without it (the token is "
+                                                     "what authenticates)"))
         self.url = url.strip().rstrip("/")
         self._token = resolve_token(token)
         self._kind = token_kind(self._token)
