@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capeval.advice import OPTION, Setting, with_words, words
+
 __all__ = ["CORPORA", "CriticTrainingData", "critic_training_data", "read_captioner_output", "split_samples"]
 
 CORPORA = ("flickr8k", "coco-train2014")
@@ -45,6 +47,10 @@ def read_captioner_output(path: str | os.PathLike | None) -> dict[str, list[str]
     return {Path(str(row["id"])).name: [c["caption"] for c in row["candidates"]] for row in read_candidates_jsonl(path)}
 
 
+#: The corpora, as a setting of the ``corpus`` option in messages (``corpus='flickr8k'``, ``--corpus flickr8k``).
+_FLICKR, _COCO = Setting("flickr8k", option="corpus"), Setting("coco-train2014", option="corpus")
+
+
 def split_samples(path: str | os.PathLike | None, refs: Mapping[str, list[str]],
                   split: str) -> dict[str, list[str]] | None:
     """Monte-Carlo samples (``--samples``) of the images of ``refs`` (the ``split``, named in errors): every image with
@@ -55,10 +61,12 @@ def split_samples(path: str | os.PathLike | None, refs: Mapping[str, list[str]],
     samples = {i: [c for c in caps if c.strip()] for i, caps in read_captioner_output(path).items()}
     foreign = sorted(set(samples) - set(refs))
     if foreign:
-        raise ValueError(f"--samples {path}: {len(foreign)} image(s) not in {split}, e.g. {foreign[0]!r}.")
+        raise with_words(ValueError, words("samples", OPTION, f" {path}: {len(foreign)} image(s) not in {split}, e.g. "
+                                           f"{foreign[0]!r}."))
     missing = sorted(i for i in refs if not samples.get(i))
     if missing:
-        raise ValueError(f"--samples {path}: no sample for {len(missing)} image(s) of {split}, e.g. {missing[0]!r}.")
+        raise with_words(ValueError, words("samples", OPTION, f" {path}: no sample for {len(missing)} image(s) of "
+                                           f"{split}, e.g. {missing[0]!r}."))
     return samples
 
 
@@ -75,19 +83,20 @@ def critic_training_data(corpus: str = "flickr8k", *, context: str, features: st
     given = [name for name, path in (machine_files or {}).items() if path is not None]
     if corpus == "coco-train2014":
         if text_corpus:
-            raise ValueError("--text-corpus adds COCO's captions to --corpus flickr8k; --corpus coco-train2014 "
-                             "already trains on them.")
+            raise with_words(ValueError, words("text_corpus", OPTION, " adds COCO's captions to ", _FLICKR, "; ",
+                                               _COCO, " already trains on them."))
         if context != "reference":
-            raise ValueError(f"--corpus coco-train2014 has COCO's captions but not its images: it trains critics whose "
-                             f"context is the reference only (--context reference), not {context!r}.")
+            raise with_words(ValueError, words("context", _COCO, " has COCO's captions but not its images: it trains "
+                                               "critics whose context is the reference only (", Setting("reference"),
+                                               f"), not {context!r}."))
         for name in [*given, *(["features"] if features is not None else [])]:
-            raise ValueError(f"--{name.replace('_', '-')} belongs to --corpus flickr8k (COCO has no machine captions "
-                             "or image features here).")
+            raise with_words(ValueError, words(name, OPTION, " belongs to ", _FLICKR, " (COCO has no machine captions "
+                                               "or image features here)."))
         table, train, dev, held_out, report = _coco_captions(seed, word_vectors)
         return CriticTrainingData(table, train, dev, held_out, report=report)
     if features is None:
-        raise ValueError("--corpus flickr8k trains on image features: give --features FILE (`capeval features "
-                         "extract`).")
+        raise with_words(ValueError, words("features", _FLICKR, " trains on image features: give ",
+                                           Setting(shown="FILE"), " (`capeval features extract`)."))
     from capeval.corpora.captions import flickr8k_captions
     from capeval.models.feature_table import FeatureTable
 
