@@ -99,6 +99,7 @@ def test_cli_two_processes_identical_to_one(tmp_path, java):
     assert proc.stdout.count("predictions scored") == 1  # only the main process prints
     two = json.loads(out.read_text())
     one = json.loads(json.dumps(capeval.score(PREDICTIONS, REFERENCES, metrics=metrics)))
+    assert two.pop("image_ids") == list(range(len(PREDICTIONS)))  # the input was keyed by image id
     assert two == one  # every corpus and per-caption float, the extras and the signature
 
 
