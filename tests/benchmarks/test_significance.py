@@ -224,6 +224,10 @@ class Fake:
 
     def score_items(self, spec, predictions, references, *, images=None, cache=None, options=None,
                     show_progress=None):
+        if spec == "caption_length":  # the length baseline every run adds: real word counts of the fake texts
+            from capeval.length.metric import word_counts
+
+            return {spec: ItemScores(spec, np.asarray(word_counts(list(predictions))), "fake:length")}
         table = self.scores[spec]
         values = [table[p] if p in table else -table[p[:-3]] for p in predictions]  # " s1": another ordering
         return {spec: ItemScores(spec, np.asarray(values, dtype=float), f"fake:{spec}")}
@@ -331,8 +335,11 @@ def test_compare_defaults_to_1000_resamples_and_refuses_none(fake, monkeypatch):
     assert BAD in result.results  # a compared key outside the metrics is scored too
     assert result.settings["bootstrap"] == 40 and result.comparisons[0]["n_resamples"] == 40
     assert result.results[GOOD]["headline"]["n_resamples"] == 40
-    with pytest.raises(ValueError, match="--compare needs bootstrap resamples"):
+    with pytest.raises(ValueError, match=r"^compare= needs bootstrap resamples, but bootstrap=0") as err:
         run_benchmark("thumb", [GOOD], compare=[(GOOD, BAD)], bootstrap=0)
+    from capeval.cli.metric_flags import cli_words
+
+    assert cli_words(err.value).startswith("--compare needs bootstrap resamples, but --bootstrap 0")  # the CLI's words
     assert run_benchmark("thumb", [GOOD], use_cache=False).comparisons == []
 
 
@@ -343,7 +350,7 @@ def test_plan_comparisons_resolves_and_refuses():
     assert plan_comparisons([("spice", "bleu_1")], ["bleu_1"]) == ([("spice", "bleu_1")], ["bleu_1", "spice"])
     for compare, match in ((["bleu_4"], "two result keys separated by a comma"),
                            (["bleu_4,"], "two result keys"), (["a,b,c"], "two result keys"),
-                           (["bleu_4,nope"], "'nope' is neither a result key of --metrics"),
+                           (["bleu_4,nope"], "'nope' is neither a result key of metrics="),
                            (["bleu,cider_d"], "metric family with the result keys bleu_1"),
                            (["cider,cider_d"], "compares cider_d with itself")):
         with pytest.raises(ValueError, match=match):

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from capeval.advice import OPTION, Setting, with_words, words
 from capeval.benchmarks.score_cache import ScoreCache
 from capeval.benchmarks.scorers import ItemScores, needs_images, raw_scale_options, score_items
 from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
@@ -517,6 +518,11 @@ def _result_keys(spec: str) -> list[str]:
     return [key for keys in resolve([spec]).values() for key in keys]
 
 
+def _about(option: str, *parts: Any) -> ValueError:
+    """A ``ValueError`` that starts with ``option``'s name (``compare``; the CLI: ``--compare``), as data."""
+    return with_words(ValueError, words(option, OPTION, *parts))
+
+
 def plan_comparisons(compare: Sequence[str | Sequence[str]], metrics: Sequence[str]
                      ) -> tuple[list[tuple[str, str]], list[str]]:
     """``(pairs, metrics)``: the ``compare`` pairs as result keys, and ``metrics`` plus every compared key that no
@@ -536,8 +542,8 @@ def plan_comparisons(compare: Sequence[str | Sequence[str]], metrics: Sequence[s
         parts = item.split(",") if isinstance(item, str) else list(item)
         names = [str(p).strip() for p in parts]
         if len(names) != 2 or not all(names):
-            raise ValueError(f"--compare needs two result keys separated by a comma (e.g. --compare lceval,cider_d), "
-                             f"got {','.join(map(str, parts)) if not isinstance(item, str) else item!r}.")
+            raise _about("compare", " needs two result keys separated by a comma (e.g. ", Setting("lceval,cider_d"),
+                         f"), got {','.join(map(str, parts)) if not isinstance(item, str) else item!r}.")
         keys = []
         for name in names:
             if name in known:
@@ -546,18 +552,19 @@ def plan_comparisons(compare: Sequence[str | Sequence[str]], metrics: Sequence[s
             try:
                 produced = _result_keys(name)
             except ValueError:
-                raise ValueError(f"--compare {','.join(names)}: {name!r} is neither a result key of --metrics "
-                                 f"({', '.join(known)}) nor a metric capeval knows.") from None
+                raise _about("compare", f" {','.join(names)}: {name!r} is neither a result key of ",
+                             Setting(shown="", option="metrics"), f" ({', '.join(known)}) nor a metric capeval knows.") \
+                    from None
             if name not in produced and len(produced) != 1:
-                raise ValueError(f"--compare {','.join(names)}: {name!r} is a metric family with the result keys "
-                                 f"{', '.join(produced)}; compare one of them.")
+                raise _about("compare", f" {','.join(names)}: {name!r} is a metric family with the result keys "
+                             f"{', '.join(produced)}; compare one of them.")
             key = name if name in produced else produced[0]
             if key not in known:
                 metrics.append(key)
                 known += _result_keys(key)
             keys.append(key)
         if keys[0] == keys[1]:
-            raise ValueError(f"--compare {','.join(names)}: compares {keys[0]} with itself.")
+            raise _about("compare", f" {','.join(names)}: compares {keys[0]} with itself.")
         if (keys[0], keys[1]) not in pairs:
             pairs.append((keys[0], keys[1]))
     return pairs, metrics
@@ -569,20 +576,20 @@ def _check_settings(name: str, metrics: Sequence[str], protocol: str | None, sub
     if name not in BENCH_NAMES:
         raise ValueError(f"{name} has no human judgments; benchmark one of {', '.join(BENCH_NAMES)}.")
     if not metrics:
-        raise ValueError("no metrics given (e.g. --metrics bleu_4,cider_d)")
+        raise with_words(ValueError, words("metrics", "no metrics given (e.g. ", Setting("bleu_4,cider_d"), ")"))
     if protocol is not None and not name.startswith("flickr8k"):
-        raise ValueError(f"--protocol applies to Flickr8k benchmarks only, not {name}.")
+        raise _about("protocol", f" applies to Flickr8k benchmarks only, not {name}.")
     if subset is not None and (name != "composite" or subset not in COMPOSITE_SUBSETS):
-        raise ValueError(f"--subset applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
-                         f"for {name}.")
+        raise _about("subset", f" applies to composite only, one of {', '.join(COMPOSITE_SUBSETS)}; got {subset!r} "
+                     f"for {name}.")
     if scores is not None and name != "nebula":
-        raise ValueError(f"--scores applies to nebula only, not {name}.")
+        raise _about("scores", f" applies to nebula only, not {name}.")
     if scores is not None:
         from capeval.benchmarks.nebula import check_scores
 
         check_scores(scores)
     if refs is not None and name not in ("pascal50s", "abstract50s"):
-        raise ValueError(f"--refs applies to pascal50s and abstract50s only, not {name}.")
+        raise _about("refs", f" applies to pascal50s and abstract50s only, not {name}.")
 
 
 def _resamples(bootstrap: int | None, comparing: bool) -> int:
@@ -591,10 +598,12 @@ def _resamples(bootstrap: int | None, comparing: bool) -> int:
     if bootstrap is None:
         bootstrap = COMPARE_RESAMPLES if comparing else 0
     if int(bootstrap) != bootstrap or bootstrap < 0:
-        raise ValueError(f"--bootstrap must be a whole number of resamples >= 0, got {bootstrap!r}.")
+        raise _about("bootstrap", f" must be a whole number of resamples >= 0, got {bootstrap!r}.")
     if comparing and not bootstrap:
-        raise ValueError("--compare needs bootstrap resamples, but --bootstrap is 0; leave --bootstrap out "
-                         f"(--compare then uses {COMPARE_RESAMPLES}) or give --bootstrap N with N > 0.")
+        raise with_words(ValueError, words(
+            "bootstrap", Setting(shown="", option="compare"), " needs bootstrap resamples, but ", Setting(0),
+            "; leave it out (", Setting(shown="", option="compare"), f" then uses {COMPARE_RESAMPLES}) or give ",
+            Setting(shown="N"), " with N > 0."))
     return int(bootstrap)
 
 
