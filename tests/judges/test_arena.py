@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from capeval.judges.answers import JudgeFailureWarning
+from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
 from capeval.judges.arena import collect, combine_orders, judge_pairs
 from capeval.judges.arena_prompts import compare_prompt, read_judgment, system_prompt
 from capeval.judges.elo import bootstrap_elo, compute_elo, rank_systems
@@ -256,6 +256,7 @@ def test_the_llava_judge_reads_the_references_prompt_in_both_orders(tiny_llava, 
     seen = _recording(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JudgeFailureWarning)
+        warnings.simplefilter("ignore", JudgeContextWarning)  # the tiny judge's context is 1,024 positions
         result = judge_pairs(images[:2], a[:2], b[:2], refs[:2] if with_refs else None,
                              judge_model=str(tiny_llava["hf"]), batch_size=1, max_new_tokens=4)
     system = REF_SYSTEM_WITH_REF if with_refs else REF_SYSTEM_WITHOUT_REF
@@ -277,6 +278,7 @@ def test_a_chat_judge_gets_a_system_turn_and_the_image_with_the_message(tiny_lla
     seen = _recording(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JudgeFailureWarning)
+        warnings.simplefilter("ignore", JudgeContextWarning)  # the tiny judge's context is 1,024 positions
         judge_pairs(images[:1], a[:1], b[:1], refs[:1], judge_model=str(chat), batch_size=2, max_new_tokens=3)
     # the reference's messages: a system turn with its text, a user turn with the image then compare_prompt
     assert seen == [[{"role": "system", "content": [{"type": "text", "text": REF_SYSTEM_WITH_REF}]},
@@ -290,6 +292,7 @@ def test_batched_equals_one_pair_per_call_and_is_deterministic(tiny_llava):
     model = str(tiny_llava["hf"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JudgeFailureWarning)
+        warnings.simplefilter("ignore", JudgeContextWarning)  # the tiny judge's context is 1,024 positions
         batched = judge_pairs(images, a, b, refs, judge_model=model, batch_size=8, max_new_tokens=6)
         again = judge_pairs(images, a, b, refs, judge_model=model, batch_size=8, max_new_tokens=6)
         single = [judge_pairs([images[i]], [a[i]], [b[i]], [refs[i]], judge_model=model, batch_size=1,
@@ -304,10 +307,20 @@ def test_the_original_layout_judges_as_the_hf_layout(tiny_llava):
     images, a, b, refs = _pairs()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", JudgeFailureWarning)
+        warnings.simplefilter("ignore", JudgeContextWarning)  # the tiny judge's context is 1,024 positions
         hf = judge_pairs(images[:2], a[:2], b[:2], judge_model=str(tiny_llava["hf"]), batch_size=1, max_new_tokens=5)
         original = judge_pairs(images[:2], a[:2], b[:2], judge_model=str(tiny_llava["original"]), batch_size=1,
                                max_new_tokens=5)
     assert hf.answers == original.answers
+
+
+def test_prompts_over_the_judges_context_are_named(tiny_llava):
+    images, a, b, refs = _pairs()
+    with pytest.warns(JudgeContextWarning, match=r"the prompts of 2 pair\(s\) with up to 3 answer tokens exceed the "
+                                                 r"judge's 1024-token context \(pairs\[0\], pairs\[1\]\)"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", JudgeFailureWarning)
+            judge_pairs(images[:2], a[:2], b[:2], judge_model=str(tiny_llava["hf"]), batch_size=4, max_new_tokens=3)
 
 
 def test_bad_arguments_are_refused_before_loading():

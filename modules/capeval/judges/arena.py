@@ -225,6 +225,7 @@ def judge_pairs(images: Sequence[Any], captions_a: Sequence[str], captions_b: Se
         if read.key not in decoded:
             decoded[read.key] = read.decode()
     prompts = [arena_prompt(judge, system, m) for m in messages]
+    _warn_context(judge, prompts, max_new_tokens)
     bar = None
     if progress and prompts:
         from tqdm.auto import tqdm
@@ -247,6 +248,25 @@ def judge_pairs(images: Sequence[Any], captions_a: Sequence[str], captions_b: Se
         bar.close()
     answers = [decode(judge, g.ids, special=False).strip() for g in generations]
     return collect(answers, sources=sources, judge=judge.label, with_references=refs is not None)
+
+
+def _warn_context(judge, prompts: list, longest: int) -> None:
+    """One :class:`JudgeContextWarning` naming the pairs whose prompt, with the longest answer, exceeds a LLaVA-1.5
+    judge's context (its language model's ``max_position_embeddings``); they are judged whole."""
+    from capeval.judges.answers import JudgeContextWarning
+    from capeval.judges.judge import llava_input_ids
+
+    text = getattr(judge.model.config, "text_config", judge.model.config)
+    context = getattr(text, "max_position_embeddings", None)
+    if not context or judge.kind != "llava-1.5":
+        return
+    over = sorted({k // 2 for k, p in enumerate(prompts) if len(llava_input_ids(judge, p)) + longest > context})
+    if over:
+        shown = ", ".join(f"pairs[{i}]" for i in over[:WARN_FIRST]) + (
+            f" and {len(over) - WARN_FIRST} more" if len(over) > WARN_FIRST else "")
+        warn_at_caller(f"arena: the prompts of {len(over)} pair(s) with up to {longest} answer tokens exceed the "
+                       f"judge's {context}-token context ({shown}); they are judged whole, beyond the positions the "
+                       "model was trained on.", JudgeContextWarning)
 
 
 def collect(answers: Sequence[str], *, sources: Sequence[tuple[str, str]] | None = None, judge: str = "",
