@@ -323,6 +323,19 @@ def test_prompts_over_the_judges_context_are_named(tiny_llava):
             judge_pairs(images[:2], a[:2], b[:2], judge_model=str(tiny_llava["hf"]), batch_size=4, max_new_tokens=3)
 
 
+def test_a_large_judge_on_the_cpu_is_refused_in_the_arenas_words(tiny_llava, monkeypatch):
+    from capeval.judges import judge
+    from capeval.loaded_models import forget
+
+    monkeypatch.setattr(judge, "CPU_PARAMETER_LIMIT", 1000)
+    forget("judge")  # the limit is checked when a judge is loaded
+    images, a, b, _ = _pairs()
+    with pytest.raises(RuntimeError, match=r"^judge_model: .* billion parameters; on the CPU .* force_cpu=True") as err:
+        judge_pairs(images[:1], a[:1], b[:1], judge_model=str(tiny_llava["hf"]), device="cpu")
+    assert "fleur" not in str(err.value)
+    forget("judge")
+
+
 def test_bad_arguments_are_refused_before_loading():
     with pytest.raises(ValueError, match="captions_b: 1 values for 2 pairs"):
         judge_pairs(["x.jpg", "y.jpg"], ["a", "b"], ["c"], judge_model="/nonexistent")

@@ -208,7 +208,7 @@ def judge_pairs(images: Sequence[Any], captions_a: Sequence[str], captions_b: Se
     if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r:.40}.")
     judge = load_judge(judge_model if judge_model is not None else DEFAULT_JUDGE, device=device, dtype=dtype,
-                       force_cpu=force_cpu, option="judge_model")
+                       force_cpu=force_cpu, option="judge_model", force_option="force_cpu")
     system = system_prompt(refs is not None)
     messages, keys = [], []
     for i in range(n):

@@ -134,12 +134,14 @@ def _parameter_count(config_obj, model_class) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _refuse_on_cpu(count: int, label: str, force: bool) -> None:
+def _refuse_on_cpu(count: int, label: str, force: bool, option: str = "fleur_model",
+                   force_option: str | None = None) -> None:
     if count > CPU_PARAMETER_LIMIT and not force:
         raise with_words(RuntimeError, words(
-            "fleur_model", OPTION, f": {label} has {count / 1e9:.1f} billion parameters; on the CPU that is tens of GB "
+            option, OPTION, f": {label} has {count / 1e9:.1f} billion parameters; on the CPU that is tens of GB "
             f"of memory and minutes per caption (capeval refuses judges over {CPU_PARAMETER_LIMIT / 1e9:g} billion "
-            "there). Run it on a GPU, or pass ", Setting(True, option="fleur_force_cpu"), " to run it anyway."))
+            "there). Run it on a GPU, or pass ", Setting(True, option=force_option or option.replace("_model", "_force_cpu")),
+            " to run it anyway."))
 
 
 def _clip_pil_processor(folder_or_id: str):
@@ -152,7 +154,8 @@ def _clip_pil_processor(folder_or_id: str):
 
 def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dtype: str = "auto",
                device_map: str | None = None, force_cpu: bool = False, vision_tower: str | None = None,
-               adapter: str | os.PathLike | None = None, option: str = "fleur_model") -> Judge:
+               adapter: str | os.PathLike | None = None, option: str = "fleur_model",
+               force_option: str | None = None) -> Judge:
     """The judge ``spec`` (default :data:`DEFAULT_JUDGE`), loaded once per process, device and dtype.
 
     spec: a Hub model id or a folder: transformers' layout of any image-text-to-text model, or LLaVA's original
@@ -163,6 +166,8 @@ def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dty
     device_map: passed to ``from_pretrained`` (``"auto"`` spreads a model over several GPUs).
     force_cpu: run a judge over :data:`CPU_PARAMETER_LIMIT` parameters on the CPU anyway.
     adapter: a LLaVA LoRA adapter (Hub id or folder) merged into the model (:mod:`capeval.judges.lora`).
+    option / force_option: the caller's names of ``spec`` and ``force_cpu``, as errors say them (default
+        ``fleur_model`` and the same with ``_force_cpu`` for ``_model``).
     """
     spec = str(spec if spec is not None else DEFAULT_JUDGE)
     target = default_device(device)
@@ -171,10 +176,11 @@ def load_judge(spec: str | os.PathLike | None = None, *, device: Any = None, dty
     from capeval.loaded_models import load_once
 
     return load_once("judge", key, lambda: _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower,
-                                                 option, adapter))
+                                                 option, adapter, force_option))
 
 
-def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter=None) -> Judge:
+def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option, adapter=None,
+          force_option=None) -> Judge:
     torch, transformers = require("torch", "transformers", what="the FLEUR judge")
     folder = _resolve_folder(spec, option)
     raw = read_config(folder)
@@ -186,7 +192,8 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
     if is_original_layout(raw):
         if on_cpu:
             llama = transformers.LlamaConfig(**{k: v for k, v in raw.items() if k in transformers.LlamaConfig().to_dict()})
-            _refuse_on_cpu(_parameter_count(llama, transformers.LlamaForCausalLM), label, force_cpu)
+            _refuse_on_cpu(_parameter_count(llama, transformers.LlamaForCausalLM), label, force_cpu, option,
+                           force_option)
         model, tower = load_original(folder, vision_tower, dtype=torch_dtype)
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
         judge = _llava_judge(model, tokenizer, _clip_pil_processor(tower), base_vocab=raw["vocab_size"])
@@ -200,7 +207,7 @@ def _load(spec, target, torch_dtype, device_map, force_cpu, vision_tower, option
                              "not a vision-language model that answers about an image (transformers' "
                              "image-text-to-text models: LLaVA, Qwen2.5-VL, SmolVLM, ...).") from err
         if on_cpu:
-            _refuse_on_cpu(_parameter_count(config, model_class), label, force_cpu)
+            _refuse_on_cpu(_parameter_count(config, model_class), label, force_cpu, option, force_option)
         kwargs = {"dtype": torch_dtype}
         if device_map is not None:
             kwargs["device_map"] = device_map
