@@ -80,7 +80,7 @@ def test_run_benchmark_with_an_image_metric(tmp_path, fake, monkeypatch):
     bench = _captions(tmp_path)
     monkeypatch.setattr(harness, "load_benchmark", lambda name, **kw: bench)
     result = run_benchmark("flickr8k-expert", [fake, "bleu_1"])
-    assert set(result.results) == {fake, "bleu_1"}
+    assert set(result.results) == {fake, "bleu_1", "caption_length"}
     metric = result.plot_data[fake]["metric"]
     assert list(metric) == [image_score(p) for p in bench.images()]  # one judgment row per record here
 
@@ -91,7 +91,7 @@ def test_benchmark_without_images_names_benchmark_and_metric(tmp_path, fake, mon
     with pytest.raises(ValueError, match=r"fake_img read images, but 1 image\(s\) of benchmark tiny are not under "
                                          r"the data directory \(e.g. 'b.jpg'\)"):
         run_benchmark("flickr8k-expert", ["bleu_1", fake])
-    assert set(run_benchmark("flickr8k-expert", ["bleu_1"]).results) == {"bleu_1"}  # text metrics need none
+    assert set(run_benchmark("flickr8k-expert", ["bleu_1"]).results) == {"bleu_1", "caption_length"}  # no images
 
 
 def test_score_items_without_images_names_the_metric(fake):

@@ -46,7 +46,7 @@ def test_length_matched_pairs():
     assert out == {"statistic": "accuracy_length_matched", "value": 50.0, "pairs": 2, "tolerance_words": 1.0}
 
 
-def test_every_correlation_report_carries_the_length_row_and_column():
+def test_every_correlation_report_carries_the_length_row_and_column(tmp_path):
     require_data("flickr8k", "ExpertAnnotations.txt")
     result = run_benchmark("flickr8k-expert", ["bleu_4"], use_cache=False)
     length = result.results[LENGTH_KEY]
@@ -61,6 +61,18 @@ def test_every_correlation_report_carries_the_length_row_and_column():
     without = run_benchmark("flickr8k-expert", ["bleu_4"], use_cache=False, length_baseline=False)
     assert LENGTH_KEY not in without.results and "length_controlled" not in without.results["bleu_4"]
     assert "length-controlled" not in render(without)
+    from capeval.cli import main
+
+    out = tmp_path / "bench.json"
+    assert main(["bench", "flickr8k-expert", "--metrics", "bleu_4", "--no-length-baseline", "--json", str(out)]) == 0
+    assert LENGTH_KEY not in json.loads(out.read_text())["results"]
+
+
+def test_constant_lengths_give_no_row_and_a_note():
+    from capeval.benchmarks.length_control import constant_note, informative
+
+    assert not informative(np.array([3.0, 3.0, 3.0])) and informative(np.array([3.0, 4.0]))
+    assert "every caption has 3 words" in constant_note(np.array([3.0, 3.0]))
 
 
 def test_pairwise_and_thumb_reports():

@@ -58,7 +58,8 @@ from capeval.benchmarks import Benchmark, canonical_name, load_benchmark
 from capeval.benchmarks import stats
 from capeval.benchmarks.blend import is_blend
 from capeval.benchmarks.contamination import mark_contamination
-from capeval.benchmarks.length_control import LENGTH_KEY, correlation_controlled, pairwise_controlled
+from capeval.benchmarks.length_control import (LENGTH_KEY, constant_note, correlation_controlled, informative,
+                                               pairwise_controlled)
 from capeval.registry import judged_benchmarks, metric_class, resolve
 
 #: Benchmarks ``capeval bench`` accepts: those with human judgments (:data:`capeval.registry.BENCHMARKS`).
@@ -258,6 +259,10 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
     headline = HEADLINE_KEYS.get(name, _KEY_OF[bench.statistic])
     result.comparisons += _compare_correlations(bench, scores, compare, headline, bootstrap, seed,
                                                 settings.get("subset"))
+    lengths = scores[LENGTH_KEY].values if LENGTH_KEY in scores else None
+    if lengths is not None and not informative(lengths):
+        result.notes.append(constant_note(lengths))
+        scores, lengths = {k: v for k, v in scores.items() if k != LENGTH_KEY}, None
     for key, item_scores in scores.items():
         entry = _correlations(bench, item_scores.values, bootstrap, seed, headline, key=key)
         entry["primary"] = {"kendall_b": "tau_b", "kendall_c": "tau_c"}.get(bench.statistic, bench.statistic)
@@ -267,14 +272,17 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
         result.notes += [note] if note else []
         human, metric, _ = _scored_rows(bench, item_scores.values, scored_items(key, item_scores.values))
         result.plot_data[key] = {"kind": "scatter", "human": human, "metric": metric}
-        if LENGTH_KEY in scores and key != LENGTH_KEY:
-            _, length, _ = _scored_rows(bench, scores[LENGTH_KEY].values, scored_items(key, item_scores.values))
+        if lengths is not None and key != LENGTH_KEY:
+            _, length, _ = _scored_rows(bench, lengths, scored_items(key, item_scores.values))
             entry["length_controlled"] = correlation_controlled(human, metric, length, bench.statistic)
     _notes_of_comparisons(result, len(result.comparisons) - len(compare), len(bench), "items")
     if name == "composite" and "subset" not in settings:
         for subset in COMPOSITE_SUBSETS:
             sub = load_benchmark(name, subset=subset)
             sub_scores = scorer.bench(sub)
+            if LENGTH_KEY in sub_scores and not informative(sub_scores[LENGTH_KEY].values):
+                result.notes.append(constant_note(sub_scores[LENGTH_KEY].values, f" of subset {subset}"))
+                sub_scores = {k: v for k, v in sub_scores.items() if k != LENGTH_KEY}
             for key, item_scores in sub_scores.items():
                 entry = _correlations(sub, item_scores.values, bootstrap, seed, headline, primary_ci=False, key=key)
                 result.results[key].setdefault("subsets", {})[subset] = entry
@@ -325,6 +333,7 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
     per_seed: dict[str, list[dict[str, float]]] = {}
     credit_sum: dict[str, np.ndarray] = {}  # per-pair credit summed over the seeds: headline intervals, comparisons
     categories = None
+    without_length = False
     for seed in seeds:
         kwargs = {"seed": seed}
         if refs is not None:
@@ -334,6 +343,11 @@ def _run_pairwise(name, metrics, scorer, settings, seeds, bootstrap, result: Ben
             result.settings.update({k: v for k, v in bench.settings.items() if k != "seed"})
             result.notes += bench.notes
         scores = scorer.bench(bench)
+        if LENGTH_KEY in scores and seed == seeds[0] and not informative(scores[LENGTH_KEY].values):
+            result.notes.append(constant_note(scores[LENGTH_KEY].values))
+            without_length = True
+        if without_length:  # decided on the first seed, for every seed alike
+            scores = {k: v for k, v in scores.items() if k != LENGTH_KEY}
         for key, item_scores in scores.items():
             a, b = item_scores.values[0::2], item_scores.values[1::2]
             scored = scored_items(key, item_scores.values)
@@ -426,6 +440,12 @@ def _run_thumb(metrics, scorer, bootstrap, seed, result: BenchResult, compare=()
     leaked = np.array([r.system == "Human" and bool(r.extra.get("candidate_in_references")) for r in with_h.records])
     s_with = scorer.bench(with_h)
     s_without = scorer.bench(without_h)
+    for scores in (s_with, s_without):
+        if LENGTH_KEY in scores and not informative(scores[LENGTH_KEY].values):
+            if LENGTH_KEY in s_with:
+                result.notes.append(constant_note(scores[LENGTH_KEY].values))
+            s_with.pop(LENGTH_KEY, None)
+            s_without.pop(LENGTH_KEY, None)
     images = with_h.images()
     systems = list(dict.fromkeys(r.system for r in with_h.records))
     for key in s_with:

@@ -33,6 +33,19 @@ LENGTH_KEY = "caption_length"
 MATCH_TOLERANCE = 1.0
 
 
+def informative(lengths: np.ndarray) -> bool:
+    """Whether the captions' lengths vary (with one length for all, length can neither agree with people nor be
+    held fixed: no baseline row, no ``length_controlled``)."""
+    lengths = np.asarray(lengths, dtype=float)
+    return lengths.size > 1 and bool(np.ptp(lengths) > 0)
+
+
+def constant_note(lengths: np.ndarray, where: str = "") -> str:
+    """The note saying why a report has no length row."""
+    return (f"caption_length: every caption{where} has {int(np.asarray(lengths)[0])} words, so length says nothing "
+            "here: no length row, no length-controlled values")
+
+
 def correlation_controlled(human: np.ndarray, metric: np.ndarray, length: np.ndarray, statistic: str
                            ) -> dict[str, Any]:
     """``length_controlled`` of a correlation benchmark's entry (``statistic``: its ``Benchmark.statistic``)."""

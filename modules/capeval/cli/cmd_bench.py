@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "statistic and its interval in each title), or per-category accuracy bars with their "
                         "intervals as error bars (pairwise benchmarks)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the score cache")
+    p.add_argument("--no-length-baseline", action="store_true",
+                   help="leave out the caption_length row (words per caption) and the length-controlled column that "
+                        "every report carries by default")
     add_progress_argument(p)
     p.set_defaults(func=run)
 
@@ -89,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     compare = _compare(args.compare)  # run_benchmark checks the keys and --bootstrap before any scoring
     result = run_benchmark(args.benchmark, metrics, protocol=args.protocol, refs=_refs(args.refs), subset=args.subset,
                            seeds=seeds, bootstrap=args.bootstrap, use_cache=not args.no_cache, metric_options=options,
-                           show_progress=args.progress, compare=compare, scores=args.scores)
+                           show_progress=args.progress, compare=compare, scores=args.scores,
+                           length_baseline=not args.no_length_baseline)
     print(render(result, "text"), file=text_stream(args.json_out))
     if args.json_out:
         write_json(args.json_out, result.to_json(), default=float)
