@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
-from capeval.benchmarks import load_benchmark
-from capeval.benchmarks.harness import _correlations
+from capeval.judgments import load_benchmark
+from capeval.meta_evaluation.harness import _correlations
 from capeval.critic.stack import load_scorer, stack_features
 
 

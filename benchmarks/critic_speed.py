@@ -35,7 +35,7 @@ def main() -> int:
     import torch
 
     from capeval.api import score
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
     from capeval.critic.loading import load_critic
     from capeval.critic.scoring import critic_scores, encode_images
 

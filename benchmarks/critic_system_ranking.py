@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import capeval
-from capeval.benchmarks.stats import correlation
+from capeval.judgments.stats import correlation
 from capeval.corpora.captions import flickr8k_captions
 from capeval.cli.cmd_critic import machine_captions
 from capeval.paths import data_dir

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 import capeval
-from capeval.benchmarks import load_benchmark
+from capeval.judgments import load_benchmark
 
 
 def tau(human: np.ndarray, metric: np.ndarray, variant: str) -> float:

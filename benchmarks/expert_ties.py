@@ -16,8 +16,8 @@ import json
 
 import numpy as np
 import capeval
-from capeval.benchmarks.flickr8k import load_expert
-from capeval.benchmarks.stats import correlation
+from capeval.judgments.flickr8k import load_expert
+from capeval.judgments.stats import correlation
 
 
 def tied_share(human: np.ndarray, metric: np.ndarray) -> float:

@@ -60,7 +60,7 @@ def coco_dev_items(n: int, seed: int) -> tuple[list[str], list[list[str]], list[
 
 def flickr8k_dev_items() -> tuple[list[str], list[list[str]], list[str], str]:
     """``(candidates, references, image path per candidate, description)`` of the image metrics' fitting data."""
-    from capeval.benchmarks.files import resolve_root
+    from capeval.judgments.files import resolve_root
     from capeval.corpora.captions import flickr8k_captions
 
     table = flickr8k_captions("dev")
@@ -151,7 +151,7 @@ def _order_kept(raw: np.ndarray, readable: np.ndarray) -> bool:
 
 def check(args) -> int:
     import capeval
-    from capeval.benchmarks.coco_karpathy import load_coco_karpathy
+    from capeval.judgments.coco_karpathy import load_coco_karpathy
 
     records = load_coco_karpathy().records[: args.candidates]
     cands = [r.candidate for r in records]

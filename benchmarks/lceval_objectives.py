@@ -15,9 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "modules"))
 import numpy as np, torch, json
 from capeval.corpora.lceval_pairs import build_training_set, pair_features
-from capeval.benchmarks.lceval_ablation import benchmark_features
-from capeval.benchmarks import load_benchmark
-from capeval.benchmarks.stats import correlation, pairwise_credit
+from capeval.meta_evaluation.lceval_ablation import benchmark_features
+from capeval.judgments import load_benchmark
+from capeval.judgments.stats import correlation, pairwise_credit
 from capeval.lceval.features import FeatureExtractor
 torch.set_num_threads(1)
 ts = build_training_set(None, machine_captions=["out/critic/system-train.jsonl", "out/critic/samples-train.jsonl"], rc_per_image=3)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "modules"))
 
 def _workload(candidates: str = "both"):
     """PASCAL-50S captions and their EXPERT references: both candidates of every pair, or the ``first`` of each."""
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
 
     bench = load_benchmark("pascal50s", references="expert")
     preds = [r.candidates[0] for r in bench.records]

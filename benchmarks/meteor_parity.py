@@ -75,7 +75,7 @@ def parity(name: str, hyps: list[str], refs: list[list[str]]) -> dict:
 
 
 def benchmark_pairs(name: str) -> tuple[list[str], list[list[str]]]:
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
 
     bench = load_benchmark(name)
     return tokenised(bench.candidates(), bench.references())

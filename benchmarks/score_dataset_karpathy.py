@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow.parquet as pq
 
     import capeval
-    from capeval.benchmarks.coco_karpathy import load_coco_karpathy
+    from capeval.judgments.coco_karpathy import load_coco_karpathy
 
     records = load_coco_karpathy().records
     ids = [r.source_id for r in records]

@@ -2,7 +2,7 @@
 
     python benchmarks/select_defaults.py out/defaults [--markdown out/defaults/selection.md]
 
-The rule itself is `capeval.benchmarks.selection` (tested); this script only reads the files and prints.
+The rule itself is `capeval.meta_evaluation.selection` (tested); this script only reads the files and prints.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from capeval.benchmarks.selection import cells, render_selection
+from capeval.meta_evaluation.selection import cells, render_selection
 
 METRICS = ("critic", "critic_ref", "critic_img", "critic_plus", "lceval", "lceval_plus")
 

@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from capeval.batch import CaptionBatch
-from capeval.benchmarks import load_benchmark
+from capeval.judgments import load_benchmark
 from capeval.spice.metric import Spice
 from capeval.spice.scorer import score_caption
 from capeval.spice_u.concepts import concept_key

@@ -87,7 +87,7 @@ def benchmark_table() -> dict:
     """Per benchmark: the candidates' coverage (what ``result["coverage"]`` reports), the references' (apart), and how
     many candidates are low on their own (``capeval.coverage.is_low_counts``: what the OutOfVocabularyWarning names)
     for the recommended critic as trained (``critic_oov="unk"``), with its default GloVe map, and for LCEval's GloVe."""
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
     from capeval.critic.expansion import expansion_for
     from capeval.critic.stack import load_scorer
     from capeval.coverage import is_low

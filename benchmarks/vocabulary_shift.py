@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import capeval
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
     from capeval.critic.stack import load_scorer
     from capeval.models.word_vectors import load_word_vectors
 

@@ -163,7 +163,7 @@ class CaptionMetric(ABC):
     @classmethod
     def cache_token(cls, options: dict[str, Any]) -> str:
         """What besides the code and the options decides this metric's scores (e.g. a hash of learned weights), for
-        the benchmark score cache (:mod:`capeval.benchmarks.scorers`): a retrained model must not hit old scores.
+        the benchmark score cache (:mod:`capeval.meta_evaluation.scorers`): a retrained model must not hit old scores.
         ``options``: the options given (unset ones take :attr:`options`' defaults). Default: nothing."""
         return ""
 

@@ -2,7 +2,7 @@
 and the rule that says when the two overlap (contamination).
 
 Pure data and one rule; no I/O, no heavy imports. :mod:`capeval.catalog` names each model's sources and components
-with the keys of :data:`SOURCES`; :mod:`capeval.benchmarks.contamination` resolves a metric (and its options) to
+with the keys of :data:`SOURCES`; :mod:`capeval.meta_evaluation.contamination` resolves a metric (and its options) to
 models and asks :func:`overlaps` against :data:`BENCHMARK_DATA`.
 
 **A source** is one part of one dataset and what of it was read: images, captions (human or machine text), or human
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 IMAGES, CAPTIONS, JUDGMENTS = "images", "captions", "judgments"
 #: The dataset name of training data that was never disclosed (OpenAI CLIP's WIT-400M): overlap with any benchmark is
-#: unknown, so a model reading it is marked unknown everywhere (:mod:`capeval.benchmarks.contamination`).
+#: unknown, so a model reading it is marked unknown everywhere (:mod:`capeval.meta_evaluation.contamination`).
 UNDISCLOSED = "undisclosed"
 
 

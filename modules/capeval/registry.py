@@ -106,7 +106,7 @@ ALIASES = {"cider": "cider_d", "rouge": "rouge_l", "clipscore": "clip_s", "refcl
            "pacscore": "pac_s", "refpacscore": "ref_pac_s"}
 
 
-#: Benchmark loader names (:func:`capeval.benchmarks.load_benchmark`) and whether the benchmark has human
+#: Benchmark loader names (:func:`capeval.judgments.load_benchmark`) and whether the benchmark has human
 #: judgments, i.e. whether ``capeval bench`` can correlate metrics with it.
 BENCHMARKS = {
     "flickr8k-expert": True,

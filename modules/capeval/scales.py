@@ -18,7 +18,7 @@ two captioners' corpus means differ in the third decimal. The readable scale spr
   readable scores' too (tested with float32 neighbours; checked on 2,000 Karpathy-test candidates' scores by
   ``benchmarks/fit_scales.py check``; computed in float64 through log-odds, two raw values only a few float64 ulps
   apart may meet). Pearson's r is not invariant under a non-affine map, so the benchmarks
-  (:mod:`capeval.benchmarks.scorers`) read the raw scores unless told otherwise.
+  (:mod:`capeval.meta_evaluation.scorers`) read the raw scores unless told otherwise.
 * **Choice.** The option ``<family>_scale`` (``critic_scale``, ``lceval_scale``, ``lceval_plus_scale``;
   ``--scale`` on the CLI): ``"auto"`` (default: the readable scale when the configured model is the shipped default
   the map was fitted for, identified by its weights' digest, else raw), ``"readable"`` (an error when there is no map),

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capeval.benchmarks import load_benchmark
-from capeval.benchmarks.abstract50s import read_triplets
+from capeval.judgments import load_benchmark
+from capeval.judgments.abstract50s import read_triplets
 
 SCENES = ["Seed7K_223_2.png", "Seed7K_301_0.png", "Seed7K_005_1.png"]
 # (scene, candsB caption, candsC caption, votes for candsB out of 48)

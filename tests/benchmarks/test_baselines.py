@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capeval.benchmarks.harness import run_benchmark
+from capeval.meta_evaluation.harness import run_benchmark
 
 from support import require_data
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capeval.benchmarks.blend import ConstantComponentWarning, combine, parse_blend, standardise
-from capeval.benchmarks.contamination import contamination, metric_models
-from capeval.benchmarks.harness import plan_comparisons
-from capeval.benchmarks.scorers import needs_images, score_items
+from capeval.meta_evaluation.blend import ConstantComponentWarning, combine, parse_blend, standardise
+from capeval.meta_evaluation.contamination import contamination, metric_models
+from capeval.meta_evaluation.harness import plan_comparisons
+from capeval.meta_evaluation.scorers import needs_images, score_items
 
 PREDS = ["a dog runs on the grass", "a cat sleeps on a bed", "two men play football", "a red car on a street"]
 REFS = [["a dog running on grass", "a brown dog"], ["a cat is sleeping", "a cat on a bed"],

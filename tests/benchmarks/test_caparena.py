@@ -1,4 +1,4 @@
-"""CapArena's loader and agreement statistics (capeval.benchmarks.caparena) against transcriptions of the reference
+"""CapArena's loader and agreement statistics (capeval.judgments.caparena) against transcriptions of the reference
 functions (njucckevin/CapArena: vlm_as_a_judge.py ``cal_agreement``, cal_ranking.py ``calculate_elo_rankings``,
 caparena_metrics.py ``cal_model_level_agreement``), on a synthetic file in the released format."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from capeval.benchmarks.caparena import HUMAN_RANKING, caparena_agreement, load_caparena, metric_verdicts
+from capeval.judgments.caparena import HUMAN_RANKING, caparena_agreement, load_caparena, metric_verdicts
 
 pd = pytest.importorskip("pandas")
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -238,7 +238,7 @@ def test_bad_inputs_are_refused(release):
 
 def test_metrics_score_both_captions_against_the_reference(release, tmp_path):
     import capeval
-    from capeval.benchmarks.caparena import score_caparena
+    from capeval.judgments.caparena import score_caparena
 
     items, _, _ = release
     words = ["a", "dog", "runs", "on", "green", "grass", "near", "the", "old", "red", "barn", "today"]

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from capeval import catalog, provenance
-from capeval.benchmarks.contamination import RULE_BASED, contamination, metric_models
-from capeval.benchmarks.harness import BenchResult, run_benchmark
-from capeval.benchmarks.report import CONTAMINATION_MARK, render
+from capeval.meta_evaluation.contamination import RULE_BASED, contamination, metric_models
+from capeval.meta_evaluation.harness import BenchResult, run_benchmark
+from capeval.meta_evaluation.report import CONTAMINATION_MARK, render
 from capeval.paths import hub_cards_dir
 from capeval.registry import REGISTRY
 

@@ -21,7 +21,7 @@ pytest.importorskip("timm")
 def crowdflower_root(shared_data, tmp_path_factory):
     """A data directory whose ``flickr8k/`` links the real files and adds a CrowdFlower file in the official layout:
     image, caption id ``<image>#k``, fraction yes, #yes, #no (tab-separated, no header)."""
-    from capeval.benchmarks.flickr8k import read_token_file
+    from capeval.judgments.flickr8k import read_token_file
 
     real = shared_data / "flickr8k"
     if not (real / "images-224").is_dir():
@@ -47,8 +47,8 @@ def crowdflower_root(shared_data, tmp_path_factory):
 
 
 def test_shipped_critic_through_the_crowdflower_benchmark(crowdflower_root, monkeypatch):
-    from capeval.benchmarks import load_benchmark
-    from capeval.benchmarks.harness import run_benchmark
+    from capeval.judgments import load_benchmark
+    from capeval.meta_evaluation.harness import run_benchmark
 
     root, test = crowdflower_root
     monkeypatch.setenv("CAPEVAL_DATA_DIR", str(root))

@@ -11,8 +11,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from capeval.benchmarks import load_benchmark
-from capeval.benchmarks.thumb import verbatim_key
+from capeval.judgments import load_benchmark
+from capeval.judgments.thumb import verbatim_key
 from support import require_data
 
 pytestmark = pytest.mark.data

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from capeval.benchmarks.harness import run_benchmark
-from capeval.benchmarks.report import plot, render, tables
+from capeval.meta_evaluation.harness import run_benchmark
+from capeval.meta_evaluation.report import plot, render, tables
 from capeval.cli import main
 
 from support import FIXTURES, require_data
@@ -70,8 +70,8 @@ def test_correlation_layout_composite_subsets():
 def test_empty_published_cells_print_a_dash_as_the_leaderboard_does():
     """A metric the papers did not report: its published cells read "—" (as in ``capeval leaderboard``), not blank;
     a paper's column with none of the metrics shown is left out."""
-    from capeval.benchmarks.harness import BenchResult
-    from capeval.benchmarks.report import without_empty_columns
+    from capeval.meta_evaluation.harness import BenchResult
+    from capeval.meta_evaluation.report import without_empty_columns
 
     entry = {"tau_b": 0.41, "tau_c": 0.43, "pearson": 0.5, "spearman": 0.6}
     result = BenchResult(benchmark="composite", settings={}, results={"cider_d": dict(entry), "mine": dict(entry)})
@@ -90,7 +90,7 @@ def test_empty_published_cells_print_a_dash_as_the_leaderboard_does():
 def test_correlation_tables_put_the_protocols_statistic_first():
     """The variant of Kendall's τ a protocol reports leads its table, labelled, so it is not read off the wrong
     column (CLIPScore's Flickr8k-Expert protocol: τ-c; Cui et al.'s: τ-b)."""
-    from capeval.benchmarks.harness import BenchResult
+    from capeval.meta_evaluation.harness import BenchResult
 
     def result(primary):
         entry = {"tau_b": 0.41, "tau_c": 0.43, "pearson": 0.5, "spearman": 0.6, "primary": primary,

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capeval.benchmarks import Benchmark, CaptionRecord, PairRecord, harness, load_benchmark
-from capeval.benchmarks.harness import _Scorer, run_benchmark
-from capeval.benchmarks.score_cache import ScoreCache, image_fingerprint
-from capeval.benchmarks.scorers import needs_images, score_items
+from capeval.judgments import Benchmark, CaptionRecord, PairRecord, load_benchmark
+from capeval.meta_evaluation import harness
+from capeval.meta_evaluation.harness import _Scorer, run_benchmark
+from capeval.meta_evaluation.score_cache import ScoreCache, image_fingerprint
+from capeval.meta_evaluation.scorers import needs_images, score_items
 from support import image_metric, require_data
 from support.image_metric import image_score
 

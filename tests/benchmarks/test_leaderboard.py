@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from capeval.benchmarks.leaderboard import (ANCHORS, Cell, Column, build_leaderboard, format_cell, read_payloads,
+from capeval.meta_evaluation.leaderboard import (ANCHORS, Cell, Column, build_leaderboard, format_cell, read_payloads,
                                             render)
 from capeval.cli import main
 from capeval.published import citations, published
@@ -321,14 +321,14 @@ def test_undeclared_training_data_is_marked_unknown_not_contaminated_and_never_b
 
 
 def test_legacy_fallback_matches_the_statistic_capeval_bench_heads_with():
-    from capeval.benchmarks import harness
-    from capeval.benchmarks.leaderboard import HEADLINE_FALLBACK
+    from capeval.meta_evaluation import harness
+    from capeval.meta_evaluation.leaderboard import HEADLINE_FALLBACK
 
     assert HEADLINE_FALLBACK == dict(getattr(harness, "HEADLINE_KEYS", HEADLINE_FALLBACK))
 
 
 def test_two_models_of_one_metric_are_two_rows():
-    from capeval.benchmarks.leaderboard import build_leaderboard
+    from capeval.meta_evaluation.leaderboard import build_leaderboard
 
     def payload(model, value, via_option=False):
         entry = {"avg": value, "contamination": []}
@@ -345,7 +345,7 @@ def test_two_models_of_one_metric_are_two_rows():
 
 
 def test_paired_comparisons_are_listed_with_their_verdicts():
-    from capeval.benchmarks.leaderboard import build_leaderboard, render
+    from capeval.meta_evaluation.leaderboard import build_leaderboard, render
 
     results = {"lceval": {"avg": 82.0, "models": ["lceval-caption-flickr8k-coco"], "contamination": []},
                "cider_d": {"avg": 79.9, "models": [], "contamination": []},

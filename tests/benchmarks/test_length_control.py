@@ -9,10 +9,10 @@ import pytest
 from support import require_data
 
 import capeval
-from capeval.benchmarks import stats
-from capeval.benchmarks.harness import run_benchmark
-from capeval.benchmarks.length_control import LENGTH_KEY, pairwise_controlled
-from capeval.benchmarks.report import render
+from capeval.judgments import stats
+from capeval.meta_evaluation.harness import run_benchmark
+from capeval.meta_evaluation.length_control import LENGTH_KEY, pairwise_controlled
+from capeval.meta_evaluation.report import render
 
 
 def test_the_length_metric_counts_words():
@@ -69,7 +69,7 @@ def test_every_correlation_report_carries_the_length_row_and_column(tmp_path):
 
 
 def test_constant_lengths_give_no_row_and_a_note():
-    from capeval.benchmarks.length_control import constant_note, informative
+    from capeval.meta_evaluation.length_control import constant_note, informative
 
     assert not informative(np.array([3.0, 3.0, 3.0])) and informative(np.array([3.0, 4.0]))
     assert "every caption has 3 words" in constant_note(np.array([3.0, 3.0]))

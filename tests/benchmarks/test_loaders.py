@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capeval.benchmarks import BENCHMARK_NAMES, load_benchmark, stats
-from capeval.benchmarks.records import Benchmark, CaptionRecord
+from capeval.judgments import BENCHMARK_NAMES, load_benchmark, stats
+from capeval.judgments.records import Benchmark, CaptionRecord
 from support import FIXTURES
 
 DATA_FIXTURES = FIXTURES / "data"

@@ -16,11 +16,11 @@ import pytest
 import scipy.stats
 
 import capeval
-from capeval.benchmarks import load_benchmark
-from capeval.benchmarks import verify as v
-from capeval.benchmarks.harness import run_benchmark
-from capeval.benchmarks.nebula import CORRECTION_FILES, correction_key, read_corrections
-from capeval.benchmarks.report import render
+from capeval.judgments import load_benchmark
+from capeval.meta_evaluation import verify as v
+from capeval.meta_evaluation.harness import run_benchmark
+from capeval.judgments.nebula import CORRECTION_FILES, correction_key, read_corrections
+from capeval.meta_evaluation.report import render
 from capeval.cli import main
 from capeval.published import entries as published_entries
 

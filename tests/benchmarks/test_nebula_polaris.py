@@ -18,11 +18,11 @@ import pytest
 import scipy.stats
 
 import capeval
-from capeval.benchmarks import load_benchmark, stats
-from capeval.benchmarks.contamination import contamination
-from capeval.benchmarks.harness import _Scorer, run_benchmark
-from capeval.benchmarks.leaderboard import build_leaderboard
-from capeval.benchmarks.report import render
+from capeval.judgments import load_benchmark, stats
+from capeval.meta_evaluation.contamination import contamination
+from capeval.meta_evaluation.harness import _Scorer, run_benchmark
+from capeval.meta_evaluation.leaderboard import build_leaderboard
+from capeval.meta_evaluation.report import render
 from capeval.cli import main
 
 from support import FIXTURES

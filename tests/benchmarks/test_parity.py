@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capeval.benchmarks import load_benchmark
+from capeval.judgments import load_benchmark
 from support import require_data
 
 pytestmark = [pytest.mark.slow, pytest.mark.java, pytest.mark.data]

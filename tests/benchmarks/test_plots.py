@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from capeval.benchmarks import report  # noqa: E402
-from capeval.benchmarks.harness import BenchResult  # noqa: E402
-from capeval.benchmarks.leaderboard import (Cell, build_leaderboard, cell_kind, plot_leaderboard,  # noqa: E402
+from capeval.meta_evaluation import report  # noqa: E402
+from capeval.meta_evaluation.harness import BenchResult  # noqa: E402
+from capeval.meta_evaluation.leaderboard import (Cell, build_leaderboard, cell_kind, plot_leaderboard,  # noqa: E402
                                             plot_title)
 from capeval.cli import main  # noqa: E402
 from support import FIXTURES, require_data  # noqa: E402
@@ -220,7 +220,7 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 
 def test_bench_plot_on_pascal50s_draws_the_bootstrap_intervals(tmp_path, figures, _isolated_cache):
-    from capeval.benchmarks.harness import run_benchmark
+    from capeval.meta_evaluation.harness import run_benchmark
 
     require_data("pascal50s", "expert-processed", "pascal_50s.json")
     result = run_benchmark("pascal50s", [MODULE], bootstrap=50, length_baseline=False)  # one metric's bars
@@ -233,7 +233,7 @@ def test_bench_plot_on_pascal50s_draws_the_bootstrap_intervals(tmp_path, figures
 
 
 def test_bench_plot_on_flickr8k_expert_titles_carry_the_interval(tmp_path, figures, _isolated_cache):
-    from capeval.benchmarks.harness import run_benchmark
+    from capeval.meta_evaluation.harness import run_benchmark
 
     require_data("flickr8k")
     result = run_benchmark("flickr8k-expert", [MODULE], bootstrap=50)

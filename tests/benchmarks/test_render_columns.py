@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from capeval.benchmarks.harness import BenchResult
-from capeval.benchmarks.report import NOT_MEASURED, render, without_empty_columns
+from capeval.meta_evaluation.harness import BenchResult
+from capeval.meta_evaluation.report import NOT_MEASURED, render, without_empty_columns
 
 ENTRY = {"tau_b": 0.3, "tau_c": 0.31, "pearson": 0.4, "spearman": 0.41, "primary": "tau_c", "signature": "x"}
 

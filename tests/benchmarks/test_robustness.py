@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import capeval.api
-from capeval.benchmarks import robustness as rb
-from capeval.benchmarks.robustness import (
+from capeval.meta_evaluation import robustness as rb
+from capeval.meta_evaluation.robustness import (
     RobustnessData, check_gammas, metric_key, parse_gammas, plot_robustness, point_seed, render, run_robustness,
     train_vocabulary, transform_captions, trapezoid_auc,
 )
@@ -136,7 +136,7 @@ def test_transforms_change_what_they_promise():
 
 
 def test_score_cache_is_used(tmp_path):
-    from capeval.benchmarks.score_cache import ScoreCache
+    from capeval.meta_evaluation.score_cache import ScoreCache
 
     cache = ScoreCache(tmp_path / "s.sqlite")
     first = run_robustness("cider_d", _data(), transforms="WP", gammas=[0, 1], cache=cache)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capeval.benchmarks.score_cache import ScoreCache, data_fingerprint
-from capeval.benchmarks.scorers import score_items
+from capeval.meta_evaluation.score_cache import ScoreCache, data_fingerprint
+from capeval.meta_evaluation.scorers import score_items
 from support import FIXTURES
 
 MODULE = FIXTURES / "evaluate_modules" / "token_overlap"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from capeval.benchmarks.selection import cells, render_selection, select
+from capeval.meta_evaluation.selection import cells, render_selection, select
 
 ROOT = Path(__file__).resolve().parents[2]
 

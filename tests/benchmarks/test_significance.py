@@ -11,11 +11,11 @@ import json
 import numpy as np
 import pytest
 
-from capeval.benchmarks import Benchmark, CaptionRecord, PairRecord, stats
-from capeval.benchmarks import harness
-from capeval.benchmarks.harness import plan_comparisons, run_benchmark
-from capeval.benchmarks.report import comparison_table, format_headline, render, tables, verdict
-from capeval.benchmarks.scorers import ItemScores
+from capeval.judgments import Benchmark, CaptionRecord, PairRecord, stats
+from capeval.meta_evaluation import harness
+from capeval.meta_evaluation.harness import plan_comparisons, run_benchmark
+from capeval.meta_evaluation.report import comparison_table, format_headline, render, tables, verdict
+from capeval.meta_evaluation.scorers import ItemScores
 from capeval.cli import main
 
 GOOD, BAD, TWIN = "evaluate:good", "evaluate:bad", "evaluate:twin"  # twin: the same scores as good

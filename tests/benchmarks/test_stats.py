@@ -1,4 +1,4 @@
-"""capeval.benchmarks.stats against hand-computed values and scipy."""
+"""capeval.judgments.stats against hand-computed values and scipy."""
 from __future__ import annotations
 
 import itertools
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from capeval.benchmarks import stats
+from capeval.judgments import stats
 
 
 def brute_force_tau(x, y, variant):

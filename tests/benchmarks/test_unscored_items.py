@@ -18,12 +18,12 @@ import pytest
 import scipy.stats
 
 import capeval
-from capeval.benchmarks import load_benchmark, stats
-from capeval.benchmarks import harness
-from capeval.benchmarks.harness import may_leave_unscored, run_benchmark
-from capeval.benchmarks.report import render
-from capeval.benchmarks.score_cache import ScoreCache
-from capeval.benchmarks.scorers import ItemScores, score_items
+from capeval.judgments import load_benchmark, stats
+from capeval.meta_evaluation import harness
+from capeval.meta_evaluation.harness import may_leave_unscored, run_benchmark
+from capeval.meta_evaluation.report import render
+from capeval.meta_evaluation.score_cache import ScoreCache
+from capeval.meta_evaluation.scorers import ItemScores, score_items
 from capeval.metric import CaptionMetric, MetricOutput
 
 JUDGE = "fake_judge"

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from capeval.benchmarks import verify as v
-from capeval.benchmarks.verify.metric_facts import capeval_key
+from capeval.meta_evaluation import verify as v
+from capeval.meta_evaluation.verify.metric_facts import capeval_key
 from capeval.published import entries as published_entries
 
 HESSEL = {"benchmark": "flickr8k-expert", "source": "hessel2021", "where": "Table 1", "protocol": "clipscore",
@@ -235,7 +235,7 @@ def test_the_metric_sets_come_from_the_registry(monkeypatch):
     ``needs_images`` and ``external_weights`` is an image metric at once; SPIDEr, a capeval metric, is never
     'not in capeval' (its published rows keep their protocol's reason)."""
     from capeval import CaptionMetric
-    from capeval.benchmarks.verify import metric_facts
+    from capeval.meta_evaluation.verify import metric_facts
     from capeval.registry import REGISTRY, MetricSpec
 
     assert v.IMAGE_METRICS == frozenset({"clip_s", "ref_clip_s", "pac_s", "ref_pac_s", "polos", "fleur",

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from capeval.benchmarks import verify as v
-from capeval.benchmarks.verify import availability, measuring
+from capeval.meta_evaluation import verify as v
+from capeval.meta_evaluation.verify import availability, measuring
 from capeval.cli import main
 from capeval.published import citations
 from capeval.published import entries as published_entries

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from capeval.benchmarks.verify import REQUIRED_KEYS, STATUSES, weights_reason
+from capeval.meta_evaluation.verify import REQUIRED_KEYS, STATUSES, weights_reason
 from capeval.cli import main
 from capeval.hub_cli import download_command
 

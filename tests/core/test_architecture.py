@@ -26,7 +26,9 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
                                     "vision_language", "judges", "length")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring")),  # "" = the top-level package capeval/__init__.py
-    ("benchmarks and training corpora", ("benchmarks", "corpora")),
+    ("judgment data", ("judgments",)),
+    ("training corpora", ("corpora",)),
+    ("meta-evaluation", ("meta_evaluation", "benchmarks")),  # benchmarks: the deprecated name of both
     ("hub", ("hub",)),
     ("cli", ("cli", "__main__")),
 ]
@@ -133,14 +135,14 @@ GRAPH = import_graph()
 def test_the_graph_sees_function_level_imports():
     # capeval.api imports capeval.registry at module level; benchmarks.scorers imports capeval.api in a function
     assert "capeval.registry" in GRAPH["capeval.api"]
-    assert "capeval.api" in GRAPH["capeval.benchmarks.scorers"]
+    assert "capeval.api" in GRAPH["capeval.meta_evaluation.scorers"]
     assert "capeval.registry" in GRAPH["capeval.metric"]
 
 
 def test_cycle_detection_finds_a_planted_cycle():
-    assert "capeval.paths" in GRAPH["capeval.benchmarks.files"]
-    planted = {**GRAPH, "capeval.paths": GRAPH["capeval.paths"] | {"capeval.benchmarks.files"}}
-    assert _cycles(planted) == [["capeval.benchmarks.files", "capeval.paths"]]
+    assert "capeval.paths" in GRAPH["capeval.judgments.files"]
+    planted = {**GRAPH, "capeval.paths": GRAPH["capeval.paths"] | {"capeval.judgments.files"}}
+    assert _cycles(planted) == [["capeval.judgments.files", "capeval.paths"]]
 
 
 def test_no_import_cycles():

@@ -124,7 +124,7 @@ def test_damage_met_by_a_write_is_healed_and_the_write_kept(tmp_path, kind):
 
 
 def test_damaged_score_cache_row_pages_heal(tmp_path):
-    from capeval.benchmarks.score_cache import ScoreCache
+    from capeval.meta_evaluation.score_cache import ScoreCache
 
     path = tmp_path / "scores.sqlite"
     cache = ScoreCache(path)
@@ -244,7 +244,7 @@ def test_read_only_folder_for_real(tmp_path):
 @pytest.mark.parametrize("kind", ["parses", "features", "scores"])
 def test_disk_full_while_writing_is_one_warning_and_memory(tmp_path, kind):
     """SQLite's own 'database or disk is full' (a page limit on the connection, as a full disk answers)."""
-    from capeval.benchmarks.score_cache import ScoreCache
+    from capeval.meta_evaluation.score_cache import ScoreCache
 
     path = tmp_path / f"{kind}.sqlite"
     cache = ScoreCache(path) if kind == "scores" else (_parse_cache(path) if kind == "parses" else _feature_cache(path))
@@ -428,7 +428,7 @@ def test_a_damaged_file_that_cannot_be_moved_or_deleted_leaves_the_run_in_memory
 def test_a_cache_folder_that_cannot_be_created_keeps_to_memory(tmp_path, monkeypatch):
     """CAPEVAL_CACHE_DIR under a regular file (so nothing can be created there, even by root): each SQLite cache is
     one warning naming the path and CAPEVAL_CACHE_DIR, and works from memory."""
-    from capeval.benchmarks.score_cache import ScoreCache
+    from capeval.meta_evaluation.score_cache import ScoreCache
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")

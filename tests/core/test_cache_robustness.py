@@ -224,8 +224,8 @@ def test_damaged_parse_cache_is_moved_aside_and_rebuilt(tmp_path):
 
 
 def test_damaged_score_cache_is_moved_aside_and_rebuilt(tmp_path):
-    from capeval.benchmarks.score_cache import ScoreCache
-    from capeval.benchmarks.scorers import score_items
+    from capeval.meta_evaluation.score_cache import ScoreCache
+    from capeval.meta_evaluation.scorers import score_items
 
     path = tmp_path / "scores.sqlite"
     path.write_text("garbage" * 100)
@@ -244,7 +244,7 @@ _OPEN_MANY = """
 import sys, time
 from capeval.lceval.cache import FeatureCache
 from capeval.spice.cache import ParseCache
-from capeval.benchmarks.score_cache import ScoreCache
+from capeval.meta_evaluation.score_cache import ScoreCache
 folder, start = sys.argv[1], float(sys.argv[2])
 while time.time() < start:
     time.sleep(0.001)

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from capeval.benchmarks import stats
+from capeval.judgments import stats
 from capeval.scales import (LEVELS, SCALES_FILE, ReadableScale, check_scale, fit_scale, scale_field, scale_for,
                             shipped_scales)
 

@@ -58,7 +58,7 @@ def test_a_model_without_a_map_stays_raw_unless_readable_is_asked_for():
 
 
 def test_the_benchmarks_read_the_raw_scale_unless_told(tmp_path):
-    from capeval.benchmarks.scorers import score_items
+    from capeval.meta_evaluation.scorers import score_items
 
     items = score_items("critic_ref", CANDIDATES[:3], REFERENCES[:3])["critic_ref"]
     assert "scale=raw" in items.signature

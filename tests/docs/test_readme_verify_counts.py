@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from capeval.benchmarks import verify as v
-from capeval.benchmarks.verify.running import probe_rows
+from capeval.meta_evaluation import verify as v
+from capeval.meta_evaluation.verify.running import probe_rows
 from capeval.published import entries as published_entries
 
 from support import ROOT
@@ -50,7 +50,7 @@ def test_readme_rows_and_static_skips_are_verify_s():
 
 def test_readme_weights_and_data_skips_are_verify_s(shared_data, monkeypatch):
     """With the data directory: verify's probe, every vision-language weight missing (README's setting)."""
-    from capeval.benchmarks.verify import availability
+    from capeval.meta_evaluation.verify import availability
 
     counts, by_kind = readme_counts()
     monkeypatch.setattr(availability, "weights_skip", lambda key: v.Skip("weights", f"{key}: no weights", key))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from capeval.benchmarks import load_benchmark
+from capeval.judgments import load_benchmark
 from capeval.hub.build import build_dataset
 from capeval.hub.cards import split_front_matter
 from capeval.hub.push import push_dataset

@@ -288,7 +288,7 @@ def test_float16_arithmetic_is_the_references():
 @pytest.mark.parametrize("metric", ["fleur", "ref_fleur", "expert"])
 def test_every_benchmark_cell_is_unknown_for_the_judges(metric):
     """LLaVA-1.5's training data is undisclosed: no benchmark cell of a judge may be claimed clean."""
-    from capeval.benchmarks.contamination import contamination
+    from capeval.meta_evaluation.contamination import contamination
     from capeval.registry import BENCHMARKS
 
     for benchmark, judged in BENCHMARKS.items():

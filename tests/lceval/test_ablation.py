@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capeval.benchmarks.lceval_ablation import VARIANTS, evaluate_model, run_ablation
+from capeval.meta_evaluation.lceval_ablation import VARIANTS, evaluate_model, run_ablation
 from capeval.lceval.features import FEATURE_NAMES, GROUPS
 
 

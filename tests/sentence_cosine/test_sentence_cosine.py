@@ -275,7 +275,7 @@ def test_import_and_text_metrics_work_without_torch():
             "sentence_cosine_reduce='max')\n"
             "from capeval.api import option_names\n"
             "assert 'sentence_cosine_reduce' in option_names()\n"
-            "from capeval.benchmarks.scorers import needs_images\n"
+            "from capeval.meta_evaluation.scorers import needs_images\n"
             "assert needs_images('sentence_cosine') is False\n"
             "print(sorted(k for k in r if k != 'per_caption'))")
     proc = run_python(["-c", code], timeout=120)
@@ -320,8 +320,8 @@ def test_cli_two_processes_equal_one(encoder, tmp_path):
 
 def test_bench_scorer_caches_and_keys_on_the_settings(encoder, tmp_path, monkeypatch):
     import capeval.api
-    from capeval.benchmarks.score_cache import ScoreCache
-    from capeval.benchmarks.scorers import score_items
+    from capeval.meta_evaluation.score_cache import ScoreCache
+    from capeval.meta_evaluation.scorers import score_items
 
     cache = ScoreCache(tmp_path / "scores.sqlite")
     first = score_items("sentence_cosine", PREDICTIONS, REFERENCES, cache=cache)["sentence_cosine"]

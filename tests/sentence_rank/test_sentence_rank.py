@@ -17,7 +17,7 @@ import pytest
 from support import needs
 
 import capeval
-from capeval.benchmarks.contamination import contamination, metric_models
+from capeval.meta_evaluation.contamination import contamination, metric_models
 from capeval.sentence_rank.data import (NEGATIVE_KINDS, RankCorpus, dev_pairs, epoch_pairs, nearest_rows,
                                         resolve_pairs)
 from capeval.sentence_rank.model import SentenceRankConfig, SentenceRankModel, model_digest

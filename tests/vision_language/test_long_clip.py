@@ -157,7 +157,7 @@ def test_the_catalog_names_resolve_to_the_authors_hub_repos(images, tmp_path, mo
     """``clip_model="longclip-l"`` is the authors' Hub repo; offline and not cached it is one OSError naming the
     download command, and the catalog gives its training data (ShareGPT4V: its web part unknown) for contamination."""
     require_clip_stack()
-    from capeval.benchmarks.contamination import metric_models
+    from capeval.meta_evaluation.contamination import metric_models
     from capeval.catalog import MODELS
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -76,8 +76,8 @@ def _compare(values: list[str] | None) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.harness import run_benchmark
-    from capeval.benchmarks.report import plot, plot_thumb_systems, render
+    from capeval.meta_evaluation.harness import run_benchmark
+    from capeval.meta_evaluation.report import plot, plot_thumb_systems, render
 
     try:
         seeds = [int(s) for s in args.seed.split(",") if s.strip()]

@@ -266,7 +266,7 @@ NOT_METRICS = ("critic", "critic_std", "repeats", "folds")
 
 def evaluate_system(args: argparse.Namespace) -> int:
     from capeval.api import score
-    from capeval.benchmarks.stats import correlation
+    from capeval.judgments.stats import correlation
     from capeval.corpora.captions import flickr8k_captions
     from capeval.corpora.critic_data import read_captioner_output, split_samples
     from capeval.critic.loading import critic_folder

@@ -123,8 +123,8 @@ def train(args: argparse.Namespace) -> int:
 
 
 def ablate(args: argparse.Namespace) -> int:
-    from capeval.benchmarks import load_benchmark
-    from capeval.benchmarks.lceval_ablation import benchmark_features, run_ablation
+    from capeval.judgments import load_benchmark
+    from capeval.meta_evaluation.lceval_ablation import benchmark_features, run_ablation
     from capeval.lceval.features import FeatureExtractor
 
     check_output_path(args.json)

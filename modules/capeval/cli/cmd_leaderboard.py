@@ -20,7 +20,7 @@ metric's training data overlaps the benchmark, '?' when the file does not say, '
 subset, statistic, label, unit}]; rows [{metric, cells: {column key: {value, ci, confidence, n_resamples,
 contamination, best, file}}}]; anchors [{name, metric, reads_images, kind, citations, cells: {column key: {value,
 printed, scale, source, where, via, protocol, protocol_matches, mismatch}}, not_shown}]; footnotes [{id, mark,
-kind, text, cells: [{row, column}]}] (see capeval.benchmarks.leaderboard).
+kind, text, cells: [{row, column}]}] (see capeval.meta_evaluation.leaderboard).
 """
 
 
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.leaderboard import build_leaderboard, plot_leaderboard, read_payloads, render
+    from capeval.meta_evaluation.leaderboard import build_leaderboard, plot_leaderboard, read_payloads, render
 
     for flag, out in (("--json", args.json_out), ("--markdown", args.markdown), ("--plot", args.plot)):
         if out is not None:

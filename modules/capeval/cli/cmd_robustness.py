@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _given_data(path: Path):
-    from capeval.benchmarks.robustness import RobustnessData, train_vocabulary
+    from capeval.meta_evaluation.robustness import RobustnessData, train_vocabulary
 
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def _given_data(path: Path):
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.robustness import parse_gammas, plot_robustness, render, run_robustness
+    from capeval.meta_evaluation.robustness import parse_gammas, plot_robustness, render, run_robustness
 
     for flag, out in (("--json", args.json_out), ("--plot", args.plot), ("--markdown", args.markdown)):
         if out is not None:

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.benchmarks.verify import render, show_set, verify
+    from capeval.meta_evaluation.verify import render, show_set, verify
 
     show_set(args.show)  # an unknown --show value: one line, before the measurements
     for flag, out in (("--json", args.json_out), ("--markdown", args.markdown)):

@@ -7,7 +7,7 @@
   images left out, a seeded dev split) and its caption-vector neighbour table;
 * :mod:`.lceval_pairs`: LCEval's training pairs (human vs machine or mismatched captions, benchmarks left out).
 
-It sits with :mod:`capeval.benchmarks` (it reads the benchmark loaders to leave their images out, and
+It sits with :mod:`capeval.judgments` (it reads the benchmark loaders to leave their images out, and
 ``capeval robustness`` reads Flickr8k test through it); models and metrics receive its output as plain data and never
 import it. See ``docs/architecture.md``.
 """

@@ -17,7 +17,7 @@ REPORTED_BENCHMARKS = ("composite", "flickr8k-expert", "flickr8k-crowdflower", "
 
 def benchmark_images(root: str | Path | None = None, names: Sequence[str] = REPORTED_BENCHMARKS) -> dict[str, set[str]]:
     """``{benchmark: image file names}`` of the reported benchmarks whose files exist under ``root``."""
-    from capeval.benchmarks import load_benchmark
+    from capeval.judgments import load_benchmark
 
     found: dict[str, set[str]] = {}
     for name in names:

@@ -144,7 +144,7 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
                        exclude: Sequence[str] = REPORTED_BENCHMARKS, rc_per_image: int = 0,
                        negatives: str = "machine") -> TrainingSet:
     """The training and dev pairs (see the module docstring); ``ValueError`` when no pair is left."""
-    from capeval.benchmarks.files import resolve_root
+    from capeval.judgments.files import resolve_root
 
     unknown = [s for s in sources if s not in SOURCES]
     if unknown:
@@ -166,7 +166,7 @@ def build_training_set(root: str | Path | None = None, *, machine_captions: Sequ
     pairs: list[TrainingPair] = []
     counts: dict[str, dict[str, int]] = {}
     if "coco-karpathy" in sources:
-        from capeval.benchmarks.coco_karpathy import load_coco_karpathy
+        from capeval.judgments.coco_karpathy import load_coco_karpathy
 
         by_image: dict[str, dict[str, str]] = defaultdict(dict)
         refs: dict[str, tuple[str, ...]] = {}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from capeval.advice import Setting, with_words, words
-from capeval.benchmarks.files import resolve_root
+from capeval.judgments.files import resolve_root
 from capeval.hub.cards import render_card
 from capeval.hub.tables import DATASET_NAMES, TABLE_BUILDERS, SplitTable, image_cells
 

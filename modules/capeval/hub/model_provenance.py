@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from capeval.benchmarks.contamination import contamination
+from capeval.meta_evaluation.contamination import contamination
 from capeval.catalog import DEFAULTS, MODEL_OPTIONS, MODELS, VERDICTS, entry, training_sources
 from capeval.paths import hub_cards_dir
 from capeval.provenance import BENCHMARK_DATA

@@ -1,6 +1,6 @@
 """Benchmark records → column tables with typed ``datasets`` features, one per (config, split).
 
-The tables are built from the benchmark loaders (:mod:`capeval.benchmarks`), so a Hub dataset
+The tables are built from the benchmark loaders (:mod:`capeval.judgments`), so a Hub dataset
 holds exactly what ``load_benchmark`` yields, plus the protocol-neutral fields needed to rebuild
 every protocol (e.g. Flickr8k keeps all 5 captions of the query image and a flag for the 158
 self-reference pairs; PASCAL-50S keeps all 50 references and the EXPERT file's 5).
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from capeval.benchmarks.records import CaptionRecord, PairRecord
+from capeval.judgments.records import CaptionRecord, PairRecord
 from capeval.progress import progress
 
 DATASET_NAMES = ("flickr8k", "composite", "pascal50s", "thumb")
@@ -62,7 +62,7 @@ def flickr8k_tables(source: Path, images: bool = True, limit: int | None = None)
     """Config ``expert`` (5,822 pairs, all of them) and, when the file exists, ``crowdflower``."""
     from datasets import List, Value
 
-    from capeval.benchmarks.flickr8k import load_crowdflower, load_expert, read_token_file
+    from capeval.judgments.flickr8k import load_crowdflower, load_expert, read_token_file
 
     own = read_token_file(source / "flickr8k" / "Flickr8k.token.txt").by_image
     common = {
@@ -96,7 +96,7 @@ def composite_tables(source: Path, images: bool = True, limit: int | None = None
     """Config ``default`` with splits ``flickr8k``, ``flickr30k``, ``mscoco``."""
     from datasets import ClassLabel, Value
 
-    from capeval.benchmarks.composite import load_composite
+    from capeval.judgments.composite import load_composite
 
     spec = {
         "image_file": Value("string"), "original_image_id": Value("string"), "txt_id": Value("string"),
@@ -124,7 +124,7 @@ def pascal50s_tables(source: Path, images: bool = True, limit: int | None = None
     """Config ``default``, split ``test``: 4,000 pairs with all 50 and the EXPERT file's 5 references."""
     from datasets import ClassLabel, Value
 
-    from capeval.benchmarks.pascal50s import CATEGORIES, load_pascal50s
+    from capeval.judgments.pascal50s import CATEGORIES, load_pascal50s
 
     all50 = load_pascal50s(source, references="all").records
     expert5 = {r.source_id: r.references for r in load_pascal50s(source, references="expert")}
@@ -148,7 +148,7 @@ def thumb_tables(source: Path, images: bool = True, limit: int | None = None) ->
     """Config ``default``, split ``test``: 2,500 captions with P, R, penalties and total."""
     from datasets import ClassLabel, Value
 
-    from capeval.benchmarks.thumb import SYSTEMS, load_thumb
+    from capeval.judgments.thumb import SYSTEMS, load_thumb
 
     spec = {
         "image_id": Value("string"), "seg_id": Value("string"), "set_id": Value("int32"),

@@ -15,7 +15,7 @@ parses of :mod:`~capeval.lceval.parse`; cached per candidate and references by :
 May import :mod:`capeval.coco`, :mod:`capeval.spice`, :mod:`capeval.models` and (LCEval+ only)
 :mod:`capeval.critic`; never ``benchmarks``, ``hub`` or
 ``cli`` (the training pairs and the ablation, which read benchmark files, are in
-:mod:`capeval.corpora.lceval_pairs` and :mod:`capeval.benchmarks.lceval_ablation`).
+:mod:`capeval.corpora.lceval_pairs` and :mod:`capeval.meta_evaluation.lceval_ablation`).
 """
 from capeval.lceval.features import FEATURE_NAMES, GROUPS, lceval_features
 
