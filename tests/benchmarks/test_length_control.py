@@ -54,7 +54,7 @@ def test_every_correlation_report_carries_the_length_row_and_column(tmp_path):
     assert "length_controlled" not in length
     controlled = result.results["bleu_4"]["length_controlled"]
     assert controlled["statistic"] == "partial_tau_b" and controlled["rows"] == result.results["bleu_4"]["rows"]
-    assert controlled["value"] == pytest.approx(0.2971, abs=5e-4)  # τ-b .2985 less what length explains
+    assert controlled["value"] == pytest.approx(0.2971, abs=5e-4)  # BLEU-4's τ-b .306 less what length explains
     text = render(result)
     assert "length-controlled" in text and "caption_length" in text and "partial τ-b" in text
     assert json.loads(json.dumps(result.to_json()))["settings"]["length_baseline"] == LENGTH_KEY
