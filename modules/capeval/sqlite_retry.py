@@ -13,9 +13,33 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 __all__ = ["HealingDatabase", "connect_or_rebuild", "connect_read_only", "connect_shared", "is_access_error", "is_full",
-           "is_locked", "retry_locked"]
+           "is_locked", "retry_locked", "sqlite_code"]
 
 T = TypeVar("T")
+
+#: SQLite's primary result codes (``sqlite3.Error.sqlite_errorcode & 0xFF``) that the checks below read.
+SQLITE_PERM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY = 3, 5, 6, 8
+SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN = 10, 13, 14
+
+
+def sqlite_code(err: BaseException) -> int | None:
+    """SQLite's primary result code of ``err`` (``SQLITE_BUSY``, ``SQLITE_FULL`` ...), read from the error's
+    ``sqlite_errorcode``; ``None`` for an error that carries none (one raised by Python code, not by SQLite), whose
+    message is then all there is to read."""
+    code = getattr(err, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _says(err: BaseException, codes: tuple[int, ...], words: tuple[str, ...]) -> bool:
+    """Whether ``err`` is an ``OperationalError`` with one of ``codes`` or, for one without a code, whose message has
+    one of ``words``."""
+    if not isinstance(err, sqlite3.OperationalError):
+        return False
+    code = sqlite_code(err)
+    if code is not None:
+        return code in codes
+    text = str(err).lower()
+    return any(word in text for word in words)
 
 
 def retry_locked(action: Callable[[], T], retries: int = 8) -> T:
@@ -25,7 +49,7 @@ def retry_locked(action: Callable[[], T], retries: int = 8) -> T:
         try:
             return action()
         except sqlite3.OperationalError as err:
-            if ("locked" not in str(err) and "busy" not in str(err)) or attempt == retries:
+            if not is_locked(err) or attempt == retries:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
@@ -34,7 +58,7 @@ def retry_locked(action: Callable[[], T], retries: int = 8) -> T:
 
 def is_locked(err: BaseException) -> bool:
     """Whether ``err`` is SQLite's ``locked`` / ``busy`` (another process holds the file), not damage."""
-    return isinstance(err, sqlite3.OperationalError) and ("locked" in str(err) or "busy" in str(err))
+    return _says(err, (SQLITE_BUSY, SQLITE_LOCKED), ("locked", "busy"))
 
 
 def connect_shared(path, schema: str | Sequence[str], probe: str) -> sqlite3.Connection:
@@ -55,7 +79,9 @@ def connect_shared(path, schema: str | Sequence[str], probe: str) -> sqlite3.Con
     return conn
 
 
-#: OperationalError messages that mean "cannot be written or reached here", not a damaged file: never rebuilt.
+#: What means "cannot be written or reached here", not a damaged file (never rebuilt): SQLite's codes, and the
+#: messages of an error without one.
+_ACCESS_CODES = (SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_IOERR, SQLITE_PERM)
 _ACCESS_ERRORS = ("unable to open", "readonly", "read-only", "disk i/o", "permission")
 
 
@@ -67,8 +93,7 @@ def connect_or_rebuild(path, schema: str | Sequence[str], probe: str) -> sqlite3
     try:
         return connect_shared(path, schema, probe)
     except sqlite3.DatabaseError as err:
-        text = str(err).lower()
-        if is_locked(err) or (isinstance(err, sqlite3.OperationalError) and any(e in text for e in _ACCESS_ERRORS)):
+        if is_locked(err) or _says(err, _ACCESS_CODES, _ACCESS_ERRORS):
             raise
         from capeval.paths import CacheRebuiltWarning, quarantine_cache_file
         from capeval.validation import warn_at_caller
@@ -91,7 +116,7 @@ def is_full(err: BaseException) -> bool:
 
     if isinstance(err, OSError):
         return err.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
-    return isinstance(err, sqlite3.OperationalError) and "full" in str(err).lower()
+    return _says(err, (SQLITE_FULL,), ("full",))
 
 
 def is_access_error(err: BaseException) -> bool:
@@ -99,10 +124,12 @@ def is_access_error(err: BaseException) -> bool:
     open, disk full), not a damaged file: such a file is never moved aside."""
     if isinstance(err, OSError) or is_full(err):
         return True
-    return isinstance(err, sqlite3.OperationalError) and any(e in str(err).lower() for e in _WRITE_ERRORS)
+    return _says(err, _WRITE_CODES, _WRITE_ERRORS)
 
 
-#: OperationalError messages of a file that cannot be written here (a ``disk I/O error`` is damage: moved aside).
+#: A file that cannot be written here (a ``disk I/O error`` is damage: moved aside): SQLite's codes, and the messages
+#: of an error without one.
+_WRITE_CODES = (SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM)
 _WRITE_ERRORS = ("unable to open", "readonly", "read-only", "permission", "attempt to write")
 
 
