@@ -263,3 +263,19 @@ def test_metrics_score_both_captions_against_the_reference(release, tmp_path):
     path.write_text(json.dumps(items))
     with pytest.raises(ValueError, match=r"release.json\[4\]: no 'ref'"):
         score_caparena(load_caparena(annotations=path), "rouge_l")
+
+
+def test_an_arena_run_over_the_battles_gives_its_agreement(release):
+    from capeval.judges.arena import collect
+
+    items, s1, s2 = release
+    verdicts = metric_verdicts(s1, s2)
+    said = {"1": ("Judgment: Caption 1 is better.", "Judgment: Caption 2 is better."),  # a in both orders
+            "2": ("Judgment: Caption 2 is better.", "Judgment: Caption 1 is better."),  # b in both orders
+            "tie": ("Judgment: Caption 1 is better.", "Judgment: Caption 1 is better.")}  # position bias: a tie
+    result = collect([answer for v in verdicts for answer in said[v]])
+    assert result.verdicts == [{"1": "a", "2": "b", "tie": "tie"}[v] for v in verdicts]
+    bench = load_caparena()
+    got = caparena_agreement(bench, verdicts=result, rounds=30)
+    want = caparena_agreement(bench, (s1, s2), rounds=30)
+    assert got == want
