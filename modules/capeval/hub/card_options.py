@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["END", "START", "card_families", "options_table", "refresh_card", "stale_cards"]
+__all__ = ["END", "START", "card_families", "has_options_block", "options_table", "refresh_card", "stale_cards"]
 
 #: The line before a card's generated option table.
 START = ("<!-- metric options: generated from their declarations by `python -m capeval.hub.card_options`; "
@@ -47,6 +47,12 @@ def options_table(families: Sequence[str]) -> str:
     if not rows:
         return "No options of its own: the shared keywords above are all it takes."
     return "\n".join(head + rows)
+
+
+def has_options_block(text: str) -> bool:
+    """Whether the card ``text`` holds the two marker lines of a generated option table."""
+    start = text.find(START)
+    return start >= 0 and text.find(END, start) > start
 
 
 def refresh_card(text: str, families: Sequence[str], where: str = "the card") -> str:

@@ -153,13 +153,13 @@ def _check_target(out: Path, hub_id: str | None, overwrite: bool) -> str:
 def _source_files(metric: str, name: str, kind: str, hub_id: str | None,
                   source: str | Path | None) -> dict[str, str]:
     """The files of capeval's own module ``metrics/<metric>``."""
-    from capeval.hub.card_options import card_families, refresh_card
+    from capeval.hub.card_options import card_families, has_options_block, refresh_card
 
     src = metrics_source_dir(source) / metric
     script = (src / f"{metric}.py").read_text(encoding="utf-8")
     card = (src / "README.md").read_text(encoding="utf-8")
     families = card_families(src / f"{metric}.py")
-    if families:  # the option table as the declarations give it now, even if the source card was not rewritten
+    if families and has_options_block(card):  # the option table as the declarations give it now
         card = refresh_card(card, families, str(src / "README.md"))
     files = {f"{name}.py": script,
              "README.md": _card(card, src / "README.md", metric, name, kind, hub_id, _homepage(script, metric)),
