@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from capeval.advice import Setting, with_words, words
 from capeval._version import __version__
 from capeval.hub.cards import split_front_matter
 
@@ -55,8 +56,9 @@ def metrics_source_dir(source: str | Path | None = None) -> Path:
     """The repository's ``metrics/`` folder (or ``source``); ``FileNotFoundError`` naming the fix when absent."""
     path = Path(source) if source is not None else Path(__file__).resolve().parents[3] / "metrics"
     if not path.is_dir():
-        raise FileNotFoundError(f"no metrics folder at {path}: pass --source PATH/TO/capeval/metrics "
-                                "(the evaluate module scripts ship with the source, not the wheel).")
+        raise with_words(FileNotFoundError, words("source", f"no metrics folder at {path}: pass ",
+                                                  Setting(shown="PATH/TO/capeval/metrics"),
+                                                  " (the evaluate module scripts ship with the source, not the wheel)."))
     return path
 
 
@@ -146,7 +148,8 @@ def _check_target(out: Path, hub_id: str | None, overwrite: bool) -> str:
         raise ValueError(f"folder name {name!r}: use letters, digits, '-', '_' or '.' (it names the script).")
     if out.exists() and any(out.iterdir()):
         if not overwrite:
-            raise FileExistsError(f"{out} is not empty; pass --overwrite to replace it.")
+            raise with_words(FileExistsError, words("overwrite", f"{out} is not empty; pass ", Setting(True),
+                                                    " to replace it."))
     return name
 
 

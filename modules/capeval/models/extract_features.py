@@ -30,6 +30,7 @@ import os
 import sys
 from pathlib import Path
 
+from capeval.advice import about
 from capeval.dependencies import require
 
 ONE_CPU_PROCESS_NOTE = (
@@ -54,7 +55,7 @@ def list_images(source: str | os.PathLike) -> tuple[list[Path], list[str]]:
         if not lines:
             raise ValueError(f"{source} lists no images.")
         return [Path(line) if Path(line).is_absolute() else source.parent / line for line in lines], lines
-    raise FileNotFoundError(f"--images {source}: no such folder or list file.")
+    raise about(FileNotFoundError, "images", f"{source}: no such folder or list file.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from capeval.advice import about
 from capeval.meta_evaluation.verify.metric_facts import capeval_key, own_scale_metrics
 from capeval.meta_evaluation.verify.reasons import EXAMPLES, KEY_OF, NOT_IN_CAPEVAL, reason_for
 from capeval.meta_evaluation.verify.records import Job, Row, Skip
@@ -129,15 +130,15 @@ def select(rows: Sequence[Row], metrics: Sequence[str] | None = None,
         known = {r.metric for r in rows} | {r.published_as for r in rows if r.published_as}
         unknown = sorted(wanted - known - set(KEY_OF))
         if unknown:
-            raise ValueError(f"--metrics: no published number for {', '.join(unknown)}; known: "
-                             f"{', '.join(sorted({r.metric for r in rows}))}.")
+            raise about(ValueError, "metrics", f"no published number for {', '.join(unknown)}; known: "
+                                               f"{', '.join(sorted({r.metric for r in rows}))}.")
         out = [r for r in out if r.metric in wanted or r.published_as in wanted]
     if benchmarks:
         names = {_benchmark_name(b) for b in benchmarks if b.strip()}
         unknown = sorted(names - {r.benchmark for r in rows})
         if unknown:
-            raise ValueError(f"--benchmarks: no published number for {', '.join(unknown)}; known: "
-                             f"{', '.join(dict.fromkeys(r.benchmark for r in rows))}.")
+            raise about(ValueError, "benchmarks", f"no published number for {', '.join(unknown)}; known: "
+                                                  f"{', '.join(dict.fromkeys(r.benchmark for r in rows))}.")
         out = [r for r in out if r.benchmark in names]
     return out
 

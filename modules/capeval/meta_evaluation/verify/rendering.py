@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from capeval.advice import about
 from capeval.meta_evaluation.verify.records import SKIP_KINDS, STATUSES, Row, Skip
 from capeval.meta_evaluation.verify.running import Report
 from capeval.published import citations
@@ -186,8 +187,8 @@ def show_set(show: str | Iterable[str] | None) -> set[str] | None:
 
         valid = f"; valid: {', '.join(SHOW_CHOICES)} (comma-separated)"
         if not unknown:
-            raise ValueError(f"--show: nothing given{valid}")
-        raise ValueError(f"--show: unknown {unknown[0]!r}" + (did_you_mean(unknown[0], SHOW_CHOICES) or valid))
+            raise about(ValueError, "show", f"nothing given{valid}")
+        raise about(ValueError, "show", f"unknown {unknown[0]!r}" + (did_you_mean(unknown[0], SHOW_CHOICES) or valid))
     return set(STATUSES) if "all" in names else set(names)
 
 
