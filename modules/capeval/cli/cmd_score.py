@@ -154,29 +154,14 @@ def _relaunch(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.api import score
-    from capeval.parallel import in_distributed_launch
-    from capeval.render import fit_text, text_table
-    from capeval.io import load_predictions, load_references, pair, split_by_occurrence, unscored_reference_ids
+    from capeval.io import load_predictions, load_references, split_by_occurrence, unscored_reference_ids
     from capeval.registry import resolve
-    from capeval.cli.score_in_chunks import chunkable, in_memory_limit, score_in_chunks
 
-    main_process = True
-    if in_distributed_launch():  # one of several processes (capeval score --processes, accelerate launch, torchrun)
-        from functools import partial
-
-        from capeval.parallel import process_state, score as score_shared
-
-        state = process_state()
-        score, main_process = partial(score_shared, state=state), state.is_main_process
-    elif getattr(args, "processes", 1) > 1:
-        return _relaunch(args)
-    if args.example:
-        pred_path, ref_path = example_files()
-    elif args.predictions and args.references:
-        pred_path, ref_path = args.predictions, args.references
-    else:
-        raise ValueError("give --predictions FILE and --references FILE, or --example")
+    chosen = _scorer_of_this_process(args)
+    if isinstance(chosen, int):  # --processes N: relaunched, and its exit status
+        return chosen
+    score, main_process = chosen
+    pred_path, ref_path = _input_paths(args)
     if args.json_out:
         check_output_path(args.json_out)
     metrics = args.metrics
@@ -197,7 +182,52 @@ def run(args: argparse.Namespace) -> int:
     if unscored and main_process:
         print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
               f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
+    options = _score_options(args, selected)
+    results = _score_systems(args, score, main_process, split, systems, (ids, preds, ref_ids, refs, images),
+                             metrics, selected, options)
+    if not main_process:
+        return 0  # the main process prints and writes the result
+    out = text_stream(args.json_out)
+    if not split:
+        payload = _print_one(args, results[0], keys, selected, (pred_path, ref_path), out)
+    else:
+        payload = _print_captioners(args, results, keys, ids, (pred_path, ref_path), out)
+    if args.json_out:
+        write_json(args.json_out, payload)
+    return 0
 
+
+def _scorer_of_this_process(args: argparse.Namespace):
+    """``(score function, whether this is the main process)``: :func:`capeval.score`, or its process-shared form in
+    one of several processes (``--processes``, ``accelerate launch``, ``torchrun``); an ``int`` (the exit status)
+    when ``--processes N`` relaunched the command."""
+    from capeval.api import score
+    from capeval.parallel import in_distributed_launch
+
+    if in_distributed_launch():
+        from functools import partial
+
+        from capeval.parallel import process_state, score as score_shared
+
+        state = process_state()
+        return partial(score_shared, state=state), state.is_main_process
+    if getattr(args, "processes", 1) > 1:
+        return _relaunch(args)
+    return score, True
+
+
+def _input_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The predictions and references files: the bundled example's, or the ones given."""
+    if args.example:
+        return example_files()
+    if args.predictions and args.references:
+        return args.predictions, args.references
+    raise ValueError("give --predictions FILE and --references FILE, or --example")
+
+
+def _score_options(args: argparse.Namespace, selected: dict[str, list[str]]) -> dict:
+    """The keyword arguments of :func:`capeval.score` the flags give (the metrics' options included; ``--features``:
+    each selected metric's ``<name>_features``)."""
     given = model_options(args)
     if args.example:
         given.setdefault("cider_df", "coco-val2014")
@@ -211,7 +241,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--features needs --metrics {', '.join(offering[:-1])} or {offering[-1]} (the metrics "
                              "with a <name>_features option).")
         options.update({f"{name}_features": True for name in learned})
-    results = []
+    return options
+
+
+def _score_systems(args, score, main_process: bool, split: bool, systems, inputs, metrics, selected,
+                   options: dict) -> list[tuple]:
+    """``[(ids, predictions, result), ...]``, one per captioner (one without ``--duplicate-ids split``); above
+    :func:`~capeval.cli.score_in_chunks.in_memory_limit` predictions, scored chunk by chunk in bounded memory."""
+    from capeval.cli.score_in_chunks import chunkable, in_memory_limit, score_in_chunks
+    from capeval.io import pair
+    from capeval.parallel import in_distributed_launch
+
+    ids, preds, ref_ids, refs, images = inputs
     if (not split and main_process and not in_distributed_launch() and not getattr(args, "features", False)
             and len(preds) > in_memory_limit() and chunkable(selected)):
         # too many to hold every caption's state at once: chunk by chunk, as score-dataset (cli/score_in_chunks.py)
@@ -219,71 +260,76 @@ def run(args: argparse.Namespace) -> int:
         del ref_ids
         print(f"capeval score: {len(preds)} predictions: scoring in chunks of rows (as capeval score-dataset) in "
               "bounded memory", file=sys.stderr)
-        n = len(preds)
-        shown = list(preds) if args.per_caption else [""] * n  # the captions only for the per-caption table
+        shown = list(preds) if args.per_caption else [""] * len(preds)  # the captions only for the per-caption table
         result = score_in_chunks(ids, preds, refs, images, metrics=metrics, selected=selected, options=options,
                                  per_caption=bool(args.per_caption or args.json_out))
-        results.append((ids, shown, result))
-        systems = []
+        return [(ids, shown, result)]
+    results = []
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
         extra = {} if images is None else {"images": [images[i] for i in s_rows]}  # pair keeps prediction order
         results.append((s_ids, s_preds, score(s_preds, s_refs, metrics=metrics, **options, **extra)))
-    if not main_process:
-        return 0  # the main process prints and writes the result
+    return results
 
-    out = text_stream(args.json_out)
-    if not split:
-        ((ids, preds, result),) = results
-        source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
-                  f"{pred_path.name} / {ref_path.name}")
-        print(fit_text(f"{_count(len(preds), 'prediction')} scored against {source}"), file=out)
-        print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
-        if result.get("coverage"):
-            print(fit_text(coverage_line(result["coverage"])), file=out)
-        if scale_line(result["signature"]):
-            print(fit_text(scale_line(result["signature"])), file=out)
-        print_signature(result["signature"], args, out)
-        if args.per_caption:
-            rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
-                    for i in range(len(preds))]
-            print(text_table(["item", "caption", *keys], rows, overflow="cut"), file=out)
-            for name in selected:
-                feats = result.get(f"{name}_features")
-                if feats:
-                    names = list(feats[0])
-                    print(f"{name} features:", file=out)
-                    print(text_table(["item", *names], [[ids[i] if ids else i, *(feats[i][f] for f in names)]
-                                                        for i in range(len(preds))]), file=out)
-                    break
-        # keyed input (COCO results, pycocoevalcap dicts, files with ids): each per-caption entry's image id, as
-        # capeval.score gives them for keyed input
-        payload = result if ids is None else {**result, "image_ids": list(ids)}
-    else:
-        sizes = [len(p) for _, p, _ in results]
-        print(fit_text(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
-                       f"{pred_path.name}: scored as {_count(len(results), 'captioner')} (the k-th caption of every "
-                       f"image = captioner k; {' / '.join(map(str, sizes))} captions) against {ref_path.name}"),
-              file=out)
-        if len(set(sizes)) > 1:
-            print("capeval score: warning: the captioners have different numbers of captions, so their scores "
-                  "come from different image sets (CIDEr-D document frequencies too)", file=sys.stderr)
-        headers = ["metric", *(f"captioner {k + 1}" for k in range(len(results)))]
-        print(text_table(headers, [(k, *(r[k] for _, _, r in results)) for k in keys]), file=out)
-        for k, (_, _, r) in enumerate(results):
-            if r.get("coverage"):
-                print(fit_text(f"captioner {k + 1}: {coverage_line(r['coverage'])}"), file=out)
-            print_signature(r["signature"], args, out, label=f"signature (captioner {k + 1})")
-        if args.per_caption:
-            for k, (s_ids, s_preds, r) in enumerate(results):
-                print(f"captioner {k + 1}:", file=out)
-                print(text_table(["item", "caption", *keys],
-                                 [[s_ids[i], _shown(s_preds[i]), *(r["per_caption"][key][i] for key in keys)]
-                                  for i in range(len(s_preds))], overflow="cut"), file=out)
-        payload = {"captioners": [dict(r, image_ids=s_ids) for s_ids, _, r in results]}
-    if args.json_out:
-        write_json(args.json_out, payload)
-    return 0
+
+def _print_one(args, scored: tuple, keys: list[str], selected, paths: tuple[Path, Path], out) -> dict:
+    """Print one captioner's tables; the ``--json`` payload."""
+    from capeval.render import fit_text, text_table
+
+    ids, preds, result = scored
+    pred_path, ref_path = paths
+    source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
+              f"{pred_path.name} / {ref_path.name}")
+    print(fit_text(f"{_count(len(preds), 'prediction')} scored against {source}"), file=out)
+    print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
+    if result.get("coverage"):
+        print(fit_text(coverage_line(result["coverage"])), file=out)
+    if scale_line(result["signature"]):
+        print(fit_text(scale_line(result["signature"])), file=out)
+    print_signature(result["signature"], args, out)
+    if args.per_caption:
+        rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
+                for i in range(len(preds))]
+        print(text_table(["item", "caption", *keys], rows, overflow="cut"), file=out)
+        for name in selected:
+            feats = result.get(f"{name}_features")
+            if feats:
+                names = list(feats[0])
+                print(f"{name} features:", file=out)
+                print(text_table(["item", *names], [[ids[i] if ids else i, *(feats[i][f] for f in names)]
+                                                    for i in range(len(preds))]), file=out)
+                break
+    # keyed input (COCO results, pycocoevalcap dicts, files with ids): each per-caption entry's image id, as
+    # capeval.score gives them for keyed input
+    return result if ids is None else {**result, "image_ids": list(ids)}
+
+
+def _print_captioners(args, results: list[tuple], keys: list[str], ids, paths: tuple[Path, Path], out) -> dict:
+    """Print the tables of several captioners (``--duplicate-ids split``); the ``--json`` payload."""
+    from capeval.render import fit_text, text_table
+
+    pred_path, ref_path = paths
+    sizes = [len(p) for _, p, _ in results]
+    print(fit_text(f"{_count(sum(sizes), 'prediction')} for {_count(len(set(map(str, ids))), 'image')} in "
+                   f"{pred_path.name}: scored as {_count(len(results), 'captioner')} (the k-th caption of every "
+                   f"image = captioner k; {' / '.join(map(str, sizes))} captions) against {ref_path.name}"),
+          file=out)
+    if len(set(sizes)) > 1:
+        print("capeval score: warning: the captioners have different numbers of captions, so their scores "
+              "come from different image sets (CIDEr-D document frequencies too)", file=sys.stderr)
+    headers = ["metric", *(f"captioner {k + 1}" for k in range(len(results)))]
+    print(text_table(headers, [(k, *(r[k] for _, _, r in results)) for k in keys]), file=out)
+    for k, (_, _, r) in enumerate(results):
+        if r.get("coverage"):
+            print(fit_text(f"captioner {k + 1}: {coverage_line(r['coverage'])}"), file=out)
+        print_signature(r["signature"], args, out, label=f"signature (captioner {k + 1})")
+    if args.per_caption:
+        for k, (s_ids, s_preds, r) in enumerate(results):
+            print(f"captioner {k + 1}:", file=out)
+            print(text_table(["item", "caption", *keys],
+                             [[s_ids[i], _shown(s_preds[i]), *(r["per_caption"][key][i] for key in keys)]
+                              for i in range(len(s_preds))], overflow="cut"), file=out)
+    return {"captioners": [dict(r, image_ids=s_ids) for s_ids, _, r in results]}
 
 
 def coverage_line(coverage: dict[str, float | None]) -> str:

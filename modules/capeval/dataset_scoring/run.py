@@ -134,35 +134,11 @@ def score_dataset(
     from capeval.registry import metric_class, resolve
     from capeval.validation import check_max_caption_chars
 
-    if output_dir is None:
-        raise TypeError("score_dataset needs output_dir= (the folder the shards and result.json go to).")
-    try:
-        import pyarrow  # noqa: F401  (the shards are parquet)
-    except ImportError as err:
-        raise ImportError('score_dataset writes parquet shards with pyarrow: pip install "capeval[bench]"') from err
+    _check_arguments(output_dir, on_error, chunk_size, processes, tokenizer)
     folder = Path(output_dir)
-    if on_error not in ON_ERROR:
-        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r:.60}.")
-    for name, value in (("chunk_size", chunk_size), ("processes", processes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r:.60}.")
-    if not isinstance(tokenizer, str):
-        raise TypeError("score_dataset takes the tokenizer by name (ptb, ptb-ctx, ptb-java): the settings are "
-                        "recorded in the output folder.")
     limit = check_max_caption_chars(max_caption_chars)
     selected = resolve(metrics)
-    for name, why in whole_set_only(selected).items():
-        if why:
-            raise ValueError(f"{name} cannot be scored chunk by chunk ({why}); score it with "
-                             "capeval.score on the whole set.")
-    check_chunk_size(selected, options, chunk_size)
-    from capeval.api import split_options
-
-    split_options(selected, options)  # unknown options fail here, before any work
-    needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
-    if needs_images and image_column is None:
-        raise OptionError(words("image_column", f"{', '.join(needs_images)} read(s) images: give ",
-                                Setting(shown="COLUMN"), ", the column with one image per row."))
+    needs_images = _check_metrics(selected, options, chunk_size, image_column)
     columns = {"prediction": prediction_column, "references": references_column,
                "image": image_column if needs_images else None, "id": id_column}
     cider_table = any(_counts_documents(metric_class(n), options) for n in selected)  # cider_d, spider
@@ -171,40 +147,95 @@ def score_dataset(
                                                 "empty": empty},
                options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table,
                limits_length=any(metric_class(n).limits_length for n in selected))
-    source = run.open()
-    _check_columns(source, columns)
-    settings = {"input": source.fingerprint, "columns": columns, "metrics": selected,
-                "options": _jsonable(options), "chunk_size": chunk_size, "on_error": on_error,
-                **_jsonable(run.score_kwargs), "capeval": _version()}
-
     state = distributed_state() if processes == 1 else None
-    is_main = state is None or state.is_main_process
-    if is_main:
-        resumed = store.open_folder(folder, settings)
-        store.remove_temporaries(folder)
-        if resumed and progress is not False:
-            _say_resuming(folder, source.num_rows, chunk_size)
+    _open_output(run, main=state is None or state.is_main_process)
     if state is not None:
+        return _run_in_launch(run, state)
+    _run_here(run, processes)
+    return _finalize(run)
+
+
+def _open_output(run: _Run, main: bool) -> None:
+    """Check the input's columns; in the main process, open the output folder (new, or resumed when it holds the
+    same settings: ``store.open_folder``) and remove what an interrupted run left half-written."""
+    source = run.open()
+    _check_columns(source, run.columns)
+    if not main:
+        return
+    settings = {"input": source.fingerprint, "columns": run.columns, "metrics": run.selected,
+                "options": _jsonable(run.options), "chunk_size": run.chunk_size, "on_error": run.on_error,
+                **_jsonable(run.score_kwargs), "capeval": _version()}
+    resumed = store.open_folder(run.folder, settings)
+    store.remove_temporaries(run.folder)
+    if resumed and run.progress is not False:
+        _say_resuming(run.folder, source.num_rows, run.chunk_size)
+
+
+def _check_arguments(output_dir, on_error: str, chunk_size: int, processes: int, tokenizer: Any) -> None:
+    """``TypeError`` / ``ValueError`` / ``ImportError`` for arguments :func:`score_dataset` cannot run with, before any
+    work."""
+    if output_dir is None:
+        raise TypeError("score_dataset needs output_dir= (the folder the shards and result.json go to).")
+    try:
+        import pyarrow  # noqa: F401  (the shards are parquet)
+    except ImportError as err:
+        raise ImportError('score_dataset writes parquet shards with pyarrow: pip install "capeval[bench]"') from err
+    if on_error not in ON_ERROR:
+        raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r:.60}.")
+    for name, value in (("chunk_size", chunk_size), ("processes", processes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r:.60}.")
+    if not isinstance(tokenizer, str):
+        raise TypeError("score_dataset takes the tokenizer by name (ptb, ptb-ctx, ptb-java): the settings are "
+                        "recorded in the output folder.")
+
+
+def _check_metrics(selected: dict[str, list[str]], options: dict[str, Any], chunk_size: int,
+                   image_column: str | None) -> list[str]:
+    """The selected metrics that read images; ``ValueError`` for a metric that cannot be chunked, a chunk size it
+    cannot take, an unknown option or a missing image column."""
+    from capeval.api import split_options
+    from capeval.registry import metric_class
+
+    for name, why in whole_set_only(selected).items():
+        if why:
+            raise ValueError(f"{name} cannot be scored chunk by chunk ({why}); score it with "
+                             "capeval.score on the whole set.")
+    check_chunk_size(selected, options, chunk_size)
+    split_options(selected, options)  # unknown options fail here, before any work
+    needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
+    if needs_images and image_column is None:
+        raise OptionError(words("image_column", f"{', '.join(needs_images)} read(s) images: give ",
+                                Setting(shown="COLUMN"), ", the column with one image per row."))
+    return needs_images
+
+
+def _run_in_launch(run: _Run, state) -> dict[str, Any] | None:
+    """The passes in one process of an ``accelerate launch`` (``state``): the first pass's shares, the main process's
+    merge, the chunks; the result (main process) or ``None``."""
+    state.wait_for_everyone()
+    if run.cider_table and not _counted(run):
+        _count_share(run, state.process_index, state.num_processes)
         state.wait_for_everyone()
-        if cider_table and not _counted(run):
-            _count_share(run, state.process_index, state.num_processes)
-            state.wait_for_everyone()
-            if is_main:
-                _merge_shares(run, state.num_processes)
-            state.wait_for_everyone()
-        _score_chunks(run, state.process_index, state.num_processes)
+        if state.is_main_process:
+            _merge_shares(run, state.num_processes)
         state.wait_for_everyone()
-        return _finalize(run) if is_main else None
+    _score_chunks(run, state.process_index, state.num_processes)
+    state.wait_for_everyone()
+    return _finalize(run) if state.is_main_process else None
+
+
+def _run_here(run: _Run, processes: int) -> None:
+    """The passes on this machine: in this process, or in ``processes`` spawned workers."""
     if processes == 1:
-        if cider_table:
+        if run.cider_table:
             _count_share(run, 0, 1)
         _score_chunks(run, 0, 1)
-    else:
-        if cider_table and not _counted(run):
-            _spawn(run, processes, "count")
-            _merge_shares(run, processes)
-        _spawn(run, processes, "score")
-    return _finalize(run)
+        return
+    if run.cider_table and not _counted(run):
+        _spawn(run, processes, "count")
+        _merge_shares(run, processes)
+    _spawn(run, processes, "score")
 
 
 #: Seconds the processes of an ``accelerate launch`` wait for each other at a barrier (``$CAPEVAL_DISTRIBUTED_TIMEOUT``
@@ -527,18 +558,11 @@ def _cider_table(run: _Run):
 def _score_chunks(run: _Run, rank: int, world: int) -> None:
     """Score the chunks ``k`` with ``k % world == rank`` that have no shard yet; then record how many chunks the
     input has (``plan.json``)."""
-    from capeval.language import non_english_positions
     from capeval.progress import progress
     from capeval.registry import metric_class
 
     source = run.open()
-    options = dict(run.options)
-    if run.cider_table:
-        table = _cider_table(run)
-        for name in run.selected:
-            option = metric_class(name).document_frequency_option
-            if option is not None:
-                options[option] = table
+    options = _options_with_table(run)
     caught: dict[type, list] = {}
     coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
     chunks = rows_total = 0
@@ -556,59 +580,93 @@ def _score_chunks(run: _Run, rank: int, world: int) -> None:
                 if k not in done:  # another process's chunk of this run
                     bar.update(n)
                 continue
-            ids, preds, refs, images, skipped, kept_rows = _chunk_rows(run, k, batch, source)
-            result = states = None
-            if preds:
-                try:
-                    result, states = _score_rows(run, preds, refs, images, options, caught)
-                except (ValueError, TypeError, OSError) as err:
-                    if images is None:
-                        raise
-                    # an image that does not decode? Checked row by row: its row is named (or skipped) as any bad row
-                    checked = _chunk_rows(run, k, batch, source, decode=True)
-                    if len(checked[4]) == len(skipped):  # no such image: the metric's own error, in row words
-                        renamed = _in_row_words(err, kept_rows, ids, run.columns["image"])
-                        if renamed is None:
-                            raise
-                        raise renamed from None
-                    ids, preds, refs, images, skipped, kept_rows = checked
-                    if preds:
-                        result, states = _score_rows(run, preds, refs, images, options, caught)
-            record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
-                                      "skipped": skipped, "signature": None, "nrefs": [], "states": {},
-                                      "coverage": {}, "non_english": []}
-            id_name = run.columns["id"] or "row"
-            columns: dict[str, list] = {id_name: ids}
-            if preds:
-                for name, keys in run.selected.items():
-                    for key in keys:
-                        columns[key] = [float(v) for v in result["per_caption"][key]]
-                    if states[name]["state"] is not None:
-                        record["states"][name] = states[name]["state"]
-                    else:
-                        _check_mean(name, keys, result)
-                    if states[name]["coverage"] is not None:  # token counts: added up over the chunks
-                        record["coverage"][name] = states[name]["coverage"]
-                        columns[f"coverage_{name}"] = [None if v is None else float(v)  # None: no token
-                                                       for v in result["coverage_per_caption"][name]]
-                record["signature"] = result["signature"]
-                record["signature_fields"] = [list(field) for field in result["signature"].fields]
-                record["nrefs"] = sorted({len(r) for r in refs})
-                if run.language_check:
-                    rows = sorted({i for i, _ in non_english_positions(preds, refs)})
-                    record["non_english"] = [_jsonable(ids[i]) for i in rows]
-            else:
-                for keys in run.selected.values():
-                    for key in keys:
-                        columns[key] = []
-                for name in coverage_names:
-                    columns[f"coverage_{name}"] = []
+            ids, preds, refs, skipped, result, states = _score_chunk(run, k, batch, source, options, caught)
+            columns, record = _shard_of(run, k, (ids, preds, refs, skipped), result, states, coverage_names)
             store.write_shard(run.folder, k, columns, record)
             bar.update(n)
     store.write_json(run.folder / store.PLAN, {"chunks": chunks, "input_rows": rows_total})
     for category, messages in caught.items():
         more = f" (and {len(messages) - 1} more such warning(s) over the chunks)" if len(messages) > 1 else ""
         warnings.warn(f"{messages[0]}{more}", category, stacklevel=3)
+
+
+def _options_with_table(run: _Run) -> dict[str, Any]:
+    """The metrics' options, the first pass's document-frequency table given to every metric that reads one."""
+    from capeval.registry import metric_class
+
+    options = dict(run.options)
+    if run.cider_table:
+        table = _cider_table(run)
+        for name in run.selected:
+            option = metric_class(name).document_frequency_option
+            if option is not None:
+                options[option] = table
+    return options
+
+
+def _score_chunk(run: _Run, k: int, batch: dict[str, list], source: Source, options: dict[str, Any],
+                 caught: dict[type, list]) -> tuple:
+    """``(ids, predictions, references, skipped, result, states)`` of chunk ``k`` (``result`` / ``states`` ``None``
+    when no row is left to score). When the scoring fails and the chunk has images, its images are decoded one by
+    one: a row whose image does not decode is named (or skipped) as any bad row and the rest scored again; if every
+    image decodes, the metric's own error is raised in the rows' words."""
+    ids, preds, refs, images, skipped, kept_rows = _chunk_rows(run, k, batch, source)
+    result = states = None
+    if preds:
+        try:
+            result, states = _score_rows(run, preds, refs, images, options, caught)
+        except (ValueError, TypeError, OSError) as err:
+            if images is None:
+                raise
+            checked = _chunk_rows(run, k, batch, source, decode=True)
+            if len(checked[4]) == len(skipped):  # no such image: the metric's own error, in row words
+                renamed = _in_row_words(err, kept_rows, ids, run.columns["image"])
+                if renamed is None:
+                    raise
+                raise renamed from None
+            ids, preds, refs, images, skipped, kept_rows = checked
+            if preds:
+                result, states = _score_rows(run, preds, refs, images, options, caught)
+    return ids, preds, refs, skipped, result, states
+
+
+def _shard_of(run: _Run, k: int, rows: tuple, result: dict | None, states: dict | None,
+              coverage_names: list[str]) -> tuple[dict[str, list], dict[str, Any]]:
+    """``(columns, record)`` of chunk ``k``'s shard: the per-caption values by result key (and coverage), and what
+    the corpus values are merged from (states, signature, reference counts, coverage counts, non-English rows)."""
+    from capeval.language import non_english_positions
+
+    ids, preds, refs, skipped = rows
+    record: dict[str, Any] = {"chunk": k, "first_row": k * run.chunk_size, "rows": len(preds),
+                              "skipped": skipped, "signature": None, "nrefs": [], "states": {},
+                              "coverage": {}, "non_english": []}
+    id_name = run.columns["id"] or "row"
+    columns: dict[str, list] = {id_name: ids}
+    if not preds:
+        for keys in run.selected.values():
+            for key in keys:
+                columns[key] = []
+        for name in coverage_names:
+            columns[f"coverage_{name}"] = []
+        return columns, record
+    for name, keys in run.selected.items():
+        for key in keys:
+            columns[key] = [float(v) for v in result["per_caption"][key]]
+        if states[name]["state"] is not None:
+            record["states"][name] = states[name]["state"]
+        else:
+            _check_mean(name, keys, result)
+        if states[name]["coverage"] is not None:  # token counts: added up over the chunks
+            record["coverage"][name] = states[name]["coverage"]
+            columns[f"coverage_{name}"] = [None if v is None else float(v)  # None: no token
+                                           for v in result["coverage_per_caption"][name]]
+    record["signature"] = result["signature"]
+    record["signature_fields"] = [list(field) for field in result["signature"].fields]
+    record["nrefs"] = sorted({len(r) for r in refs})
+    if run.language_check:
+        positions = sorted({i for i, _ in non_english_positions(preds, refs)})
+        record["non_english"] = [_jsonable(ids[i]) for i in positions]
+    return columns, record
 
 
 def _score_rows(run: _Run, preds: list[str], refs: list[list[str]], images: list | None, options: dict,
