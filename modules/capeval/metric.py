@@ -99,6 +99,12 @@ class CaptionMetric(ABC):
     #: no benchmark can be in its training data; a metric reading a trained model leaves it ``False`` and names the
     #: model in the catalog (:mod:`capeval.catalog`), whose training data decide contamination.
     trained_on_nothing: ClassVar[bool] = False
+    #: ``reads_references``: whether the references enter the scores (``False`` for a reference-free metric such as
+    #: CLIP-S: any reference setting then measures the same numbers).
+    reads_references: ClassVar[bool] = True
+    #: ``code_packages``: other capeval packages whose code decides this metric's scores besides its own package and
+    #: the text pipeline (SPIDEr: CIDEr-D's and SPICE's; METEOR: ``capeval.meteor``), for caches keyed on code.
+    code_packages: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def weights_hint(cls) -> str | None:

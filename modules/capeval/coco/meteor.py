@@ -49,6 +49,7 @@ class Meteor(CaptionMetric):
     pauses_gc: ClassVar[bool] = True
 
     name: ClassVar[str] = "meteor"
+    code_packages = ("capeval.meteor",)  # METEOR 1.5's port
     trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     limits_length: ClassVar[bool] = True
     options: ClassVar[dict] = {

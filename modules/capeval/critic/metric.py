@@ -240,6 +240,8 @@ class CriticImg(_CriticMetric):
     """The critic with the image as the only context (no reference read). No default model: one must be named
     (:data:`NO_IMAGE_ONLY_DEFAULT` says why)."""
 
+    reads_references = False
+
     name = "critic_img"
     context = "image"
     model_option = "critic_img_model"

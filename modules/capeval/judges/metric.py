@@ -346,6 +346,8 @@ class Fleur(_JudgeMetric):
     """FLEUR (Lee et al., ACL 2024): LLaVA-1.5-13B rates the caption against the image, 0.0 to 1.0, the answer's
     decimals smoothed over the digit tokens' probabilities; reference-free."""
 
+    reads_references = False
+
     name = "fleur"
 
 

@@ -37,6 +37,7 @@ class _LCEvalMetric(CaptionMetric):
     uses_tokens: ClassVar[bool] = True
     reports_coverage: ClassVar[bool] = True
     limits_length: ClassVar[bool] = True
+    code_packages: ClassVar[tuple[str, ...]] = ("capeval.meteor",)  # its METEOR features
     default_model: ClassVar[str]
     #: Whether the metric has a ``<name>_scale`` option (:mod:`capeval.scales`).
     has_scale: ClassVar[bool] = True

@@ -27,6 +27,7 @@ class CaptionLength(CaptionMetric):
     value their mean."""
 
     name: ClassVar[str] = "caption_length"
+    reads_references = False
     trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     uses_tokens: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {}

@@ -38,23 +38,16 @@ class ItemScores:
     signature: str
 
 
-#: Metrics computed from other metric packages' code: their cached scores are keyed on those packages' files too.
-BUILT_ON = {"spider": ("capeval.coco", "capeval.spice")}
-
-
 def _capeval_fingerprint(metric: str) -> str:
     module = importlib.import_module(REGISTRY[metric].module)
     files = [inspect.getsourcefile(module)]
     pkg = Path(files[0]).parent
     if pkg.name != "metrics":  # a metric package (spice, spiceu): fingerprint the whole package
         files = sorted(str(p) for p in pkg.glob("*.py"))
-    for name in BUILT_ON.get(metric, ()):
-        files += sorted(str(p) for p in Path(inspect.getsourcefile(importlib.import_module(name))).parent.glob("*.py"))
     text_dir = Path(inspect.getsourcefile(importlib.import_module("capeval.text"))).parent
     files += sorted(str(p) for p in text_dir.glob("*.py"))
-    if metric == "meteor" or metric.startswith("lceval"):  # METEOR's implementation lives in capeval.meteor
-        meteor_dir = Path(inspect.getsourcefile(importlib.import_module("capeval.meteor"))).parent
-        files += sorted(str(p) for p in meteor_dir.glob("*.py"))
+    for name in metric_class(metric).code_packages:  # other packages' code its scores depend on (its class says)
+        files += sorted(str(p) for p in Path(inspect.getsourcefile(importlib.import_module(name))).parent.glob("*.py"))
     return file_fingerprint(files)
 
 

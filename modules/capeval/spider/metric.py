@@ -44,6 +44,7 @@ class Spider(CaptionMetric):
     """
 
     name: ClassVar[str] = "spider"
+    code_packages = ("capeval.coco", "capeval.spice")
     trained_on_nothing = True  # nothing fitted to data: no benchmark can be in its training data
     document_frequency_option: ClassVar[str | None] = "cider_df"
     uses_tokens: ClassVar[bool] = True

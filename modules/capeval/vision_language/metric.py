@@ -296,6 +296,7 @@ class ClipS(_VisionLanguageMetric):
     """CLIP-S (Hessel et al. 2021): 2.5·max(cos(image, caption), 0), reference-free."""
 
     name = "clip_s"
+    reads_references = False
     options: ClassVar[dict[str, Any]] = _options("clip", DEFAULT_CLIP_MODEL)
 
 
@@ -311,6 +312,7 @@ class PacS(_VisionLanguageMetric):
     """PAC-S (Sarto et al. 2023): 2.0·max(cos, 0) with the positive-augmented CLIP."""
 
     name = "pac_s"
+    reads_references = False
     family = "pac"
     weight = PAC_S_WEIGHT
     options: ClassVar[dict[str, Any]] = _options("pac", DEFAULT_PAC_MODEL)

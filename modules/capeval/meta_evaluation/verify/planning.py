@@ -13,6 +13,19 @@ from capeval.meta_evaluation.verify.reasons import EXAMPLES, KEY_OF, NOT_IN_CAPE
 from capeval.meta_evaluation.verify.records import Job, Row, Skip
 from capeval.meta_evaluation.verify.tolerance import printed_decimals, tolerance_for
 
+def _reads_no_references(key: str | None) -> bool:
+    """Whether the capeval metric of result key ``key`` is reference-free (its class's ``reads_references``)."""
+    from capeval.registry import REGISTRY, metric_class, resolve
+
+    if key is None:
+        return False
+    try:
+        (metric,) = resolve([key])
+    except ValueError:
+        return False
+    return metric in REGISTRY and not metric_class(metric).reads_references
+
+
 def _job(entry: Mapping[str, Any], key: str | None) -> Job | None:
     bench, proto = entry["benchmark"], str(entry.get("protocol"))
     if entry["statistic"] in ("rubric", "strictly_best_worst"):
@@ -23,8 +36,8 @@ def _job(entry: Mapping[str, Any], key: str | None) -> Job | None:
         return Job("bench", bench, (("protocol", proto),)) if proto in ("clipscore", "cui") else None
     if bench == "pascal50s":
         refs = (entry.get("settings") or {}).get("refs")
-        if proto == "random-5-refs" and key == "clip_s":
-            refs = "expert"  # CLIP-S reads no reference: any reference setting measures it
+        if proto == "random-5-refs" and _reads_no_references(key):
+            refs = "expert"  # a reference-free metric (CLIP-S): any reference setting measures it
         return Job("bench", bench, (("refs", refs),)) if refs in ("expert", "all") else None
     if bench == "nebula":  # published on the scores as released or on Pearl's corrected ones
         return Job("bench", bench, (("scores", _scores(entry)),))
