@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from capeval.judgments.caparena import HUMAN_RANKING, caparena_agreement, load_caparena, metric_verdicts
+from support.caparena_reference import reference_compute_elo
 
 pd = pytest.importorskip("pandas")
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -54,26 +55,6 @@ def reference_cal_agreement(caption_eval_pair_list, include_tie=False, in_400=Fa
                 tie_num[item["cluster"]] += 1
     values = {k: (sum(v) / len(v) if len(v) > 0 else None, len(v)) for k, v in agreement_level.items()}
     return values, tie_num
-
-
-def reference_compute_elo(battles, K=4, SCALE=400, BASE=10, INIT_RATING=1000):
-    rating = defaultdict(lambda: INIT_RATING)
-    for rd, source1, source2, winner in battles[['source1', 'source2', "winner_gpt"]].itertuples():
-        ra = rating[source1]
-        rb = rating[source2]
-        ea = 1 / (1 + BASE ** ((rb - ra) / SCALE))
-        eb = 1 / (1 + BASE ** ((ra - rb) / SCALE))
-        if winner == source1:
-            sa = 1
-        elif winner == source2:
-            sa = 0
-        elif winner == "tie" or winner == "tie (bothbad)" or winner == "equal":
-            sa = 0.5
-        else:
-            raise Exception(f"unexpected vote {winner}")
-        rating[source1] += K * (sa - ea)
-        rating[source2] += K * (1 - sa - eb)
-    return rating
 
 
 def reference_calculate_elo_rankings(data, rounds):

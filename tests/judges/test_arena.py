@@ -15,6 +15,7 @@ from capeval.judges.answers import JudgeContextWarning, JudgeFailureWarning
 from capeval.judges.arena import collect, combine_orders, judge_pairs
 from capeval.judges.arena_prompts import compare_prompt, read_judgment, system_prompt
 from capeval.judges.elo import bootstrap_elo, compute_elo, rank_systems
+from support.caparena_reference import reference_bootstrap, reference_compute_elo
 
 pytest.importorskip("torch")
 
@@ -70,40 +71,6 @@ def reference_parse(response):
     accepted = ["Caption 1 is better.", "Caption 1 is better", "Caption 2 is better.", "Caption 2 is better", "Tie",
                 "Tie."]
     return (reason_match.group(1).strip() if reason_match else None), judgment, judgment in accepted
-
-
-# -- cal_ranking.py, transcribed --------------------------------------------------------------------------------------
-
-def reference_compute_elo(battles, K=4, SCALE=400, BASE=10, INIT_RATING=1000):
-    from collections import defaultdict
-
-    rating = defaultdict(lambda: INIT_RATING)
-    for rd, source1, source2, winner in battles[['source1', 'source2', "winner_gpt"]].itertuples():
-        ra = rating[source1]
-        rb = rating[source2]
-        ea = 1 / (1 + BASE ** ((rb - ra) / SCALE))
-        eb = 1 / (1 + BASE ** ((ra - rb) / SCALE))
-        if winner == source1:
-            sa = 1
-        elif winner == source2:
-            sa = 0
-        elif winner == "tie" or winner == "tie (bothbad)" or winner == "equal":
-            sa = 0.5
-        else:
-            raise Exception(f"unexpected vote {winner}")
-        rating[source1] += K * (sa - ea)
-        rating[source2] += K * (1 - sa - eb)
-    return rating
-
-
-def reference_bootstrap(battles, num_round):
-    import pandas as pd
-
-    rows = []
-    for _ in range(num_round):
-        rows.append(reference_compute_elo(battles.sample(frac=1.0, replace=True)))
-    df = pd.DataFrame(rows)
-    return df[df.median().sort_values(ascending=False).index]
 
 
 def synthetic_battles(n=80, seed=3):
