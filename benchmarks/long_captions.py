@@ -28,7 +28,7 @@ import time
 CHILD = r"""
 import json, resource, sys, time, warnings
 import capeval
-args = json.loads(sys.argv[1])
+args = json.loads(sys.stdin.read())
 preds, refs, metric = args["preds"], args["refs"], args["metric"]
 options = {"spice_cache": False} if metric.startswith("spice") else {}
 warnings.simplefilter("ignore")
@@ -70,7 +70,8 @@ def paragraphs(n_captions: int, words: int, seed: int = 0) -> tuple[list[str], l
 
 def run(metric: str, preds: list[str], refs: list[list[str]]) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(["modules", os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps({"preds": preds, "refs": refs, "metric": metric})],
+    done = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps({"preds": preds, "refs": refs,
+                                                                          "metric": metric}),
                           capture_output=True, text=True, env=env, timeout=7200)
     if done.returncode != 0:
         return {"error": " ".join(done.stderr.split())[-300:]}
