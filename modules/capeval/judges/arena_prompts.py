@@ -17,67 +17,41 @@ from __future__ import annotations
 
 import re
 
+#: The parts of CapArena's two system prompts (``vlm_as_a_judge.py``), verbatim: the task, with or without the
+#: reference; the guidelines they share; the reference's paragraph; the response format they share.
+_TASK_WITHOUT_REF = '\nYou are a highly capable multimodal AI assistant tasked with evaluating image captions.\n\nGiven an image and two candidate captions, you are require to determine which of the two captions is better.\n'
+_TASK_WITH_REF = '\nYou are a highly capable multimodal AI assistant tasked with evaluating image captions.\n\nGiven an image, two candidate captions and one reference caption annotated by human expert, you are require to determine which of the two captions is better.\n'
+_GUIDELINES = """
+Below are some guidelines for your reference:
+
+1. **Precision**: The caption should accurately correspond to the content of the image, providing precise information about it. Common examples of imprecision include errors in color, quantity, spatial relationships, or the posture of people.
+
+2. **Informativeness**: Salient information in the image should be reflected in the caption. Since it is impossible to include every detail, you will need to subjectively judge which aspects of the image are important. For instance, describing an otter as "a small animal" is precise, but it is less informative than specifying "an otter".
+
+3. **Hallucination**: Captions that include descriptions of objects or elements that are clearly absent from the image should be significantly penalized.
+
+4. **Attention to detail**: Annotators should pay close attention to the details in the image to distinguish the quality of the descriptions.
+
+5. **Assistive description**: Imagine a visually impaired person asking you to describe the image for them. How would you convey the image to them?
+
+6. **Reverse thinking**: What image does the caption lead us to imagine? Does the caption effectively lead you to imagine the intended image?
+
+7. **Ties are acceptable**: If you find it genuinely difficult to determine which caption is better (e.g., both captions are excellent), marking a tie is acceptable.
+
+While the above guidelines provide a framework, they cannot cover all possible cases. Therefore, we encourage you to make **subjective judgments** based on the specific circumstances and your own reasoning about which caption is better.
+"""
+_REFERENCE_PARAGRAPH = "\n**Reference caption**: The reference caption is annotated by a human expert. When you're uncertain about which description is better (e.g., when unsure about specific details in the image), you can use the reference caption to assist your judgment. The content in the reference caption can be considered correct; however, it is not perfect, and descriptions not included in the reference caption can still be reasonable.\n"
+_RESPONSE_FORMAT = """
+### Response Format:
+Format your response into two lines as shown below:
+Reason: <your thoughts and reasoning process for the judgment>
+Judgment: <Caption 1 is better>/<Caption 2 is better>/<Tie>
+"""
+
 #: ``system_prompt_without_ref`` (``vlm_as_a_judge.py``).
-SYSTEM_PROMPT_WITHOUT_REF = """
-You are a highly capable multimodal AI assistant tasked with evaluating image captions.
-
-Given an image and two candidate captions, you are require to determine which of the two captions is better.
-
-Below are some guidelines for your reference:
-
-1. **Precision**: The caption should accurately correspond to the content of the image, providing precise information about it. Common examples of imprecision include errors in color, quantity, spatial relationships, or the posture of people.
-
-2. **Informativeness**: Salient information in the image should be reflected in the caption. Since it is impossible to include every detail, you will need to subjectively judge which aspects of the image are important. For instance, describing an otter as "a small animal" is precise, but it is less informative than specifying "an otter".
-
-3. **Hallucination**: Captions that include descriptions of objects or elements that are clearly absent from the image should be significantly penalized.
-
-4. **Attention to detail**: Annotators should pay close attention to the details in the image to distinguish the quality of the descriptions.
-
-5. **Assistive description**: Imagine a visually impaired person asking you to describe the image for them. How would you convey the image to them?
-
-6. **Reverse thinking**: What image does the caption lead us to imagine? Does the caption effectively lead you to imagine the intended image?
-
-7. **Ties are acceptable**: If you find it genuinely difficult to determine which caption is better (e.g., both captions are excellent), marking a tie is acceptable.
-
-While the above guidelines provide a framework, they cannot cover all possible cases. Therefore, we encourage you to make **subjective judgments** based on the specific circumstances and your own reasoning about which caption is better.
-
-### Response Format:
-Format your response into two lines as shown below:
-Reason: <your thoughts and reasoning process for the judgment>
-Judgment: <Caption 1 is better>/<Caption 2 is better>/<Tie>
-"""
-
+SYSTEM_PROMPT_WITHOUT_REF = _TASK_WITHOUT_REF + _GUIDELINES + _RESPONSE_FORMAT
 #: ``system_prompt_with_ref`` (``vlm_as_a_judge.py``).
-SYSTEM_PROMPT_WITH_REF = """
-You are a highly capable multimodal AI assistant tasked with evaluating image captions.
-
-Given an image, two candidate captions and one reference caption annotated by human expert, you are require to determine which of the two captions is better.
-
-Below are some guidelines for your reference:
-
-1. **Precision**: The caption should accurately correspond to the content of the image, providing precise information about it. Common examples of imprecision include errors in color, quantity, spatial relationships, or the posture of people.
-
-2. **Informativeness**: Salient information in the image should be reflected in the caption. Since it is impossible to include every detail, you will need to subjectively judge which aspects of the image are important. For instance, describing an otter as "a small animal" is precise, but it is less informative than specifying "an otter".
-
-3. **Hallucination**: Captions that include descriptions of objects or elements that are clearly absent from the image should be significantly penalized.
-
-4. **Attention to detail**: Annotators should pay close attention to the details in the image to distinguish the quality of the descriptions.
-
-5. **Assistive description**: Imagine a visually impaired person asking you to describe the image for them. How would you convey the image to them?
-
-6. **Reverse thinking**: What image does the caption lead us to imagine? Does the caption effectively lead you to imagine the intended image?
-
-7. **Ties are acceptable**: If you find it genuinely difficult to determine which caption is better (e.g., both captions are excellent), marking a tie is acceptable.
-
-While the above guidelines provide a framework, they cannot cover all possible cases. Therefore, we encourage you to make **subjective judgments** based on the specific circumstances and your own reasoning about which caption is better.
-
-**Reference caption**: The reference caption is annotated by a human expert. When you're uncertain about which description is better (e.g., when unsure about specific details in the image), you can use the reference caption to assist your judgment. The content in the reference caption can be considered correct; however, it is not perfect, and descriptions not included in the reference caption can still be reasonable.
-
-### Response Format:
-Format your response into two lines as shown below:
-Reason: <your thoughts and reasoning process for the judgment>
-Judgment: <Caption 1 is better>/<Caption 2 is better>/<Tie>
-"""
+SYSTEM_PROMPT_WITH_REF = _TASK_WITH_REF + _GUIDELINES + _REFERENCE_PARAGRAPH + _RESPONSE_FORMAT
 
 #: The instruction after the captions, without a reference (``compare_prompt``'s last sentence).
 COMPARE_INSTRUCTION_WITHOUT_REF = (
