@@ -17,10 +17,12 @@ __all__ = ["INSTALL_HINT", "default_device", "release_freed_memory", "require"]
 INSTALL_HINT = 'pip install "capeval[learned]"'
 
 
-def require(*names: str, what: str = "this learned component") -> ModuleType | tuple[ModuleType, ...]:
+def require(*names: str, what: str = "this learned component",
+            extra: str = "learned") -> ModuleType | tuple[ModuleType, ...]:
     """Import ``names`` (e.g. ``require("torch", "timm")``); one name returns its module, several a tuple.
 
-    A missing module raises ``ImportError`` naming it and ``pip install "capeval[learned]"``.
+    A missing module raises ``ImportError`` naming it and ``pip install "capeval[<extra>]"`` (default ``learned``,
+    :data:`INSTALL_HINT`).
     """
     from capeval.progress import quiet_third_party_bars
 
@@ -32,7 +34,8 @@ def require(*names: str, what: str = "this learned component") -> ModuleType | t
             modules.append(importlib.import_module(name))
         except ImportError as err:  # ModuleNotFoundError, or sys.modules[name] = None
             raise ImportError(f"{what} needs the Python package {name!r}, which is not installed ({err}); "
-                              f"install the torch stack with: {INSTALL_HINT}") from err
+                              f"install the torch stack with: " + (INSTALL_HINT if extra == "learned" else
+                                                                   f'pip install "capeval[{extra}]"')) from err
     return modules[0] if len(modules) == 1 else tuple(modules)
 
 

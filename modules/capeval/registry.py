@@ -54,6 +54,8 @@ _SPECS = (
     MetricSpec("ref_fleur", "capeval.judges.metric", "RefFleur", ("ref_fleur",)),
     MetricSpec("expert", "capeval.judges.metric", "Expert", ("expert",)),
     MetricSpec("caption_length", "capeval.length.metric", "CaptionLength", ("caption_length",)),
+    MetricSpec("capture", "capeval.capture.metric", "Capture",
+               ("capture", "capture_object_f1", "capture_attribute_f1", "capture_relation_f1")),
 )
 
 class _Registry(MutableMapping):

@@ -23,7 +23,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "spider", "thumb", "models", "sentence_cosine",
-                                    "vision_language", "judges", "length")),
+                                    "vision_language", "judges", "length", "capture")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
     ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring")),  # "" = the top-level package capeval/__init__.py
     ("judgment data", ("judgments",)),

@@ -1,0 +1,1 @@
+"""CAPTURE (Dong et al. 2024)."""
