@@ -155,6 +155,16 @@ MODELS: dict[str, ModelEntry] = {m.name: m for m in (
                "Polos (Wada et al. 2024): SimCSE + CLIP ViT-B/32 features and a feed-forward head trained on "
                "Polaris's human judgments. The authors' reprod.ckpt (keio-smilab24/Polos README link)",
                location="external"),
+    ModelEntry("all-mpnet-base-v2", None, "pretrained",
+               ("flickr30k-caption-pairs", "coco-train2014-caption-pairs", "web-sentence-pairs"), (),
+               "sentence-transformers/all-mpnet-base-v2: MPNet-base fine-tuned on 1B sentence pairs (the same data "
+               "as all-MiniLM-L6-v2), CAPTURE's phrase encoder for soft matching", location="external",
+               hub_id="sentence-transformers/all-mpnet-base-v2"),
+    ModelEntry("factual-flan-t5-base", "capture", "pretrained", ("factual-vg-descriptions", "flan-t5-pretraining-text"),
+               ("all-mpnet-base-v2",),
+               "the FACTUAL scene-graph parser (Li et al. 2023): Flan-T5-base fine-tuned to write a sentence's "
+               "graph, CAPTURE's parser (its soft matching reads all-mpnet-base-v2)", location="external",
+               hub_id="lizhuang144/flan-t5-base-VG-factual-sg"),
     ModelEntry("llava-1.5-13b", "fleur", "pretrained", ("llava-1.5-data", "openai-clip-wit-400m"), (),
                "LLaVA-1.5-13B (Liu et al. 2024): Vicuna-13B with a CLIP ViT-L/14-336 vision tower, FLEUR's and "
                "RefFLEUR's judge (Lee et al. 2024), read through transformers' conversion (or the original layout, "
@@ -186,6 +196,7 @@ DEFAULTS: dict[str, str] = {
     "fleur": "llava-1.5-13b",
     "ref_fleur": "llava-1.5-13b",
     "expert": "expert-llava-13b-lora",
+    "capture": "factual-flan-t5-base",
 }
 
 #: ``{metric: (recommended, why)}``: the rule's verdict on each default (BENCHMARKS.md). Recommended = at least
@@ -210,14 +221,16 @@ MODEL_OPTIONS: dict[str, str] = {
     "lceval_plus": "lceval_plus_model", "sentence_cosine": "sentence_cosine_encoder",
     "sentence_rank": "sentence_rank_model", "clip_s": "clip_model", "ref_clip_s": "clip_model", "pac_s": "pac_model",
     "ref_pac_s": "pac_model", "polos": "polos_model", "fleur": "fleur_model", "ref_fleur": "fleur_model",
-    "expert": "expert_adapter",
+    "expert": "expert_adapter", "capture": "capture_parser",
 }
 
 #: Other spellings of catalog names (the Hub id of the sentence encoder).
 NAME_ALIASES = {"sentence-transformers/all-minilm-l6-v2": "all-minilm-l6-v2",
                 "openai/clip-vit-base-patch32": "openai-clip-vit-b-32", "vit-b/32": "openai-clip-vit-b-32",
                 "llava-hf/llava-1.5-13b-hf": "llava-1.5-13b", "liuhaotian/llava-v1.5-13b": "llava-1.5-13b",
-                "hjkim811/expert-llava-13b-lora": "expert-llava-13b-lora"}
+                "hjkim811/expert-llava-13b-lora": "expert-llava-13b-lora",
+                "sentence-transformers/all-mpnet-base-v2": "all-mpnet-base-v2",
+                "lizhuang144/flan-t5-base-vg-factual-sg": "factual-flan-t5-base"}
 
 #: The models inside the wheel: the metrics' defaults and the models they read when scoring
 #: (critic-flickr8k-plus reads critic-flickr8k-caption; lceval-plus-caption-flickr8k-coco reads critic-coco-ref).

