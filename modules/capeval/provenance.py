@@ -159,6 +159,15 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
     _source("polaris-judgments", "polaris", "all", (JUDGMENTS,), "Polaris judgments"),
     _source("nebula-candidates", "nebula", "all", (CAPTIONS,), "Nebula's candidate captions"),
     _source("nebula-judgments", "nebula", "all", (JUDGMENTS,), "Nebula judgments"),
+    _source("detailcaps-coco-images", "coco", "all", (IMAGES,), "DetailCaps-4870's COCO images (split not stated)"),
+    _source("detailcaps-flickr-images", "flickr30k", "all", (IMAGES,),
+            "DetailCaps-4870's Flickr images (Flickr30k's, split not stated)"),
+    _source("detailcaps-web-images", "laion-cc-sbu-coyo-sam", "all", (IMAGES,),
+            "DetailCaps-4870's LAION, CC, SBU, Coyo and SAM images"),
+    _source("detailcaps-captions", "detailcaps", "all", (CAPTIONS,),
+            "DetailCaps-4870's GPT-4V / Gemini-1.5-Pro / GPT-4o references and CogVLM / ShareCaptioner / LLaVA-1.5 "
+            "candidates"),
+    _source("detailcaps-judgments", "detailcaps", "all", (JUDGMENTS,), "DetailCaps-4870's GPT-4 judgments"),
 )}
 
 #: ``{dataset: datasets it contains whole}``: Flickr30k includes Flickr8k's images and their captions.
@@ -209,6 +218,9 @@ BENCHMARK_DATA: dict[str, BenchmarkData] = {b.name: b for b in (
            "32,978 MS-COCO and nocaps images (splits not stated: all of both counted); candidates, human scores"),
     _bench("polaris", ("coco-split-unstated", "nocaps-split-unstated", "polaris-candidates", "polaris-judgments"),
            "MS-COCO and nocaps images (splits not stated: all of both counted); human and ten models' candidates"),
+    _bench("detailcaps", ("detailcaps-coco-images", "detailcaps-flickr-images", "detailcaps-web-images",
+                          "detailcaps-captions", "detailcaps-judgments"),
+           "4,870 COCO, Flickr, LAION, CC, SBU, Coyo and SAM images; three models' detailed captions judged by GPT-4"),
     _bench("coco-karpathy-test", ("coco-karpathy-test",), "5,000 COCO val2014 images (Karpathy test)"),
 )}
 

@@ -119,12 +119,13 @@ BENCHMARKS = {
     "thumb": True,
     "nebula": True,
     "polaris": True,
+    "detailcaps": True,
     "coco-karpathy-test": False,
 }
 
 #: Other spellings of benchmark names (after lower-casing and ``_`` -> ``-``).
 BENCHMARK_ALIASES = {"pascal-50s": "pascal50s", "abstract-50s": "abstract50s", "flickr8k-cf": "flickr8k-crowdflower",
-                     "coco-karpathy": "coco-karpathy-test"}
+                     "coco-karpathy": "coco-karpathy-test", "detailcaps-4870": "detailcaps"}
 
 
 def judged_benchmarks() -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Human-judgment benchmarks for caption metrics: loaders, statistics, the harness and its reports.
 
 Modules, in data-flow order: the loaders (``flickr8k``, ``composite``, ``pascal50s``, ``abstract50s``,
-``thumb``, ``nebula`` and ``polaris`` (both read by ``judgment_sets``; Hub datasets by ``hub_dataset``),
+``thumb``, ``nebula`` and ``polaris`` (both read by ``judgment_sets``; Hub datasets by ``hub_dataset``), ``detailcaps``,
 ``coco_karpathy``; file helpers in ``files``) yield the record types of ``records``;
 ``stats`` holds the correlation / accuracy statistics; ``scorers`` scores items with any capeval
 metric or ``evaluate`` module, cached by ``score_cache``; ``harness`` runs ``capeval bench``;
@@ -33,6 +33,7 @@ abstract50s            references=all|k, seed, hc_pairs                pairwise 
 thumb                  include_human, target=total|P|R                 Pearson
 nebula                 split=test|validation|train, image_dir          Kendall tau-c
 polaris                split=test|validation|train, image_dir          Kendall tau-c
+detailcaps             references=paper|all                            Pearson (and Kendall tau-b)
 coco-karpathy-test     systems                                         (no judgments)
 =====================  ==============================================  =========================
 
@@ -53,6 +54,7 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
     from capeval.judgments.abstract50s import load_abstract50s
     from capeval.judgments.coco_karpathy import load_coco_karpathy
     from capeval.judgments.composite import load_composite
+    from capeval.judgments.detailcaps import load_detailcaps
     from capeval.judgments.flickr8k import load_crowdflower, load_expert
     from capeval.judgments.nebula import load_nebula
     from capeval.judgments.pascal50s import load_pascal50s
@@ -68,6 +70,7 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
         "thumb": load_thumb,
         "nebula": load_nebula,
         "polaris": load_polaris,
+        "detailcaps": load_detailcaps,
         "coco-karpathy-test": load_coco_karpathy,
     }
 

@@ -128,6 +128,11 @@ REASONS = (
     Reason('coco2015_captions', "COCO 2015 teams' captions unavailable",
            "the 12 teams' COCO 2015 val-set captions are not available (coco2015_challenge holds only the "
            "leaderboard's human judgments)"),
+    Reason('detailcaps_average', "an average over DetailCaps-100 and DetailCaps-4870",
+           "the CAPTURE README's consistency numbers are the average over DetailCaps-100 and DetailCaps-4870 (its "
+           "table's own words); DetailCaps-100 is not released with the dataset, so capeval's detailcaps "
+           "(DetailCaps-4870 alone) measures one of the two halves: its numbers are shown beside these, not "
+           "compared"),
     Reason('spice_tiny', 'no SPICE fidelity target on 2 captions',
            'SPICE on a 2-caption example has no fidelity target: official SPICE (Stanford CoreNLP 3.6.0) cannot '
            "run here and one scene-graph tuple moves the score by ~.01; capeval's SPICE is checked on the "
@@ -188,6 +193,7 @@ RULES = (
     Rule("thumb_bootstrap", statistics=("rubric",), field_suffix=" total_ci", **_THUMB),
     Rule("thumb_worst", statistics=("strictly_best_worst",), field_suffix=" worst", **_THUMB),
     Rule("spice_tiny", benchmarks=("clipscore-example", "pacscore-example"), metrics=("spice",)),
+    Rule("detailcaps_average", benchmarks=("detailcaps",), sources=("capture-readme",)),
 )
 
 
