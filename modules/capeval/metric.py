@@ -113,6 +113,13 @@ class CaptionMetric(ABC):
         for every other metric."""
         return None
 
+    @classmethod
+    def missing_weights(cls) -> tuple[str, str, str] | None:
+        """For a metric that reads models or data the user fetches and that is none of the vision-language or judge
+        families ``capeval verify`` knows (CAPTURE): ``(why, what is missing, the command that fetches it)`` when its
+        defaults are not here, never downloading; ``None`` when they are (the default: nothing to fetch)."""
+        return None
+
     def __init__(self, **options: Any) -> None:
         from capeval.options import declared
         from capeval.suggest import did_you_mean

@@ -168,6 +168,10 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
             "DetailCaps-4870's GPT-4V / Gemini-1.5-Pro / GPT-4o references and CogVLM / ShareCaptioner / LLaVA-1.5 "
             "candidates"),
     _source("detailcaps-judgments", "detailcaps", "all", (JUDGMENTS,), "DetailCaps-4870's GPT-4 judgments"),
+    _source("docci-images-captions", "docci", "all", (IMAGES, CAPTIONS),
+            "DOCCI images and their human detailed descriptions (CapArena's images and references)"),
+    _source("caparena-captions", "caparena", "all", (CAPTIONS,), "CapArena's 14 models' detailed captions"),
+    _source("caparena-judgments", "caparena", "all", (JUDGMENTS,), "CapArena's 6,523 human pairwise battles"),
 )}
 
 #: ``{dataset: datasets it contains whole}``: Flickr30k includes Flickr8k's images and their captions.
@@ -221,6 +225,8 @@ BENCHMARK_DATA: dict[str, BenchmarkData] = {b.name: b for b in (
     _bench("detailcaps", ("detailcaps-coco-images", "detailcaps-flickr-images", "detailcaps-web-images",
                           "detailcaps-captions", "detailcaps-judgments"),
            "4,870 COCO, Flickr, LAION, CC, SBU, Coyo and SAM images; three models' detailed captions judged by GPT-4"),
+    _bench("caparena", ("docci-images-captions", "caparena-captions", "caparena-judgments"),
+           "DOCCI images; 14 models' and DOCCI's human detailed captions in 6,523 human battles"),
     _bench("coco-karpathy-test", ("coco-karpathy-test",), "5,000 COCO val2014 images (Karpathy test)"),
 )}
 

@@ -120,6 +120,7 @@ BENCHMARKS = {
     "nebula": True,
     "polaris": True,
     "detailcaps": True,
+    "caparena": True,
     "coco-karpathy-test": False,
 }
 

@@ -90,6 +90,30 @@ class Capture(CaptionMetric):
 
         require("torch", "transformers", "nltk", what="the capture metric", extra="capture")
 
+    @classmethod
+    def missing_weights(cls) -> tuple[str, str, str] | None:
+        """The first of its defaults that is not here: NLTK's data, then the parser and the phrase encoder in the
+        Hugging Face cache (never downloaded)."""
+        from capeval.capture.nltk_data import build_command, find_resources
+        from capeval.capture.parser import DEFAULT_PARSER
+        from capeval.hub_cli import download_command
+
+        try:
+            find_resources()
+        except FileNotFoundError as err:
+            return str(err), "CAPTURE's NLTK data", build_command()
+        try:
+            import huggingface_hub
+        except ImportError as err:
+            return str(err), "huggingface_hub", 'pip install "capeval[capture]"'
+        for repo in (DEFAULT_PARSER, DEFAULT_TEXT_ENCODER):
+            try:
+                huggingface_hub.snapshot_download(repo, local_files_only=True)
+            except Exception:  # noqa: BLE001 - huggingface_hub raises several "not cached" errors
+                return (f"weights not in the Hugging Face cache: {download_command(repo)}", repo,
+                        download_command(repo))
+        return None
+
     def _models(self):
         from capeval.capture.language import load_tools
         from capeval.capture.parser import load_parser

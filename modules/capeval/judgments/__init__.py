@@ -34,6 +34,7 @@ thumb                  include_human, target=total|P|R                 Pearson
 nebula                 split=test|validation|train, image_dir          Kendall tau-c
 polaris                split=test|validation|train, image_dir          Kendall tau-c
 detailcaps             references=paper|all                            Pearson (and Kendall tau-b)
+caparena               annotations, image_dir                          caption-level agreement
 coco-karpathy-test     systems                                         (no judgments)
 =====================  ==============================================  =========================
 
@@ -53,6 +54,7 @@ from capeval.registry import BENCHMARK_ALIASES, BENCHMARKS
 def _registry() -> dict[str, Callable[..., Benchmark]]:
     from capeval.judgments.abstract50s import load_abstract50s
     from capeval.judgments.coco_karpathy import load_coco_karpathy
+    from capeval.judgments.caparena import load_caparena
     from capeval.judgments.composite import load_composite
     from capeval.judgments.detailcaps import load_detailcaps
     from capeval.judgments.flickr8k import load_crowdflower, load_expert
@@ -71,6 +73,7 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
         "nebula": load_nebula,
         "polaris": load_polaris,
         "detailcaps": load_detailcaps,
+        "caparena": load_caparena,
         "coco-karpathy-test": load_coco_karpathy,
     }
 
@@ -91,7 +94,8 @@ def canonical_name(name: str, choices: Sequence[str] = BENCHMARK_NAMES) -> str:
 
 
 def load_benchmark(name: str, root: str | Path | None = None, **settings: Any) -> Benchmark:
-    """Load benchmark ``name`` with the given protocol settings (see the module docstring)."""
+    """Load benchmark ``name`` with the given protocol settings (see the module docstring); for ``caparena``, its
+    battles (:class:`capeval.judgments.caparena.CapArena`)."""
     import inspect
 
     loader = _registry()[canonical_name(name)]

@@ -684,6 +684,12 @@ def run_benchmark(
     try:
         if name == "thumb":
             _run_thumb(metrics, scorer, bootstrap, seeds[0], result, pairs)
+        elif name == "caparena":
+            from capeval.meta_evaluation.caparena_bench import run_caparena
+
+            if pairs:
+                raise ValueError("caparena: --compare is not available (its statistics are not resampled).")
+            run_caparena(metrics, scorer, result)
         elif name in ("pascal50s", "abstract50s"):
             _run_pairwise(name, metrics, scorer, {"refs": refs}, seeds, bootstrap, result, pairs)
         else:

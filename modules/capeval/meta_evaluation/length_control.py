@@ -14,7 +14,9 @@ fixed, so that a metric whose agreement is only length shows it. The choice, per
   (metric ties ½, human ties left out), all categories pooled, on the first seed's references; ``pairs`` says how
   many;
 * **THumB**: the partial Pearson correlation of the metric and the human total given length, over the captions with
-  Human (the headline's set).
+  Human (the headline's set);
+* **CapArena**: the caption-level agreement over the length-matched battles (:mod:`capeval.meta_evaluation.
+  caparena_bench`).
 
 Computed without resampling (no interval); the baseline's own entry has none.
 """
@@ -70,6 +72,8 @@ def note(benchmark_kind: str) -> str:
     """The report's one-line explanation of the ``length_controlled`` column."""
     what = {"correlation": "Kendall's partial τ-b with caption length held fixed",
             "pairwise": f"accuracy on the pairs whose captions differ by at most {MATCH_TOLERANCE:g} word",
-            "thumb": "partial Pearson with caption length held fixed (with Human)"}[benchmark_kind]
+            "thumb": "partial Pearson with caption length held fixed (with Human)",
+            "caparena": f"agreement on the battles whose captions differ by at most {MATCH_TOLERANCE:g} word"
+            }[benchmark_kind]
     return (f"caption_length: words per caption, the length baseline every report carries; 'length-controlled': "
             f"{what}")

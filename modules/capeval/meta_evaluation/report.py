@@ -53,9 +53,28 @@ def tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
     return out
 
 
+def _caparena_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """CapArena: caption-level agreement (overall, per level), model-level Spearman / Kendall, the published
+    caption-level agreement, the length-matched agreement."""
+    entries = [e for e in _matching_entries(result) if e["statistic"] == "agreement"]
+    levels = ("level 1", "level 2", "level 3", "level 4")
+    headers = ["metric", "agreement", *levels, "spearman", "kendall",
+               *[f"{e['source']} {e['where']}" for e in entries], LENGTH_HEADER]
+    rows = []
+    for metric, r in result.results.items():
+        pubs = [e["values"].get(_pub_key(metric)) for e in entries]
+        rows.append([metric, r.get("agreement"), *(r.get("levels", {}).get(k) for k in levels), r.get("spearman"),
+                     r.get("kendall"), *[None if v is None else v / e["scale"] for v, e in zip(pubs, entries)],
+                     _length_cell(r)])
+    return [("caparena: agreement with the human battles (caption level; model level: Elo ranking vs CapArena's)",
+             headers, rows)]
+
+
 def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[list[Any]]]]:
     if result.benchmark == "thumb":
         return _thumb_tables(result)
+    if result.benchmark == "caparena":
+        return _caparena_tables(result)
     entries = _matching_entries(result)
     if result.benchmark in PAIR_CATEGORIES:
         cats = PAIR_CATEGORIES[result.benchmark]
@@ -284,7 +303,7 @@ def render(result: BenchResult, fmt: str = "text") -> str:
         parts += [f"signature: {s}" for s in sigs if s]
     parts += [f"note: {n}" for n in result.notes]
     if any(_length_cell(r) is not None for r in result.results.values()):
-        kind = ("thumb" if result.benchmark == "thumb" else
+        kind = ("thumb" if result.benchmark == "thumb" else "caparena" if result.benchmark == "caparena" else
                 "pairwise" if result.benchmark in PAIR_CATEGORIES else "correlation")
         parts.append(f"note: {length_note(kind)}")
     text = "\n".join(parts)

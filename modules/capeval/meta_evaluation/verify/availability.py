@@ -56,6 +56,19 @@ def weights_skip(key: str) -> Skip | None:
     return None
 
 
+def _declared_weights_skip(key: str) -> Skip | None:
+    """The skip a metric declares itself (:meth:`capeval.metric.CaptionMetric.missing_weights`) for result key
+    ``key``, ``None`` when it declares none or its defaults are here."""
+    from capeval.registry import metric_class, resolve
+
+    try:
+        (family,) = resolve([key])
+        missing = metric_class(family).missing_weights()
+    except (ValueError, ImportError, KeyError):
+        return None
+    return None if missing is None else Skip("weights", *missing)
+
+
 def _hub_weights_skip(repo: str, missing: str) -> Skip | None:
     """Why Hub model ``repo`` is not in the Hugging Face cache (``None``: it is); never downloads."""
     command = download_command(repo)
@@ -193,6 +206,9 @@ class Probe:
         return None
 
     def __call__(self, job: Job, key: str) -> Skip | None:
+        declared = _declared_weights_skip(key)
+        if declared is not None:
+            return declared
         if key in image_metrics():
             from capeval.registry import metric_class
 

@@ -41,7 +41,7 @@ def _job(entry: Mapping[str, Any], key: str | None) -> Job | None:
         return Job("bench", bench, (("refs", refs),)) if refs in ("expert", "all") else None
     if bench == "nebula":  # published on the scores as released or on Pearl's corrected ones
         return Job("bench", bench, (("scores", _scores(entry)),))
-    if bench in ("composite", "thumb", "polaris", "abstract50s", "detailcaps"):
+    if bench in ("composite", "thumb", "polaris", "abstract50s", "detailcaps", "caparena"):
         return Job("bench", bench)
     return None  # coco2015: no scores to compute here
 
