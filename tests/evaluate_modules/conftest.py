@@ -37,3 +37,13 @@ def tiny_polos(tmp_path_factory) -> dict:
     from support.polos_reference import tiny_polos
 
     return tiny_polos(tmp_path_factory.mktemp("tiny-polos"))
+
+
+@pytest.fixture(scope="session")
+def tiny_capture(tmp_path_factory) -> dict:
+    """What the capture module needs offline (:func:`support.capture_module.tiny_capture`): the tiny FACTUAL-style
+    parser and MPNet phrase encoder (``capture_parser``, ``capture_text_encoder``) and NLTK's data (``nltk_data``: on
+    NLTK's search path only where a test puts it there, or ``NLTK_DATA`` for a fresh process)."""
+    from support.capture_module import tiny_capture
+
+    return tiny_capture(tmp_path_factory.mktemp("tiny-capture"))

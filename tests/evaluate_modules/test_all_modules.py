@@ -40,6 +40,10 @@ MODULES = {
     # photo; the caption is one the tiny model was trained on, so its answer gives a number (not NaN)
     "fleur": ("Fleur", "predictions=['a tabby cat looking at the camera'], references=[['a cat with grey stripes']], "
               "images={images}, fleur_model={fleur_model!r}, metrics='fleur'", "fleur"),
+    # {capture_parser}, {capture_text_encoder}: the tiny_capture fixture (a T5 fitted to these captions' graphs, a
+    # random MPNet); its NLTK data reach the fresh process through NLTK_DATA
+    "capture": ("Capture", "predictions={predictions!r}, references={references!r}, capture_parser={capture_parser!r}, "
+                "capture_text_encoder={capture_text_encoder!r}, capture_device='cpu'", "capture"),
 }
 #: Modules that score with a CLIP: the torch stack and open_clip, and a tiny random checkpoint in the smoke test.
 VISION_MODULES = ("clip_score", "pac_score", "polos")
@@ -270,9 +274,16 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
     elif name in VISION_MODULES:
         tiny = request.getfixturevalue("tiny_clip")
         kwargs = kwargs.format(images=tiny["images"][:2], clip_model=tiny["clip_model"], pac_model=tiny["pac_model"])
+    elif name == "capture":
+        from support.capture_module import PREDICTIONS, REFERENCES
+
+        tiny = request.getfixturevalue("tiny_capture")
+        kwargs = kwargs.format(predictions=PREDICTIONS, references=REFERENCES, **tiny)
     code = f"import evaluate, sys; m = evaluate.load(sys.argv[1]); print(repr(m.compute({kwargs})[{key!r}]))"
     env = {**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "modules"), os.environ.get("PYTHONPATH", "")])}
+    if name == "capture":  # NLTK reads only the folders on its search path
+        env["NLTK_DATA"] = tiny["nltk_data"]
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "metrics" / name)], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -281,6 +292,8 @@ def test_evaluate_load_offline_in_a_fresh_process(name, tmp_path, java, request)
         assert 0.0 < value < 1.0
     elif name == "fleur":  # a smoothed 0.0-1.0 answer; NaN (no usable answer) fails here
         assert 0.0 <= value <= 1.0
+    elif name == "capture":  # the first caption equals its reference (about 1), the second shares few elements
+        assert 0.4 < value < 1.0
     elif name in VISION_MODULES:  # random weights: a negative cosine is clipped to 0; w = 2.5 (CLIP-S) or 2.0 (PAC-S)
         assert 0.0 <= value <= 2.5
     else:

@@ -42,6 +42,10 @@ COMPUTE = {
     # training text, so every answer gives a number (a NaN would make the two results unequal)
     "fleur": dict(predictions=["a tabby cat looking at the camera", "a cup of coffee on a saucer"],
                   references=[["a cat with grey stripes"], ["a cup of coffee on a saucer with a spoon"]]),
+    # + the tiny parser and phrase encoder and NLTK's data (fixture tiny_capture_models); captions the tiny parser
+    # was fitted to, so that their graphs have objects, attributes and relations
+    "capture": dict(predictions=["A brown dog runs on the green grass.", "Two cats sleep on a red blanket."],
+                    references=[["A brown dog runs on the green grass."], ["A small bird sits on a branch."]]),
 }
 #: The modules that need the torch stack (capeval[learned]) and read a CLIP checkpoint.
 LEARNED = ("learned_critic", "sentence_cosine", "clip_score", "pac_score", "polos")
@@ -65,9 +69,17 @@ def tiny_polos_checkpoint(tmp_path_factory) -> dict:
     return tiny_polos(tmp_path_factory.mktemp("tiny-polos"), images=2)
 
 
+@pytest.fixture(scope="module")
+def tiny_capture_models(tmp_path_factory) -> dict:
+    """The tiny capture parser and phrase encoder and NLTK's data (:func:`support.capture_module.tiny_capture`)."""
+    from support.capture_module import tiny_capture
+
+    return tiny_capture(tmp_path_factory.mktemp("tiny-capture"))
+
+
 def _compute_kwargs(name: str, request) -> dict:
     """COMPUTE[name], with the learned critic's tiny critic folders and images (nothing shipped is needed); LCEval's
-    METEOR feature needs Java (skip without it)."""
+    METEOR feature needs Java (skip without it); capture's NLTK data on NLTK's search path for the test."""
     kwargs = dict(COMPUTE[name])
     if name == "lceval":
         request.getfixturevalue("java")
@@ -88,6 +100,13 @@ def _compute_kwargs(name: str, request) -> dict:
         photos = example_images()
         kwargs.update(fleur_model=str(request.getfixturevalue("tiny_llava")["hf"]),
                       images=[str(photos[0]), str(photos[2])])
+    if name == "capture":
+        from support.capture_module import nltk_data_on_path
+
+        tiny = request.getfixturevalue("tiny_capture_models")
+        nltk_data_on_path(request.getfixturevalue("monkeypatch"), tiny["nltk_data"])
+        kwargs.update(capture_parser=tiny["capture_parser"], capture_text_encoder=tiny["capture_text_encoder"],
+                      capture_device="cpu")
     return kwargs
 
 

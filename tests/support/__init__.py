@@ -36,7 +36,8 @@ def needs(name: str) -> None:
     """Skip unless the optional dependencies of metric module ``name`` are installed (spaCy for SPICE, SPICE-U;
     the torch stack for the learned critic; spaCy, POT, the GloVe vectors and safetensors for LCEval; torch,
     transformers and all-MiniLM-L6-v2 for sentence_cosine; torch, torchvision, transformers and open_clip for
-    clip_score, pac_score and polos; torch, transformers and sentencepiece for fleur)."""
+    clip_score, pac_score and polos; torch, transformers and sentencepiece for fleur; torch, transformers and nltk for
+    capture)."""
     if name.startswith("spice"):
         pytest.importorskip("spacy")
     if name == "learned_critic":
@@ -53,6 +54,9 @@ def needs(name: str) -> None:
             pytest.importorskip(module)
     if name == "fleur":
         for module in ("torch", "transformers", "sentencepiece"):
+            pytest.importorskip(module)
+    if name == "capture":
+        for module in ("torch", "transformers", "nltk"):
             pytest.importorskip(module)
 
 

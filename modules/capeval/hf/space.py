@@ -68,8 +68,10 @@ def _caption_controls(gr, metric_choices: Sequence[str] | None, default_metrics:
 
 
 def caption_app(module, *, title: str, description: str, keys: Sequence[str], example: tuple[str, str],
-                metric_choices: Sequence[str] | None = None, default_metrics: Sequence[str] | None = None):
-    """gradio Blocks for a caption metric module: predictions, references, (metrics), Score, Example, tables."""
+                metric_choices: Sequence[str] | None = None, default_metrics: Sequence[str] | None = None,
+                options: Mapping[str, Any] | None = None):
+    """gradio Blocks for a caption metric module: predictions, references, (metrics), Score, Example, tables.
+    ``options``: keywords passed to every ``compute`` (e.g. model folders)."""
     gr = _gradio()
     with gr.Blocks(title=title) as demo:
         gr.Markdown(f"# {title}\n\n{description}")
@@ -81,7 +83,8 @@ def caption_app(module, *, title: str, description: str, keys: Sequence[str], ex
         signature = gr.Textbox(label="Signature", interactive=False, elem_id="signature")
 
         def run(pred_text, ref_text, chosen=None):
-            return score_captions(module.compute, keys, pred_text, ref_text, chosen if metric_choices else None)
+            return score_captions(module.compute, keys, pred_text, ref_text, chosen if metric_choices else None,
+                                  options)
 
         def run_example(*_):
             chosen = list(default_metrics or metric_choices) if metric_choices else None

@@ -83,17 +83,20 @@ def _round(value: float) -> float:
 
 
 def score_captions(compute: Callable[..., dict], keys: Sequence[str], predictions_text: str, references_text: str,
-                   metrics: Sequence[str] | None = None) -> tuple[list[list[Any]], dict[str, list], str]:
+                   metrics: Sequence[str] | None = None,
+                   options: Mapping[str, Any] | None = None) -> tuple[list[list[Any]], dict[str, list], str]:
     """``(corpus rows [key, score], per-caption table, signature)``.
 
     The per-caption table is ``{"headers": ["#", "caption", key...], "data": [[1, caption, score...], ...]}``
     (what ``gr.Dataframe`` shows), with the keys the chosen metrics returned.
 
     ``compute``: the evaluate module's ``compute``; ``keys``: the result keys shown; ``metrics``: what to pass
-    as ``metrics=`` (``None``: the module's default). Errors of the module (``ValueError``/``TypeError`` naming
-    ``predictions[i]`` ...) come back as :class:`SpaceInputError` with the same message.
+    as ``metrics=`` (``None``: the module's default); ``options``: more keywords for ``compute`` (model folders).
+    Errors of the module (``ValueError``/``TypeError`` naming ``predictions[i]`` ..., a missing model or data
+    file) come back as :class:`SpaceInputError` with the same message.
     """
-    _, result, corpus, per_caption = _score_tables(compute, keys, predictions_text, references_text, metrics)
+    _, result, corpus, per_caption = _score_tables(compute, keys, predictions_text, references_text, metrics, options,
+                                                   errors=(ValueError, TypeError, OSError))
     return corpus, per_caption, result.get("signature", "")
 
 

@@ -31,7 +31,8 @@ GRADIO_VERSION = "6.31.0"
 EXTRAS = {"coco_caption": ("evaluate",), "spice": ("evaluate", "spice"), "spice_u": ("evaluate", "spice"),
           "thumb": ("evaluate",), "learned_critic": ("evaluate", "learned"), "lceval": ("evaluate", "lceval"),
           "sentence_cosine": ("evaluate", "learned"), "clip_score": ("evaluate", "learned"),
-          "pac_score": ("evaluate", "learned"), "polos": ("evaluate", "learned"), "fleur": ("evaluate", "judges")}
+          "pac_score": ("evaluate", "learned"), "polos": ("evaluate", "learned"), "fleur": ("evaluate", "judges"),
+          "capture": ("evaluate", "capture")}
 #: Debian packages a Space needs (``packages.txt``), by metric. Empty: no module needs Java any more (METEOR 1.5
 #: runs in Python by default; ``meteor_backend="java"`` and ``tokenizer="ptb-java"`` are for verification).
 APT_PACKAGES: dict[str, tuple[str, ...]] = {}
