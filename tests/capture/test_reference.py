@@ -228,3 +228,40 @@ def test_the_cases_exercise_every_phase(setup):
         runs[name], _ = _reference_run(_evaluator(setup, **options), CANDIDATES, REFERENCES)
     assert any(row[6] > 0 for row in runs["all"]) and any(row[9] > 0 for row in runs["all"])
     assert runs["all"] != runs["no_syn"] and runs["all"] != runs["no_soft"]
+
+
+def test_capture_equals_the_reference_on_the_real_architectures(setup, tmp_path, monkeypatch):
+    """Flan-T5-base's and MPNet-base's shapes, random weights: the parser's beam-search graphs (a random model writes
+    until max_length), the 768-wide phrase vectors and the scores are the reference's."""
+    import numpy as np
+
+    from capeval.capture.parser import load_parser
+    from capeval.models.sentence_encoder import load_sentence_encoder
+    from support.capture_models import write_real_architectures
+
+    real = write_real_architectures(tmp_path, setup["parser"])
+    evaluator = _evaluator({**setup, **real})
+    sentences = load_tools().sentences(CANDIDATES[0])
+    # the beams themselves, before the graph clean-up (which leaves nothing of a random model's text)
+    import capeval.capture.parser as ours_module
+    from capeval.capture.graphs import PROMPT, space_out_symbols
+
+    monkeypatch.setattr(setup["parser_module"], "clean_graph_string", lambda text: text)
+    monkeypatch.setattr(ours_module, "clean_graph_text",
+                        lambda text: space_out_symbols(text.replace(PROMPT.strip(), "").strip()))
+    expected = evaluator.parser.parse(sentences, beam_size=5, return_text=True, max_output_len=128)
+    parser = load_parser(str(real["parser"]), device="cpu")
+    assert parser.graphs([ids for ids in parser.prompt_ids([sentences])[0]]) == expected
+    assert all(expected)  # the beams wrote text (random, but the same)
+    monkeypatch.undo()
+    phrases = ["dog", "green grass", "dog run on grass", "a red blanket"]
+    theirs = evaluator.text_encoder.encode(phrases, batch_size=4)
+    ours = load_sentence_encoder(str(real["encoder"]), device="cpu", max_length=384).encode(phrases)
+    assert theirs.shape == (4, 768) and np.abs(ours - theirs / np.linalg.norm(theirs, axis=1, keepdims=True)).max() < TOL
+    candidates, references = CANDIDATES[:2], [REFERENCES[0][:1], REFERENCES[1][:1]]
+    rows, _ = _reference_run(evaluator, candidates, references)
+    result = capeval.score(candidates, references, metrics=["capture"], capture_parser=str(real["parser"]),
+                           capture_text_encoder=str(real["encoder"]), capture_device="cpu")
+    for i, row in enumerate(rows):
+        assert result["per_caption"]["capture"][i] == pytest.approx(row[0], abs=TOL)
+        assert result["capture_details"][i]["object_f1"] == pytest.approx(row[3], abs=TOL)

@@ -122,3 +122,38 @@ def pip_wheel(folder: Path, requirement: str, name: str, sha256: str) -> Path:
         path = Path(folder) / name
     assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, f"{name} is not the wheel PyPI serves"
     return path
+
+
+def write_real_architectures(folder: str | Path, tokenizer_folder: str | Path, *, seed: int = 0) -> dict[str, Path]:
+    """Random weights of the real architectures: Flan-T5-base's (the FACTUAL parser's: d_model 768, 12 + 12 layers,
+    12 heads, d_ff 2048, gated GELU) with the tiny parser's tokenizer (the real SentencePiece vocabulary is not
+    obtainable offline; the vocabulary size follows it), and MPNet-base's (all-mpnet-base-v2's: 768 wide, 12
+    layers, 12 heads, 3,072 intermediate) in sentence-transformers' layout."""
+    import shutil
+
+    import torch
+    import transformers
+
+    folder = Path(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tokenizer_folder))
+    torch.manual_seed(seed)
+    config = transformers.T5Config(vocab_size=len(tokenizer), d_model=768, d_kv=64, d_ff=2048, num_layers=12,
+                                   num_decoder_layers=12, num_heads=12, feed_forward_proj="gated-gelu",
+                                   tie_word_embeddings=False, decoder_start_token_id=tokenizer.pad_token_id,
+                                   pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    parser = folder / "flan-t5-base-architecture"
+    model = transformers.T5ForConditionalGeneration(config).eval()
+    with torch.no_grad():  # no special token wins a step: the random beams write words until max_length
+        for token in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id):
+            model.lm_head.weight[token] = 0.0
+    model.save_pretrained(parser)
+    tokenizer.save_pretrained(parser)
+    encoder = write_tiny_phrase_encoder(folder / "mpnet-base-architecture", seed=seed)
+    mpnet = transformers.MPNetConfig.from_pretrained(str(encoder))
+    mpnet.update({"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072})
+    transformers.MPNetModel(mpnet).eval().save_pretrained(encoder)
+    pooling = encoder / "1_Pooling" / "config.json"
+    pooling.write_text(pooling.read_text().replace('"word_embedding_dimension": 32', '"word_embedding_dimension": 768'))
+    shutil.rmtree(encoder / "2_Normalize", ignore_errors=True)
+    (encoder / "2_Normalize").mkdir()
+    return {"parser": parser, "encoder": encoder}
