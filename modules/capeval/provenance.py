@@ -172,6 +172,12 @@ SOURCES: dict[str, Source] = {s.key: s for s in (
             "DOCCI images and their human detailed descriptions (CapArena's images and references)"),
     _source("caparena-captions", "caparena", "all", (CAPTIONS,), "CapArena's 14 models' detailed captions"),
     _source("caparena-judgments", "caparena", "all", (JUDGMENTS,), "CapArena's 6,523 human pairwise battles"),
+    _source("dci-images-captions", "dci", "all", (IMAGES, CAPTIONS),
+            "DCI (Densely Captioned Images, SA-1B photos) and their dense human captions: LongCap-Arena's images and "
+            "references"),
+    _source("longcap-arena-captions", "longcap-arena", "all", (CAPTIONS,), "LongCap-Arena's candidate long captions"),
+    _source("longcap-arena-judgments", "longcap-arena", "all", (JUDGMENTS,),
+            "LongCap-Arena's 32,246 human judgments (descriptiveness, relevance, fluency)"),
 )}
 
 #: ``{dataset: datasets it contains whole}``: Flickr30k includes Flickr8k's images and their captions.
@@ -227,6 +233,11 @@ BENCHMARK_DATA: dict[str, BenchmarkData] = {b.name: b for b in (
            "4,870 COCO, Flickr, LAION, CC, SBU, Coyo and SAM images; three models' detailed captions judged by GPT-4"),
     _bench("caparena", ("docci-images-captions", "caparena-captions", "caparena-judgments"),
            "DOCCI images; 14 models' and DOCCI's human detailed captions in 6,523 human battles"),
+    _bench("longcap-arena", ("dci-images-captions", "longcap-arena-captions", "longcap-arena-judgments"),
+           "7,805 DCI images; long candidate captions judged on descriptiveness, relevance and fluency"),
+    *(_bench(f"longcap-arena/{aspect}", ("dci-images-captions", "longcap-arena-captions", "longcap-arena-judgments"),
+             f"LongCap-Arena's {name} judgments") for aspect, name in
+      (("desc", "descriptiveness"), ("rel", "relevance"), ("flu", "fluency"))),
     _bench("coco-karpathy-test", ("coco-karpathy-test",), "5,000 COCO val2014 images (Karpathy test)"),
 )}
 

@@ -121,12 +121,14 @@ BENCHMARKS = {
     "polaris": True,
     "detailcaps": True,
     "caparena": True,
+    "longcap-arena": True,
     "coco-karpathy-test": False,
 }
 
 #: Other spellings of benchmark names (after lower-casing and ``_`` -> ``-``).
 BENCHMARK_ALIASES = {"pascal-50s": "pascal50s", "abstract-50s": "abstract50s", "flickr8k-cf": "flickr8k-crowdflower",
-                     "coco-karpathy": "coco-karpathy-test", "detailcaps-4870": "detailcaps"}
+                     "coco-karpathy": "coco-karpathy-test", "detailcaps-4870": "detailcaps",
+                     "longcaparena": "longcap-arena"}
 
 
 def judged_benchmarks() -> tuple[str, ...]:

@@ -72,8 +72,8 @@ def test_missing_release_names_the_places_and_the_command(tmp_path, monkeypatch)
     with pytest.raises(FileNotFoundError) as err:
         load_detailcaps(tmp_path)
     message = str(err.value)
-    assert message.startswith(f"DetailCaps-4870 is not here: looked for {tmp_path / 'detailcaps' / FILE_NAME} and "
-                              "in the Hugging Face hub cache")
+    assert message.startswith(f"{tmp_path / 'detailcaps' / FILE_NAME} not found; expected {FILE_NAME} ")
+    assert "also looked in the Hugging Face hub cache" in message
     assert "hf download --repo-type dataset foundation-multimodal-models/DetailCaps-4870 --local-dir" in message
 
 

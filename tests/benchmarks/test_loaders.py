@@ -204,6 +204,9 @@ def test_abstract50s_reference_sampling_is_seeded():
         ("nebula", {}, "nebula_test.json"),
         ("polaris", {"split": "train"}, "polaris_train.json"),
         ("coco-karpathy-test", {}, "karpathy_ref.json"),
+        ("detailcaps", {}, "DetailCaps-4870.parquet"),
+        ("caparena", {}, "caparena_annots_eval.json"),
+        ("longcap-arena", {"aspect": "rel"}, "rel_dci_test.csv"),
     ],
 )
 def test_missing_files_name_path_and_format(tmp_path, name, settings, missing):
@@ -214,7 +217,7 @@ def test_missing_files_name_path_and_format(tmp_path, name, settings, missing):
 def test_every_registered_name_has_a_missing_file_case():
     assert set(BENCHMARK_NAMES) == {
         "flickr8k-expert", "flickr8k-crowdflower", "composite", "pascal50s", "abstract50s", "thumb", "nebula",
-        "polaris", "coco-karpathy-test",
+        "polaris", "coco-karpathy-test", "detailcaps", "caparena", "longcap-arena",
     }
 
 

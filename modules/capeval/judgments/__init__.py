@@ -35,6 +35,7 @@ nebula                 split=test|validation|train, image_dir          Kendall t
 polaris                split=test|validation|train, image_dir          Kendall tau-c
 detailcaps             references=paper|all                            Pearson (and Kendall tau-b)
 caparena               annotations, image_dir                          caption-level agreement
+longcap-arena          aspect=desc|rel|flu, split=test|validation      Kendall tau-c
 coco-karpathy-test     systems                                         (no judgments)
 =====================  ==============================================  =========================
 
@@ -58,6 +59,7 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
     from capeval.judgments.composite import load_composite
     from capeval.judgments.detailcaps import load_detailcaps
     from capeval.judgments.flickr8k import load_crowdflower, load_expert
+    from capeval.judgments.longcap_arena import load_longcap_arena
     from capeval.judgments.nebula import load_nebula
     from capeval.judgments.pascal50s import load_pascal50s
     from capeval.judgments.polaris import load_polaris
@@ -74,6 +76,7 @@ def _registry() -> dict[str, Callable[..., Benchmark]]:
         "polaris": load_polaris,
         "detailcaps": load_detailcaps,
         "caparena": load_caparena,
+        "longcap-arena": load_longcap_arena,
         "coco-karpathy-test": load_coco_karpathy,
     }
 

@@ -57,8 +57,8 @@ def find_file(base: Path) -> Path:
     if snapshot is not None and (snapshot / FILE_NAME).is_file():
         return snapshot / FILE_NAME
     cached = why or f"the cached snapshot has no {FILE_NAME}"
-    raise FileNotFoundError(f"DetailCaps-4870 is not here: looked for {local} and in the Hugging Face hub cache "
-                            f"({cached}); expected {FORMAT}; download it with: "
+    raise FileNotFoundError(f"{local} not found; expected {FORMAT}; also looked in the Hugging Face hub cache "
+                            f"({cached}); download it with: "
                             f"{download_command(REPO_ID, repo_type='dataset', local_dir=str(base))}")
 
 

@@ -66,6 +66,10 @@ from capeval.registry import judged_benchmarks, metric_class, resolve
 BENCH_NAMES = judged_benchmarks()
 CORRELATIONS = {"tau_b": "kendall_b", "tau_c": "kendall_c", "pearson": "pearson", "spearman": "spearman"}
 COMPOSITE_SUBSETS = ("8k", "30k", "coco")
+#: Benchmarks whose report adds one block per part, each scored on its own: COMPOSITE's subsets, LongCap-Arena's
+#: aspects (its main entry is descriptiveness, the loader's default), and the loader setting that names the part.
+PER_SUBSET = {"composite": COMPOSITE_SUBSETS, "longcap-arena": ("desc", "rel", "flu")}
+SUBSET_SETTING = {"longcap-arena": "aspect"}
 #: Confidence of the ``headline`` and ``comparisons`` intervals (THumB's ``total_ci`` keeps the paper's 0.90).
 HEADLINE_CONFIDENCE = 0.95
 #: Bootstrap resamples when comparisons are asked for and ``bootstrap`` is not given.
@@ -276,9 +280,9 @@ def _run_correlation(name, metrics, scorer, settings, bootstrap, seed, result: B
             _, length, _ = _scored_rows(bench, lengths, scored_items(key, item_scores.values))
             entry["length_controlled"] = correlation_controlled(human, metric, length, bench.statistic)
     _notes_of_comparisons(result, len(result.comparisons) - len(compare), len(bench), "items")
-    if name == "composite" and "subset" not in settings:
-        for subset in COMPOSITE_SUBSETS:
-            sub = load_benchmark(name, subset=subset)
+    if name in PER_SUBSET and "subset" not in settings:
+        for subset in PER_SUBSET[name]:
+            sub = load_benchmark(name, **{SUBSET_SETTING.get(name, "subset"): subset})
             sub_scores = scorer.bench(sub)
             if LENGTH_KEY in sub_scores and not informative(sub_scores[LENGTH_KEY].values):
                 result.notes.append(constant_note(sub_scores[LENGTH_KEY].values, f" of subset {subset}"))

@@ -101,7 +101,8 @@ def _agreement_tables(result: BenchResult) -> list[tuple[str, list[str], list[li
     if any("subsets" in r for r in result.results.values()):
         sub_rows = [[m, s, *(v[k] for k in keys), *_headline_cells(result, v)]
                     for m, r in result.results.items() for s, v in r.get("subsets", {}).items()]
-        out.append((f"{result.benchmark}: per subset (each scored on its own)",
+        part = "aspect" if result.benchmark == "longcap-arena" else "subset"
+        out.append((f"{result.benchmark}: per {part} (each scored on its own)",
                     ["metric", "subset", *labels, *_headline_header(result)], sub_rows))
     return out
 

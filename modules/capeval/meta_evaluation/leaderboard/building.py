@@ -4,6 +4,8 @@ plug-ins registered through the ``capeval.metrics`` entry point alike, since a r
 the best clean value of each column marked; the published anchors of the columns found."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +27,12 @@ def _variant_and_subset(benchmark: str, settings: Mapping[str, Any]) -> tuple[st
         return str(settings.get("refs") or "all"), "all"
     if benchmark in ("nebula", "polaris"):
         return str(settings.get("split") or "test"), "all"
+    if benchmark == "detailcaps":
+        return str(settings.get("references") or "paper"), "all"
+    if benchmark == "caparena":
+        return "release", "all"
+    if benchmark == "longcap-arena":
+        return str(settings.get("split") or "test"), str(settings.get("aspect") or "desc")
     return "with_human", "all"
 
 
@@ -56,6 +64,14 @@ def _cell(entry: Mapping[str, Any], benchmark: str, variant: str, statistic: str
         if not isinstance(contamination, list) or not all(isinstance(r, str) for r in contamination):
             raise ValueError(f"{file}: {where}['contamination'] is not a list of reasons")
         contamination = list(contamination)
+    controlled = entry.get("length_controlled")
+    length_value = finite(controlled.get("value")) if isinstance(controlled, dict) else None
+    stat, cell = _headline_cell(entry, headline, contamination, benchmark, variant, statistic, file, where)
+    return stat, replace(cell, length_controlled=length_value)
+
+
+def _headline_cell(entry, headline, contamination, benchmark: str, variant: str, statistic: str | None, file: str,
+                   where: str) -> tuple[str, Cell]:
     if isinstance(headline, dict):
         stat = str(headline.get("statistic") or statistic or _fallback_statistic(benchmark, variant, entry))
         ci = headline.get("ci")
@@ -92,9 +108,9 @@ def _payload_cells(payload: Mapping[str, Any], file: str) -> Iterable[tuple[Colu
         where = f"results[{key!r}]"
         stat, cell = _cell(entry, benchmark, variant, None, file, where)
         yield Column(benchmark, variant, subset, stat), metric, cell
-        subsets = entry.get("subsets") if benchmark == "composite" else None
+        subsets = entry.get("subsets") if benchmark in ("composite", "longcap-arena") else None
         for name, sub in (subsets or {}).items():
-            if isinstance(sub, dict):
+            if isinstance(sub, dict) and str(name) != subset:  # LongCap-Arena's main entry is its first aspect
                 sub_stat, sub_cell = _cell(sub, benchmark, variant, None if "headline" in sub else stat, file,
                                            f"{where}['subsets'][{name!r}]")
                 yield Column(benchmark, variant, str(name), sub_stat), metric, sub_cell

@@ -20,6 +20,9 @@ BENCHMARK_LABELS = {
     "thumb": "THumB",
     "nebula": "Nebula",
     "polaris": "Polaris",
+    "detailcaps": "DetailCaps-4870",
+    "caparena": "CapArena",
+    "longcap-arena": "LongCap-Arena",
 }
 #: Known protocol / reference variants per benchmark, in column order (others follow: integers, then by name).
 VARIANT_ORDER = {
@@ -31,9 +34,13 @@ VARIANT_ORDER = {
     "thumb": ("with_human",),
     "nebula": ("test", "validation", "train"),
     "polaris": ("test", "validation", "train"),
+    "detailcaps": ("paper", "all"),
+    "caparena": ("release",),
+    "longcap-arena": ("test", "validation"),
 }
-SUBSET_ORDER = ("all", "8k", "30k", "coco")
-STATISTIC_LABELS = {"tau_c": "τ-c", "tau_b": "τ-b", "pearson": "Pearson", "spearman": "Spearman", "avg": "avg %"}
+SUBSET_ORDER = ("all", "8k", "30k", "coco", "desc", "rel", "flu")
+STATISTIC_LABELS = {"tau_c": "τ-c", "tau_b": "τ-b", "pearson": "Pearson", "spearman": "Spearman", "avg": "avg %",
+                    "agreement": "agreement"}
 CORRELATION_STATISTICS = ("tau_c", "tau_b", "pearson", "spearman")
 PAIRWISE = ("pascal50s", "abstract50s")
 #: The marks: contaminated (footnote), protocol mismatch (footnote), unknown, not measured.
@@ -105,10 +112,16 @@ class Column:
             return f"{name} (refs: {self.variant}) {stat}"
         if self.benchmark == "thumb":
             return f"{name} {'w/ Human' if self.variant == 'with_human' else self.variant} {stat}"
+        if self.benchmark == "caparena":
+            return f"{name} {stat}"
+        if self.benchmark == "longcap-arena":
+            return f"{name} {self.subset}{'' if self.variant == 'test' else f' ({self.variant})'} {stat}"
         return f"{name} ({self.variant}) {stat}"
 
     @property
     def unit(self) -> str:
+        if self.statistic == "agreement":
+            return "share of battles in [0, 1]"
         return "accuracy in %" if self.statistic == "avg" else "correlation in [-1, 1]"
 
     def sort_key(self) -> tuple:
@@ -142,6 +155,9 @@ class Cell:
     contamination: list[str] | None = None
     file: str = ""
     best: bool = False
+    #: the metric's agreement with caption length held fixed (the payload's ``length_controlled.value``; its
+    #: statistic differs from the column's: a partial correlation, or accuracy / agreement on length-matched pairs)
+    length_controlled: float | None = None
 
     @property
     def clean(self) -> bool:
@@ -151,7 +167,7 @@ class Cell:
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "ci": None if self.ci is None else list(self.ci), "confidence": self.confidence,
                 "n_resamples": self.n_resamples, "contamination": self.contamination, "best": self.best,
-                "file": self.file}
+                "file": self.file, "length_controlled": self.length_controlled}
 
 
 @dataclass

@@ -96,6 +96,21 @@ def legend(board: Leaderboard) -> str:
     return " ".join(parts)
 
 
+def _length_table(board: Leaderboard, md: bool, wrap) -> list[str]:
+    """The metrics' agreement with caption length held fixed, per column (``[]`` when no payload has it)."""
+    rows = [[f"`{m}`" if md else m, *(_fmt(cells[c.key].length_controlled, c.statistic)
+                                      if c.key in cells and cells[c.key].length_controlled is not None
+                                      else NOT_MEASURED for c in board.columns)]
+            for m, cells in board.rows.items() if any(cell.length_controlled is not None for cell in cells.values())]
+    if not rows:
+        return []
+    title = ("Length held fixed (each metric's agreement with caption length held fixed, from `capeval bench`: "
+             "Kendall's partial τ-b on correlation benchmarks, accuracy / agreement on the length-matched pairs, "
+             "partial Pearson on THumB; the caption_length row above is length alone):")
+    headers = ["metric", *(c.label for c in board.columns)]
+    return [wrap(title), "", markdown_table(headers, rows) if md else text_table(headers, rows), ""]
+
+
 def render(board: Leaderboard, fmt: str = "text") -> str:
     """The leaderboard as plain text (``fmt="text"``) or markdown: legend, table, footnotes, anchor sources,
     references and notes."""
@@ -124,6 +139,7 @@ def render(board: Leaderboard, fmt: str = "text") -> str:
     wrap = (lambda s: s) if md or not width else (lambda s: "\n".join(wrap_words(s, width, indent="    ")))
     out = ["## Leaderboard" if md else "Leaderboard", "", wrap(legend(board)), "", table, ""]
     labels = {c.key: c.label for c in board.columns}
+    out += _length_table(board, md, wrap)
     if board.footnotes:
         out.append("Footnotes:")
         for note in board.footnotes:
