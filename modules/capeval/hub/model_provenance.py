@@ -68,7 +68,8 @@ def block(name: str) -> str:
                      f"marks these rows †): {', '.join(dirty)}.")
     else:
         lines.append("**Clean on** every benchmark capeval reports (Flickr8k-Expert / CrowdFlower, COMPOSITE's three "
-                     "subsets, PASCAL-50S, ABSTRACT-50S, THumB, Nebula, Polaris).")
+                     "subsets, PASCAL-50S, ABSTRACT-50S, THumB, Nebula, Polaris, DetailCaps-4870, CapArena, "
+                     "LongCap-Arena).")
     lines.append(END)
     return "\n".join(lines)
 

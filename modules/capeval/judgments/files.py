@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,28 @@ def image_finder(root: Path, image_dir: str | Path | None, defaults: Iterable[st
             raise FileNotFoundError(f"image_dir {folder} is not a directory.")
         return ImageFinder([folder])
     return ImageFinder(root / d for d in defaults)
+
+
+def find_with_suffixes(find_image: Callable[[str], Path | None], name: str, suffixes: Iterable[str]) -> Path | None:
+    """The first image ``find_image`` finds of ``name`` with each of ``suffixes`` appended (``""``: as named)."""
+    for suffix in suffixes:
+        path = find_image(name + suffix)
+        if path is not None:
+            return path
+    return None
+
+
+def kept_images(images: Callable[[], list[Any]] | None, kept: Sequence[int], n_rows: int
+                ) -> Callable[[], list[Any]] | None:
+    """The embedded images (a function reading one per row) of the rows ``kept`` (all rows when none was skipped)."""
+    if images is None or len(kept) == n_rows:
+        return images
+
+    def pick() -> list[Any]:
+        values = images()
+        return [values[i] for i in kept]
+
+    return pick
 
 
 def norm_space(text: str) -> str:

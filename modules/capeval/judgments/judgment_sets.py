@@ -32,13 +32,14 @@ from __future__ import annotations
 import ast
 import csv
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from capeval.hub_cli import download_command
-from capeval.judgments.files import image_finder, norm_space, read_json, resolve_root
+from capeval.judgments.files import (find_with_suffixes, image_finder, kept_images, norm_space, read_json,
+                                     resolve_root)
 from capeval.judgments.hub_dataset import (HubSplit, cached_snapshot, find_shards, offline, read_datasets_cache,
                                             read_parquet, shard_patterns)
 from capeval.judgments.records import Benchmark, CaptionRecord
@@ -132,7 +133,7 @@ def load_judgment_set(spec: JudgmentSet, root: str | Path | None = None, *, spli
             benchmark=spec.name,
             source_id=f"{split}/{i}",
             image_id=image_id,
-            image_path=_find(find_image, image_id) if find_image else None,
+            image_path=find_with_suffixes(find_image, image_id, IMAGE_SUFFIXES) if find_image else None,
             candidate=candidate,
             references=references,
             human_scores=(score,),
@@ -147,7 +148,7 @@ def load_judgment_set(spec: JudgmentSet, root: str | Path | None = None, *, spli
         statistic="kendall_c",
         files=source.files,
         notes=_notes(spec, split, source, dropped, skipped, data_root),
-        embedded_images=_kept_images(source.images, kept, len(source.rows)),
+        embedded_images=kept_images(source.images, kept, len(source.rows)),
     )
 
 
@@ -296,26 +297,7 @@ def _score(value: Any, what: str) -> float:
     return float(value)
 
 
-def _find(find_image, image_id: str) -> Path | None:
-    for suffix in IMAGE_SUFFIXES:
-        path = find_image(image_id + suffix)
-        if path is not None:
-            return path
-    return None
-
-
 # -- the benchmark -----------------------------------------------------------------------------------------------
-def _kept_images(images: Callable[[], list[Any]] | None, kept: Sequence[int], n_rows: int
-                 ) -> Callable[[], list[Any]] | None:
-    """The embedded images of the kept items (all rows when none was skipped)."""
-    if images is None or len(kept) == n_rows:
-        return images
-
-    def pick() -> list[Any]:
-        values = images()
-        return [values[i] for i in kept]
-
-    return pick
 
 
 def _notes(spec: JudgmentSet, split: str, source: _Source, dropped: int, skipped: list[int], data_root: Path

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.hub_cli import download_command
-from capeval.judgments.files import image_finder, norm_space, resolve_root
+from capeval.judgments.files import find_with_suffixes, image_finder, kept_images, norm_space, resolve_root
 from capeval.judgments.hub_dataset import (HubSplit, cached_snapshot, find_shards, offline, read_datasets_cache,
                                             read_parquet, shard_patterns)
 from capeval.judgments.records import Benchmark, CaptionRecord
@@ -160,14 +160,15 @@ def load_longcap_arena(root: str | Path | None = None, *, aspect: str = "desc", 
             extra["id"] = item_id
         records.append(CaptionRecord(
             benchmark=NAME, source_id=f"{hub_split}/{i}", image_id=image_name or f"{hub_split}/{i}",
-            image_path=_find(find_image, image_name) if find_image and image_name else None, candidate=candidate,
+            image_path=(find_with_suffixes(find_image, image_name, IMAGE_SUFFIXES) if find_image and image_name
+                        else None), candidate=candidate,
             references=references, human_scores=(score,), category=aspect, system=None, extra=extra))
     if not records:
         raise ValueError(f"{source.where}: no item with a candidate and a non-empty reference.")
     return Benchmark(name=NAME, records=records, settings={"aspect": aspect, "split": split},
                      statistic="kendall_c", files=source.files,
                      notes=_notes(source, aspect, split, dropped, skipped, data_root),
-                     embedded_images=_kept_images(source.images, kept, len(source.rows)))
+                     embedded_images=kept_images(source.images, kept, len(source.rows)))
 
 
 # -- finding the files -------------------------------------------------------------------------------------------
@@ -321,26 +322,7 @@ def _score(value: Any, what: str) -> float:
     return float(value)
 
 
-def _find(find_image: Callable[[str], Path | None], name: str) -> Path | None:
-    for suffix in IMAGE_SUFFIXES:
-        path = find_image(name + suffix)
-        if path is not None:
-            return path
-    return None
-
-
 # -- the benchmark -----------------------------------------------------------------------------------------------
-def _kept_images(images: Callable[[], list[Any]] | None, kept: Sequence[int], n_rows: int
-                 ) -> Callable[[], list[Any]] | None:
-    """The embedded images of the kept items (all rows when none was skipped)."""
-    if images is None or len(kept) == n_rows:
-        return images
-
-    def pick() -> list[Any]:
-        values = images()
-        return [values[i] for i in kept]
-
-    return pick
 
 
 def _notes(source: _Source, aspect: str, split: str, dropped: int, skipped: list[int], data_root: Path
