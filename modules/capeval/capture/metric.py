@@ -32,7 +32,7 @@ TEXT_ENCODER_TOKENS = 384
 REFERENCE_VERSION = "0.1.13"
 
 
-def _weight(name: str, default: float, what: str) -> Option:
+def _weight(default: float, what: str) -> Option:
     return Option(default=default, kind="float", minimum=0,
                   help=f"the weight of the {what} F1 in the score (default {default:g}, the paper's; "
                        "capture_alpha + capture_beta must be 1, as the reference requires); enters the signature")
@@ -44,9 +44,9 @@ class Capture(CaptionMetric):
     name = "capture"
     uses_tokens: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {
-        "capture_alpha": _weight("capture_alpha", 0.5, "object"),
-        "capture_beta": _weight("capture_beta", 0.5, "attribute"),
-        "capture_gamma": _weight("capture_gamma", 0.2, "relation"),
+        "capture_alpha": _weight(0.5, "object"),
+        "capture_beta": _weight(0.5, "attribute"),
+        "capture_gamma": _weight(0.2, "relation"),
         "capture_synonym_matching": Option(
             default=True, kind="bool",
             help="match elements that one contains the other of, or that share a WordNet lemma name, after the exact "

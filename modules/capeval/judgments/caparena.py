@@ -249,6 +249,24 @@ def caparena_agreement(pairs: Sequence[CapArenaPair] | CapArena, metric_scores=N
             "no_verdict": sum(v is None and not p.has_human for p, v in zip(pairs, found))}
 
 
+def scoring_inputs(bench: CapArena, reads_images: bool) -> tuple[list[str], list[list[str]], list[str] | None]:
+    """What the metrics score: every battle's caption 1 then every caption 2, each with the battle's reference, and
+    (``reads_images``) their images; ``ValueError`` naming a battle without a reference, or the missing images."""
+    missing = [p.index for p in bench.pairs if p.reference is None]
+    if missing:
+        raise ValueError(f"{bench.path.name}[{missing[0]}]: no 'ref'; the metrics score each caption against the "
+                         f"pair's reference ({len(missing)} battle(s) have none).")
+    predictions = [p.caption1 for p in bench.pairs] + [p.caption2 for p in bench.pairs]
+    references = [[p.reference] for p in bench.pairs] * 2
+    if not reads_images:
+        return predictions, references, None
+    absent = bench.missing_images()
+    if absent:
+        raise ValueError(f"the metrics read images, but {len(absent)} image(s) of CapArena are not in its images "
+                         f"folder (e.g. {absent[0]!r}).")
+    return predictions, references, [str(p) for p in bench.images()] * 2
+
+
 def score_caparena(bench: CapArena, metrics: Sequence[str] | str, *, rounds: int = 1000, seed: int = 42,
                    in_400: bool = False, progress: bool | None = None, **options: Any) -> dict[str, dict]:
     """Score both captions of every battle with capeval metrics (``capeval.score``: each caption against the pair's
@@ -259,24 +277,12 @@ def score_caparena(bench: CapArena, metrics: Sequence[str] | str, *, rounds: int
     without a reference is an error naming it: reference-based metrics need one per pair.
     """
     from capeval.api import score
-
-    missing = [p.index for p in bench.pairs if p.reference is None]
-    if missing:
-        raise ValueError(f"{bench.path.name}[{missing[0]}]: no 'ref'; the metrics score each caption against the "
-                         f"pair's reference ({len(missing)} battle(s) have none).")
-    n = len(bench.pairs)
-    predictions = [p.caption1 for p in bench.pairs] + [p.caption2 for p in bench.pairs]
-    references = [[p.reference] for p in bench.pairs] * 2
     from capeval.registry import metric_class, resolve
 
-    needs_images = any(getattr(metric_class(name), "needs_images", False) for name in resolve(metrics))
-    extra: dict[str, Any] = {}
-    if needs_images:
-        absent = bench.missing_images()
-        if absent:
-            raise ValueError(f"the metrics read images, but {len(absent)} image(s) of CapArena are not in its images "
-                             f"folder (e.g. {absent[0]!r}).")
-        extra["images"] = [str(p) for p in bench.images()] * 2
+    n = len(bench.pairs)
+    reads_images = any(getattr(metric_class(name), "needs_images", False) for name in resolve(metrics))
+    predictions, references, images = scoring_inputs(bench, reads_images)
+    extra: dict[str, Any] = {} if images is None else {"images": images}
     result = score(predictions, references, metrics=metrics, progress=progress, **options, **extra)
     out = {}
     for key, values in result["per_caption"].items():

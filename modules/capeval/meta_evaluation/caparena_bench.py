@@ -19,30 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from capeval.judgments.caparena import CapArena, caparena_agreement, load_caparena, metric_verdicts
+from capeval.judgments.caparena import CapArena, caparena_agreement, load_caparena, metric_verdicts, scoring_inputs
 from capeval.meta_evaluation.length_control import LENGTH_KEY, MATCH_TOLERANCE, informative
 
 #: The Elo bootstrap of the model-level statistics: CapArena's rounds and seed (``cal_ranking.py``).
 ELO_ROUNDS, ELO_SEED = 1000, 42
-
-
-def inputs(bench: CapArena, reads_images: bool) -> tuple[list[str], list[list[str]], list[str] | None]:
-    """Every battle's caption 1 then every caption 2, each with the battle's reference, and (when a metric reads
-    images) the images; ``ValueError`` naming a battle without a reference, or the missing images."""
-    missing = [p.index for p in bench.pairs if p.reference is None]
-    if missing:
-        raise ValueError(f"{bench.path.name}[{missing[0]}]: no 'ref'; the metrics score each caption against the "
-                         f"pair's reference ({len(missing)} battle(s) have none).")
-    predictions = [p.caption1 for p in bench.pairs] + [p.caption2 for p in bench.pairs]
-    references = [[p.reference] for p in bench.pairs] * 2
-    images = None
-    if reads_images:
-        absent = bench.missing_images()
-        if absent:
-            raise ValueError(f"the metrics read images, but {len(absent)} image(s) of CapArena are not in its images "
-                             f"folder (e.g. {absent[0]!r}).")
-        images = [str(p) for p in bench.images()] * 2
-    return predictions, references, images
 
 
 def length_matched_agreement(bench: CapArena, values: np.ndarray, lengths: np.ndarray) -> dict[str, Any]:
@@ -72,7 +53,7 @@ def run_caparena(metrics: Sequence[str], scorer, result, rounds: int = ELO_ROUND
     """Fill ``result`` (a :class:`capeval.meta_evaluation.harness.BenchResult`) for CapArena."""
     bench = load_caparena()
     result.settings.update({"battles": len(bench), "elo_rounds": rounds, "elo_seed": ELO_SEED})
-    predictions, references, images = inputs(bench, bool(scorer.image_metrics))
+    predictions, references, images = scoring_inputs(bench, bool(scorer.image_metrics))
     scores = scorer(predictions, references, images)
     lengths = scores[LENGTH_KEY].values if LENGTH_KEY in scores else None
     if lengths is not None and not informative(lengths):
@@ -88,4 +69,4 @@ def run_caparena(metrics: Sequence[str], scorer, result, rounds: int = ELO_ROUND
         result.results[key] = entry
 
 
-__all__ = ["ELO_ROUNDS", "ELO_SEED", "entry_of", "inputs", "length_matched_agreement", "run_caparena"]
+__all__ = ["ELO_ROUNDS", "ELO_SEED", "entry_of", "length_matched_agreement", "run_caparena"]
