@@ -132,7 +132,8 @@ class Capture(CaptionMetric):
 
     def signature_value(self) -> str:
         """``v=0.1.13,parser=<id|folder>,enc=<id|folder|none>,a=.5,b=.5,g=.2,syn=yes,soft=yes,stop=yes``."""
-        from capeval.capture.parser import DEFAULT_PARSER, model_label
+        from capeval.capture.parser import DEFAULT_PARSER
+        from capeval.sentence_cosine.scores import encoder_label as model_label  # <folder>@<hash of its files> or the id
 
         c = self.config
         flag = lambda on: "yes" if on else "no"  # noqa: E731

@@ -48,16 +48,6 @@ def model_folder(spec: str | os.PathLike, option: str) -> Path:
                                 f"{download_command(str(spec))}, or pass a folder.") from err
 
 
-def model_label(spec: str | os.PathLike) -> str:
-    """A model as the signature names it: ``<folder name>@<hash of its files>`` for a folder, else the Hub id;
-    ``|`` and ``,`` (the signature's separators) become ``_``."""
-    from capeval.models.sentence_encoder import folder_digest
-
-    path = Path(os.path.expanduser(str(spec)))
-    label = f"{path.resolve().name}@{folder_digest(path)[:10]}" if path.is_dir() else str(spec)
-    return label.replace("|", "_").replace(",", "_")
-
-
 class FactualParser:
     """A seq2seq model and its tokenizer that write sentence graphs (:meth:`graphs`)."""
 
@@ -135,4 +125,4 @@ def load_parser(spec: str | os.PathLike | None = None, *, device: Any = None) ->
 
 
 __all__ = ["BEAMS", "DEFAULT_PARSER", "FactualParser", "MAX_INPUT_TOKENS", "MAX_OUTPUT_TOKENS", "REFERENCE_CHUNK",
-           "load_parser", "model_folder", "model_label"]
+           "load_parser", "model_folder"]
