@@ -149,7 +149,7 @@ def test_unreadable_images_name_the_dataset_row_and_id(tmp_path):
         kept = (data.parent / "2.jpg").read_bytes()
         (data.parent / "2.jpg").unlink()
         (data.parent / "2.jpg").symlink_to("/dev/zero")
-        from capeval.dataset_scoring.run import _image_problem
+        from capeval.dataset_scoring.chunks import image_problem as _image_problem
 
         assert _image_problem(str(data.parent / "2.jpg"), 2, "image") == \
             f"image ({data.parent / '2.jpg'}): cannot read the file: a character device, not a regular file; pass an " \
@@ -171,7 +171,7 @@ def test_unreadable_images_name_the_dataset_row_and_id(tmp_path):
 
 
 def test_a_metric_s_image_error_is_renamed_to_the_dataset_row_from_its_fields():
-    from capeval.dataset_scoring.run import _in_row_words
+    from capeval.dataset_scoring.chunks import in_row_words as _in_row_words
     from capeval.models.images import ImageInputError
 
     error = ImageInputError(1, "x.jpg", " is not a readable image (OSError: truncated).")

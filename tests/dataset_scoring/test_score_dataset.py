@@ -167,7 +167,7 @@ def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_proces
 
     def counted_by_two_then_interrupted(out):
         with monkeypatch.context() as patch:
-            patch.setattr(run_module, "_merge_shares", interrupted)
+            patch.setattr(run_module, "merge_shares_of", interrupted)
             with pytest.raises(KeyboardInterrupt):
                 capeval.score_dataset(str(data), metrics=TEXT_METRICS, output_dir=out, chunk_size=30, processes=2,
                                       language_check=False)
@@ -400,7 +400,7 @@ def test_the_corpus_merge_holds_one_chunk_at_a_time():
 
     from capeval.coco.bleu import Bleu
     from capeval.coco.meteor import Meteor
-    from capeval.dataset_scoring.run import ExactSum
+    from capeval.dataset_scoring.merge import ExactSum
 
     rng = random.Random(11)
     for _ in range(100):

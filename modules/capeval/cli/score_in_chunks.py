@@ -42,16 +42,16 @@ def in_memory_limit() -> int:
 
 def chunkable(selected: dict[str, list[str]]) -> bool:
     """Whether every selected metric can be scored chunk by chunk by :func:`capeval.score_dataset`."""
-    from capeval.dataset_scoring.run import whole_set_only
+    from capeval.dataset_scoring.chunks import whole_set_only
 
     return not whole_set_only(selected)
 
 
 def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:
     """:data:`capeval.dataset_scoring.DEFAULT_CHUNK_SIZE`, rounded up to a multiple of every batch size a selected
-    metric's scores depend on (:func:`capeval.dataset_scoring.run.chunk_multiples`: Polos's)."""
+    metric's scores depend on (:func:`capeval.dataset_scoring.chunks.chunk_multiples`: Polos's)."""
     from capeval.dataset_scoring import DEFAULT_CHUNK_SIZE
-    from capeval.dataset_scoring.run import chunk_multiples
+    from capeval.dataset_scoring.chunks import chunk_multiples
 
     size = DEFAULT_CHUNK_SIZE
     for batch in chunk_multiples(selected, options).values():
