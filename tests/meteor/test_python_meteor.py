@@ -189,31 +189,62 @@ def test_scores_in_range_and_identical_requests_once(py_scorer):
 
 
 def test_steps_and_cache_clearing_leave_the_statistics_unchanged(py_scorer, monkeypatch):
-    """Pairs are looked up and aligned in steps, and the sentence, n-gram and paraphrase-group caches empty when full
-    (memory flat in the number of captions): tiny steps and tiny caches give the same lines as one step."""
+    """Pairs are looked up and aligned in steps, and the sentence and word caches empty when full (memory flat in the
+    number of captions): tiny steps and tiny caches give the same lines as one step."""
     import capeval.meteor.scorer as scorer_module
 
     rng = random.Random(30)
     hyps = [_random_caption(rng) for _ in range(60)] + ["a dog runs on the grass"] * 3
     refs = [[_random_caption(rng) for _ in range(rng.randint(1, 4))] for _ in hyps[:60]] + [["a dog on a lawn"]] * 3
     expected = PythonMeteorScorer().statistics(hyps, refs)
-    import capeval.meteor.paraphrase as paraphrase_module
-
     monkeypatch.setattr(scorer_module, "_STEP_PAIRS", 7)
     monkeypatch.setattr(scorer_module, "_SENTENCE_CACHE_SIZE", 5)
-    monkeypatch.setattr(paraphrase_module, "GRAM_CACHE_SIZE", 40)  # emptied many times within a step
-    monkeypatch.setattr(paraphrase_module, "GROUP_CACHE_SIZE", 3)
-    table = paraphrase_module.default_table()  # shared by the scorers of this process
-    table._gram_ids.clear()
-    table._groups.clear()
-    clears = []  # sizes at which the n-gram cache was emptied
-    monkeypatch.setattr(table, "_gram_ids", type("Grams", (dict,), {"clear": lambda d: clears.append(len(d)) or
-                                                                     dict.clear(d)})())
+    monkeypatch.setattr(scorer_module, "_WORD_CACHE_SIZE", 3)
     small = PythonMeteorScorer()
+    sizes = []  # the sentence cache's size after each alignment
+    align = scorer_module.align_stats
+    monkeypatch.setattr(scorer_module, "align_stats", lambda *a: sizes.append(len(small._sentences)) or align(*a))
     assert small.statistics(hyps, refs) == expected
-    assert len(small._sentences) <= 5 and len(small._prepared) <= 5
-    assert len(clears) > 3 and len(table._groups) <= 3
+    assert max(sizes) <= 7 * 5 and len(small._prepared) <= 5 and len(small._words) <= 3
     assert small.computed == 61  # the repeated pair is aligned once, across steps
+
+
+def _tracked_state(scorer: PythonMeteorScorer) -> int:
+    """How many objects the garbage collector tracks among those the scorer's caches hold (the scorer's own
+    attributes, its caches and what they reach; not the language data loaded once)."""
+    import gc
+
+    seen: set[int] = set()
+    todo = [scorer._words, scorer._sentences, scorer._stats, scorer._prepared]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen or not gc.is_tracked(obj):
+            continue
+        seen.add(id(obj))
+        todo.extend(gc.get_referents(obj))
+    return len(seen)
+
+
+def test_what_a_call_leaves_behind_does_not_grow_with_its_captions():
+    """After a call the scorer keeps no sentence, and the objects the garbage collector tracks in what it keeps
+    (statistics lines, prepared texts, words) do not grow with the number of captions: the collector's next pass,
+    which once made a one-caption call after a 20,000-caption one take half a second, has nothing new to scan."""
+    import gc
+
+    rng = random.Random(7)
+    vocabulary = [_random_caption(rng).split() for _ in range(20)]
+    words = sorted({w for caption in vocabulary for w in caption})
+
+    def captions(n: int) -> tuple[list[str], list[list[str]]]:
+        hyps = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(n)]
+        return hyps, [[" ".join(rng.choice(words) for _ in range(9)) for _ in range(3)] for _ in range(n)]
+
+    small, large = PythonMeteorScorer(), PythonMeteorScorer()
+    small.statistics(*captions(50))
+    large.statistics(*captions(500))
+    assert not small._sentences and not large._sentences
+    assert len(large._stats) == 500 and not gc.is_tracked(large._stats) and not gc.is_tracked(large._prepared)
+    assert _tracked_state(large) <= _tracked_state(small) + 3 * len(words)
 
 
 def test_long_hypothesis_finishes(py_scorer):

@@ -50,17 +50,24 @@ def java_hash(word: str) -> int:
     return h
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sentence:
-    """Everything the matchers need about one normalised, lower-cased, tokenised line."""
+    """Everything the matchers need about one normalised, lower-cased, tokenised line.
+
+    ``phrases``: ``(start, length, paraphrases)`` of each table phrase among its n-grams (word positions, words, the
+    phrase's ``{paraphrase id: ranks}``); ``reach``: every paraphrase id of those phrases (a pair whose other
+    sentence holds none of them has no paraphrase match in that direction); ``paraphrases``: ``{id: ((start,
+    length), ...)}`` where a table paraphrase occurs.
+    """
 
     words: tuple[str, ...]
     hashes: tuple[int, ...]
     stem_hashes: tuple[int, ...]
-    synsets: tuple[frozenset[int], ...]
+    synsets: tuple[tuple[int, ...], ...]
     function: tuple[bool, ...]
-    phrases: tuple[tuple[int, int, int], ...]  # (start, length, id) of table phrases
-    paraphrases: dict[int, tuple[tuple[int, int], ...]]  # id -> (start, length) where a table paraphrase occurs
+    phrases: tuple[tuple[int, int, dict[int, tuple[int, ...]]], ...]
+    reach: frozenset[int]
+    paraphrases: dict[int, tuple[tuple[int, int], ...]]
     n_function: int
 
 
@@ -79,15 +86,57 @@ def hypothesis_index(s1: Sentence) -> tuple[dict, dict, dict]:
 
 
 # A match: (start in line 2, length in line 2, start in line 1, length in line 1, stage,
-#           line-1 bit mask, line-2 bit mask, search increment line 1, search increment line 2)
+#           line-1 bit mask, line-2 bit mask, search weight (both lines' increments), distance |start 2 - start 1|,
+#           end in line 2, end in line 1)
 Match = tuple
 
 
 def _match(start: int, length: int, mstart: int, mlength: int, stage: int) -> Match:
     # search weights 1.0 (exact) and 0.5 (others): int(m + l * 0.5) == m + l // 2 for int m >= 0
-    inc1 = mlength if stage == EXACT else mlength // 2
-    inc2 = length if stage == EXACT else length // 2
-    return (start, length, mstart, mlength, stage, ((1 << mlength) - 1) << mstart, ((1 << length) - 1) << start, inc1, inc2)
+    weight = mlength + length if stage == EXACT else mlength // 2 + length // 2
+    return (start, length, mstart, mlength, stage, ((1 << mlength) - 1) << mstart, ((1 << length) - 1) << start,
+            weight, abs(start - mstart), start + length, mstart + mlength)
+
+
+def _word_matches(s1: Sentence, s2: Sentence, index1, matches: list, cov1: list, cov2: list) -> bool:
+    """The exact, stem and synonym stages into ``matches`` and the coverage arrays; ``True`` when the lines are
+    identical (the exact stage only)."""
+    h1, h2 = s1.hashes, s2.hashes
+    positions, stems, by_synset = index1 if index1 is not None else hypothesis_index(s1)
+    for j, h in enumerate(h2):
+        found = positions.get(h)
+        if found:
+            for i in found:
+                matches[j].append((j, 1, i, 1, EXACT, 1 << i, 1 << j, 2, abs(j - i), j + 1, i + 1))
+                cov1[i] += 1
+                cov2[j] += 1
+    if len(h1) == len(h2) and h1 == h2:
+        return True
+    for j, stem in enumerate(s2.stem_hashes):
+        found = stems.get(stem)
+        if found:
+            for i in found:
+                if h1[i] != h2[j]:
+                    matches[j].append((j, 1, i, 1, STEM, 1 << i, 1 << j, 0, abs(j - i), j + 1, i + 1))
+                    cov1[i] += 1
+                    cov2[j] += 1
+    if by_synset:
+        shared_keys = by_synset.keys()
+        for j, synsets in enumerate(s2.synsets):
+            if not synsets:
+                continue
+            common = shared_keys & synsets
+            if not common:
+                continue
+            found: set[int] = set()
+            for synset in common:
+                found |= by_synset[synset]
+            for i in sorted(found):
+                if h1[i] != h2[j]:
+                    matches[j].append((j, 1, i, 1, SYNONYM, 1 << i, 1 << j, 0, abs(j - i), j + 1, i + 1))
+                    cov1[i] += 1
+                    cov2[j] += 1
+    return False
 
 
 def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[list[Match]], list[int], list[int]]:
@@ -96,66 +145,34 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[
     matches: list[list[Match]] = [[] for _ in range(n2)]
     cov1 = [0] * n1
     cov2 = [0] * n2
-    h1, h2 = s1.hashes, s2.hashes
-    identical = n1 == n2 and h1 == h2
-
-    positions, stems, by_synset = index1 if index1 is not None else hypothesis_index(s1)
-    for j in range(n2):
-        for i in positions.get(h2[j], ()):
-            matches[j].append(_match(j, 1, i, 1, EXACT))
-            cov1[i] += 1
-            cov2[j] += 1
-    if identical:
+    if _word_matches(s1, s2, index1, matches, cov1, cov2) or table is None:
         return matches, cov1, cov2
-
-    for j in range(n2):
-        for i in stems.get(s2.stem_hashes[j], ()):
-            if h1[i] != h2[j]:
-                matches[j].append(_match(j, 1, i, 1, STEM))
-                cov1[i] += 1
-                cov2[j] += 1
-
-    if by_synset:
-        shared_keys = by_synset.keys()
-        for j in range(n2):
-            common = shared_keys & s2.synsets[j]
-            if not common:
-                continue
-            found: set[int] = set()
-            for synset in common:
-                found |= by_synset[synset]
-            if found:
-                for i in sorted(found):
-                    if h1[i] != h2[j]:
-                        matches[j].append(_match(j, 1, i, 1, SYNONYM))
-                        cov1[i] += 1
-                        cov2[j] += 1
-
-    if table is not None:
-        # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i);
-        # then hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
-        found2 = [(j, length, rank, i, mlength) for j, length, rank, i, mlength in _paraphrase_hits(s2, s1, table)]
-        found1 = [(j, i, mlength, rank, length) for i, mlength, rank, j, length in _paraphrase_hits(s1, s2, table)]
-        spans = [(j, length, i, mlength) for j, length, _, i, mlength in sorted(found2)]
-        spans += [(j, length, i, mlength) for j, i, mlength, _, length in sorted(found1)]
-        for j, length, i, mlength in spans:
-            matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
-            for k in range(i, i + mlength):  # a paraphrase covers every word of its span
-                cov1[k] += 1
-            for k in range(j, j + length):
-                cov2[k] += 1
+    # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i);
+    # then hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
+    found2 = _paraphrase_hits(s2, s1)
+    found1 = _paraphrase_hits(s1, s2)
+    if not found2 and not found1:
+        return matches, cov1, cov2
+    spans = [(j, length, i, mlength) for j, length, _, i, mlength in sorted(found2)]
+    spans += [(j, length, i, mlength) for j, i, mlength, _, length in
+              sorted((j, i, mlength, rank, length) for i, mlength, rank, j, length in found1)]
+    for j, length, i, mlength in spans:
+        matches[j].append(_match(j, length, i, mlength, PARAPHRASE))
+        for k in range(i, i + mlength):  # a paraphrase covers every word of its span
+            cov1[k] += 1
+        for k in range(j, j + length):
+            cov2[k] += 1
     return matches, cov1, cov2
 
 
-def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence, table) -> list[tuple[int, int, int, int, int]]:
+def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence) -> list[tuple[int, int, int, int, int]]:
     """``(phrase start, phrase length, rank, paraphrase start, paraphrase length)`` for every table phrase of
     ``phrase_side`` whose paraphrase occurs in ``paraphrase_side`` (one row per table entry)."""
-    hits: list[tuple[int, int, int, int, int]] = []
     where = paraphrase_side.paraphrases
-    if not phrase_side.phrases or not where:
-        return hits
-    for start, length, pid in phrase_side.phrases:
-        group = table.group(pid)
+    if not where or phrase_side.reach.isdisjoint(where):
+        return []
+    hits: list[tuple[int, int, int, int, int]] = []
+    for start, length, group in phrase_side.phrases:
         for qid in group.keys() & where.keys():
             for other_start, other_length in where[qid]:
                 hits.extend((start, length, rank, other_start, other_length) for rank in group[qid])
@@ -178,72 +195,93 @@ def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, be
     c2 = c1 * c1
     first = itemgetter(0)
     next_paths = [[0, 0, -1, used1, used2, None]]
-    for current in range(n2 + 1):
+    for current in range(n2):
         paths = next_paths
         next_paths = []
+        append = next_paths.append
         if len(paths) > 1:
             paths.sort(key=first)
-        for path in (paths[:beam] if len(paths) > beam else paths):
-            if current == n2:
-                if path[2] != -1:
-                    path[0] += c1
-                next_paths.append(path)
-                continue
-            if (path[4] >> current) & 1:
+            if len(paths) > beam:
+                del paths[beam:]
+        bit = 1 << current
+        here = matches[current]
+        for path in paths:
+            if path[4] & bit:
                 if current < path[1]:
-                    next_paths.append(path)
+                    append(path)
                 else:
                     m = fixed[path[1]]
                     if m is not None:
-                        path[0] += abs(m[0] - m[2]) - (m[7] + m[8]) * c2 + (c1 if path[2] != -1 and m[2] != path[2] else 0)
-                        path[1] = m[0] + m[1]
-                        path[2] = m[2] + m[3]
-                        next_paths.append(path)
+                        path[0] += m[8] - m[7] * c2 + (c1 if path[2] != -1 and m[2] != path[2] else 0)
+                        path[1] = m[9]
+                        path[2] = m[10]
+                        append(path)
                 continue
             last = path[2]
-            for m in matches[current]:
-                if (path[4] & m[6]) or (path[3] & m[5]):
-                    continue
-                next_paths.append([path[0] - (m[7] + m[8]) * c2 + (c1 if last != -1 and m[2] != last else 0),
-                                   m[0] + m[1], m[2] + m[3], path[3] | m[5], path[4] | m[6], (m, path[5])])
-                path[0] += abs(m[0] - m[2])  # the jar adds the distance to the parent path
+            if here:
+                u1, u2, chosen = path[3], path[4], path[5]
+                for m in here:
+                    if (u2 & m[6]) or (u1 & m[5]):
+                        continue
+                    append([path[0] - m[7] * c2 + (c1 if last != -1 and m[2] != last else 0), m[9], m[10], u1 | m[5],
+                            u2 | m[6], (m, chosen)])
+                    path[0] += m[8]  # the jar adds the distance to the parent path
             if last != -1:
                 path[0] += c1
                 path[2] = -1
             path[1] += 1
-            next_paths.append(path)
+            append(path)
         if not next_paths:  # the jar warns "unexpected conditions" and keeps the best path
-            next_paths.append(paths[0])
+            append(paths[0])
+    if len(next_paths) > 1:
+        next_paths.sort(key=first)
+        del next_paths[beam:]
+    for path in next_paths:  # the last position: an open chunk is closed
+        if path[2] != -1:
+            path[0] += c1
     next_paths.sort(key=first)
     return next_paths[0]
+
+
+def _fixed_matches(matches: list[list[Match]], cov1: list[int], cov2: list[int]) -> tuple[list, int, int, bool]:
+    """The matches alone at their start whose words no other match covers (``fixed``, per line-2 position), the bit
+    masks of the words they cover, and whether any other candidate is left for the search."""
+    fixed: list = [None] * len(matches)
+    used1 = used2 = 0
+    open_choices = False
+    for i, here in enumerate(matches):
+        if not here:
+            continue
+        if len(here) == 1:
+            m = here[0]
+            if m[1] == 1 and m[3] == 1:
+                overlap = cov2[i] != 1 or cov1[m[2]] != 1
+            else:
+                overlap = any(cov2[i + k] != 1 for k in range(m[1])) or any(cov1[m[2] + k] != 1 for k in range(m[3]))
+            if not overlap:
+                fixed[i] = m
+                used2 |= m[6]
+                used1 |= m[5]
+                continue
+        open_choices = True
+    return fixed, used1, used2, open_choices
 
 
 def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE, index1=None) -> list[float]:
     """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
 
-    ``table``: the paraphrase table (``None``: no paraphrase stage); ``index1``: :func:`hypothesis_index` of
-    ``s1`` when it is already built.
+    ``table``: the paraphrase table (``None``: no paraphrase stage; the phrases themselves are in the sentences);
+    ``index1``: :func:`hypothesis_index` of ``s1`` when it is already built.
     """
     n1, n2 = len(s1.words), len(s2.words)
     matches, cov1, cov2 = _candidate_matches(s1, s2, table, index1)
-
-    fixed: list = [None] * n2
-    used1 = used2 = 0
-    for i in range(n2):
-        if len(matches[i]) == 1:
-            m = matches[i][0]
-            overlap = any(cov2[i + k] != 1 for k in range(m[1])) or any(cov1[m[2] + k] != 1 for k in range(m[3]))
-            if not overlap:
-                fixed[i] = m
-                used2 |= m[6]
-                used1 |= m[5]
-    best = _resolve(matches, fixed, used1, used2, beam, n1)
-
+    fixed, used1, used2, open_choices = _fixed_matches(matches, cov1, cov2)
     final: list = list(fixed)
-    node = best[5]
-    while node is not None:
-        m, node = node
-        final[m[0]] = m
+    if open_choices:  # else the search's one path takes the fixed matches and nothing else
+        node = _resolve(matches, fixed, used1, used2, beam, n1)[5]
+        while node is not None:
+            m, node = node
+            final[m[0]] = m
 
     # per-stage counts over every chosen match (Aligner.align), chunks over the line-2 walk (getCountAndChunks)
     content1 = [0] * N_STAGES

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, phrase_word_bits, slices_equal,
-                                          unique_slices, word_bit)
+from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, hash_slices, ngrams, phrase_word_bits,
+                                          slices_equal, unique_slices, word_bit)
 from capeval.meteor.resources import paraphrase_file
 from capeval.paths import atomic_write, cache_dir, file_digest, quarantine_cache_file
 from capeval.progress import working
@@ -47,10 +47,9 @@ __all__ = ["MAX_PHRASE_WORDS", "ParaphraseTable", "ParaphraseCacheWarning", "def
 
 #: Longest phrase (words) on either side of the English table.
 MAX_PHRASE_WORDS = 7
-#: Bounds of the per-process caches (emptied when full), so the memory a long run holds stops growing: looked-up
-#: n-grams (about 150 bytes each) and phrases' paraphrase groups (built from the table on first use).
-GRAM_CACHE_SIZE = 300_000
-GROUP_CACHE_SIZE = 20_000
+#: Bound of :class:`KnownWords`' answers kept per word (emptied when full), so the memory a long run holds stops
+#: growing. The table keeps nothing else per lookup: a batch of sentences is looked up at once (:meth:`ParaphraseTable.lookup`).
+KNOWN_WORDS_CACHE_SIZE = 300_000
 _FORMAT = 2  # 2: phrase ids by phrase_arrays' hash (1: BLAKE2b)
 _TOKENS = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's delimiters
 
@@ -110,7 +109,7 @@ class KnownWords:
         if found is None:
             k = word_bit(word.encode("utf-8"))
             found = self._seen[word] = bool(self.bits[k >> 3] >> (7 - (k & 7)) & 1)
-            if len(self._seen) > GRAM_CACHE_SIZE:
+            if len(self._seen) > KNOWN_WORDS_CACHE_SIZE:
                 self._seen.clear()
         return found
 
@@ -184,8 +183,6 @@ class ParaphraseTable:
         self.keys = keys
         self.ranks = ranks
         self.shift = shift
-        self._gram_ids: dict[str, tuple[int, bool, bool] | None] = {}  # n-gram -> (id, phrase?, paraphrase?) / None
-        self._groups: dict[int, dict[int, tuple[int, ...]]] = {}  # phrase id -> {paraphrase id: ranks}
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -381,80 +378,64 @@ class ParaphraseTable:
                 return k
         return None
 
-    def grams(self, words: Sequence[str]) -> list[tuple[int, int, str]]:
-        """``(start, length, text)`` of every n-gram of ``words`` (1 to 7 words) made of table words only."""
-        vocabulary = self.vocabulary
-        grams: list[tuple[int, int, str]] = []
-        n = len(words)
-        for start in range(n):
-            for length in range(1, min(MAX_PHRASE_WORDS, n - start) + 1):
-                if words[start + length - 1] not in vocabulary:
-                    break  # no phrase of the table contains an unknown word
-                grams.append((start, length, " ".join(words[start : start + length])))
-        return grams
+    def lookup(self, sentences: Sequence[Sequence[str]]) -> list[tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]]:
+        """Per sentence (a sequence of words), its n-grams that are table phrases and those that are paraphrases.
 
-    def resolve(self, grams: Iterable[str]) -> None:
-        """Look up the n-grams not seen before, all at once (one ``searchsorted``), into the n-gram cache."""
-        known = self._gram_ids
-        wanted_grams = set(grams)
-        if len(known) + len(wanted_grams) > GRAM_CACHE_SIZE:
-            known.clear()  # before looking up: every gram asked for is in the cache afterwards
-        new = [g for g in wanted_grams if g not in known]
-        if not new:
-            return
-        wanted = hash_bytes([g.encode("utf-8") for g in new])
+        Returns, per sentence, two lists of ``(start, length, id)`` (word positions, words), ordered by start then
+        length. Every sentence's n-grams made of table words are hashed and looked up together (one ``searchsorted``);
+        a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase). Nothing is kept.
+        """
+        grams = ngrams(sentences, MAX_PHRASE_WORDS, self.vocabulary.bits)
+        wanted = hash_slices(grams.buffer, grams.byte_start, grams.byte_length)
         where = np.searchsorted(self.hashes, wanted)
         where[where >= len(self.hashes)] = 0
-        hit = (self.hashes[where] == wanted).tolist()
-        texts, offsets = self._text_bytes, self.offsets
-        is_phrase, is_paraphrase = self.is_phrase, self.is_paraphrase
-        for gram, k, ok in zip(new, where.tolist(), hit):
-            # a hash hit is confirmed on the string (a 64-bit collision is never taken for a phrase)
-            if ok and texts[offsets[k] : offsets[k + 1]] == gram.encode("utf-8"):
-                known[gram] = (k, bool(is_phrase[k]), bool(is_paraphrase[k]))
-            else:
-                known[gram] = None
+        hit = np.flatnonzero(self.hashes[where] == wanted)
+        ids = where[hit]
+        unique, first, back = np.unique(ids, return_index=True, return_inverse=True)
+        texts, offsets, data = self._text_bytes, self.offsets, grams.data
+        byte_start, byte_length = grams.byte_start[hit[first]].tolist(), grams.byte_length[hit[first]].tolist()
+        same = np.fromiter((texts[offsets[k] : offsets[k + 1]] == data[b : b + n]
+                            for k, b, n in zip(unique.tolist(), byte_start, byte_length)), dtype=bool, count=len(unique))
+        confirmed = same[back.reshape(-1)]
+        hit, ids = hit[confirmed], ids[confirmed]
+        bounds = np.searchsorted(grams.sentence[hit], np.arange(len(sentences) + 1)).tolist()
+        rows = list(zip(grams.start[hit].tolist(), grams.length[hit].tolist(), ids.tolist()))
+        left, right = self.is_phrase[ids].tolist(), self.is_paraphrase[ids].tolist()
+        out = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            out.append(([rows[k] for k in range(a, b) if left[k]], [rows[k] for k in range(a, b) if right[k]]))
+        return out
 
-    def sentence_phrases(self, words: Sequence[str], grams: list[tuple[int, int, str]] | None = None
-                         ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
-        """The n-grams of ``words`` that are table phrases and those that are paraphrases.
+    def sentence_phrases(self, words: Sequence[str]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+        """:meth:`lookup` of one sentence."""
+        return self.lookup([words])[0]
 
-        Returns two lists of ``(start, length, id)``, ordered by start then length. N-grams are answered from
-        a cache (:meth:`resolve` fills it, for many sentences at once when the caller knows them; ``grams``:
-        :meth:`grams` of ``words`` when already computed and resolved).
-        """
-        known = self._gram_ids
-        if grams is None:
-            grams = self.grams(words)
-        if any(g[2] not in known for g in grams):  # not resolved yet, or the bounded cache was emptied since
-            self.resolve(g[2] for g in grams)
-        phrases: list[tuple[int, int, int]] = []
-        paraphrases: list[tuple[int, int, int]] = []
-        for start, length, gram in grams:
-            found = known.get(gram)
-            if found is None:
-                continue
-            k, left, right = found
-            if left:
-                phrases.append((start, length, k))
-            if right:
-                paraphrases.append((start, length, k))
-        return phrases, paraphrases
+    def groups(self, phrase_ids: Iterable[int]) -> dict[int, dict[int, tuple[int, ...]]]:
+        """Each phrase's paraphrases: ``{phrase id: {paraphrase id: ranks}}`` (ranks: positions in the file among the
+        phrase's entries; two when an entry is listed twice), read from the sorted keys for all phrases at once."""
+        wanted = np.fromiter(set(phrase_ids), dtype=np.int64)
+        if not len(wanted):
+            return {}
+        lo = np.searchsorted(self.keys, wanted << self.shift)
+        hi = np.searchsorted(self.keys, (wanted + 1) << self.shift)
+        sizes = hi - lo
+        at = np.repeat(lo - np.r_[0, np.cumsum(sizes)[:-1]], sizes) + np.arange(int(sizes.sum()))
+        paraphrases = (self.keys[at] & ((1 << self.shift) - 1)).tolist()
+        ranks = self.ranks[at].tolist()
+        out: dict[int, dict[int, tuple[int, ...]]] = {}
+        k = 0
+        for phrase, size in zip(wanted.tolist(), sizes.tolist()):
+            found: dict[int, tuple[int, ...]] = {}
+            for j in range(k, k + size):
+                key = paraphrases[j]
+                found[key] = found.get(key, ()) + (ranks[j],)
+            out[phrase] = found
+            k += size
+        return out
 
     def group(self, phrase_id: int) -> dict[int, tuple[int, ...]]:
-        """A phrase's paraphrases: ``{paraphrase id: ranks}`` (ranks: positions in the file among the phrase's
-        entries; two when an entry is listed twice). Built on first use and kept."""
-        found = self._groups.get(phrase_id)
-        if found is None:
-            lo, hi = np.searchsorted(self.keys, [phrase_id << self.shift, (phrase_id + 1) << self.shift])
-            mask = (1 << self.shift) - 1
-            found = {}
-            for key, rank in zip((self.keys[lo:hi] & mask).tolist(), self.ranks[lo:hi].tolist()):
-                found[key] = found.get(key, ()) + (rank,)
-            if len(self._groups) >= GROUP_CACHE_SIZE:  # bounded: the whole table as dicts would take gigabytes
-                self._groups.clear()
-            self._groups[phrase_id] = found
-        return found
+        """One phrase's paraphrases (:meth:`groups`)."""
+        return self.groups([phrase_id])[phrase_id]
 
 
 _LOCK = threading.Lock()

@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["PAD", "WORD_BITS", "LineScan", "gather", "hash_bytes", "hash_slices", "index_dtype", "padded",
-           "phrase_word_bits", "slices_equal", "unique_slices", "word_bit", "word_bits", "words_of"]
+__all__ = ["PAD", "WORD_BITS", "LineScan", "NGrams", "gather", "hash_bytes", "hash_slices", "index_dtype", "ngrams",
+           "padded", "phrase_word_bits", "slices_equal", "unique_slices", "word_bit", "word_bits", "words_of"]
 
 #: Zero bytes a buffer needs after its last slice (a pass reads eight bytes at a time).
 PAD = 8
@@ -297,6 +297,57 @@ def phrase_word_bits(texts: np.ndarray, offsets: np.ndarray, block: int = 1 << 2
         bits[_word_keys(texts, starts + lo, lengths)] = True
         i = j
     return bits
+
+
+
+class NGrams:
+    """The n-grams of many sentences as slices of one byte buffer (:func:`ngrams`).
+
+    Attributes:
+        data: the sentences' UTF-8 bytes (words joined by one space, sentences by ``\\n``); ``buffer``: the same
+            followed by :data:`PAD` zero bytes.
+        sentence, start, length: per n-gram, its sentence (index in the list given), first word and number of words
+            (``int64``), ordered by sentence, then start, then length.
+        byte_start, byte_length: per n-gram, its bytes in ``buffer`` (``int64``).
+    """
+
+    def __init__(self, data: bytes, buffer: np.ndarray, columns: tuple[np.ndarray, ...]) -> None:
+        self.data, self.buffer = data, buffer
+        self.sentence, self.start, self.length, self.byte_start, self.byte_length = columns
+
+
+def ngrams(sentences: Sequence[Sequence[str]], max_words: int, known_bits: bytes) -> NGrams:
+    """Every n-gram of 1 to ``max_words`` words of each sentence (a sequence of words without spaces or line ends)
+    whose words all have their bit set in ``known_bits`` (a :func:`word_bits` bitmap, packed big-endian as
+    ``np.packbits`` packs it), all sentences at once: the n-grams a sentence's table phrases can be among."""
+    data = "\n".join(" ".join(words) for words in sentences).encode("utf-8")
+    buffer = padded(data)
+    body = buffer[: len(data)]
+    cuts = np.flatnonzero((body == 32) | (body == 10))
+    starts = np.r_[0, cuts + 1]
+    ends = np.r_[cuts, len(data)]
+    sentence = np.r_[0, np.cumsum(body[cuts] == 10)]
+    token = np.arange(len(starts))
+    first = np.r_[0, np.flatnonzero(np.diff(sentence)) + 1]  # each line's first token (an empty line has one)
+    position = token - first[sentence]
+    keep = ends > starts  # an empty line's one empty token is no word
+    starts, ends, sentence, position = starts[keep], ends[keep], sentence[keep], position[keep]
+    bits = np.frombuffer(known_bits, dtype=np.uint8)
+    keys = _word_keys(buffer, starts, ends - starts) if len(starts) else np.zeros(0, dtype=np.int64)
+    valid = ((bits[keys >> 3] >> (7 - (keys & 7)).astype(np.uint8)) & 1).astype(bool)
+    columns: list[list[np.ndarray]] = [[], [], [], [], []]
+    for words in range(1, max_words + 1):
+        if words > 1:  # an n-gram of k words: one of k - 1 words, then a known word of the same sentence
+            valid = valid[:-1] & valid_word[words - 1 :] & (sentence[words - 1 :] == sentence[: 1 - words])
+        else:
+            valid_word = valid
+        at = np.flatnonzero(valid)
+        for column, values in zip(columns, (sentence[at], position[at], np.full(len(at), words),
+                                            starts[at], ends[at + words - 1] - starts[at])):
+            column.append(values.astype(np.int64))
+    merged = [np.concatenate(c) for c in columns]
+    order = np.lexsort((merged[2], merged[1], merged[0]))
+    return NGrams(data, buffer, tuple(c[order] for c in merged))
 
 
 _MASK = (1 << 64) - 1

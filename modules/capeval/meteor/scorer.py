@@ -10,29 +10,36 @@ normalised (:mod:`capeval.meteor.normalize`), lower-cased, split into words, ali
 
 The language data (function words, synonyms, paraphrase table, Snowball stemmer) loads on first use
 (about 1 s with the paraphrase cache built; see :mod:`capeval.meteor.paraphrase`) and stays for the
-process; words and sentences are cached, identical requests computed once.
+process; identical requests are computed once.
+
+What a call leaves behind is bounded and light for Python's garbage collector: statistics lines and prepared texts
+(strings keyed by strings: dicts the collector does not track) and one entry per distinct word. The sentences a call
+builds (the table phrases of each, looked up for a whole step at once) are let go when it returns: held across
+calls, 20,000 of them made 0.7 M tracked objects, which the collector scanned again at its next pass — up to half a
+second spent in whatever call came next (after ``capeval.score``, which pauses the collector during a call, the
+first one-caption call paid it).
 """
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from capeval.meteor.align import BEAM_SIZE, Sentence, align_stats, hypothesis_index, java_hash
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 
-__all__ = ["PythonMeteorScorer", "prepare_text", "snowball_english"]
+__all__ = ["PythonMeteorScorer", "pair_key", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
-#: Pairs whose table n-grams are looked up together (one vectorised lookup per step), so the pending lookups a call
-#: holds do not grow with its number of captions. The sentence and statistics caches are bounded too (emptied when
-#: full): the memory they hold stops growing at 20,000 sentences / 100,000 pairs (the paraphrase table's own caches:
-#: :data:`capeval.meteor.paraphrase.GRAM_CACHE_SIZE`).
+#: Pairs whose sentences are built together (their table n-grams looked up in one vectorised lookup per step). The
+#: caches are bounded (emptied when full): 20,000 sentences within a call (and prepared texts), 100,000 statistics
+#: lines, 100,000 words.
 _STEP_PAIRS = 2048
 _SENTENCE_CACHE_SIZE = 20_000
 _STATS_CACHE_SIZE = 100_000
+_WORD_CACHE_SIZE = 100_000
 
 
 def snowball_english():
@@ -57,6 +64,12 @@ def snowball_english():
     return snowballstemmer.stemmer("english")
 
 
+def pair_key(hypothesis: str, references: Sequence[str]) -> str:
+    """One string per (hypothesis, references) pair, different for different pairs (each text after its length):
+    a cache key the garbage collector does not track, unlike a tuple."""
+    return "".join([f"{len(text)}:{text}" for text in (hypothesis, *references)])
+
+
 def prepare_text(text: str) -> str:
     """What the jar aligns for one field: sanitised and trimmed, ``-norm`` normalised, lower-cased."""
     from capeval.meteor.jar import sanitize
@@ -79,9 +92,8 @@ class PythonMeteorScorer:
         self._loaded = False
         self._words: dict[str, tuple] = {}
         self._sentences: dict[str, Sentence] = {}
-        self._stats: dict[tuple[str, tuple[str, ...]], str] = {}  # (hypothesis, references) -> statistics line
+        self._stats: dict[str, str] = {}  # pair_key(hypothesis, references) -> statistics line
         self._prepared: dict[str, str] = {}  # raw text -> prepared line
-        self._pending_grams: dict[str, list] = {}  # prepared line -> its resolved table n-grams (until built)
         self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
 
     # -- resources -------------------------------------------------------------------------------
@@ -110,15 +122,18 @@ class PythonMeteorScorer:
         self._loaded = True
 
     def _word(self, word: str) -> tuple:
+        """``(hash, stem hash, synsets, is a function word)`` of a word (kept; emptied when full)."""
         found = self._words.get(word)
         if found is None:
             synonyms = self._synonyms
             found = (
                 java_hash(word),
                 java_hash(self._stemmer.stemWord(word)),
-                synonyms.word_synsets(word) | synonyms.stem_synsets(word),
+                tuple(synonyms.word_synsets(word) | synonyms.stem_synsets(word)),
                 word.lower() in self._function_words,
             )
+            if len(self._words) >= _WORD_CACHE_SIZE:
+                self._words.clear()
             self._words[word] = found
         return found
 
@@ -131,50 +146,58 @@ class PythonMeteorScorer:
             self._prepared[text] = found
         return found
 
-    def _lookup_batch(self, texts) -> None:
-        """Look up the table n-grams of every new sentence among ``texts`` at once (one vectorised lookup)."""
-        if self._table is None:
-            return
-        grams: set[str] = set()
-        pending = self._pending_grams
-        if len(pending) >= _SENTENCE_CACHE_SIZE:
-            pending.clear()
-        for text in texts:
-            line = self._prepare(text)
-            if line not in self._sentences and line not in pending:
-                found = self._table.grams([w for w in _TOKEN_SPLIT.split(line) if w])
-                pending[line] = found
-                grams.update(g[2] for g in found)
-        self._table.resolve(grams)
-
-    def sentence(self, line: str) -> Sentence:
-        """The aligner's view of an already prepared line (see :func:`prepare_text`)."""
-        found = self._sentences.get(line)
-        if found is not None:
-            return found
-        words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
-        info = [self._word(w) for w in words]
+    def _add_sentences(self, texts: Iterable[str]) -> None:
+        """Build the aligner's view of every text among ``texts`` not built yet, the table phrases of all of them
+        looked up at once (:meth:`capeval.meteor.paraphrase.ParaphraseTable.lookup`)."""
+        texts = list(texts)
+        cache = self._sentences
+        if len(cache) + len(texts) > _SENTENCE_CACHE_SIZE:
+            cache.clear()  # before: every text of the batch is cached afterwards
+        lines = list(dict.fromkeys(line for line in map(self._prepare, texts) if line not in cache))
+        words = [tuple(w for w in _TOKEN_SPLIT.split(line) if w) for line in lines]
         if self._table is not None:
-            phrases, paraphrases = self._table.sentence_phrases(words, self._pending_grams.pop(line, None))
+            found = self._table.lookup(words)
+            groups = self._table.groups(k for phrases, _ in found for _, _, k in phrases)
         else:
-            phrases, paraphrases = [], []
+            found, groups = [([], [])] * len(lines), {}
+        for line, sentence_words, (phrases, paraphrases) in zip(lines, words, found):
+            cache[line] = self._sentence(sentence_words, phrases, paraphrases, groups)
+
+    def _sentence(self, words: tuple[str, ...], phrases: list, paraphrases: list, groups: dict) -> Sentence:
+        """One line's :class:`Sentence` from its words, its table phrases and paraphrases ``(start, length, id)`` and
+        the phrases' paraphrase groups."""
+        info = [self._word(w) for w in words]
         function = tuple(x[3] for x in info)
         where: dict[int, tuple[tuple[int, int], ...]] = {}
         for start, length, pid in paraphrases:
             where[pid] = where.get(pid, ()) + ((start, length),)
-        found = Sentence(
+        rows = tuple((start, length, groups[pid]) for start, length, pid in phrases)
+        return Sentence(
             words=words,
             hashes=tuple(x[0] for x in info),
             stem_hashes=tuple(x[1] for x in info),
             synsets=tuple(x[2] for x in info),
             function=function,
-            phrases=tuple(phrases),
+            phrases=rows,
+            reach=frozenset().union(*(group.keys() for _, _, group in rows)),
             paraphrases=where,
             n_function=sum(function),
         )
-        if len(self._sentences) >= _SENTENCE_CACHE_SIZE:
-            self._sentences.clear()
-        self._sentences[line] = found
+
+    def sentence(self, line: str) -> Sentence:
+        """The aligner's view of an already prepared line (see :func:`prepare_text`)."""
+        found = self._sentences.get(line)
+        if found is None:
+            words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
+            if self._table is not None:
+                (phrases, paraphrases), = self._table.lookup([words])
+                groups = self._table.groups(k for _, _, k in phrases)
+            else:
+                phrases, paraphrases, groups = [], [], {}
+            found = self._sentence(words, phrases, paraphrases, groups)
+            if len(self._sentences) >= _SENTENCE_CACHE_SIZE:
+                self._sentences.clear()
+            self._sentences[line] = found
         return found
 
     # -- scoring ---------------------------------------------------------------------------------
@@ -197,27 +220,34 @@ class PythonMeteorScorer:
         """The jar's statistics line per (hypothesis, references) pair.
 
         Identical pairs are computed once, also across calls (up to 100,000 pairs are kept): METEOR and
-        LCEval's METEOR feature in one ``capeval.score`` call align each caption once.
+        LCEval's METEOR feature in one ``capeval.score`` call align each caption once. The sentences built for
+        the call are let go when it returns (see the module docstring).
         """
         if len(hypotheses) != len(references):
             raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists.")
         for i, refs in enumerate(references):
             if len(refs) == 0:
                 raise ValueError(f"references[{i}] is empty; METEOR needs at least one reference.")
+        try:
+            return self._statistics(hypotheses, references, progress)
+        finally:
+            with self._lock:
+                self._sentences.clear()
+
+    def _statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress) -> list[str]:
         done = self._stats
         out: list[str] = []
         for start in range(0, len(hypotheses), _STEP_PAIRS):  # steps: memory flat in the number of captions
             step = range(start, min(start + _STEP_PAIRS, len(hypotheses)))
+            keys = [pair_key(hypotheses[i], references[i]) for i in step]
             with self._lock:
                 self._load()
-                todo = [i for i in step if (hypotheses[i], tuple(references[i])) not in done]
-                self._lookup_batch({t for i in todo for t in (hypotheses[i], *references[i])})
-            for i in step:
-                hypothesis, refs = hypotheses[i], references[i]
-                key = (hypothesis, tuple(refs))
+                todo = [i for i, key in zip(step, keys) if key not in done]
+                self._add_sentences({t for i in todo for t in (hypotheses[i], *references[i])})
+            for i, key in zip(step, keys):
                 line = done.get(key)
                 if line is None:
-                    line = format_stats(self.segment_stats(hypothesis, refs))
+                    line = format_stats(self.segment_stats(hypotheses[i], references[i]))
                     self.computed += 1
                     if len(done) >= _STATS_CACHE_SIZE:
                         done.clear()
