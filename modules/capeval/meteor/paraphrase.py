@@ -50,6 +50,8 @@ MAX_PHRASE_WORDS = 7
 #: Bound of :class:`KnownWords`' answers kept per word (emptied when full), so the memory a long run holds stops
 #: growing. The table keeps nothing else per lookup: a batch of sentences is looked up at once (:meth:`ParaphraseTable.lookup`).
 KNOWN_WORDS_CACHE_SIZE = 300_000
+#: Hashes whose top 24 bits no phrase's hash has are not looked up (:meth:`ParaphraseTable.lookup`).
+_FILTER_SHIFT = np.uint64(40)
 _FORMAT = 2  # 2: phrase ids by phrase_arrays' hash (1: BLAKE2b)
 _TOKENS = re.compile("[ \t\n\r\f]+")  # java.util.StringTokenizer's delimiters
 
@@ -183,6 +185,8 @@ class ParaphraseTable:
         self.keys = keys
         self.ranks = ranks
         self.shift = shift
+        self._hash_filter = np.zeros(1 << (64 - int(_FILTER_SHIFT)), dtype=bool)  # 16 MB: 14 % of it set
+        self._hash_filter[hashes >> _FILTER_SHIFT] = True  # whether some phrase's hash has these top 24 bits
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -387,10 +391,14 @@ class ParaphraseTable:
         """
         grams = ngrams(sentences, MAX_PHRASE_WORDS, self.vocabulary.bits)
         wanted = hash_slices(grams.buffer, grams.byte_start, grams.byte_length)
-        where = np.searchsorted(self.hashes, wanted)
+        maybe = np.flatnonzero(self._hash_filter[wanted >> _FILTER_SHIFT])  # about 1 in 2.5 n-grams
+        wanted = wanted[maybe]
+        order = np.argsort(wanted)
+        where = np.empty(len(wanted), dtype=np.int64)
+        where[order] = np.searchsorted(self.hashes, wanted[order])  # sorted queries: each search starts at the last
         where[where >= len(self.hashes)] = 0
-        hit = np.flatnonzero(self.hashes[where] == wanted)
-        ids = where[hit]
+        found = np.flatnonzero(self.hashes[where] == wanted)
+        hit, ids = maybe[found], where[found]
         unique, first, back = np.unique(ids, return_index=True, return_inverse=True)
         texts, offsets, data = self._text_bytes, self.offsets, grams.data
         byte_start, byte_length = grams.byte_start[hit[first]].tolist(), grams.byte_length[hit[first]].tolist()

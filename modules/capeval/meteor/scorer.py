@@ -149,11 +149,13 @@ class PythonMeteorScorer:
     def _add_sentences(self, texts: Iterable[str]) -> None:
         """Build the aligner's view of every text among ``texts`` not built yet, the table phrases of all of them
         looked up at once (:meth:`capeval.meteor.paraphrase.ParaphraseTable.lookup`)."""
-        texts = list(texts)
         cache = self._sentences
-        if len(cache) + len(texts) > _SENTENCE_CACHE_SIZE:
-            cache.clear()  # before: every text of the batch is cached afterwards
-        lines = list(dict.fromkeys(line for line in map(self._prepare, texts) if line not in cache))
+        wanted = dict.fromkeys(map(self._prepare, texts))
+        lines = [line for line in wanted if line not in cache]
+        if len(cache) + len(lines) > _SENTENCE_CACHE_SIZE:  # full: only the batch's sentences are kept
+            kept = {line: cache[line] for line in wanted if line in cache}
+            cache.clear()
+            cache.update(kept)
         words = [tuple(w for w in _TOKEN_SPLIT.split(line) if w) for line in lines]
         if self._table is not None:
             found = self._table.lookup(words)
