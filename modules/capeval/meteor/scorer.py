@@ -26,6 +26,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 from capeval.meteor.align import BEAM_SIZE, Sentence, align_stats, hypothesis_index, java_hash
+from capeval.meteor.forked import ForkedShares, can_fork, default_processes
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 
@@ -40,6 +41,8 @@ _STEP_PAIRS = 2048
 _SENTENCE_CACHE_SIZE = 20_000
 _STATS_CACHE_SIZE = 100_000
 _WORD_CACHE_SIZE = 100_000
+#: Pairs to compute per process of a call (fewer: fewer processes; under twice as many: this process alone).
+_PAIRS_PER_PROCESS = 1000
 
 
 def snowball_english():
@@ -83,10 +86,17 @@ class PythonMeteorScorer:
     Args:
         paraphrase: use the paraphrase stage (the jar's English default; ``False`` only for tests).
         beam: beam size of the alignment search (the jar's 40).
+        processes: the most processes (this one included) a call's pairs are split over, one per
+            :data:`_PAIRS_PER_PROCESS` pairs to compute (:mod:`capeval.meteor.forked`; where forking is not safe,
+            one); ``None``: the CPUs this process may use, at most :data:`capeval.meteor.forked.MAX_PROCESSES`.
+            The statistics do not depend on it.
     """
 
-    def __init__(self, paraphrase: bool = True, beam: int = BEAM_SIZE) -> None:
+    def __init__(self, paraphrase: bool = True, beam: int = BEAM_SIZE, processes: int | None = None) -> None:
+        if processes is not None and (not isinstance(processes, int) or isinstance(processes, bool) or processes < 1):
+            raise ValueError(f"processes must be a positive integer or None, got {processes!r}.")
         self.beam = beam
+        self.processes = processes
         self.use_paraphrase = paraphrase
         self._lock = threading.Lock()
         self._loaded = False
@@ -238,23 +248,61 @@ class PythonMeteorScorer:
 
     def _statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress) -> list[str]:
         done = self._stats
+        keys = [pair_key(h, r) for h, r in zip(hypotheses, references)]
+        lines = {key: done[key] for key in keys if key in done}
+        first: dict[str, int] = {}  # each pair to compute, at its first place
+        for i, key in enumerate(keys):
+            if key not in lines:
+                first.setdefault(key, i)
+        todo = list(first.values())
+        with self._lock:
+            self._load()  # before a fork: the children share the loaded data
+        shares = self._shares(todo)
+        children = None
+        if len(shares) > 1:
+            children = ForkedShares(lambda share: self._compute(hypotheses, references, share), shares[1:])
+        try:
+            lines.update(zip((keys[i] for i in shares[0]), self._compute(hypotheses, references, shares[0], progress)))
+            for share, found in children.results() if children is not None else ():
+                if found is None:  # the child failed: its share is computed here (an error is raised here)
+                    found = self._compute(hypotheses, references, share)
+                elif progress is not None:
+                    progress.update(len(share))
+                lines.update(zip((keys[i] for i in share), found))
+        finally:
+            if children is not None:
+                children.close()
+        self.computed += len(todo)
+        if progress is not None and len(keys) > len(todo):
+            progress.update(len(keys) - len(todo))  # pairs answered from the cache or repeated in the call
+        for key, line in lines.items():
+            if key not in done:
+                if len(done) >= _STATS_CACHE_SIZE:
+                    done.clear()
+                done[key] = line
+        return [lines[key] for key in keys]
+
+    def _shares(self, todo: list[int]) -> list[list[int]]:
+        """Contiguous shares of the pairs to compute, the first for this process, one each for the children
+        (:mod:`capeval.meteor.forked`): a share per :data:`_PAIRS_PER_PROCESS` pairs, up to :attr:`processes`."""
+        processes = self.processes if self.processes is not None else default_processes()
+        count = min(processes, len(todo) // _PAIRS_PER_PROCESS)
+        if count < 2 or not can_fork():
+            return [todo]
+        bounds = [len(todo) * k // count for k in range(count + 1)]
+        return [todo[bounds[k] : bounds[k + 1]] for k in range(count)]
+
+    def _compute(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], indices: Sequence[int],
+                 progress=None) -> list[str]:
+        """The statistics lines of the pairs at ``indices``, in steps of :data:`_STEP_PAIRS` pairs whose sentences
+        are built together (memory flat in the number of pairs)."""
         out: list[str] = []
-        for start in range(0, len(hypotheses), _STEP_PAIRS):  # steps: memory flat in the number of captions
-            step = range(start, min(start + _STEP_PAIRS, len(hypotheses)))
-            keys = [pair_key(hypotheses[i], references[i]) for i in step]
+        for start in range(0, len(indices), _STEP_PAIRS):
+            step = indices[start : start + _STEP_PAIRS]
             with self._lock:
-                self._load()
-                todo = [i for i, key in zip(step, keys) if key not in done]
-                self._add_sentences({t for i in todo for t in (hypotheses[i], *references[i])})
-            for i, key in zip(step, keys):
-                line = done.get(key)
-                if line is None:
-                    line = format_stats(self.segment_stats(hypotheses[i], references[i]))
-                    self.computed += 1
-                    if len(done) >= _STATS_CACHE_SIZE:
-                        done.clear()
-                    done[key] = line
-                out.append(line)
+                self._add_sentences({t for i in step for t in (hypotheses[i], *references[i])})
+            for i in step:
+                out.append(format_stats(self.segment_stats(hypotheses[i], references[i])))
                 if progress is not None:
                     progress.update(1)
         return out
