@@ -54,10 +54,11 @@ def java_hash(word: str) -> int:
 class Sentence:
     """Everything the matchers need about one normalised, lower-cased, tokenised line.
 
-    ``phrases``: ``(start, length, paraphrases)`` of each table phrase among its n-grams (word positions, words, the
-    phrase's ``{paraphrase id: ranks}``); ``reach``: every paraphrase id of those phrases (a pair whose other
-    sentence holds none of them has no paraphrase match in that direction); ``paraphrases``: ``{id: ((start,
-    length), ...)}`` where a table paraphrase occurs.
+    ``phrases``: ``(start, length, id)`` of each table phrase among its n-grams (word positions, words); ``reach``:
+    every paraphrase id of those phrases (a pair whose other sentence holds none of them has no paraphrase match in
+    that direction); ``paraphrases``: ``{id: ((start, length), ...)}`` where a table paraphrase occurs. Only
+    ``Sentence`` itself, ``reach`` and ``paraphrases`` are objects the garbage collector keeps tracking (tuples of
+    numbers and strings it stops tracking at its first pass).
     """
 
     words: tuple[str, ...]
@@ -65,7 +66,7 @@ class Sentence:
     stem_hashes: tuple[int, ...]
     synsets: tuple[tuple[int, ...], ...]
     function: tuple[bool, ...]
-    phrases: tuple[tuple[int, int, dict[int, tuple[int, ...]]], ...]
+    phrases: tuple[tuple[int, int, int], ...]
     reach: frozenset[int]
     paraphrases: dict[int, tuple[tuple[int, int], ...]]
     n_function: int
@@ -139,18 +140,18 @@ def _word_matches(s1: Sentence, s2: Sentence, index1, matches: list, cov1: list,
     return False
 
 
-def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[list[Match]], list[int], list[int]]:
+def _candidate_matches(s1: Sentence, s2: Sentence, groups, index1) -> tuple[list[list[Match]], list[int], list[int]]:
     """``Stage.matches`` (per line-2 position, in the jar's order) and the two coverage arrays."""
     n1, n2 = len(s1.words), len(s2.words)
     matches: list[list[Match]] = [[] for _ in range(n2)]
     cov1 = [0] * n1
     cov2 = [0] * n2
-    if _word_matches(s1, s2, index1, matches, cov1, cov2) or table is None:
+    if _word_matches(s1, s2, index1, matches, cov1, cov2) or groups is None:
         return matches, cov1, cov2
     # reference phrases whose paraphrase is in the hypothesis: per j, ordered by (length, rank, i);
     # then hypothesis phrases whose paraphrase is in the reference: per j, ordered by (i, length, rank)
-    found2 = _paraphrase_hits(s2, s1)
-    found1 = _paraphrase_hits(s1, s2)
+    found2 = _paraphrase_hits(s2, s1, groups)
+    found1 = _paraphrase_hits(s1, s2, groups)
     if not found2 and not found1:
         return matches, cov1, cov2
     spans = [(j, length, i, mlength) for j, length, _, i, mlength in sorted(found2)]
@@ -165,14 +166,16 @@ def _candidate_matches(s1: Sentence, s2: Sentence, table, index1) -> tuple[list[
     return matches, cov1, cov2
 
 
-def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence) -> list[tuple[int, int, int, int, int]]:
+def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence, groups) -> list[tuple[int, int, int, int, int]]:
     """``(phrase start, phrase length, rank, paraphrase start, paraphrase length)`` for every table phrase of
-    ``phrase_side`` whose paraphrase occurs in ``paraphrase_side`` (one row per table entry)."""
+    ``phrase_side`` whose paraphrase occurs in ``paraphrase_side`` (one row per table entry); ``groups``: each
+    phrase's ``{paraphrase id: ranks}`` by phrase id."""
     where = paraphrase_side.paraphrases
     if not where or phrase_side.reach.isdisjoint(where):
         return []
     hits: list[tuple[int, int, int, int, int]] = []
-    for start, length, group in phrase_side.phrases:
+    for start, length, pid in phrase_side.phrases:
+        group = groups[pid]
         for qid in group.keys() & where.keys():
             for other_start, other_length in where[qid]:
                 hits.extend((start, length, rank, other_start, other_length) for rank in group[qid])
@@ -267,14 +270,15 @@ def _fixed_matches(matches: list[list[Match]], cov1: list[int], cov2: list[int])
     return fixed, used1, used2, open_choices
 
 
-def align_stats(s1: Sentence, s2: Sentence, table, beam: int = BEAM_SIZE, index1=None) -> list[float]:
+def align_stats(s1: Sentence, s2: Sentence, groups, beam: int = BEAM_SIZE, index1=None) -> list[float]:
     """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
 
-    ``table``: the paraphrase table (``None``: no paraphrase stage; the phrases themselves are in the sentences);
-    ``index1``: :func:`hypothesis_index` of ``s1`` when it is already built.
+    ``groups``: the paraphrase table's ``{paraphrase id: ranks}`` of (at least) the two sentences' phrases, by phrase
+    id (:meth:`capeval.meteor.paraphrase.ParaphraseTable.groups`; ``None``: no paraphrase stage); ``index1``:
+    :func:`hypothesis_index` of ``s1`` when it is already built.
     """
     n1, n2 = len(s1.words), len(s2.words)
-    matches, cov1, cov2 = _candidate_matches(s1, s2, table, index1)
+    matches, cov1, cov2 = _candidate_matches(s1, s2, groups, index1)
     fixed, used1, used2, open_choices = _fixed_matches(matches, cov1, cov2)
     final: list = list(fixed)
     if open_choices:  # else the search's one path takes the fixed matches and nothing else

@@ -101,7 +101,8 @@ class PythonMeteorScorer:
         self._lock = threading.Lock()
         self._loaded = False
         self._words: dict[str, tuple] = {}
-        self._sentences: dict[str, Sentence] = {}
+        self._sentences: dict[str, Sentence] = {}  # prepared line -> sentence, within a call
+        self._groups: dict[int, dict[int, tuple[int, ...]]] = {}  # the cached sentences' phrases' paraphrase groups
         self._stats: dict[str, str] = {}  # pair_key(hypothesis, references) -> statistics line
         self._prepared: dict[str, str] = {}  # raw text -> prepared line
         self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
@@ -158,7 +159,8 @@ class PythonMeteorScorer:
 
     def _add_sentences(self, texts: Iterable[str]) -> None:
         """Build the aligner's view of every text among ``texts`` not built yet, the table phrases of all of them
-        looked up at once (:meth:`capeval.meteor.paraphrase.ParaphraseTable.lookup`)."""
+        looked up at once (:meth:`capeval.meteor.paraphrase.ParaphraseTable.lookup`), and read their phrases'
+        paraphrase groups."""
         cache = self._sentences
         wanted = dict.fromkeys(map(self._prepare, texts))
         lines = [line for line in wanted if line not in cache]
@@ -166,32 +168,42 @@ class PythonMeteorScorer:
             kept = {line: cache[line] for line in wanted if line in cache}
             cache.clear()
             cache.update(kept)
+            self._groups.clear()
+            self._add_groups(kept.values())
         words = [tuple(w for w in _TOKEN_SPLIT.split(line) if w) for line in lines]
-        if self._table is not None:
-            found = self._table.lookup(words)
-            groups = self._table.groups(k for phrases, _ in found for _, _, k in phrases)
-        else:
-            found, groups = [([], [])] * len(lines), {}
+        found = self._table.lookup(words) if self._table is not None else [([], [])] * len(lines)
+        self._add_groups([phrases for phrases, _ in found])
         for line, sentence_words, (phrases, paraphrases) in zip(lines, words, found):
-            cache[line] = self._sentence(sentence_words, phrases, paraphrases, groups)
+            cache[line] = self._sentence(sentence_words, phrases, paraphrases)
 
-    def _sentence(self, words: tuple[str, ...], phrases: list, paraphrases: list, groups: dict) -> Sentence:
-        """One line's :class:`Sentence` from its words, its table phrases and paraphrases ``(start, length, id)`` and
-        the phrases' paraphrase groups."""
+    def _add_groups(self, sentences: Iterable) -> None:
+        """Read the paraphrase groups of the phrases of ``sentences`` (:class:`Sentence` objects or their phrase
+        lists) not read yet."""
+        if self._table is None:
+            return
+        groups = self._groups
+        rows = (s if isinstance(s, list) else s.phrases for s in sentences)
+        missing = {pid for phrases in rows for _, _, pid in phrases if pid not in groups}
+        if missing:
+            groups.update(self._table.groups(missing))
+
+    def _sentence(self, words: tuple[str, ...], phrases: list, paraphrases: list) -> Sentence:
+        """One line's :class:`Sentence` from its words and its table phrases and paraphrases ``(start, length,
+        id)`` (the phrases' groups read already)."""
         info = [self._word(w) for w in words]
         function = tuple(x[3] for x in info)
         where: dict[int, tuple[tuple[int, int], ...]] = {}
         for start, length, pid in paraphrases:
             where[pid] = where.get(pid, ()) + ((start, length),)
-        rows = tuple((start, length, groups[pid]) for start, length, pid in phrases)
+        groups = self._groups
         return Sentence(
             words=words,
             hashes=tuple(x[0] for x in info),
             stem_hashes=tuple(x[1] for x in info),
             synsets=tuple(x[2] for x in info),
             function=function,
-            phrases=rows,
-            reach=frozenset().union(*(group.keys() for _, _, group in rows)),
+            phrases=tuple(phrases),
+            reach=frozenset().union(*(groups[pid].keys() for _, _, pid in phrases)),
             paraphrases=where,
             n_function=sum(function),
         )
@@ -200,16 +212,12 @@ class PythonMeteorScorer:
         """The aligner's view of an already prepared line (see :func:`prepare_text`)."""
         found = self._sentences.get(line)
         if found is None:
-            words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
-            if self._table is not None:
-                (phrases, paraphrases), = self._table.lookup([words])
-                groups = self._table.groups(k for _, _, k in phrases)
-            else:
-                phrases, paraphrases, groups = [], [], {}
-            found = self._sentence(words, phrases, paraphrases, groups)
             if len(self._sentences) >= _SENTENCE_CACHE_SIZE:
-                self._sentences.clear()
-            self._sentences[line] = found
+                self._sentences.clear()  # not the groups: a sentence being aligned may need them
+            words = tuple(w for w in _TOKEN_SPLIT.split(line) if w)
+            phrases, paraphrases = self._table.lookup([words])[0] if self._table is not None else ([], [])
+            self._add_groups([phrases])
+            found = self._sentences[line] = self._sentence(words, phrases, paraphrases)
         return found
 
     # -- scoring ---------------------------------------------------------------------------------
@@ -219,10 +227,11 @@ class PythonMeteorScorer:
             self._load()
             test = self.sentence(self._prepare(hypothesis))
             index = hypothesis_index(test)
+            groups = self._groups if self._table is not None else None
             best: list[float] | None = None
             best_score = -1.0
             for reference in references:
-                stats = align_stats(test, self.sentence(self._prepare(reference)), self._table, self.beam, index)
+                stats = align_stats(test, self.sentence(self._prepare(reference)), groups, self.beam, index)
                 value = score(stats)
                 if value > best_score:
                     best, best_score = stats, value
@@ -245,6 +254,7 @@ class PythonMeteorScorer:
         finally:
             with self._lock:
                 self._sentences.clear()
+                self._groups.clear()
 
     def _statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress) -> list[str]:
         done = self._stats
