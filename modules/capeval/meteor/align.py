@@ -50,7 +50,7 @@ def java_hash(word: str) -> int:
     return h
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Sentence:
     """Everything the matchers need about one normalised, lower-cased, tokenised line.
 

@@ -33,6 +33,7 @@ from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 __all__ = ["PythonMeteorScorer", "pair_key", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
+_NO_IDS: frozenset[int] = frozenset()
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
 #: Pairs whose sentences are built together (their table n-grams looked up in one vectorised lookup per step). The
 #: caches are bounded (emptied when full): 20,000 sentences within a call (and prepared texts), 100,000 statistics
@@ -190,23 +191,15 @@ class PythonMeteorScorer:
     def _sentence(self, words: tuple[str, ...], phrases: list, paraphrases: list) -> Sentence:
         """One line's :class:`Sentence` from its words and its table phrases and paraphrases ``(start, length,
         id)`` (the phrases' groups read already)."""
-        info = [self._word(w) for w in words]
-        function = tuple(x[3] for x in info)
+        known = self._words.get
+        info = [known(w) or self._word(w) for w in words]
+        hashes, stem_hashes, synsets, function = zip(*info) if info else ((), (), (), ())
         where: dict[int, tuple[tuple[int, int], ...]] = {}
         for start, length, pid in paraphrases:
             where[pid] = where.get(pid, ()) + ((start, length),)
         groups = self._groups
-        return Sentence(
-            words=words,
-            hashes=tuple(x[0] for x in info),
-            stem_hashes=tuple(x[1] for x in info),
-            synsets=tuple(x[2] for x in info),
-            function=function,
-            phrases=tuple(phrases),
-            reach=frozenset().union(*(groups[pid].keys() for _, _, pid in phrases)),
-            paraphrases=where,
-            n_function=sum(function),
-        )
+        reach = frozenset().union(*[groups[pid].keys() for _, _, pid in phrases]) if phrases else _NO_IDS
+        return Sentence(words, hashes, stem_hashes, synsets, function, tuple(phrases), reach, where, sum(function))
 
     def sentence(self, line: str) -> Sentence:
         """The aligner's view of an already prepared line (see :func:`prepare_text`)."""
