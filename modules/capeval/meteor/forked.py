@@ -8,7 +8,8 @@ page), computes its share with the same code and sends the statistics lines back
 is a function of its pair alone, so the lines are the same whichever process computes them.
 
 Forking is used only where it is safe and useful: on Linux, when the calling process runs no other thread (a fork
-copies only the calling thread, and a lock another thread held would stay locked in the child), when it is not
+copies only the calling thread, and a lock another thread held would stay locked in the child; tqdm's monitor thread,
+which progress bars start, is the one exception: the lock it takes is tqdm's, which a child never uses), when it is not
 itself a daemonic ``multiprocessing`` child, and not under a distributed launch (``WORLD_SIZE`` > 1: the launch
 already runs a process per CPU). A child that fails or dies leaves its share to the caller, which computes it
 itself; a child stops when its parent dies (:func:`capeval.workers.die_with_parent`).
@@ -30,11 +31,19 @@ __all__ = ["MAX_PROCESSES", "ForkedShares", "can_fork", "default_processes"]
 MAX_PROCESSES = 4
 
 
+#: The name of tqdm's monitor thread (progress bars): it only ever holds tqdm's own lock, which a child never takes.
+_TQDM_MONITOR = "tqdm_monitor"
+
+
 def can_fork() -> bool:
     """Whether this process may fork workers now (see the module docstring)."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
-    if threading.active_count() != 1 or multiprocessing.current_process().daemon:
+    if multiprocessing.current_process().daemon:
+        return False
+    current = threading.current_thread()
+    if any(thread is not current and not (thread.daemon and thread.name == _TQDM_MONITOR)
+           for thread in threading.enumerate()):
         return False
     try:
         return int(os.environ.get("WORLD_SIZE", "1")) <= 1
@@ -44,7 +53,9 @@ def can_fork() -> bool:
 
 def default_processes() -> int:
     """Processes a large call uses when the scorer was not told: the CPUs this process may run on, at most
-    :data:`MAX_PROCESSES`."""
+    :data:`MAX_PROCESSES`; 1 in a ``multiprocessing`` child (a worker of a pool that already runs one per CPU)."""
+    if multiprocessing.parent_process() is not None:
+        return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
