@@ -24,9 +24,8 @@ recounted over the chosen matches, as ``getCountAndChunks`` does.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from operator import itemgetter
+from typing import NamedTuple
 
 from capeval.meteor.stats import N_STAGES, STAT_FIELDS
 
@@ -50,15 +49,21 @@ def java_hash(word: str) -> int:
     return h
 
 
-@dataclass(slots=True)
-class Sentence:
+#: Bits per packed item: a paraphrase's place in a sentence (``start << 3 | length``, :attr:`Sentence.paraphrases`) and
+#: an entry's rank + 1 (:meth:`capeval.meteor.paraphrase.ParaphraseTable.packed_groups`).
+SPOT_BITS = 40
+RANK_BITS = 32
+
+
+class Sentence(NamedTuple):
     """Everything the matchers need about one normalised, lower-cased, tokenised line.
 
     ``phrases``: ``(start, length, id)`` of each table phrase among its n-grams (word positions, words); ``reach``:
-    every paraphrase id of those phrases (a pair whose other sentence holds none of them has no paraphrase match in
-    that direction); ``paraphrases``: ``{id: ((start, length), ...)}`` where a table paraphrase occurs. Only
-    ``Sentence`` itself, ``reach`` and ``paraphrases`` are objects the garbage collector keeps tracking (tuples of
-    numbers and strings it stops tracking at its first pass).
+    every paraphrase id of those phrases as the keys of a dict (a pair whose other sentence holds none of them has no
+    paraphrase match in that direction); ``paraphrases``: ``{id: places}`` where a table paraphrase occurs, each place
+    ``start << 3 | length`` packed :data:`SPOT_BITS` bits apart in one int. Only numbers, strings, tuples of them and
+    dicts of numbers: the garbage collector stops tracking a sentence at its first pass (a tracked one would be
+    scanned at each of its later passes while the sentence lives).
     """
 
     words: tuple[str, ...]
@@ -67,8 +72,8 @@ class Sentence:
     synsets: tuple[tuple[int, ...], ...]
     function: tuple[bool, ...]
     phrases: tuple[tuple[int, int, int], ...]
-    reach: frozenset[int]
-    paraphrases: dict[int, tuple[tuple[int, int], ...]]
+    reach: dict[int, None]
+    paraphrases: dict[int, int]
     n_function: int
 
 
@@ -169,16 +174,23 @@ def _candidate_matches(s1: Sentence, s2: Sentence, groups, index1) -> tuple[list
 def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence, groups) -> list[tuple[int, int, int, int, int]]:
     """``(phrase start, phrase length, rank, paraphrase start, paraphrase length)`` for every table phrase of
     ``phrase_side`` whose paraphrase occurs in ``paraphrase_side`` (one row per table entry); ``groups``: each
-    phrase's ``{paraphrase id: ranks}`` by phrase id."""
+    phrase's ``{paraphrase id: ranks + 1 packed}`` by phrase id (the packed groups)."""
     where = paraphrase_side.paraphrases
-    if not where or phrase_side.reach.isdisjoint(where):
+    if not where or phrase_side.reach.keys().isdisjoint(where.keys()):
         return []
     hits: list[tuple[int, int, int, int, int]] = []
+    spot_mask, rank_mask = (1 << SPOT_BITS) - 1, (1 << RANK_BITS) - 1
     for start, length, pid in phrase_side.phrases:
         group = groups[pid]
         for qid in group.keys() & where.keys():
-            for other_start, other_length in where[qid]:
-                hits.extend((start, length, rank, other_start, other_length) for rank in group[qid])
+            spots = where[qid]
+            while spots:
+                spot = spots & spot_mask
+                spots >>= SPOT_BITS
+                ranks = group[qid]
+                while ranks:
+                    hits.append((start, length, (ranks & rank_mask) - 1, spot >> 3, spot & 7))
+                    ranks >>= RANK_BITS
     return hits
 
 
@@ -273,8 +285,8 @@ def _fixed_matches(matches: list[list[Match]], cov1: list[int], cov2: list[int])
 def align_stats(s1: Sentence, s2: Sentence, groups, beam: int = BEAM_SIZE, index1=None) -> list[float]:
     """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
 
-    ``groups``: the paraphrase table's ``{paraphrase id: ranks}`` of (at least) the two sentences' phrases, by phrase
-    id (:meth:`capeval.meteor.paraphrase.ParaphraseTable.groups`; ``None``: no paraphrase stage); ``index1``:
+    ``groups``: the paraphrase table's packed groups of (at least) the two sentences' phrases, by phrase id
+    (:meth:`capeval.meteor.paraphrase.ParaphraseTable.packed_groups`; ``None``: no paraphrase stage); ``index1``:
     :func:`hypothesis_index` of ``s1`` when it is already built.
     """
     n1, n2 = len(s1.words), len(s2.words)

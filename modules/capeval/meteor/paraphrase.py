@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from capeval.meteor.align import RANK_BITS
 from capeval.meteor.phrase_arrays import (WORD_BITS, LineScan, gather, hash_bytes, hash_slices, ngrams, phrase_word_bits,
                                           slices_equal, unique_slices, word_bit)
 from capeval.meteor.resources import paraphrase_file
@@ -418,9 +419,11 @@ class ParaphraseTable:
         """:meth:`lookup` of one sentence."""
         return self.lookup([words])[0]
 
-    def groups(self, phrase_ids: Iterable[int]) -> dict[int, dict[int, tuple[int, ...]]]:
-        """Each phrase's paraphrases: ``{phrase id: {paraphrase id: ranks}}`` (ranks: positions in the file among the
-        phrase's entries; two when an entry is listed twice), read from the sorted keys for all phrases at once."""
+    def packed_groups(self, phrase_ids: Iterable[int]) -> dict[int, dict[int, int]]:
+        """Each phrase's paraphrases: ``{phrase id: {paraphrase id: ranks}}``, read from the sorted keys for all the
+        phrases at once; ``ranks``: each of the entry's positions in the file among the phrase's entries (two when an
+        entry is listed twice) plus 1, packed :data:`capeval.meteor.align.RANK_BITS` bits apart in one int (dicts of
+        ints: nothing for the garbage collector to track)."""
         wanted = np.fromiter(set(phrase_ids), dtype=np.int64)
         if not len(wanted):
             return {}
@@ -429,21 +432,29 @@ class ParaphraseTable:
         sizes = hi - lo
         at = np.repeat(lo - np.r_[0, np.cumsum(sizes)[:-1]], sizes) + np.arange(int(sizes.sum()))
         paraphrases = (self.keys[at] & ((1 << self.shift) - 1)).tolist()
-        ranks = self.ranks[at].tolist()
-        out: dict[int, dict[int, tuple[int, ...]]] = {}
+        ranks = (self.ranks[at].astype(np.int64) + 1).tolist()
+        out: dict[int, dict[int, int]] = {}
         k = 0
         for phrase, size in zip(wanted.tolist(), sizes.tolist()):
-            found: dict[int, tuple[int, ...]] = {}
+            found: dict[int, int] = {}
             for j in range(k, k + size):
                 key = paraphrases[j]
-                found[key] = found.get(key, ()) + (ranks[j],)
+                found[key] = found.get(key, 0) << RANK_BITS | ranks[j]
             out[phrase] = found
             k += size
         return out
 
     def group(self, phrase_id: int) -> dict[int, tuple[int, ...]]:
-        """One phrase's paraphrases (:meth:`groups`)."""
-        return self.groups([phrase_id])[phrase_id]
+        """One phrase's paraphrases: ``{paraphrase id: ranks}`` (ranks: positions in the file among the phrase's
+        entries, in file order; two when an entry is listed twice)."""
+        out = {}
+        for key, packed in self.packed_groups([phrase_id]).get(phrase_id, {}).items():
+            ranks = []
+            while packed:
+                ranks.append((packed & ((1 << RANK_BITS) - 1)) - 1)
+                packed >>= RANK_BITS
+            out[key] = tuple(reversed(ranks))
+        return out
 
 
 _LOCK = threading.Lock()

@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
-from capeval.meteor.align import BEAM_SIZE, Sentence, align_stats, hypothesis_index, java_hash
+from capeval.meteor.align import BEAM_SIZE, SPOT_BITS, Sentence, align_stats, hypothesis_index, java_hash
 from capeval.meteor.forked import ForkedShares, can_fork, default_processes
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
@@ -33,7 +34,6 @@ from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 __all__ = ["PythonMeteorScorer", "pair_key", "prepare_text", "snowball_english"]
 
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
-_NO_IDS: frozenset[int] = frozenset()
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
 #: Pairs whose sentences are built together (their table n-grams looked up in one vectorised lookup per step). The
 #: caches are bounded (emptied when full): 20,000 sentences within a call (and prepared texts), 100,000 statistics
@@ -103,7 +103,7 @@ class PythonMeteorScorer:
         self._loaded = False
         self._words: dict[str, tuple] = {}
         self._sentences: dict[str, Sentence] = {}  # prepared line -> sentence, within a call
-        self._groups: dict[int, dict[int, tuple[int, ...]]] = {}  # the cached sentences' phrases' paraphrase groups
+        self._groups: dict[int, dict[int, int]] = {}  # the cached sentences' phrases' packed paraphrase groups
         self._stats: dict[str, str] = {}  # pair_key(hypothesis, references) -> statistics line
         self._prepared: dict[str, str] = {}  # raw text -> prepared line
         self.computed = 0  # captions aligned (not answered from the cache), for tests and benchmarks
@@ -170,23 +170,22 @@ class PythonMeteorScorer:
             cache.clear()
             cache.update(kept)
             self._groups.clear()
-            self._add_groups(kept.values())
+            self._add_groups([sentence.phrases for sentence in kept.values()])
         words = [tuple(w for w in _TOKEN_SPLIT.split(line) if w) for line in lines]
         found = self._table.lookup(words) if self._table is not None else [([], [])] * len(lines)
         self._add_groups([phrases for phrases, _ in found])
         for line, sentence_words, (phrases, paraphrases) in zip(lines, words, found):
             cache[line] = self._sentence(sentence_words, phrases, paraphrases)
 
-    def _add_groups(self, sentences: Iterable) -> None:
-        """Read the paraphrase groups of the phrases of ``sentences`` (:class:`Sentence` objects or their phrase
-        lists) not read yet."""
+    def _add_groups(self, phrase_lists: Iterable) -> None:
+        """Read the packed paraphrase groups (:meth:`capeval.meteor.paraphrase.ParaphraseTable.packed_groups`) of
+        the phrases ``(start, length, id)`` in ``phrase_lists`` not read yet."""
         if self._table is None:
             return
         groups = self._groups
-        rows = (s if isinstance(s, list) else s.phrases for s in sentences)
-        missing = {pid for phrases in rows for _, _, pid in phrases if pid not in groups}
+        missing = {pid for phrases in phrase_lists for _, _, pid in phrases if pid not in groups}
         if missing:
-            groups.update(self._table.groups(missing))
+            groups.update(self._table.packed_groups(missing))
 
     def _sentence(self, words: tuple[str, ...], phrases: list, paraphrases: list) -> Sentence:
         """One line's :class:`Sentence` from its words and its table phrases and paraphrases ``(start, length,
@@ -194,11 +193,11 @@ class PythonMeteorScorer:
         known = self._words.get
         info = [known(w) or self._word(w) for w in words]
         hashes, stem_hashes, synsets, function = zip(*info) if info else ((), (), (), ())
-        where: dict[int, tuple[tuple[int, int], ...]] = {}
+        where: dict[int, int] = {}  # paraphrase id -> its places, packed (see Sentence)
         for start, length, pid in paraphrases:
-            where[pid] = where.get(pid, ()) + ((start, length),)
+            where[pid] = where.get(pid, 0) << SPOT_BITS | start << 3 | length
         groups = self._groups
-        reach = frozenset().union(*[groups[pid].keys() for _, _, pid in phrases]) if phrases else _NO_IDS
+        reach = dict.fromkeys(chain.from_iterable(groups[pid] for _, _, pid in phrases))
         return Sentence(words, hashes, stem_hashes, synsets, function, tuple(phrases), reach, where, sum(function))
 
     def sentence(self, line: str) -> Sentence:
