@@ -46,7 +46,7 @@ _SENTENCE_CACHE_SIZE = 20_000
 _STATS_CACHE_SIZE = 100_000
 _WORD_CACHE_SIZE = 100_000
 #: Pairs to compute per process of a call (fewer: fewer processes; under twice as many: this process alone).
-_PAIRS_PER_PROCESS = 1000
+_PAIRS_PER_PROCESS = 500
 
 
 def snowball_english():
