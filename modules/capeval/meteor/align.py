@@ -197,11 +197,14 @@ def _paraphrase_hits(phrase_side: Sentence, paraphrase_side: Sentence, groups) -
 def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, beam: int, n1: int) -> list:
     """The beam search; returns the best path.
 
-    A path is a list ``[key, idx, last_match_end, used1, used2, chosen]``: ``chosen`` is a linked list
+    A path is a list ``[key, span_end, last_match_end, used1, used2, chosen]``: ``chosen`` is a linked list
     ``(match, rest)`` of the matches it picked, and ``key`` encodes the jar's ranking (more weighted matched
     words, then fewer chunks, then smaller distance) as one integer ``chunks * C - total * C**2 + distance``
     with ``C`` a power of two above any chunk count or distance this alignment can reach, so that a stable
-    sort on ``key`` orders paths as ``Collections.sort`` with ``PARTIAL_COMPARE_TOTAL`` does.
+    sort on ``key`` orders paths as ``Collections.sort`` with ``PARTIAL_COMPARE_TOTAL`` does. The jar's ``idx`` (the
+    next line-2 position of a path) is the current position except inside a match, so a path keeps only the end of
+    its last match (``span_end``); at a position with no match that no path is inside, the paths only end their open
+    chunk, in place and in order.
     """
     n2 = len(matches)
     # distances add up to at most (candidate matches) x (longest line); chunks to at most n2
@@ -209,23 +212,34 @@ def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, be
     c1 = 1 << bound.bit_length()
     c2 = c1 * c1
     first = itemgetter(0)
+    inside = 0  # the line-2 words inside a match after its first: where a path's bit may be set at an empty position
+    for here in matches:
+        for m in here:
+            if m[1] > 1:
+                inside |= m[6] & ~(1 << m[0])
     next_paths = [[0, 0, -1, used1, used2, None]]
     for current in range(n2):
         paths = next_paths
-        next_paths = []
-        append = next_paths.append
         if len(paths) > 1:
             paths.sort(key=first)
             if len(paths) > beam:
                 del paths[beam:]
         bit = 1 << current
         here = matches[current]
+        if not here and not inside & bit:  # no match here, no path inside one: each path only ends its chunk
+            for path in paths:
+                if path[2] != -1:
+                    path[0] += c1
+                    path[2] = -1
+            continue
+        next_paths = []
+        append = next_paths.append
         for path in paths:
             if path[4] & bit:
                 if current < path[1]:
                     append(path)
                 else:
-                    m = fixed[path[1]]
+                    m = fixed[current]  # the jar's fixed[idx]: idx is the position here
                     if m is not None:
                         path[0] += m[8] - m[7] * c2 + (c1 if path[2] != -1 and m[2] != path[2] else 0)
                         path[1] = m[9]
@@ -244,7 +258,6 @@ def _resolve(matches: list[list[Match]], fixed: list, used1: int, used2: int, be
             if last != -1:
                 path[0] += c1
                 path[2] = -1
-            path[1] += 1
             append(path)
         if not next_paths:  # the jar warns "unexpected conditions" and keeps the best path
             append(paths[0])
