@@ -331,8 +331,9 @@ def test_learned_and_image_metrics_read_the_image_column(tmp_path):
     whole = capeval.score(preds, refs, metrics=["critic", "critic_ref"], images=images, language_check=False)
     table = shards(tmp_path / "out")
     for key in ("critic", "critic_ref"):
-        assert result[key] == pytest.approx(whole[key], abs=1e-9)
-        assert table[key] == pytest.approx(whole["per_caption"][key], abs=1e-9)
+        # float32 models: chunks of 2 and 1 and a batch of 3 may meet different BLAS kernels (CI's CPU: 1.9e-8 apart)
+        assert result[key] == pytest.approx(whole[key], abs=1e-6)
+        assert table[key] == pytest.approx(whole["per_caption"][key], abs=1e-6)
         # vocabulary coverage: token counts added up over the chunks give capeval.score's share exactly
         assert result["coverage"][key] == pytest.approx(whole["coverage"][key], abs=1e-12) and result["coverage"][key] < 1
         assert table[f"coverage_{key}"] == whole["coverage_per_caption"][key]

@@ -89,7 +89,8 @@ def _encode_texts(model, vocab: CriticVocab, texts: list[str], batch_size: int, 
 
 #: Candidates scored together (:func:`critic_pairs`): their images encoded, their distinct captions through the
 #: LSTM, their pairs classified; then the next step. The memory a call holds (image features, caption vectors) is
-#: that of one step, whatever the number of candidates; a pair's score does not depend on the step size.
+#: that of one step, whatever the number of candidates; a pair's score does not depend on the step size beyond
+#: float32 rounding (a CPU's BLAS may sum a batch of 2 and one of 3 in different orders: about 1e-8 apart).
 STEP_CANDIDATES = 8192
 
 
