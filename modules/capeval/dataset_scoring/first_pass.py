@@ -40,7 +40,6 @@ def count_share(run: ScoringRun, rank: int, world: int) -> None:
         return
     from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
     from capeval.progress import progress
-    from capeval.validation import normalize_inputs
 
     source = run.open()
     counter = DatasetDocumentFrequencyCount(run.folder / f".tmp-cider-df-runs-{rank}")
@@ -52,11 +51,7 @@ def count_share(run: ScoringRun, rank: int, world: int) -> None:
             bar.update(n)
             if batch is None:
                 continue
-            _, preds, refs, _, _, _ = chunk_rows(run, k, batch, source.base_dir)
-            if not preds:
-                continue
-            preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
-            counter.add(preds, refs, cleanup=run.score_kwargs["cleanup"], tokenizer=run.score_kwargs["tokenizer"])
+            count_chunk(run, k, batch, source.base_dir, counter)
     counter.write(target)
     del counter
     if world == 1:
@@ -64,6 +59,34 @@ def count_share(run: ScoringRun, rank: int, world: int) -> None:
     from capeval.dependencies import release_freed_memory
 
     release_freed_memory()  # the pass's n-gram strings were freed: hand their pages back before the scoring starts
+
+
+def count_chunk(run: ScoringRun, k: int, batch: dict[str, list], base_dir: Path | None, counter) -> None:
+    """Add the references of chunk ``k``'s scorable rows to ``counter`` (a
+    :class:`~capeval.coco.dataset_pass.DatasetDocumentFrequencyCount`), one document per row; a bad row raises as in
+    the scoring (``on_error="raise"``)."""
+    from capeval.validation import normalize_inputs
+
+    _, preds, refs, _, _, _ = chunk_rows(run, k, batch, base_dir)
+    if not preds:
+        return
+    preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
+    counter.add(preds, refs, cleanup=run.score_kwargs["cleanup"], tokenizer=run.score_kwargs["tokenizer"])
+
+
+def chunk_table(run: ScoringRun, k: int, batch: dict[str, list], base_dir: Path | None) -> bytes:
+    """The bytes of a table file (``capeval-df/1``) of chunk ``k``'s document frequencies alone (:func:`count_chunk`),
+    counted in a temporary folder: what an engine without a shared folder sends back to be merged (tables over
+    disjoint rows merge into the whole table exactly: :func:`capeval.coco.disk_df.merge_tables`)."""
+    import tempfile
+
+    from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
+
+    with tempfile.TemporaryDirectory(prefix="capeval-df-") as tmp:
+        counter = DatasetDocumentFrequencyCount(Path(tmp) / "runs")
+        count_chunk(run, k, batch, base_dir, counter)
+        counter.write(Path(tmp) / "table.bin")
+        return (Path(tmp) / "table.bin").read_bytes()
 
 
 def merge_shares_of(run: ScoringRun, world: int) -> None:

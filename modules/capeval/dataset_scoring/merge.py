@@ -12,7 +12,6 @@ from capeval.dataset_scoring import store
 from capeval.dataset_scoring.chunks import ScoringRun
 
 
-#: Metrics that cannot be scored chunk by chunk, and why.
 #: Skipped rows named in result.json (all of them are counted).
 MAX_LISTED = 1000
 
@@ -47,65 +46,94 @@ class ExactSum:
         return total + self._special if self._special else total
 
 
+class CorpusMerge:
+    """Corpus values from chunks scored apart (:func:`~capeval.dataset_scoring.chunks.shard_of`'s records and
+    per-caption columns), as :func:`capeval.score` gives them on all the rows: BLEU's counts and METEOR's statistics
+    through the metrics' :meth:`~capeval.metric.CaptionMetric.merge_state` (in the order the chunks are added),
+    every other corpus value the exact mean of its per-caption values; token coverage added up."""
+
+    def __init__(self, selected: dict[str, list[str]]) -> None:
+        self.selected = selected
+        self.sums: dict[str, ExactSum] = {}
+        self.merged: dict[str, Any] = {}  # per metric with a mergeable state: one chunk's state in memory at a time
+        self.tokens: dict[str, list[int]] = {}
+        self.rows = self.skipped_count = 0
+        self.skipped: list[dict] = []
+        self.nrefs: set[int] = set()
+        self.non_english: list = []
+        self.signature = self.record_fields = None
+
+    def add(self, record: dict[str, Any], columns: dict[str, list] | None) -> None:
+        """One chunk: its record and (when it scored rows) its per-caption columns by result key."""
+        from capeval.registry import metric_class
+
+        self.rows += record["rows"]
+        self.skipped_count += len(record["skipped"])
+        self.skipped.extend(record["skipped"][: max(0, MAX_LISTED - len(self.skipped))])
+        self.nrefs.update(record["nrefs"])
+        self.non_english.extend(record["non_english"][: max(0, 10 - len(self.non_english))])
+        if self.signature is None and record["signature"]:
+            self.signature = record["signature"]
+            self.record_fields = [tuple(field) for field in record.get("signature_fields") or ()]
+        if not record["rows"]:
+            return
+        for keys in self.selected.values():
+            for key in keys:
+                self.sums.setdefault(key, ExactSum()).add(math.fsum(columns[key]))
+        for name, state in record["states"].items():
+            self.merged[name] = metric_class(name).merge_state(self.merged.get(name), state)
+        for name, (known, total) in record.get("coverage", {}).items():
+            counts = self.tokens.setdefault(name, [0, 0])
+            counts[0], counts[1] = counts[0] + known, counts[1] + total
+
+    def result(self) -> dict[str, Any]:
+        """Corpus values under :func:`capeval.score`'s keys, ``signature``, ``coverage`` / ``coverage_tokens`` (for
+        metrics that read a fixed vocabulary), ``rows`` and ``skipped``; ``ValueError`` when no row was scored."""
+        from capeval.registry import metric_class
+        from capeval.signature import Signature
+
+        if self.rows == 0:
+            raise ValueError(f"score_dataset: no row of the input could be scored ({self.skipped_count} skipped).")
+        result: dict[str, Any] = {}
+        for name, keys in self.selected.items():
+            if name in self.merged:  # the keys asked for, as capeval.score reports them
+                corpus = metric_class(name).corpus_from_merged(self.merged[name])
+                result.update({key: corpus[key] for key in keys})
+            else:
+                result.update({key: self.sums[key].value() / self.rows for key in keys})
+        # a chunk written before the signature's fields were kept: its signature parsed
+        stored = self.record_fields or Signature.of(self.signature).fields
+        nrefs = self.nrefs
+        result["signature"] = Signature(stored).with_field("nrefs", str(next(iter(nrefs))) if len(nrefs) == 1 else "var")
+        if self.tokens:  # as capeval.score's result["coverage"]: the share of the prediction tokens read that it knows
+            result["coverage"] = {name: known / total if total else None
+                                  for name, (known, total) in self.tokens.items()}
+            result["coverage_tokens"] = {name: {"known": known, "total": total}
+                                         for name, (known, total) in self.tokens.items()}
+        result["rows"] = self.rows
+        result["skipped"] = {"count": self.skipped_count, "rows": self.skipped}
+        return result
+
+
 def finalize(run: ScoringRun) -> dict[str, Any]:
     """Merge the shards in chunk order into ``result.json``."""
     import json
-
-    from capeval.registry import metric_class
 
     plan_path = run.folder / store.PLAN
     if not plan_path.is_file():
         raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    sums: dict[str, ExactSum] = {}
-    merged: dict[str, Any] = {}  # per metric with a mergeable state: merge_state over the chunks, in order
-    tokens: dict[str, list[int]] = {}
-    rows, skipped_count, skipped, nrefs, non_english = 0, 0, [], set(), []
-    signature = record_fields = None
+    merge = CorpusMerge(run.selected)
     for k in range(plan["chunks"]):
         path = store.shard_path(run.folder, k)
         record = store.read_record(path)
         if record is None:
             raise RuntimeError(f"{path} is missing or unreadable: chunk {k} was not scored; run the same call again.")
-        rows += record["rows"]
-        skipped_count += len(record["skipped"])
-        skipped.extend(record["skipped"][: max(0, MAX_LISTED - len(skipped))])
-        nrefs.update(record["nrefs"])
-        non_english.extend(record["non_english"][: max(0, 10 - len(non_english))])
-        if signature is None and record["signature"]:
-            signature = record["signature"]
-            record_fields = [tuple(field) for field in record.get("signature_fields") or ()]
-        if record["rows"]:
-            columns = store.read_columns(path)
-            for keys in run.selected.values():
-                for key in keys:
-                    sums.setdefault(key, ExactSum()).add(math.fsum(columns[key]))
-            for name, state in record["states"].items():
-                merged[name] = metric_class(name).merge_state(merged.get(name), state)
-            for name, (known, total) in record.get("coverage", {}).items():
-                counts = tokens.setdefault(name, [0, 0])
-                counts[0], counts[1] = counts[0] + known, counts[1] + total
-    if rows == 0:
-        raise ValueError(f"score_dataset: no row of the input could be scored ({skipped_count} skipped).")
-    result: dict[str, Any] = {}
-    for name, keys in run.selected.items():
-        if name in merged:  # merged chunk by chunk: one chunk's state in memory at a time; the keys asked for (as
-            # capeval.score reports them, and the shards hold them per caption)
-            corpus = metric_class(name).corpus_from_merged(merged[name])
-            result.update({key: corpus[key] for key in keys})
-        else:
-            result.update({key: sums[key].value() / rows for key in keys})
-    from capeval.signature import Signature
-
-    stored = record_fields or Signature.of(signature).fields  # a chunk written before the fields were kept: parsed
-    result["signature"] = Signature(stored).with_field("nrefs", str(next(iter(nrefs))) if len(nrefs) == 1 else "var")
-    if tokens:  # as capeval.score's result["coverage"]: the share of the prediction tokens read that it knows
-        result["coverage"] = {name: known / total if total else None for name, (known, total) in tokens.items()}
-        result["coverage_tokens"] = {name: {"known": known, "total": total} for name, (known, total) in tokens.items()}
-    result["rows"] = rows
-    result["skipped"] = {"count": skipped_count, "rows": skipped}
+        merge.add(record, store.read_columns(path) if record["rows"] else None)
+    result = merge.result()
     result["chunks"] = plan["chunks"]
     result["shards"] = f"{store.SHARDS}/part-*.parquet"
+    non_english = merge.non_english
     if non_english and run.language_check:
         from capeval.language import NonEnglishWarning
 

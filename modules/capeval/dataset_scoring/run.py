@@ -15,7 +15,8 @@ The numbers are :func:`capeval.score`'s on the whole data (the rows that were no
   refused when its first chunk shows it.
 
 Chunk ``k`` holds rows ``[k * chunk_size, (k + 1) * chunk_size)`` of the input in its order; with ``processes=N`` (or
-``accelerate launch``), chunk ``k`` goes to process ``k % N``. Each chunk is written once, atomically
+``accelerate launch``), chunk ``k`` goes to process ``k % N``; with ``engine="ray"``, to the next free Ray actor
+(:mod:`capeval.dataset_scoring.ray_engine`). Each chunk is written once, atomically
 (:mod:`capeval.dataset_scoring.store`), so the output is the same whatever the number of processes and however
 often the run was interrupted.
 """
@@ -63,6 +64,10 @@ def score_dataset(
     empty: str = "error",
     language_check: bool = True,
     progress: bool | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
+    ray_actors: int | None = None,
+    ray_gpus_per_actor: float = 0.0,
     **options: Any,
 ) -> dict[str, Any] | None:
     """Score every row of ``data`` with ``metrics`` into ``output_dir`` (see :mod:`capeval.dataset_scoring`).
@@ -87,6 +92,16 @@ def score_dataset(
             rows at fault, and the chunk is scored again without them (each image is decoded once when all are
             readable).
         cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`.
+        engine: what runs the chunks: ``"local"`` (this process, ``processes`` of them, or ``accelerate launch``) or
+            ``"ray"`` (a pool of Ray actors, this process writing the output folder:
+            :mod:`capeval.dataset_scoring.ray_engine`; ``pip install "capeval[ray]"``). The output is the same, so a
+            folder begun with one engine resumes with the other.
+        ray_address: with ``engine="ray"``, the cluster (``ray.init(address=...)``; ``None``: a Ray this process
+            already started, ``$RAY_ADDRESS``, or a new local one; ``"auto"``: the cluster this machine is part of).
+        ray_actors: with ``engine="ray"``, how many actors score (``None``: one per CPU of the cluster, or per
+            ``ray_gpus_per_actor`` of its GPUs); each loads the metrics' models once.
+        ray_gpus_per_actor: with ``engine="ray"``, the GPUs (or the fraction of one) each actor reserves (``0``: CPU
+            actors).
 
     Returns:
         The content of ``output_dir/result.json``: corpus values under :func:`capeval.score`'s keys,
@@ -99,6 +114,7 @@ def score_dataset(
     from capeval.validation import check_max_caption_chars
 
     _check_arguments(output_dir, on_error, chunk_size, processes, tokenizer)
+    ray_settings = _engine_settings(engine, processes, ray_address, ray_actors, ray_gpus_per_actor)
     folder = Path(output_dir)
     limit = check_max_caption_chars(max_caption_chars)
     selected = resolve(metrics)
@@ -111,12 +127,49 @@ def score_dataset(
                                                 "empty": empty},
                options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table,
                limits_length=any(metric_class(n).limits_length for n in selected))
-    state = distributed_state() if processes == 1 else None
+    state = distributed_state() if processes == 1 and ray_settings is None else None
     _open_output(run, main=state is None or state.is_main_process)
     if state is not None:
         return _run_in_launch(run, state)
-    _run_here(run, processes)
+    if ray_settings is not None:
+        from capeval.dataset_scoring.ray_engine import run_on_ray
+
+        run_on_ray(run, ray_settings)
+    else:
+        _run_here(run, processes)
     return finalize(run)
+
+
+def _engine_settings(engine: Any, processes: int, address: Any, actors: Any, gpus_per_actor: Any):
+    """The Ray engine's settings (``None`` for the local engine); ``ValueError`` for an unknown engine, Ray
+    settings without ``engine="ray"``, or ``processes`` with it; ``ImportError`` when Ray is not installed."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r:.60}.")
+    if engine == "local":
+        given = [name for name, value, default in (("ray_address", address, None), ("ray_actors", actors, None),
+                                                    ("ray_gpus_per_actor", gpus_per_actor, 0.0)) if value != default]
+        if given:
+            raise ValueError(f"{', '.join(given)} only apply with engine='ray'.")
+        return None
+    if processes != 1:
+        raise ValueError("processes= is the local engine's; with engine='ray' the actors split the chunks "
+                         "(ray_actors=N).")
+    from capeval.dataset_scoring.ray_engine import RaySettings
+    from capeval.ray.cluster import require_ray
+
+    settings = RaySettings(address=address, actors=actors, gpus_per_actor=gpus_per_actor)
+    settings.check()
+    require_ray("score_dataset(engine='ray')")
+    if _in_launch():
+        raise ValueError("engine='ray' runs on a Ray cluster, not under accelerate launch / torchrun: run it in one "
+                         "process.")
+    return settings
+
+
+def _in_launch() -> bool:
+    from capeval.parallel import in_distributed_launch
+
+    return in_distributed_launch()
 
 
 def _open_output(run: ScoringRun, main: bool) -> None:
