@@ -65,6 +65,19 @@ class CorpusMerge:
 
     def add(self, record: dict[str, Any], columns: dict[str, list] | None) -> None:
         """One chunk: its record and (when it scored rows) its per-caption columns by result key."""
+        self.add_record(record)
+        if record["rows"]:
+            for keys in self.selected.values():
+                for key in keys:
+                    self.add_values(key, columns[key])
+
+    def add_values(self, key: str, values: list[float]) -> None:
+        """Per-caption values of result key ``key`` (of scored rows), in any grouping: their exact sum is kept."""
+        self.sums.setdefault(key, ExactSum()).add(math.fsum(values))
+
+    def add_record(self, record: dict[str, Any]) -> None:
+        """A chunk's record (:func:`~capeval.dataset_scoring.chunks.shard_of`): rows, skipped rows, the metrics'
+        states (merged in the order added), token counts, signature."""
         from capeval.registry import metric_class
 
         self.rows += record["rows"]
@@ -77,9 +90,6 @@ class CorpusMerge:
             self.record_fields = [tuple(field) for field in record.get("signature_fields") or ()]
         if not record["rows"]:
             return
-        for keys in self.selected.values():
-            for key in keys:
-                self.sums.setdefault(key, ExactSum()).add(math.fsum(columns[key]))
         for name, state in record["states"].items():
             self.merged[name] = metric_class(name).merge_state(self.merged.get(name), state)
         for name, (known, total) in record.get("coverage", {}).items():
@@ -100,11 +110,12 @@ class CorpusMerge:
                 corpus = metric_class(name).corpus_from_merged(self.merged[name])
                 result.update({key: corpus[key] for key in keys})
             else:
-                result.update({key: self.sums[key].value() / self.rows for key in keys})
+                result.update({key: self.sums.get(key, ExactSum()).value() / self.rows for key in keys})
         # a chunk written before the signature's fields were kept: its signature parsed
         stored = self.record_fields or Signature.of(self.signature).fields
         nrefs = self.nrefs
-        result["signature"] = Signature(stored).with_field("nrefs", str(next(iter(nrefs))) if len(nrefs) == 1 else "var")
+        result["signature"] = Signature(stored).with_field("nrefs",
+                                                           str(next(iter(nrefs))) if len(nrefs) == 1 else "var")
         if self.tokens:  # as capeval.score's result["coverage"]: the share of the prediction tokens read that it knows
             result["coverage"] = {name: known / total if total else None
                                   for name, (known, total) in self.tokens.items()}
@@ -133,14 +144,18 @@ def finalize(run: ScoringRun) -> dict[str, Any]:
     result = merge.result()
     result["chunks"] = plan["chunks"]
     result["shards"] = f"{store.SHARDS}/part-*.parquet"
-    non_english = merge.non_english
-    if non_english and run.language_check:
-        from capeval.language import NonEnglishWarning
-
-        warnings.warn(with_words(NonEnglishWarning, words(
-            "language_check", f"rows with id(s) {', '.join(map(repr, non_english))} hold captions that do not look "
-            "English (script or function words); capeval's metrics were built for English captions. ", Setting(False),
-            " silences this.")), stacklevel=3)
-        result["non_english_ids"] = non_english
+    if merge.non_english and run.language_check:
+        warn_non_english(merge.non_english, stacklevel=4)
+        result["non_english_ids"] = merge.non_english
     store.write_json(run.folder / store.RESULT, result)
     return result
+
+
+def warn_non_english(ids: list, stacklevel: int = 3) -> None:
+    """The one warning about rows (by id) whose captions do not look English."""
+    from capeval.language import NonEnglishWarning
+
+    warnings.warn(with_words(NonEnglishWarning, words(
+        "language_check", f"rows with id(s) {', '.join(map(repr, ids))} hold captions that do not look "
+        "English (script or function words); capeval's metrics were built for English captions. ", Setting(False),
+        " silences this.")), stacklevel=stacklevel)
