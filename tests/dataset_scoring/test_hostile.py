@@ -21,7 +21,7 @@ pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_score_dataset import make_rows, shards, write_jsonl  # noqa: E402
+from support.caption_rows import make_rows, shards, write_jsonl  # noqa: E402
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

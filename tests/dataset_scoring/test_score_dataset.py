@@ -17,36 +17,12 @@ from pathlib import Path
 import pytest
 
 import capeval
+from support.caption_rows import make_rows, shards, write_jsonl
 
 pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
 
-WORDS = ("a man woman dog cat two people red blue small large sits stands runs rides holds on in near the with of "
-         "street beach field table bike horse ball grass water snow park building tree car").split()
 TEXT_METRICS = ["bleu", "rouge_l", "cider_d", "meteor"]
-
-
-def make_rows(n: int, seed: int = 0) -> list[dict]:
-    """``n`` rows with an id, a prediction and 1–5 references, drawn from a small vocabulary (seeded)."""
-    rng = random.Random(seed)
-
-    def caption() -> str:
-        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
-
-    return [{"id": f"img{i:05d}", "prediction": caption(), "references": [caption() for _ in range(rng.randint(1, 5))]}
-            for i in range(n)]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def shards(folder: Path) -> dict[str, list]:
-    import pyarrow.dataset as ds
-
-    return ds.dataset(str(folder / "shards"), format="parquet").to_table().to_pydict()
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -14,7 +14,7 @@ from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
 def register(sub: argparse._SubParsersAction) -> None:
     from capeval.cli.cmd_score import _limit, _positive
-    from capeval.dataset_scoring import DEFAULT_CHUNK_SIZE, ON_ERROR
+    from capeval.dataset_scoring import DEFAULT_CHUNK_SIZE, ENGINES, ON_ERROR
 
     p = sub.add_parser(
         "score-dataset",
@@ -39,6 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="score the chunks in N processes on this machine (chunk k in process k mod N); the output "
                         "is identical to one process. Across GPUs or machines: accelerate launch [its options] "
                         "-m capeval score-dataset ...")
+    p.add_argument("--engine", choices=list(ENGINES), default="local",
+                   help="what scores the chunks: local (this machine's processes, default) or ray (a Ray cluster's "
+                        "actors; pip install \"capeval[ray]\"); the output is the same, and either resumes the other's "
+                        "folder")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="with --engine ray: the cluster (ray.init's address: auto, ray://HOST:PORT; default "
+                        "$RAY_ADDRESS or a new local Ray)")
+    p.add_argument("--ray-actors", type=_positive, default=None, metavar="N",
+                   help="with --engine ray: scoring actors, each loading the models once (default: one per CPU of the "
+                        "cluster, or per --ray-gpus-per-actor of its GPUs)")
+    p.add_argument("--ray-gpus-per-actor", type=_non_negative, default=0.0, metavar="G",
+                   help="with --engine ray: GPUs (or a fraction of one) each actor reserves (default 0: CPU actors)")
     p.add_argument("--prediction-column", default="prediction", metavar="NAME")
     p.add_argument("--references-column", default="references", metavar="NAME",
                    help="a reference string or a list of them per row (default: references)")
@@ -68,6 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _non_negative(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r:.40}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r:.40}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from capeval.dataset_scoring import score_dataset
     from capeval.render import text_table
@@ -83,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
                            image_column=args.image_column, id_column=id_column, chunk_size=args.chunk_size,
                            processes=args.processes, on_error=args.on_error, cleanup=args.cleanup,
                            tokenizer=args.tokenizer, max_caption_chars=args.max_caption_chars, empty=args.empty,
-                           language_check=not args.no_language_check, progress=args.progress, **options)
+                           language_check=not args.no_language_check, progress=args.progress, engine=args.engine,
+                           ray_address=args.ray_address, ray_actors=args.ray_actors,
+                           ray_gpus_per_actor=args.ray_gpus_per_actor, **options)
     if result is None:  # a non-main process of accelerate launch
         return 0
     out = text_stream(args.json_out)

@@ -101,13 +101,25 @@ class ChunkWorker:
         return self._options
 
 
-def run_on_ray(run: ScoringRun, settings: RaySettings) -> None:
-    """The first pass (when CIDEr-D needs it and it is not done) and the chunks without a shard, on Ray; then
-    ``plan.json``. :func:`capeval.dataset_scoring.merge.finalize` merges the shards as for the local engine."""
+def connected(settings: RaySettings) -> RaySettings:
+    """``settings`` once Ray is connected (:func:`capeval.ray.cluster.connect`) and the number of actors known:
+    errors about the cluster (no GPU for GPU actors, an address given to a Ray already started) come before the
+    output folder is touched."""
     from capeval.ray.cluster import cluster_slots, connect
 
     ray = connect(settings.address, what="score_dataset(engine='ray')")
     actors = settings.actors or cluster_slots(ray, CPUS_PER_ACTOR, settings.gpus_per_actor)
+    return dataclasses.replace(settings, address=None, actors=actors)
+
+
+def run_on_ray(run: ScoringRun, settings: RaySettings) -> None:
+    """The first pass (when CIDEr-D needs it and it is not done) and the chunks without a shard, on Ray (``settings``
+    from :func:`connected`); then ``plan.json``. :func:`capeval.dataset_scoring.merge.finalize` merges the shards as
+    for the local engine."""
+    from capeval.ray.cluster import connect
+
+    ray = connect(settings.address, what="score_dataset(engine='ray')")
+    actors = settings.actors or 1
     remote = ray.remote(max_restarts=-1, max_task_retries=TASK_RETRIES)(ChunkWorker)
     light = dataclasses.replace(run, data=None, source=None, progress=False)
     pool = [remote.options(num_cpus=CPUS_PER_ACTOR, num_gpus=settings.gpus_per_actor).remote(light)

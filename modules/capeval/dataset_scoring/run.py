@@ -154,7 +154,7 @@ def _engine_settings(engine: Any, processes: int, address: Any, actors: Any, gpu
     if processes != 1:
         raise ValueError("processes= is the local engine's; with engine='ray' the actors split the chunks "
                          "(ray_actors=N).")
-    from capeval.dataset_scoring.ray_engine import RaySettings
+    from capeval.dataset_scoring.ray_engine import RaySettings, connected
     from capeval.ray.cluster import require_ray
 
     settings = RaySettings(address=address, actors=actors, gpus_per_actor=gpus_per_actor)
@@ -163,7 +163,7 @@ def _engine_settings(engine: Any, processes: int, address: Any, actors: Any, gpu
     if _in_launch():
         raise ValueError("engine='ray' runs on a Ray cluster, not under accelerate launch / torchrun: run it in one "
                          "process.")
-    return settings
+    return connected(settings)
 
 
 def _in_launch() -> bool:
