@@ -100,12 +100,13 @@ def _pipeline_run(metrics, prediction_column, references_column, image_column, i
     if not isinstance(score_kwargs["tokenizer"], str):
         raise TypeError("capeval.ray.score takes the tokenizer by name (ptb, ptb-ctx, ptb-java).")
     selected = resolve(metrics)
-    refused = {**whole_set_only(selected),
-               **{name: f"its scores depend on its batches of {value} ({option})"
-                  for name in selected for option, value in chunk_multiples([name], options).items()}}
-    for name, why in refused.items():
-        raise ValueError(f"{name} cannot be scored in a Ray pipeline ({why}); score it with "
-                         "capeval.score_dataset(..., engine='ray') or capeval.score.")
+    for name, why in whole_set_only(selected).items():
+        raise ValueError(f"{name} cannot be scored in a Ray pipeline ({why}); score it with capeval.score on the "
+                         "whole set.")
+    for name in selected:
+        for option, value in chunk_multiples([name], options).items():
+            raise ValueError(f"{name} cannot be scored in a Ray pipeline (its scores depend on its batches of {value} "
+                             f"({option})); score it with capeval.score_dataset(..., engine='ray') or capeval.score.")
     split_options(selected, options)  # unknown options fail here
     needs_images = [n for n in selected if getattr(metric_class(n), "needs_images", False)]
     if needs_images and image_column is None:
