@@ -25,7 +25,7 @@ ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("metric families and models", ("coco", "spice", "spice_u", "spider", "thumb", "models", "sentence_cosine",
                                     "vision_language", "judges", "length", "capture")),
     ("learned metrics", ("critic", "lceval", "sentence_rank")),
-    ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring")),  # "" = the top-level package capeval/__init__.py
+    ("api", ("api", "parallel", "", "hf", "rerank", "captioning", "dataset_scoring", "ray")),  # "" = the top-level package capeval/__init__.py
     ("judgment data", ("judgments",)),
     ("training corpora", ("corpora",)),
     ("meta-evaluation", ("meta_evaluation", "benchmarks")),  # benchmarks: the deprecated name of both
