@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-import capeval
 from support.caption_rows import make_rows
 
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")

@@ -51,6 +51,16 @@ class ScoringRun:
         return state
 
 
+def new_run(*, selected: dict[str, list[str]], options: dict[str, Any], **settings: Any) -> ScoringRun:
+    """A :class:`ScoringRun` of ``selected`` metrics with ``options`` and the other fields as given (``data``,
+    ``split``, ``folder``, ``columns``, ``chunk_size``, ``on_error``, ``score_kwargs``, ``language_check``,
+    ``progress``); whether a first pass counts document frequencies and whether rows are checked for length follow
+    from the metrics."""
+    return ScoringRun(selected=selected, options=dict(options), **settings,
+                      cider_table=any(counts_documents(metric_class(n), options) for n in selected),  # cider_d, spider
+                      limits_length=any(metric_class(n).limits_length for n in selected))
+
+
 def jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}

@@ -31,7 +31,7 @@ from typing import Any
 
 from capeval.advice import Setting, words
 from capeval.dataset_scoring import store
-from capeval.dataset_scoring.chunks import (ScoringRun, check_chunk_size, chunk_shard, counts_documents, jsonable,
+from capeval.dataset_scoring.chunks import (ScoringRun, check_chunk_size, chunk_shard, jsonable, new_run,
                                             options_with_table, say_caught, wanted_columns, whole_set_only)
 from capeval.dataset_scoring.first_pass import count_share, counted, merge_shares_of
 from capeval.dataset_scoring.lifecycle import Stopped, become_worker, check_parent, signals_held, stop_workers
@@ -92,16 +92,11 @@ def score_dataset(
             rows at fault, and the chunk is scored again without them (each image is decoded once when all are
             readable).
         cleanup, tokenizer, max_caption_chars, empty, language_check, **options: as :func:`capeval.score`.
-        engine: what runs the chunks: ``"local"`` (this process, ``processes`` of them, or ``accelerate launch``) or
-            ``"ray"`` (a pool of Ray actors, this process writing the output folder:
-            :mod:`capeval.dataset_scoring.ray_engine`; ``pip install "capeval[ray]"``). The output is the same, so a
-            folder begun with one engine resumes with the other.
-        ray_address: with ``engine="ray"``, the cluster (``ray.init(address=...)``; ``None``: a Ray this process
-            already started, ``$RAY_ADDRESS``, or a new local one; ``"auto"``: the cluster this machine is part of).
-        ray_actors: with ``engine="ray"``, how many actors score (``None``: one per CPU of the cluster, or per
-            ``ray_gpus_per_actor`` of its GPUs); each loads the metrics' models once.
-        ray_gpus_per_actor: with ``engine="ray"``, the GPUs (or the fraction of one) each actor reserves (``0``: CPU
-            actors).
+        engine: ``"local"`` (this process, ``processes`` of them, or ``accelerate launch``) or ``"ray"`` (Ray actors
+            score, this process writes: :mod:`capeval.dataset_scoring.ray_engine`; ``pip install "capeval[ray]"``);
+            the output is the same, so either engine resumes the other's folder. With ``"ray"``: ``ray_address``
+            (``ray.init``'s; ``None``: a Ray already started here, ``$RAY_ADDRESS`` or a new local one), ``ray_actors``
+            (``None``: one per CPU, or per ``ray_gpus_per_actor`` GPUs, of the cluster), ``ray_gpus_per_actor``.
 
     Returns:
         The content of ``output_dir/result.json``: corpus values under :func:`capeval.score`'s keys,
@@ -110,33 +105,25 @@ def score_dataset(
         the chunks' token counts added up) with ``"coverage_tokens"`` (``{metric: {"known", "total"}}``); ``None`` in
         a non-main process of a distributed run.
     """
-    from capeval.registry import metric_class, resolve
+    from capeval.registry import resolve
     from capeval.validation import check_max_caption_chars
 
     _check_arguments(output_dir, on_error, chunk_size, processes, tokenizer)
     ray_settings = _engine_settings(engine, processes, ray_address, ray_actors, ray_gpus_per_actor)
-    folder = Path(output_dir)
     limit = check_max_caption_chars(max_caption_chars)
     selected = resolve(metrics)
     needs_images = _check_metrics(selected, options, chunk_size, image_column)
     columns = {"prediction": prediction_column, "references": references_column,
                "image": image_column if needs_images else None, "id": id_column}
-    cider_table = any(counts_documents(metric_class(n), options) for n in selected)  # cider_d, spider
-    run = ScoringRun(data=data, split=split, folder=folder, selected=selected, columns=columns, chunk_size=chunk_size,
-               on_error=on_error, score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit,
-                                                "empty": empty},
-               options=dict(options), language_check=language_check, progress=progress, cider_table=cider_table,
-               limits_length=any(metric_class(n).limits_length for n in selected))
+    run = new_run(data=data, split=split, folder=Path(output_dir), selected=selected, columns=columns,
+                  chunk_size=chunk_size, on_error=on_error, options=options, language_check=language_check,
+                  score_kwargs={"cleanup": cleanup, "tokenizer": tokenizer, "max_caption_chars": limit, "empty": empty},
+                  progress=progress)
     state = distributed_state() if processes == 1 and ray_settings is None else None
     _open_output(run, main=state is None or state.is_main_process)
     if state is not None:
         return _run_in_launch(run, state)
-    if ray_settings is not None:
-        from capeval.dataset_scoring.ray_engine import run_on_ray
-
-        run_on_ray(run, ray_settings)
-    else:
-        _run_here(run, processes)
+    _run_here(run, processes, ray_settings)
     return finalize(run)
 
 
@@ -242,8 +229,13 @@ def _run_in_launch(run: ScoringRun, state) -> dict[str, Any] | None:
     return finalize(run) if state.is_main_process else None
 
 
-def _run_here(run: ScoringRun, processes: int) -> None:
-    """The passes on this machine: in this process, or in ``processes`` spawned workers."""
+def _run_here(run: ScoringRun, processes: int, ray_settings=None) -> None:
+    """The passes from this process: in it, in ``processes`` spawned workers, or on Ray (``ray_settings``)."""
+    if ray_settings is not None:
+        from capeval.dataset_scoring.ray_engine import run_on_ray
+
+        run_on_ray(run, ray_settings)
+        return
     if processes == 1:
         if run.cider_table:
             count_share(run, 0, 1)

@@ -31,8 +31,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from capeval.dataset_scoring.chunks import (ScoringRun, counts_documents, image_problem, jsonable,
-                                            options_with_table, row_problem, score_rows, shard_of)
+from capeval.dataset_scoring.chunks import (ScoringRun, image_problem, jsonable, new_run, options_with_table,
+                                            row_problem, score_rows, shard_of)
 
 #: The column that holds each batch's mergeable corpus state (JSON, on the batch's first row).
 STATE_COLUMN = "capeval_state"
@@ -115,13 +115,11 @@ def _pipeline_run(metrics, prediction_column, references_column, image_column, i
     limit = score_kwargs["max_caption_chars"]
     score_kwargs = {**score_kwargs, "max_caption_chars": check_max_caption_chars(
         DEFAULT_MAX_CAPTION_CHARS if limit is None else limit)}
-    return ScoringRun(data=None, split=None, folder=Path("."), selected=selected,
-                      columns={"prediction": prediction_column, "references": references_column,
-                               "image": image_column if needs_images else None, "id": id_column},
-                      chunk_size=batch_size, on_error=on_error, score_kwargs=score_kwargs, options=dict(options),
-                      language_check=language_check, progress=False,
-                      cider_table=any(counts_documents(metric_class(n), options) for n in selected),
-                      limits_length=any(metric_class(n).limits_length for n in selected))
+    return new_run(data=None, split=None, folder=Path("."), selected=selected, options=options,
+                   columns={"prediction": prediction_column, "references": references_column,
+                            "image": image_column if needs_images else None, "id": id_column},
+                   chunk_size=batch_size, on_error=on_error, score_kwargs=score_kwargs, language_check=language_check,
+                   progress=False)
 
 
 def batch_rows(run: ScoringRun, batch) -> tuple[list[int], list, list, list | None, list[str | None]]:
