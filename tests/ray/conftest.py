@@ -1,4 +1,6 @@
-"""A real local Ray cluster for the Ray tests: ``ray.init`` on 127.0.0.1 with 2 CPUs, once per session."""
+"""A real local Ray cluster for the Ray tests: ``ray.init`` on 127.0.0.1 with 2 CPUs, once per test module and shut
+down after it (a Ray left running beside other tests can lose its control store to a test that kills processes, and
+Ray then ends the whole test process)."""
 from __future__ import annotations
 
 import os
@@ -6,10 +8,10 @@ import os
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """The ``ray`` module, connected to a local cluster of 2 CPUs started for the tests (shut down at the end); skips
-    without Ray Data (``pip install "capeval[ray]"``)."""
+    """The ``ray`` module, connected to a local cluster of 2 CPUs started for the module's tests; skips without Ray
+    Data (``pip install "capeval[ray]"``)."""
     pytest.importorskip("ray")
     pytest.importorskip("ray.data")
     import logging
