@@ -54,6 +54,27 @@ def test_add_batch_then_compute(module):
     assert ours == capeval.score(PREDICTIONS, REFERENCES, metrics=["cider_d"], tokenizer="ptb-java", cleanup="none")
 
 
+def test_compute_with_the_captions_skips_the_arrow_table_and_gives_the_same_result(module, monkeypatch):
+    """compute(predictions=..., references=...) with nothing added hands them to _compute directly (evaluate would
+    write them to an Arrow table and read them back); the result is the add_batch route's, and add_batch before a
+    compute still goes through evaluate."""
+    import evaluate
+
+    written = []
+    original = evaluate.EvaluationModule.add_batch
+    monkeypatch.setattr(evaluate.EvaluationModule, "add_batch",
+                        lambda self, **kw: written.append(len(kw["predictions"])) or original(self, **kw))
+    direct = module.compute(predictions=PREDICTIONS, references=REFERENCES, metrics=["bleu", "cider_d"],
+                            tokenizer="ptb-java")
+    assert written == []
+    module.add_batch(predictions=PREDICTIONS, references=REFERENCES)
+    batched = module.compute(metrics=["bleu", "cider_d"], tokenizer="ptb-java")
+    assert written == [len(PREDICTIONS)] and direct == batched
+    # references given as one string per prediction are read as lists on both routes
+    one = module.compute(predictions=PREDICTIONS[:2], references=["A dog runs.", "Men ride horses."], metrics="bleu")
+    assert written == [len(PREDICTIONS)] and one["signature"].startswith("nrefs:1|")
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -180,14 +180,39 @@ class CaptionModule:
                                  "predictions of its own; give their images=, or add everything with add_batch().")
             kwargs["images"] = pending
         kwargs = self._own_options(kwargs)
-        # evaluate.Metric.compute hands predictions and references to add_batch, which reads the reference forms
         try:
-            result = super().compute(predictions=predictions, references=references, **kwargs)
+            if self._nothing_added() and predictions is not None:
+                result = self._compute_given(predictions, references, kwargs)
+            else:  # evaluate.Metric.compute hands them to add_batch, which reads the reference forms
+                result = super().compute(predictions=predictions, references=references, **kwargs)
         finally:
             self._added = 0  # predictions added since the last compute(), for naming an added one by its place
         if keyed is not None and isinstance(result, dict):
             result["image_ids"] = list(keyed.ids)
         return result
+
+    def _nothing_added(self) -> bool:
+        """Whether this is one process's module (``num_process == 1``) with nothing added since the last compute."""
+        return (getattr(self, "num_process", 1) == 1 and getattr(self, "writer", None) is None
+                and getattr(self, "buf_writer", None) is None)
+
+    def _compute_given(self, predictions, references, kwargs: dict[str, Any]):
+        """``compute(predictions=..., references=...)`` with nothing added before, in one process: the inputs go to
+        ``_compute`` directly (as evaluate's ``compute`` hands them over after writing them to an Arrow table and
+        reading them back, which changes nothing but costs a tenth of a second per 8,000 captions), under the
+        module's seed as there."""
+        from datasets.utils.py_utils import temp_seed
+
+        names = list(self._feature_names())
+        given = {"predictions": predictions, "references": references}
+        missing = [name for name in names if given.get(name) is None]
+        if missing or set(names) - set(given):
+            return super().compute(predictions=predictions, references=references, **kwargs)
+        inputs = {"predictions": list(predictions)}
+        if "references" in names:
+            inputs["references"] = _reference_lists(references)
+        with temp_seed(self.seed):
+            return self._compute(**inputs, **kwargs)
 
     def add_batch(self, *, predictions=None, references=None, images=None, **kwargs):
         """Like ``evaluate.Metric.add_batch``, with one reference string or a list per prediction, and ``images``
