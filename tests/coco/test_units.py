@@ -98,6 +98,47 @@ def test_tokens_with_unicode_spaces_are_split_like_pycocoevalcap():
     assert ng.table.lengths.tolist() == [3, 3]
 
 
+@pytest.mark.parametrize("odd_token", [None, "a\u00a0dog"])
+def test_repeated_caption_objects_are_counted_once_with_the_table_of_every_copy(odd_token):
+    """A batch's repeated references are one token list each: counted once, the table (vocabulary, gram ids,
+    counts, token ids, spelled grams) is the one counting every copy gives; BLEU, ROUGE-L and CIDEr-D the same."""
+    import random
+
+    import numpy as np
+
+    from capeval.coco.bleu import bleu_from_ngrams
+    from capeval.coco.cider import cider_from_ngrams
+    from capeval.coco.document_frequency import reference_document_frequency
+    from capeval.coco.ngrams import count_ngrams
+    from capeval.coco.rouge import rouge_l_from_ngram_table
+
+    rng = random.Random(12)
+    words = ["a", "dog", "runs", "on", "the", "grass", "cat", "sits", "red", "ball"] + ([odd_token] if odd_token else [])
+    pool = [[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(40)]
+    preds = [list(rng.choice(pool)) for _ in range(120)]  # copies: distinct objects
+    refs = [[rng.choice(pool) for _ in range(rng.randint(1, 5))] for _ in preds]  # the same objects, repeated
+    shared = ngrams_of(preds, refs)
+    copied = ngrams_of(preds, [[list(r) for r in rr] for rr in refs])
+    assert shared.table.distinct_counts is not None and copied.table.distinct_counts is None
+    a, b = shared.table, copied.table
+    assert a.tokens_as_given == b.tokens_as_given == (odd_token is None) and a.vocabulary == b.vocabulary
+    for name in ("order", "lengths", "token_ids", "token_row", "first_position"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    for name in ("data", "indices", "indptr"):
+        assert np.array_equal(getattr(a.counts, name), getattr(b.counts, name)), name
+    assert a.gram_strings() == b.gram_strings()
+    assert np.array_equal(bleu_from_ngrams(shared, 4)[1], bleu_from_ngrams(copied, 4)[1])
+    df, n_docs = reference_document_frequency(shared)
+    assert np.array_equal(df, reference_document_frequency(copied)[0])
+    assert np.array_equal(cider_from_ngrams(shared, df, n_docs)[1], cider_from_ngrams(copied, df, n_docs)[1])
+    n_refs = np.array([len(r) for r in refs])
+    rouge = rouge_l_from_ngram_table(a, len(preds), n_refs)
+    assert (rouge is None) == (odd_token is not None)
+    if rouge is not None:
+        assert np.array_equal(rouge, rouge_l_from_ngram_table(b, len(preds), n_refs))
+    assert count_ngrams([pool[0], pool[0]], 2).counts.shape[0] == 2
+
+
 # -- document frequencies from COCO val2014 --------------------------------------------------------------
 
 

@@ -86,12 +86,12 @@ def cider_from_ngrams(
     n = ng.table.n
     order = ng.table.order.astype(np.int64)
     weight = np.log(float(n_documents)) - np.log(np.maximum(1.0, df))
-    hyp = ng.hyp.multiply(weight[None, :]).tocsr()
-    refs = ng.refs.multiply(weight[None, :]).tocsr()
-    hyp.sort_indices()
-    refs.sort_indices()
-    hyp_norm = _order_norms(hyp, order, n)
-    ref_norm = _order_norms(refs, order, n)
+    # TF-IDF vectors and their norms once per distinct caption, then each caption's row (the same values)
+    counts, row_of = ng.table.distinct()
+    vectors = sp.csr_matrix((counts.data * weight[counts.indices], counts.indices, counts.indptr), shape=counts.shape)
+    norms = _order_norms(vectors, order, n)
+    hyp, refs = vectors[row_of[: ng.n_predictions]], vectors[row_of[ng.n_predictions:]]
+    hyp_norm, ref_norm = norms[row_of[: ng.n_predictions]], norms[row_of[ng.n_predictions:]]
 
     # clipped dot product of each reference with its prediction, per order
     clipped = hyp[ng.ref_item].minimum(refs).multiply(refs).tocoo()

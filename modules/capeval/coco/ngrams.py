@@ -15,6 +15,7 @@ import weakref
 from itertools import chain
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,6 +42,9 @@ class NgramTable:
         first_position: for each gram column, ``(caption, start)`` of one occurrence (to spell it).
         tokens_as_given: the captions' tokens were counted as given (no token was empty or held whitespace,
             so nothing was re-split): ``token_ids`` then spell exactly the input token lists.
+        distinct_counts / distinct_row: when captions were repeated (:func:`count_ngrams`), the counts of the
+            distinct captions and the row of each caption among them (``counts`` = ``distinct_counts[distinct_row]``),
+            so that work per caption can be done once per distinct caption; else ``None``.
     """
 
     n: int
@@ -52,6 +56,15 @@ class NgramTable:
     vocabulary: list[str]
     first_position: np.ndarray
     tokens_as_given: bool = False
+    distinct_counts: sp.csr_matrix | None = None
+    distinct_row: np.ndarray | None = None
+
+    def distinct(self) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(counts of the distinct captions, each caption's row among them)`` (every caption its own row when
+        none was repeated)."""
+        if self.distinct_counts is None:
+            return self.counts, np.arange(self.counts.shape[0], dtype=np.int64)
+        return self.distinct_counts, self.distinct_row
 
     def gram_strings(self) -> list[str]:
         """Each gram column spelled as its tokens joined by single spaces."""
@@ -64,16 +77,65 @@ class NgramTable:
 
 
 def count_ngrams(captions: Sequence[Sequence[str]], n: int = 4) -> NgramTable:
-    """Count the 1..n-grams of every caption (a list of tokens)."""
+    """Count the 1..n-grams of every caption (a list of tokens).
+
+    A caption given several times as the same list object (a batch's repeated references: the tokens of one text
+    are one list) is counted once and its row repeated: the table is the one counting every copy would give (the
+    same vocabulary and gram ids, since a word's first occurrence is in its caption's first copy)."""
+    distinct, rows_of = _distinct(captions)
+    if len(distinct) == len(captions):
+        return _count_distinct(captions, n)
+    return _repeated(_count_distinct(distinct, n), rows_of)
+
+
+def _distinct(captions: Sequence[Sequence[str]]) -> tuple[list, np.ndarray]:
+    """``(captions without repeated objects, in first-seen order; the row of each caption among them)``."""
+    keys = list(map(id, captions))
+    first = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+    if len(first) == len(keys):
+        return list(captions), np.arange(len(keys), dtype=np.int64)
+    rows_of = np.fromiter(map(first.__getitem__, keys), dtype=np.int64, count=len(keys))
+    seen = np.zeros(len(first), dtype=np.int64)
+    seen[rows_of[::-1]] = np.arange(len(keys) - 1, -1, -1, dtype=np.int64)  # each distinct caption's first place
+    return [captions[i] for i in seen.tolist()], rows_of
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    starts = np.zeros(len(lengths), dtype=np.int64)
+    if len(lengths) > 1:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    return starts
+
+
+def _repeated(table: NgramTable, rows_of: np.ndarray) -> NgramTable:
+    """The table of the captions ``table``'s rows ``rows_of`` (rows repeated; tokens and gram positions with them)."""
+    lengths = table.lengths[rows_of]
+    starts, distinct_starts = _offsets(lengths), _offsets(table.lengths)
+    source = np.repeat(distinct_starts[rows_of] - starts, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    first_copy = np.zeros(len(table.lengths), dtype=np.int64)
+    first_copy[rows_of[::-1]] = np.arange(len(rows_of) - 1, -1, -1, dtype=np.int64)
+    caption = table.token_row[table.first_position]
+    return NgramTable(
+        n=table.n, counts=table.counts[rows_of], order=table.order, lengths=lengths,
+        token_ids=table.token_ids[source], token_row=np.repeat(np.arange(len(rows_of), dtype=np.int64), lengths),
+        vocabulary=table.vocabulary,
+        first_position=starts[first_copy[caption]] + (table.first_position - distinct_starts[caption]),
+        tokens_as_given=table.tokens_as_given, distinct_counts=table.counts, distinct_row=rows_of)
+
+
+def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
     words = list(chain.from_iterable(captions))
-    as_given = " ".join(words).split() == words
-    if as_given:  # no token is empty or holds whitespace: nothing to re-split
+    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+    # no distinct token is empty or holds whitespace (what " ".join(words).split() == words says, checked once per
+    # distinct token): nothing to re-split
+    as_given = all(len(p) == 1 and p[0] == w for w, p in zip(vocab, map(str.split, vocab)))
+    if as_given:
         lengths = np.fromiter(map(len, captions), dtype=np.int64, count=len(captions))
     else:
         split = [whitespace_split(tokens) for tokens in captions]
         lengths = np.fromiter(map(len, split), dtype=np.int64, count=len(split))
         words = list(chain.from_iterable(split))
-    vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
+        vocab = {w: i for i, w in enumerate(dict.fromkeys(words))}
     tok = np.fromiter(map(vocab.__getitem__, words), dtype=np.int64, count=len(words))
     n_tokens = tok.size
     row = np.repeat(np.arange(len(captions), dtype=np.int64), lengths)
@@ -141,12 +203,14 @@ class BatchNgrams:
     ref_item: np.ndarray  # item index of each reference row
     ref_start: np.ndarray  # first reference row of each item
 
-    @property
+    @cached_property
     def hyp(self) -> sp.csr_matrix:
+        """The predictions' rows of the counts (sliced once: BLEU, CIDEr-D and the document frequencies read them)."""
         return self.table.counts[: self.n_predictions]
 
-    @property
+    @cached_property
     def refs(self) -> sp.csr_matrix:
+        """The references' rows of the counts (sliced once)."""
         return self.table.counts[self.n_predictions :]
 
     @property
