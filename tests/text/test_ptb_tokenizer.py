@@ -448,3 +448,21 @@ def test_plain_captions_take_the_fast_path(monkeypatch, py_tok):
     scanned.clear()
     py_tok.tokenize(["Mr. Smith walks."])  # an abbreviation before a period: the scanner
     assert len(scanned) == 1
+
+def test_plain_captions_checked_all_at_once_get_the_tokens_of_one_at_a_time():
+    """The fast path for plain captions (ASCII letters, spaces, commas, periods) is decided for all texts of a call
+    at once with numpy: the same tokens as deciding each text alone, with abbreviations, one-letter words before a
+    period, words split in two (cannot, gonna, ...), newlines and non-ASCII texts among them."""
+    from capeval.text.ptb import _plain_tokens, _plain_tokens_of
+
+    rng = random.Random(41)
+    pieces = list("abcdefgh ABC,.,. ") + ["cannot", "gonna", "Wanna", "Mr.", "St.", "a.", " I.", "\n", "\u00e9",
+                                          "'", "etc.", "no.", "dr", " .", "\u0130", "Bancorp.", "x.y", "\t", "-"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 30))) for _ in range(20000)]
+    assert sum(t is None for t in _plain_tokens_of(texts)) > 1000  # the scanner's texts are among them
+    for start in range(0, len(texts), 500):
+        batch = texts[start:start + 500]
+        assert _plain_tokens_of(batch) == [_plain_tokens(t) for t in batch]
+    tokenizer = PTBTokenizer(line_context=False)
+    assert tokenizer.tokenize(texts[:3000]) == [tokenizer.tokenize([t])[0] for t in texts[:3000]]
+    assert _plain_tokens_of([]) == [] and _plain_tokens_of(["A dog, gonna run."]) == [["a", "dog", "gon", "na", "run"]]

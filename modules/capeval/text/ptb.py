@@ -42,6 +42,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from capeval.text import _ptb_tables
 
 __all__ = ["PTBTokenizer", "ptb_tokenize_line"]
@@ -575,6 +577,78 @@ def _plain_tokens(text: str) -> list[str] | None:
 
 
 _ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
+#: Characters a plain caption may hold (its letters, spaces, commas and periods), by ASCII code.
+_PLAIN_CHARS = np.zeros(256, dtype=bool)
+_PLAIN_CHARS[[ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,."]] = True
+_LETTERS = np.zeros(256, dtype=bool)
+_LETTERS[[ord(c) for c in "abcdefghijklmnopqrstuvwxyz"]] = True
+
+
+def _plain_tokens_of(texts: Sequence[str]) -> list[list[str] | None]:
+    """:func:`_plain_tokens` of every text (the same lists), the checks done with numpy over all texts at once."""
+    if not texts:
+        return []
+    # a text with a character outside ASCII, or a newline, is not plain: an empty line in its place
+    others = [k for k, t in enumerate(texts) if not t.isascii() or "\n" in t]
+    if others:
+        texts = list(texts)
+        for k in others:
+            texts[k] = ""
+    joined = "\n".join(texts)
+    low = joined.lower()
+    odd = _not_plain_lines(joined, low)
+    odd.update(others)
+    line_starts = np.flatnonzero(np.frombuffer(joined.encode("ascii"), dtype=np.uint8) == 10) + 1
+    words_split = {int(np.searchsorted(line_starts, at, side="right")) for at in _assimilation_words(low)}
+    lines = low.translate(_PLAIN_TO_SPACE).split("\n")
+    out: list[list[str] | None] = list(map(str.split, lines))
+    for k in odd:
+        out[k] = None
+    for k in words_split - odd:
+        out[k] = _split_assimilations(out[k])
+    return out
+
+
+def _assimilation_words(low: str) -> list[int]:
+    """Where a word of :data:`_ASSIMILATIONS` stands alone (no letter on either side) in ``low``."""
+    found = []
+    for word in _ASSIMILATIONS:
+        at = low.find(word)
+        while at != -1:
+            end = at + len(word)
+            if (at == 0 or not ("a" <= low[at - 1] <= "z")) and (end == len(low) or not ("a" <= low[end] <= "z")):
+                found.append(at)
+            at = low.find(word, end)
+    return found
+
+
+def _not_plain_lines(joined: str, low: str) -> set[int]:
+    """The lines of ``joined`` (ASCII) that :func:`_plain_tokens` leaves to the scanner: a character outside a plain
+    caption, a comma or period before anything but a space, a period after one letter or a word of
+    :data:`_PERIOD_WORDS`."""
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    newline = chars == 10
+    bad = ~(_PLAIN_CHARS[chars] | newline)
+    after = np.ones(chars.size, dtype=bool)  # what follows is a space, a newline or the end
+    after[:-1] = (chars[1:] == 32) | newline[1:]
+    bad |= ((chars == 44) | (chars == 46)) & ~after
+    periods = np.flatnonzero(chars == 46)
+    if periods.size:
+        # the letters before each period: from after the last non-letter before it
+        others = np.flatnonzero(~_LETTERS[np.frombuffer(low.encode("ascii"), dtype=np.uint8)])
+        before = np.searchsorted(others, periods, side="left") - 1  # the last non-letter before the period
+        word_start = np.where(before >= 0, others[np.maximum(before, 0)] + 1, 0)
+        length = periods - word_start
+        bad[periods[length == 1]] = True
+        maybe = (length > 1) & (length <= _LONGEST_PERIOD_WORD)
+        for at, begin in zip(periods[maybe].tolist(), word_start[maybe].tolist()):
+            if low[begin:at] in _PERIOD_WORD_SET:
+                bad[at] = True
+    line_starts = np.flatnonzero(newline) + 1
+    return set(np.searchsorted(line_starts, np.flatnonzero(bad), side="right").tolist())
+
+
+_LONGEST_PERIOD_WORD = max(map(len, _PERIOD_WORDS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -667,8 +741,7 @@ class PTBTokenizer:
         gc_was_enabled = gc.isenabled()
         gc.disable()  # millions of small acyclic lists: the cyclic GC would only cost time
         try:
-            for k, text in enumerate(texts):
-                words = _plain_tokens(text)
+            for k, (text, words) in enumerate(zip(texts, _plain_tokens_of(texts))):
                 if words is None:
                     # pycocoevalcap's post-processing: join, strip trailing whitespace, split on " ".
                     line = " ".join(ptb_tokenize_line(text, self._next(texts, k))).rstrip()
