@@ -25,7 +25,7 @@ m = evaluate.load(str(ROOT / "metrics" / "coco_caption"))
 m.compute(predictions=preds[:10], references=refs[:10], metrics=["bleu", "rouge_l", "cider_d"])
 ours = []
 for _ in range(3):
-    t = time.perf_counter(); m.compute(predictions=preds, references=refs, metrics=["bleu", "rouge_l", "cider_d"]); ours.append(time.perf_counter() - t)
+    t = time.perf_counter(); result = m.compute(predictions=preds, references=refs, metrics=["bleu", "rouge_l", "cider_d"]); ours.append(time.perf_counter() - t)
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 from pycocoevalcap.bleu.bleu import Bleu
 from pycocoevalcap.rouge.rouge import Rouge
@@ -36,7 +36,13 @@ for _ in range(2):
     gts = {i: [{"caption": c} for c in refs[i]] for i in range(len(preds))}
     res = {i: [{"caption": preds[i]}] for i in range(len(preds))}
     tok = PTBTokenizer(); gts = tok.tokenize(gts); res = tok.tokenize(res)
-    for s in (Bleu(4), Rouge(), Cider()):
-        s.compute_score(gts, res)
+    scores = [s.compute_score(gts, res) for s in (Bleu(4), Rouge(), Cider())]
     theirs.append(time.perf_counter() - t)
+(bleu_c, bleu_p), (rouge_c, rouge_p), (cider_c, cider_p) = scores
+reference = {**{f"bleu_{k + 1}": (bleu_c[k], bleu_p[k]) for k in range(4)}, "rouge_l": (rouge_c, rouge_p),
+             "cider_d": (cider_c, cider_p)}
+diffs = {key: (abs(result[key] - corpus), max(abs(a - float(b)) for a, b in zip(result["per_caption"][key], per)))
+         for key, (corpus, per) in reference.items()}
+print("largest difference to pycocoevalcap (corpus, per caption): "
+      + ", ".join(f"{k} {c:.1e} / {p:.1e}" for k, (c, p) in diffs.items()))
 print(f"evaluate coco_caption: {statistics.median(ours):.2f} s (runs {[round(x,2) for x in ours]}); pycocoevalcap: {statistics.median(theirs):.2f} s; ratio {statistics.median(theirs)/statistics.median(ours):.1f}x")
