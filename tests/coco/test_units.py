@@ -92,6 +92,24 @@ def test_ngram_table_spells_its_grams():
     assert len(set(grams)) == len(grams)
 
 
+def test_grams_spelled_from_their_prefix_grams_are_their_tokens_joined():
+    """gram_strings builds an order-k gram from its first k-1 tokens' gram: the tokens joined by single spaces, also
+    when tokens were re-split (Unicode spaces, empty tokens) and up to order 5."""
+    import random
+
+    from capeval.coco.ngrams import count_ngrams
+
+    rng = random.Random(5)
+    words = ["a", "dog", "runs", "on", "the", "grass", "cat", "x\u00a0y", "", "b c"]
+    for _ in range(200):
+        captions = [[rng.choice(words) for _ in range(rng.randint(0, 9))] for _ in range(rng.randint(0, 30))]
+        table = count_ngrams(captions, rng.randint(1, 5))
+        ids = table.token_ids.tolist()
+        joined = [" ".join(table.vocabulary[t] for t in ids[start:start + k + 1])
+                  for start, k in zip(table.first_position.tolist(), table.order.tolist())]
+        assert table.gram_strings() == joined
+
+
 def test_tokens_with_unicode_spaces_are_split_like_pycocoevalcap():
     """pycocoevalcap's BLEU/CIDEr split the space-joined tokens with str.split(): so do we."""
     ng = ngrams_of([["a\u00a0dog", "runs"]], [[["a", "dog runs"]]], n=1)
