@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support.caption_rows import make_rows
+from support.caption_rows import make_rows, rows_with_images
 
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
 
@@ -91,20 +91,14 @@ def test_bad_rows_raise_naming_the_row_or_are_skipped(ray_cluster):
 
 
 def test_an_image_metric_on_random_weights_scores_in_the_pipeline(ray_cluster, tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("open_clip")
     import capeval.ray
-    from capeval.vision_language.random_weights import write_random_models
 
-    paths = write_random_models(tmp_path / "vl", tiny=True, seed=3)
-    images = (tmp_path / "vl" / "images.txt").read_text().split()
-    rows = [{"id": i, "prediction": r["prediction"], "references": r["references"], "image": images[i % len(images)]}
-            for i, r in enumerate(make_rows(9, seed=24))]
+    clip_model, rows = rows_with_images(tmp_path / "vl", 9, seed=24)
     scored = capeval.ray.score(_dataset(ray_cluster, rows, blocks=3), metrics=["ref_clip_s"], image_column="image",
                                batch_size=4, concurrency=1, language_check=False,
-                               clip_model=str(paths["clip_model"])).materialize()
+                               clip_model=clip_model).materialize()
     whole = capeval.score([r["prediction"] for r in rows], [r["references"] for r in rows], metrics=["ref_clip_s"],
-                          images=[r["image"] for r in rows], clip_model=str(paths["clip_model"]),
+                          images=[r["image"] for r in rows], clip_model=clip_model,
                           language_check=False)
     out = _by_id(scored)
     # float32 models in batches of 4 against one batch of 9: equal to float32 precision

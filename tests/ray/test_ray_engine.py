@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import capeval
-from support.caption_rows import make_rows, write_jsonl
+from support.caption_rows import make_rows, rows_with_images, write_jsonl
 
 pytest.importorskip("pyarrow")
 pytestmark = pytest.mark.filterwarnings("ignore::capeval.coco.cider.SmallCorpusWarning")
@@ -154,17 +154,10 @@ def test_bad_rows_are_named_in_one_line_or_skipped(ray_cluster, tmp_path):
 
 
 def test_an_image_metric_on_random_weights_gives_the_local_engines_output(ray_cluster, tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("open_clip")
-    from capeval.vision_language.random_weights import write_random_models
-
-    paths = write_random_models(tmp_path / "vl", tiny=True, seed=3)
-    images = (tmp_path / "vl" / "images.txt").read_text().split()
-    rows = [{"id": i, "prediction": r["prediction"], "references": r["references"], "image": images[i % len(images)]}
-            for i, r in enumerate(make_rows(12, seed=8))]
+    clip_model, rows = rows_with_images(tmp_path / "vl", 12, seed=8)
     data = write_jsonl(tmp_path / "rows.jsonl", rows)
     kwargs = dict(metrics=["clip_s", "ref_clip_s", "bleu"], image_column="image", chunk_size=5, language_check=False,
-                  progress=False, clip_model=str(paths["clip_model"]))
+                  progress=False, clip_model=clip_model)
     local = capeval.score_dataset(str(data), output_dir=tmp_path / "local", **kwargs)
     on_ray = capeval.score_dataset(str(data), output_dir=tmp_path / "ray", engine="ray", ray_actors=2, **kwargs)
     assert local["rows"] == 12 and 0 <= local["clip_s"]

@@ -30,3 +30,19 @@ def shards(folder: Path) -> dict[str, list]:
     import pyarrow.dataset as ds
 
     return ds.dataset(str(folder / "shards"), format="parquet").to_table().to_pydict()
+
+
+def rows_with_images(folder: Path, n: int, seed: int) -> tuple[str, list[dict]]:
+    """``(a random tiny CLIP checkpoint, n rows with an integer id and an image column of the bundled photos)``;
+    skips without torch and open_clip."""
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("open_clip")
+    from capeval.vision_language.random_weights import write_random_models
+
+    paths = write_random_models(folder, tiny=True, seed=3)
+    images = (folder / "images.txt").read_text().split()
+    rows = [{"id": i, "prediction": r["prediction"], "references": r["references"], "image": images[i % len(images)]}
+            for i, r in enumerate(make_rows(n, seed=seed))]
+    return str(paths["clip_model"]), rows

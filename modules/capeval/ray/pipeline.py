@@ -21,7 +21,10 @@
   (:class:`capeval.dataset_scoring.merge.CorpusMerge`): the corpus values equal :func:`capeval.score`'s on the same
   rows (means summed exactly; METEOR's statistics added in the order the batches arrive, equal to 1e-12).
 * Metrics whose scores depend on how rows are batched (Polos' batches of 32) or on the whole set (SPICE-U) are
-  refused: :func:`capeval.score_dataset` scores them (``engine="ray"`` runs it on a Ray cluster).
+  refused: :func:`capeval.score_dataset` scores Polos (``engine="ray"`` runs it on a Ray cluster), :func:`capeval.score`
+  SPICE-U.
+* A bad row with ``on_error="raise"`` stops the pipeline where Ray Data runs it: Ray Data raises its own
+  ``UserCodeException``, whose message holds capeval's line (``capeval.ray.score: row with id 'x': ...``).
 """
 from __future__ import annotations
 
