@@ -42,8 +42,9 @@ class NgramTable:
         first_position: for each gram column, ``(caption, start)`` of one occurrence (to spell it).
         tokens_as_given: the captions' tokens were counted as given (no token was empty or held whitespace,
             so nothing was re-split): ``token_ids`` then spell exactly the input token lists.
-        gram_prefix / gram_last: for each gram column, the column of the gram of its tokens but the last (-1 for
-            unigrams) and its last token's id (what :meth:`gram_strings` spells it from).
+        gram_keys / key_width: per order from 2, the sorted keys of its grams (``prefix * key_width + last``: the
+            column of the gram of its tokens but the last, counted within its order, and its last token's id), what
+            :meth:`gram_strings` spells them from; the gram columns of an order are its keys' ranks.
         distinct_counts / distinct_row: when captions were repeated (:func:`count_ngrams`), the counts of the
             distinct captions and the row of each caption among them (``counts`` = ``distinct_counts[distinct_row]``),
             so that work per caption can be done once per distinct caption; else ``None``.
@@ -60,8 +61,8 @@ class NgramTable:
     tokens_as_given: bool = False
     distinct_counts: sp.csr_matrix | None = None
     distinct_row: np.ndarray | None = None
-    gram_prefix: np.ndarray | None = None
-    gram_last: np.ndarray | None = None
+    gram_keys: list[np.ndarray] | None = None
+    key_width: int = 0
 
     def distinct(self) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(counts of the distinct captions, each caption's row among them)`` (every caption its own row when
@@ -74,13 +75,17 @@ class NgramTable:
         """Each gram column spelled as its tokens joined by single spaces: an order-k gram as the string of its first
         k-1 tokens' gram, a space and its last token (no token holds a space: tokens are split on whitespace)."""
         vocab = self.vocabulary
-        if self.gram_prefix is None:
+        if self.gram_keys is None:
             ids = self.token_ids.tolist()
             return [" ".join(vocab[t] for t in ids[start : start + k + 1])
                     for start, k in zip(self.first_position.tolist(), self.order.tolist())]
-        spelled: list[str] = []
-        for prefix, last in zip(self.gram_prefix.tolist(), self.gram_last.tolist()):
-            spelled.append(vocab[last] if prefix < 0 else f"{spelled[prefix]} {vocab[last]}")
+        spelled = list(vocab)  # the unigrams' columns are the token ids
+        previous = 0  # the first column of the order below
+        for keys in self.gram_keys:  # orders 2..n: key = prefix column (in its order) * width + last token
+            prefixes, lasts = divmod(keys, self.key_width)
+            start = len(spelled)
+            spelled.extend(f"{spelled[previous + p]} {vocab[t]}" for p, t in zip(prefixes.tolist(), lasts.tolist()))
+            previous = start
         return spelled
 
 
@@ -129,7 +134,7 @@ def _repeated(table: NgramTable, rows_of: np.ndarray) -> NgramTable:
         vocabulary=table.vocabulary,
         first_position=starts[first_copy[caption]] + (table.first_position - distinct_starts[caption]),
         tokens_as_given=table.tokens_as_given, distinct_counts=table.counts, distinct_row=rows_of,
-        gram_prefix=table.gram_prefix, gram_last=table.gram_last)
+        gram_keys=table.gram_keys, key_width=table.key_width)
 
 
 def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
@@ -158,9 +163,8 @@ def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
     gram_rows: list[np.ndarray] = []
     orders: list[np.ndarray] = []
     first_positions: list[np.ndarray] = []
-    prefixes: list[np.ndarray] = []
-    lasts: list[np.ndarray] = []
-    offset = previous_offset = 0
+    gram_keys: list[np.ndarray] = []
+    offset = 0
     prev_ids = tok  # ids of the order-(k-1) gram starting at each token (valid where remaining >= k-1)
     for k in range(1, n + 1):
         valid = np.flatnonzero(remaining >= k)
@@ -169,15 +173,12 @@ def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
             first = np.empty(n_types, dtype=np.int64)
             first[tok[::-1]] = np.arange(n_tokens - 1, -1, -1, dtype=np.int64)  # one occurrence of each id (to spell it)
             gram_ids = tok
-            prefixes.append(np.full(n_types, -1, dtype=np.int64))
-            lasts.append(np.arange(n_types, dtype=np.int64))
         else:
             width = np.int64(max(len(vocab), 1))
             key = prev_ids[valid] * width + tok[valid + k - 1]
             uniq, inverse = np.unique(key, return_inverse=True)  # no return_index: a quicksort, not a mergesort
             n_types = uniq.size
-            prefixes.append(uniq // width + previous_offset)  # the order-(k-1) gram's column
-            lasts.append(uniq % width)
+            gram_keys.append(uniq)
             gram_ids = inverse.astype(np.int64).reshape(-1)
             first = np.empty(n_types, dtype=np.int64)
             first[gram_ids[::-1]] = valid[::-1]  # one occurrence of each gram, to spell it
@@ -189,7 +190,6 @@ def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
         gram_rows.append(row[valid])
         orders.append(np.full(n_types, k - 1, dtype=np.int8))
         first_positions.append(first)
-        previous_offset = offset
         offset += n_types
     cols = np.concatenate(gram_cols) if gram_cols else np.zeros(0, dtype=np.int64)
     rows = np.concatenate(gram_rows) if gram_rows else np.zeros(0, dtype=np.int64)
@@ -208,8 +208,8 @@ def _count_distinct(captions: Sequence[Sequence[str]], n: int) -> NgramTable:
         vocabulary=list(vocab),
         first_position=np.concatenate(first_positions) if first_positions else np.zeros(0, dtype=np.int64),
         tokens_as_given=as_given,
-        gram_prefix=np.concatenate(prefixes) if prefixes else np.zeros(0, dtype=np.int64),
-        gram_last=np.concatenate(lasts) if lasts else np.zeros(0, dtype=np.int64),
+        gram_keys=gram_keys,
+        key_width=max(len(vocab), 1),
     )
 
 
