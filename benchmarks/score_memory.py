@@ -6,8 +6,9 @@
 
 Writes ``--n`` predictions (a JSON-lines file, ``image_id`` + ``caption``, 6 to 14 words drawn from a 20-word list,
 seed 0) and ``--refs`` references each (JSON lines, ``image_id`` + ``references``), then runs ``capeval score`` on
-them in a child process and prints its peak resident memory (``ru_maxrss`` of the child), the wall time and the
-corpus scores. ``--in-memory`` forces the in-memory route (``CAPEVAL_SCORE_IN_MEMORY_MAX`` set above ``--n``) to show
+them in a child process and prints its peak resident memory (``ru_maxrss``: the largest process; and the whole process
+tree's, sampled every 0.2 s with psutil: the chunks are scored in several processes), the wall time and the corpus
+scores. ``--in-memory`` forces the in-memory route (``CAPEVAL_SCORE_IN_MEMORY_MAX`` set above ``--n``) to show
 what it would take.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import random
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,17 +58,28 @@ def main() -> int:
         env["CAPEVAL_SCORE_IN_MEMORY_MAX"] = str(args.n)
     command = [sys.executable, "-m", "capeval", "score", "--predictions", str(pred_path), "--references",
                str(ref_path), "--metrics", args.metrics, "--no-language-check"]
+    from score_dataset_coco import _tree_rss
+
     start = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, env=env, stdout=out, stderr=err, text=True)
+        tree_peak = 0
+        while proc.poll() is None:
+            tree_peak = max(tree_peak, _tree_rss(proc))
+            time.sleep(0.2)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     wall = time.perf_counter() - start
     peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2
-    print(done.stdout)
-    if done.returncode:
-        print(done.stderr[-2000:], file=sys.stderr)
+    print(stdout)
+    if proc.returncode:
+        print(stderr[-2000:], file=sys.stderr)
     route = "in memory" if args.in_memory else "default"
-    print(f"n={args.n} refs={args.refs} metrics={args.metrics} route={route}: rc {done.returncode}, "
-          f"peak RSS {peak_gb:.2f} GiB, wall {wall:.0f} s")
-    return done.returncode
+    print(f"n={args.n} refs={args.refs} metrics={args.metrics} route={route}: rc {proc.returncode}, "
+          f"peak RSS {peak_gb:.2f} GiB (the largest process), {tree_peak / 1024 ** 3:.2f} GiB (the whole process "
+          f"tree, sampled every 0.2 s), wall {wall:.0f} s")
+    return proc.returncode
 
 
 if __name__ == "__main__":

@@ -50,3 +50,11 @@ def take_own_gpu(rank: int, environ: MutableMapping[str, str] | None = None,
     chosen = devices[rank % len(devices)]
     environ["CUDA_VISIBLE_DEVICES"] = chosen
     return chosen
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -169,3 +169,16 @@ def test_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
                         "--metrics", "bleu", "--no-language-check")
     lines = [line for line in err.splitlines() if line.strip()]
     assert rc == 1 and len(lines) == 1 and lines[0].startswith("capeval score: error: out of memory"), err
+
+
+def test_the_chunks_are_scored_in_one_process_per_cpu_at_most_four(monkeypatch):
+    import multiprocessing
+
+    import capeval.workers
+    from capeval.cli.score_in_chunks import MAX_CHUNK_PROCESSES, chunk_processes
+
+    for cpus, expected in ((1, 1), (2, 2), (3, 3), (16, MAX_CHUNK_PROCESSES)):
+        monkeypatch.setattr(capeval.workers, "usable_cpus", lambda cpus=cpus: cpus)
+        assert chunk_processes() == expected
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # a pool's worker: no pool of its own
+    assert chunk_processes() == 1

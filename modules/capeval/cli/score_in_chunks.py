@@ -4,7 +4,8 @@
 caption with two references for BLEU + ROUGE-L + CIDEr-D), so a million captions would need over 10 GB. Above
 :data:`IN_MEMORY_MAX_PREDICTIONS` predictions, ``capeval score`` instead writes the paired rows (prediction,
 references, image) once to a JSON-lines file in a temporary folder (``$TMPDIR``, removed at the end, also on an error
-or Ctrl-C), frees them, and scores that file chunk by chunk with :func:`capeval.score_dataset`, whose numbers are
+or Ctrl-C), frees them, and scores that file chunk by chunk with :func:`capeval.score_dataset` in :func:`chunk_processes`
+processes (one per CPU, at most four), whose numbers are
 :func:`capeval.score`'s on the whole data (its corpus sums are exact, so the order of the chunks does not matter).
 The printed table, the signature and the ``--json`` result have the same keys as the in-memory route; per-caption
 scores (``--per-caption``, ``--json``) are read back from the chunks' shards in prediction order.
@@ -45,6 +46,22 @@ def chunkable(selected: dict[str, list[str]]) -> bool:
     from capeval.dataset_scoring.chunks import whole_set_only
 
     return not whole_set_only(selected)
+
+
+#: Processes the chunks are scored in at most (each loads the metrics' data and models once).
+MAX_CHUNK_PROCESSES = 4
+
+
+def chunk_processes() -> int:
+    """Processes that score the chunks: the CPUs this process may use, at most :data:`MAX_CHUNK_PROCESSES`; 1 in a
+    ``multiprocessing`` child (a worker of a pool that already runs one per CPU)."""
+    import multiprocessing
+
+    from capeval.workers import usable_cpus
+
+    if multiprocessing.parent_process() is not None:
+        return 1
+    return max(1, min(MAX_CHUNK_PROCESSES, usable_cpus()))
 
 
 def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:
@@ -92,10 +109,13 @@ def score_in_chunks(ids: list[Any] | None, predictions: list[str], references: l
         references.clear()
         if images is not None:
             images.clear()
+        from capeval.dependencies import release_freed_memory
+
+        release_freed_memory()  # the rows' strings were freed: their pages back to the system while the chunks score
         options = dict(options)
         result = score_dataset(str(rows), metrics, Path(tmp) / "out", id_column="id" if ids is not None else None,
                                image_column="image" if images is not None else None,
-                               chunk_size=_chunk_size(selected, options), **options)
+                               chunk_size=_chunk_size(selected, options), processes=chunk_processes(), **options)
         if result["rows"] != n:  # on_error="raise": a row it could not score raised
             raise RuntimeError(f"capeval score: {n - result['rows']} of {n} rows were not scored in chunks.")
         keys = [key for ks in selected.values() for key in ks]

@@ -17,7 +17,6 @@ n-grams of sentences the same way.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -98,11 +97,9 @@ def _rounds(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _threads() -> int:
     """Threads for the long passes (numpy releases the GIL in them): the CPUs this process may use, at most 4."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus))
+    from capeval.workers import usable_cpus
+
+    return max(1, min(4, usable_cpus()))
 
 
 def _in_parts(function, *arrays: np.ndarray, part: int = 1 << 19) -> np.ndarray:
