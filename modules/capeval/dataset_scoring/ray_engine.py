@@ -7,7 +7,8 @@ output folder written by this process (the driver) as the local engine writes it
   and sends back the shard's columns and record, which the driver writes atomically
   (:func:`~capeval.dataset_scoring.store.write_shard`). So the shards, ``result.json`` and the corpus values
   (BLEU's counts and METEOR's statistics merged in chunk order, every other corpus value an exact mean) are those
-  of the local engine, and a folder begun by one engine is resumed by the other.
+  of the local engine, and a folder begun by one engine is resumed by the other. A model computes in float32 with
+  the threads of the CPUs an actor reserves, so its scores can differ from the local engine's in the last bits.
 * CIDEr-D's first pass: each actor counts a chunk's reference document frequencies into a table and sends its bytes
   back; the driver merges the tables (:func:`capeval.coco.disk_df.merge_tables`) into ``cider-df.bin`` and sends the
   table's bytes to every actor once (Ray's object store), where it is opened from a temporary file. No folder is
