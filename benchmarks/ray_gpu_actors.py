@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -46,16 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from score_dataset_images import image_rows
 
-    from clip_speed import workload
-
-    paths, cands, refs, _ = workload(Path(args.data), args.images)
-    ids = [f"{Path(p).name}#{i % 5}" for i, p in enumerate(paths)]
-    work = Path(tempfile.mkdtemp(prefix="capeval-ray-gpu-"))
-    data = work / "flickr8k-test.parquet"
-    pq.write_table(pa.table({"id": ids, "prediction": cands, "references": refs, "image": paths}), data)
+    data, ids, _, _, _ = image_rows(Path(args.data), args.images, "capeval-ray-gpu-")
+    work = data.parent
     base = [sys.executable, "-m", "capeval", "score-dataset", str(data), "--metrics", "clip_s,ref_clip_s",
             "--image-column", "image", "--chunk-size", str(args.chunk_size), "--clip-model", args.checkpoint,
             "--clip-device", args.device, "--no-language-check"]

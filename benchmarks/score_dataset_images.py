@@ -28,6 +28,22 @@ sys.path.insert(0, str(ROOT / "modules"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
+def image_rows(data_dir: Path, images: int, prefix: str) -> tuple[Path, list[str], list[str], list[str], list[list[str]]]:
+    """``(a parquet file in a new temporary folder, ids, image paths, captions, references)``: the first ``images`` Flickr8k
+    test images × their 5 captions (``benchmarks/clip_speed.py``'s workload), one row per caption with an ``id``
+    (``<image>#<k>``), ``prediction``, ``references`` (the image's other captions) and ``image`` (its path)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from clip_speed import workload
+
+    paths, cands, refs, _ = workload(Path(data_dir), images)
+    ids = [f"{Path(p).name}#{i % 5}" for i, p in enumerate(paths)]
+    data = Path(tempfile.mkdtemp(prefix=prefix)) / "flickr8k-test.parquet"
+    pq.write_table(pa.table({"id": ids, "prediction": cands, "references": refs, "image": paths}), data)
+    return data, ids, paths, cands, refs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True)
@@ -39,17 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    import pyarrow as pa
     import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
 
-    from clip_speed import workload
-
-    paths, cands, refs, _ = workload(Path(args.data), args.images)
-    ids = [f"{Path(p).name}#{i % 5}" for i, p in enumerate(paths)]
-    work = Path(tempfile.mkdtemp(prefix="capeval-images-"))
-    data = work / "flickr8k-test.parquet"
-    pq.write_table(pa.table({"id": ids, "prediction": cands, "references": refs, "image": paths}), data)
+    data, ids, paths, cands, refs = image_rows(Path(args.data), args.images, "capeval-images-")
+    work = data.parent
     metrics = args.metrics.split(",")
     out = work / "scores"
     command = [sys.executable, "-m", "capeval", "score-dataset", str(data), "--out", str(out), "--metrics",
