@@ -58,3 +58,13 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def pool_size(most: int) -> int:
+    """Processes for a pool capeval starts itself: :func:`usable_cpus`, at most ``most``; 1 in a ``multiprocessing``
+    child (a worker of a pool that already runs one per CPU)."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return 1
+    return max(1, min(most, usable_cpus()))

@@ -55,13 +55,9 @@ MAX_CHUNK_PROCESSES = 4
 def chunk_processes() -> int:
     """Processes that score the chunks: the CPUs this process may use, at most :data:`MAX_CHUNK_PROCESSES`; 1 in a
     ``multiprocessing`` child (a worker of a pool that already runs one per CPU)."""
-    import multiprocessing
+    from capeval.workers import pool_size
 
-    from capeval.workers import usable_cpus
-
-    if multiprocessing.parent_process() is not None:
-        return 1
-    return max(1, min(MAX_CHUNK_PROCESSES, usable_cpus()))
+    return pool_size(MAX_CHUNK_PROCESSES)
 
 
 def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from itertools import chain
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -61,8 +61,8 @@ class NgramTable:
     tokens_as_given: bool = False
     distinct_counts: sp.csr_matrix | None = None
     distinct_row: np.ndarray | None = None
-    gram_keys: list[np.ndarray] | None = None
-    key_width: int = 0
+    gram_keys: list[np.ndarray] = field(default_factory=list)
+    key_width: int = 1
 
     def distinct(self) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(counts of the distinct captions, each caption's row among them)`` (every caption its own row when
@@ -75,10 +75,6 @@ class NgramTable:
         """Each gram column spelled as its tokens joined by single spaces: an order-k gram as the string of its first
         k-1 tokens' gram, a space and its last token (no token holds a space: tokens are split on whitespace)."""
         vocab = self.vocabulary
-        if self.gram_keys is None:
-            ids = self.token_ids.tolist()
-            return [" ".join(vocab[t] for t in ids[start : start + k + 1])
-                    for start, k in zip(self.first_position.tolist(), self.order.tolist())]
         spelled = list(vocab)  # the unigrams' columns are the token ids
         previous = 0  # the first column of the order below
         for keys in self.gram_keys:  # orders 2..n: key = prefix column (in its order) * width + last token

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capeval.dataset_scoring import store
-from capeval.dataset_scoring.chunks import ScoringRun, chunk_rows, wanted_columns
+from capeval.dataset_scoring.chunks import ScoringRun, chunk_rows, options_with_table, wanted_columns
 from capeval.dataset_scoring.lifecycle import check_parent
 
 
@@ -65,9 +65,14 @@ def count_chunk(run: ScoringRun, k: int, batch: dict[str, list], base_dir: Path 
     """Add the references of chunk ``k``'s scorable rows to ``counter`` (a
     :class:`~capeval.coco.dataset_pass.DatasetDocumentFrequencyCount`), one document per row; a bad row raises as in
     the scoring (``on_error="raise"``)."""
+    _, preds, refs, _, _, _ = chunk_rows(run, k, batch, base_dir)
+    count_rows(run, preds, refs, counter)
+
+
+def count_rows(run: ScoringRun, preds: list[str], refs: list[list[str]], counter) -> None:
+    """Add the references of scorable rows to ``counter``, one document per row, tokenised as the run scores them."""
     from capeval.validation import normalize_inputs
 
-    _, preds, refs, _, _, _ = chunk_rows(run, k, batch, base_dir)
     if not preds:
         return
     preds, refs = normalize_inputs(preds, refs, empty=run.score_kwargs["empty"])
@@ -75,18 +80,35 @@ def count_chunk(run: ScoringRun, k: int, batch: dict[str, list], base_dir: Path 
 
 
 def chunk_table(run: ScoringRun, k: int, batch: dict[str, list], base_dir: Path | None) -> bytes:
-    """The bytes of a table file (``capeval-df/1``) of chunk ``k``'s document frequencies alone (:func:`count_chunk`),
-    counted in a temporary folder: what an engine without a shared folder sends back to be merged (tables over
-    disjoint rows merge into the whole table exactly: :func:`capeval.coco.disk_df.merge_tables`)."""
+    """The bytes of a table file of chunk ``k``'s document frequencies alone (:func:`count_chunk`, :func:`table_of`)."""
+    return table_of(lambda counter: count_chunk(run, k, batch, base_dir, counter))
+
+
+def table_of(count) -> bytes:
+    """The bytes of a table file (``capeval-df/1``) of what ``count(counter)`` adds to a new counter, counted in a
+    temporary folder: what an engine without a shared folder sends back to be merged (tables over disjoint rows merge
+    into the whole table exactly: :func:`capeval.coco.disk_df.merge_tables`)."""
     import tempfile
 
     from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
 
     with tempfile.TemporaryDirectory(prefix="capeval-df-") as tmp:
         counter = DatasetDocumentFrequencyCount(Path(tmp) / "runs")
-        count_chunk(run, k, batch, base_dir, counter)
+        count(counter)
         counter.write(Path(tmp) / "table.bin")
         return (Path(tmp) / "table.bin").read_bytes()
+
+
+def options_with_table_bytes(run: ScoringRun, table: bytes):
+    """``(the run's metric options with the first pass's table, the temporary folder that holds it)``: the table's
+    bytes (sent by an engine without a shared folder) written to a file of this process and opened from there. Keep
+    the folder as long as the options are used."""
+    import dataclasses
+    import tempfile
+
+    folder = tempfile.TemporaryDirectory(prefix="capeval-df-")
+    store.write_atomic(Path(folder.name) / store.CIDER_DF, table)
+    return options_with_table(dataclasses.replace(run, folder=Path(folder.name))), folder
 
 
 def merge_shares_of(run: ScoringRun, world: int) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.chunks import ScoringRun, chunk_shard, options_with_table, say_caught, wanted_columns
-from capeval.dataset_scoring.first_pass import chunk_table, counted
+from capeval.dataset_scoring.first_pass import chunk_table, counted, options_with_table_bytes
 
 #: Times a chunk is sent again to a restarted actor after its actor died while holding it.
 TASK_RETRIES = 3
@@ -88,17 +88,12 @@ class ChunkWorker:
 
     def _options_for(self, table: list | None) -> dict[str, Any]:
         if self._options is None:
-            run = self.run
-            if table is not None:
-                import tempfile
-
+            if table is None:
+                self._options = options_with_table(self.run)
+            else:
                 import ray
 
-                self._table_dir = tempfile.TemporaryDirectory(prefix="capeval-ray-df-")
-                folder = Path(self._table_dir.name)
-                store.write_atomic(folder / store.CIDER_DF, ray.get(table[0]))
-                run = dataclasses.replace(run, folder=folder)
-            self._options = options_with_table(run)
+                self._options, self._table_dir = options_with_table_bytes(self.run, ray.get(table[0]))
         return self._options
 
 

@@ -54,11 +54,9 @@ def can_fork() -> bool:
 def default_processes() -> int:
     """Processes a large call uses when the scorer was not told: the CPUs this process may run on, at most
     :data:`MAX_PROCESSES`; 1 in a ``multiprocessing`` child (a worker of a pool that already runs one per CPU)."""
-    from capeval.workers import usable_cpus
+    from capeval.workers import pool_size
 
-    if multiprocessing.parent_process() is not None:
-        return 1
-    return max(1, min(MAX_PROCESSES, usable_cpus()))
+    return pool_size(MAX_PROCESSES)
 
 
 def _run_share(compute: Callable[[Sequence[int]], list[str]], share: Sequence[int], send) -> None:

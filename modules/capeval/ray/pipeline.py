@@ -28,7 +28,6 @@
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 
 from capeval.dataset_scoring.chunks import (ScoringRun, image_problem, jsonable, new_run, options_with_table,
                                             row_problem, score_rows, shard_of)
+from capeval.dataset_scoring.first_pass import count_rows, options_with_table_bytes, table_of
 
 #: The column that holds each batch's mergeable corpus state (JSON, on the batch's first row).
 STATE_COLUMN = "capeval_state"
@@ -172,22 +172,10 @@ class BatchCounter:
         self.run = run
 
     def __call__(self, batch):
-        import tempfile
-
         import pyarrow as pa
 
-        from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
-        from capeval.validation import normalize_inputs
-
         _, preds, refs, _, _ = batch_rows(self.run, batch)
-        with tempfile.TemporaryDirectory(prefix="capeval-ray-df-") as tmp:
-            counter = DatasetDocumentFrequencyCount(Path(tmp) / "runs")
-            if preds:
-                preds, refs = normalize_inputs(preds, refs, empty=self.run.score_kwargs["empty"])
-                counter.add(preds, refs, cleanup=self.run.score_kwargs["cleanup"],
-                            tokenizer=self.run.score_kwargs["tokenizer"])
-            counter.write(Path(tmp) / "table.bin")
-            data = (Path(tmp) / "table.bin").read_bytes()
+        data = table_of(lambda counter: count_rows(self.run, preds, refs, counter))
         return pa.table({"table": pa.array([data], type=pa.large_binary())})
 
 
@@ -217,27 +205,21 @@ class BatchScorer:
     each batch gets its per-caption columns, ``capeval_error`` and ``capeval_state``."""
 
     def __init__(self, run: ScoringRun, table: list | None) -> None:
-        self.run = run
-        options_run = run
-        self._table_dir = None
-        if table is not None:  # the first pass's table, fetched once, opened from a file of this actor
-            import tempfile
+        from capeval.registry import metric_class
 
+        self.run = run
+        self._table_dir = None
+        if table is None:
+            self.options = options_with_table(run)
+        else:  # the first pass's table, fetched once, opened from a file of this actor
             import ray
 
-            from capeval.dataset_scoring import store
-
-            self._table_dir = tempfile.TemporaryDirectory(prefix="capeval-ray-df-")
-            folder = Path(self._table_dir.name)
-            store.write_atomic(folder / store.CIDER_DF, ray.get(table[0]))
-            options_run = dataclasses.replace(run, folder=folder)
-        self.options = options_with_table(options_run)
+            self.options, self._table_dir = options_with_table_bytes(run, ray.get(table[0]))
+        self.coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
         self._said: set[type] = set()
 
     def __call__(self, batch):
         import pyarrow as pa
-
-        from capeval.registry import metric_class
 
         run = self.run
         kept, preds, refs, images, why_of = batch_rows(run, batch)
@@ -245,10 +227,9 @@ class BatchScorer:
         result = states = None
         if preds:
             result, states = score_rows(run, preds, refs, images, self.options, caught)
-        coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
         ids = batch.column(run.columns["id"]).to_pylist() if run.columns["id"] is not None else [None] * len(why_of)
         skipped = [{"row": None, "id": jsonable(ids[i]), "why": why} for i, why in enumerate(why_of) if why is not None]
-        columns, record = shard_of(run, 0, (kept, preds, refs, skipped), result, states, coverage_names)
+        columns, record = shard_of(run, 0, (kept, preds, refs, skipped), result, states, self.coverage_names)
         record["selected"] = run.selected
         n = batch.num_rows
         for key, values in columns.items():

@@ -537,8 +537,6 @@ _PERIOD_WORDS = (
     "supt supts det mt ft adj adv asst assoc ens insp mlle mme msgr sfc vs alex wm jos cie cf treas ph invt elec natl "
     "mfg mtg dept ca fig figs prop no nos art pp op"
 ).split()
-# A "plain" caption: ASCII letters and spaces, with commas/periods only before a space or at the end.
-_NOT_PLAIN = re.compile("[^A-Za-z ,.]|[,.][^ ]")
 _PERIOD_WORD_SET = frozenset(_PERIOD_WORDS)
 _PLAIN_TO_SPACE = str.maketrans(",.", "  ")
 
@@ -555,28 +553,6 @@ def _split_assimilations(words: list[str]) -> list[str]:
     return out
 
 
-def _plain_tokens(text: str) -> list[str] | None:
-    """Lower-cased tokens of a plain caption WITHOUT its commas/periods, or None if not plain.
-
-    In a plain caption every token is a run of ASCII letters, "," or "."; only a period after an
-    abbreviation or a single letter could stay in a token, so those go to the scanner.
-    """
-    if _NOT_PLAIN.search(text) is not None:
-        return None
-    low = text.lower()
-    pos = low.find(".")
-    while pos != -1:
-        word = low[low.rfind(" ", 0, pos) + 1 : pos]
-        if len(word) == 1 or word in _PERIOD_WORD_SET:
-            return None
-        pos = low.find(".", pos + 1)
-    words = low.translate(_PLAIN_TO_SPACE).split()
-    if not _ASSIMILATION_SET.isdisjoint(words):
-        words = _split_assimilations(words)
-    return words
-
-
-_ASSIMILATION_SET = frozenset(_ASSIMILATIONS)
 #: Characters a plain caption may hold (its letters, spaces, commas and periods), by ASCII code.
 _PLAIN_CHARS = np.zeros(256, dtype=bool)
 _PLAIN_CHARS[[ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ,."]] = True
@@ -585,7 +561,11 @@ _LETTERS[[ord(c) for c in "abcdefghijklmnopqrstuvwxyz"]] = True
 
 
 def _plain_tokens_of(texts: Sequence[str]) -> list[list[str] | None]:
-    """:func:`_plain_tokens` of every text (the same lists), the checks done with numpy over all texts at once."""
+    """Per text, the lower-cased tokens of a plain caption without its commas and periods, or ``None`` for the
+    scanner. A plain caption holds ASCII letters and spaces, with commas and periods only before a space or at the
+    end; every token is then a run of letters, and only a period after one letter or an abbreviation
+    (:data:`_PERIOD_WORDS`) could stay in one, so those captions go to the scanner. The checks are done with numpy
+    over all texts at once."""
     if not texts:
         return []
     # a text with a character outside ASCII, or a newline, is not plain: an empty line in its place
@@ -596,9 +576,10 @@ def _plain_tokens_of(texts: Sequence[str]) -> list[list[str] | None]:
             texts[k] = ""
     joined = "\n".join(texts)
     low = joined.lower()
-    odd = _not_plain_lines(joined, low)
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    line_starts = np.flatnonzero(chars == 10) + 1
+    odd = _not_plain_lines(chars, low, line_starts)
     odd.update(others)
-    line_starts = np.flatnonzero(np.frombuffer(joined.encode("ascii"), dtype=np.uint8) == 10) + 1
     words_split = {int(np.searchsorted(line_starts, at, side="right")) for at in _assimilation_words(low)}
     lines = low.translate(_PLAIN_TO_SPACE).split("\n")
     out: list[list[str] | None] = list(map(str.split, lines))
@@ -622,11 +603,11 @@ def _assimilation_words(low: str) -> list[int]:
     return found
 
 
-def _not_plain_lines(joined: str, low: str) -> set[int]:
-    """The lines of ``joined`` (ASCII) that :func:`_plain_tokens` leaves to the scanner: a character outside a plain
-    caption, a comma or period before anything but a space, a period after one letter or a word of
-    :data:`_PERIOD_WORDS`."""
-    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+def _not_plain_lines(chars: np.ndarray, low: str, line_starts: np.ndarray) -> set[int]:
+    """The lines (starting at ``line_starts``) of the ASCII text ``chars`` (its lower case ``low``) that are not plain
+    (:func:`_plain_tokens_of`):
+    a character outside a plain caption, a comma or period before anything but a space, a period after one letter
+    or a word of :data:`_PERIOD_WORDS`."""
     newline = chars == 10
     bad = ~(_PLAIN_CHARS[chars] | newline)
     after = np.ones(chars.size, dtype=bool)  # what follows is a space, a newline or the end
@@ -644,7 +625,6 @@ def _not_plain_lines(joined: str, low: str) -> set[int]:
         for at, begin in zip(periods[maybe].tolist(), word_start[maybe].tolist()):
             if low[begin:at] in _PERIOD_WORD_SET:
                 bad[at] = True
-    line_starts = np.flatnonzero(newline) + 1
     return set(np.searchsorted(line_starts, np.flatnonzero(bad), side="right").tolist())
 
 
