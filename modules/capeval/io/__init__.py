@@ -312,12 +312,17 @@ def _prediction(value: Any, path: Path, where: str, allow_empty: bool) -> str:
 
 def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
     """``[(line number, {column: value})]``; refuses anything the csv module would read as something else."""
-    text = _read_text(path)
     # lines end at \n, \r\n or \r only (as when csv reads a file opened with newline=""); a U+2028
     # or U+0085 inside a caption is text, not a line break
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[tuple[int, dict[str, str]]] = []
+    return list(csv_records(io.StringIO(_read_text(path), newline=""), path))
+
+
+def csv_records(lines, path: Path):
+    """``(line number, {column: value})`` of each row of CSV ``lines`` (an iterable of lines that keep their line
+    ends, split at ``\n``, ``\r\n`` and ``\r`` only), one at a time, with :func:`_read_csv`'s refusals."""
+    reader = csv.reader(lines, strict=True)
     header: list[str] | None = None
+    rows = 0
     line = 0  # last line consumed
     while True:
         start = line + 1
@@ -349,12 +354,12 @@ def _read_csv(path: Path) -> list[tuple[int, dict[str, str]]]:
                 f"{path}:{start}: {len(record)} fields but the header has {len(header)} "
                 f"({', '.join(header)}); quote captions that contain commas."
             )
-        rows.append((start, dict(zip(header, record))))
+        rows += 1
+        yield start, dict(zip(header, record))
     if header is None:
         raise InputFormatError(f"{path}: CSV without a header row.")
     if not rows:
         raise InputFormatError(f"{path}: no rows after the header.")
-    return rows
 
 
 def _two(first: str, second: str) -> str:
@@ -393,18 +398,14 @@ def load_predictions(
     path = Path(path)
     if path.suffix.lower() == ".csv":
         rows = _read_csv(path)
-        cols = list(rows[0][1])
-        text_col = next((c for c in PRED_FIELDS if c in cols), cols[0] if len(cols) == 1 else None)
-        if text_col is None:
-            raise InputFormatError(f"{path}: no prediction column; name it one of {list(PRED_FIELDS)}.")
-        id_col = next((c for c in ID_FIELDS if c in cols), None)
+        text_col, id_col = _prediction_columns(list(rows[0][1]), path)
         preds = [_prediction(r[text_col], path, f"line {n} column {text_col!r}", allow_empty) for n, r in rows]
         ids = None
         if id_col:
             ids = [r[id_col] for _, r in rows]
             for (n, _), key in zip(rows, ids):
                 if not key.strip():
-                    raise InputFormatError(f"{path}:{n}: empty {id_col!r}.")
+                    raise _empty_id(path, n, id_col)
             if not allow_duplicate_ids:
                 _check_unique(ids, path, [f"line {n}" for n, _ in rows])
         return ids, preds
@@ -416,40 +417,63 @@ def load_predictions(
         return None, [_prediction(x, path, label, allow_empty) for label, x in zip(labels, data)]
     ids, preds = [], []
     for label, obj in zip(labels, data):
-        if not isinstance(obj, dict):
-            raise InputFormatError(
-                f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a caption string or an "
-                "object with an image id and a caption (all items alike)."
-            )
-        ids.append(_id_of(obj, path, label))
-        preds.append(_prediction(_pick(obj, PRED_FIELDS, path, label), path, f"{label} caption", allow_empty))
+        key, pred = _prediction_entry(label, obj, path, allow_empty)
+        ids.append(key)
+        preds.append(pred)
     with_id = [i for i, x in enumerate(ids) if x is not None]
     if not with_id:
         return None, preds
     if len(with_id) != len(ids):
-        missing = next(i for i, x in enumerate(ids) if x is None)
-        raise InputFormatError(
-            f"{path}: {labels[missing]} has no image id field ({list(ID_FIELDS)}) but {labels[with_id[0]]} has one; "
-            "give every item an id, or none."
-        )
+        raise _mixed_ids(path, labels[next(i for i, x in enumerate(ids) if x is None)], labels[with_id[0]])
     if not allow_duplicate_ids:
         _check_unique(ids, path, labels)
     return ids, preds
 
 
+def _prediction_entry(label: str, obj: Any, path: Path, allow_empty: bool) -> tuple[Any, str]:
+    """``(id or None, caption)`` of one item of a list of prediction objects (COCO results)."""
+    if not isinstance(obj, dict):
+        raise InputFormatError(
+            f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a caption string or an "
+            "object with an image id and a caption (all items alike)."
+        )
+    return _id_of(obj, path, label), _prediction(_pick(obj, PRED_FIELDS, path, label), path, f"{label} caption",
+                                                 allow_empty)
+
+
+def _prediction_columns(cols: list[str], path: Path) -> tuple[str, str | None]:
+    """``(text column, id column or None)`` of a predictions CSV file's header."""
+    text_col = next((c for c in PRED_FIELDS if c in cols), cols[0] if len(cols) == 1 else None)
+    if text_col is None:
+        raise InputFormatError(f"{path}: no prediction column; name it one of {list(PRED_FIELDS)}.")
+    return text_col, next((c for c in ID_FIELDS if c in cols), None)
+
+
+def _empty_id(path: Path, n: int, id_col: str) -> InputFormatError:
+    return InputFormatError(f"{path}:{n}: empty {id_col!r}.")
+
+
+def _mixed_ids(path: Path, missing: str, with_id: str) -> InputFormatError:
+    """The refusal of predictions where the item ``missing`` has no id but ``with_id`` (the first with one) has."""
+    return InputFormatError(f"{path}: {missing} has no image id field ({list(ID_FIELDS)}) but {with_id} has one; "
+                            "give every item an id, or none.")
+
+
 def _keyed_predictions(data: dict, path: Path, allow_empty: bool) -> tuple[list[Any], list[str]]:
     """pycocoevalcap's ``res`` as a JSON object: ``{image_id: [caption]}`` or ``{image_id: caption}``."""
-    ids, preds = list(data), []
-    for key, value in data.items():
-        if isinstance(value, list):
-            if len(value) != 1:
-                raise InputFormatError(f"{path}: image {key!r} holds {len(value)} captions; a {{image_id: [caption]}} "
-                                       "predictions file (pycocoevalcap's res) has exactly one per image.")
-            value = value[0]
-        if isinstance(value, dict):
-            value = _pick(value, PRED_FIELDS, path, f"image {key!r}")
-        preds.append(_prediction(value, path, f"image {key!r}", allow_empty))
-    return ids, preds
+    return list(data), [_keyed_prediction(key, value, path, allow_empty) for key, value in data.items()]
+
+
+def _keyed_prediction(key: str, value: Any, path: Path, allow_empty: bool) -> str:
+    """The caption of one entry of pycocoevalcap's ``res``: ``[caption]``, ``caption`` or an object with one."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise InputFormatError(f"{path}: image {key!r} holds {len(value)} captions; a {{image_id: [caption]}} "
+                                   "predictions file (pycocoevalcap's res) has exactly one per image.")
+        value = value[0]
+    if isinstance(value, dict):
+        value = _pick(value, PRED_FIELDS, path, f"image {key!r}")
+    return _prediction(value, path, f"image {key!r}", allow_empty)
 
 
 def split_by_occurrence(ids: list[Any], predictions: list[str]) -> list[tuple[list[Any], list[str]]]:
@@ -502,28 +526,78 @@ class _Groups:
         return self.ids, [self.refs[str(k)] for k in self.ids]
 
 
+def _reference_columns(cols: list[str], path: Path) -> tuple[str | None, list[str]]:
+    """``(id column or None, reference columns)`` of a references CSV file's header."""
+    id_col = next((c for c in ID_FIELDS if c in cols), None)
+    ref_cols = [c for c in cols if c.lower().startswith("ref")] or [
+        c for c in REF_FIELDS if c in cols
+    ][:1] or ([c for c in cols if c != id_col] if len(cols) <= 2 else [])
+    if not ref_cols:
+        raise InputFormatError(f"{path}: no reference column; name it 'reference' or 'ref1', 'ref2', ...")
+    return id_col, ref_cols
+
+
+def _csv_references(row: dict[str, str], n: int, id_col: str | None, ref_cols: list[str],
+                    path: Path) -> tuple[str | None, list[str]]:
+    """``(id or None, reference texts)`` of the references CSV row on line ``n`` (with an id, the texts may be none:
+    the image's other rows may have them, :func:`_no_reference_text`)."""
+    texts = [row[c] for c in ref_cols if row[c].strip()]
+    if id_col:
+        if not row[id_col].strip():
+            raise _empty_id(path, n, id_col)
+        return row[id_col], texts
+    if not texts:
+        raise InputFormatError(f"{path}:{n}: no reference text in {ref_cols}.")
+    return None, texts
+
+
+def _no_reference_text(path: Path, key: Any, ref_cols: list[str]) -> InputFormatError:
+    return InputFormatError(f"{path}: image id {key!r} has no reference text in {ref_cols}.")
+
+
+def _annotations_error(path: Path, annotations: Any) -> InputFormatError:
+    return InputFormatError(f"{path}: 'annotations' must be a non-empty list of {{\"image_id\", \"caption\"}} objects, "
+                            f"got {_short(annotations)}.")
+
+
+def _annotation(i: int, ann: Any, path: Path) -> tuple[Any, list[str]]:
+    """``(image id, [caption])`` of annotation ``i`` of a COCO annotations file."""
+    if not isinstance(ann, dict):
+        raise InputFormatError(f"{path}: annotation {i} is {_kind(ann)} ({_short(ann)}), not an object.")
+    key = _check_id(_pick(ann, ID_FIELDS, path, f"annotation {i}"), path, f"annotation {i}")
+    return key, [_text(_pick(ann, ("caption",), path, f"annotation {i}"), path, f"annotation {i} caption")]
+
+
+def _empty_mapping(path: Path) -> InputFormatError:
+    return InputFormatError(f"{path}: the {{id: [references]}} mapping is empty.")
+
+
+def _reference_entry(label: str, obj: Any, path: Path) -> tuple[Any, list[str]]:
+    """``(id or None, references)`` of one item of a list of reference objects."""
+    if not isinstance(obj, dict):
+        raise InputFormatError(
+            f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a list of reference "
+            "strings or an object with an image id and references (all items alike)."
+        )
+    return _id_of(obj, path, label), _as_ref_list(_pick(obj, REF_FIELDS, path, label), path, f"{label} references")
+
+
+def _some_without_ids(path: Path) -> InputFormatError:
+    return InputFormatError(f"{path}: some items have an id field and some do not; give every item an id, or none.")
+
+
 def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]]:
     """Return ``(ids or None, references)`` with one list of reference strings per item."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         rows = _read_csv(path)
-        cols = list(rows[0][1])
-        id_col = next((c for c in ID_FIELDS if c in cols), None)
-        ref_cols = [c for c in cols if c.lower().startswith("ref")] or [
-            c for c in REF_FIELDS if c in cols
-        ][:1] or ([c for c in cols if c != id_col] if len(cols) <= 2 else [])
-        if not ref_cols:
-            raise InputFormatError(f"{path}: no reference column; name it 'reference' or 'ref1', 'ref2', ...")
+        id_col, ref_cols = _reference_columns(list(rows[0][1]), path)
         groups = _Groups()
         plain: list[list[str]] = []
         for n, r in rows:
-            texts = [r[c] for c in ref_cols if r[c].strip()]
+            key, texts = _csv_references(r, n, id_col, ref_cols, path)
             if id_col:
-                if not r[id_col].strip():
-                    raise InputFormatError(f"{path}:{n}: empty {id_col!r}.")
-                groups.add(r[id_col], texts)
-            elif not texts:
-                raise InputFormatError(f"{path}:{n}: no reference text in {ref_cols}.")
+                groups.add(key, texts)
             else:
                 plain.append(texts)
         if not id_col:
@@ -531,26 +605,20 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
         ids, refs = groups.result()
         for key, texts in zip(ids, refs):
             if not texts:
-                raise InputFormatError(f"{path}: image id {key!r} has no reference text in {ref_cols}.")
+                raise _no_reference_text(path, key, ref_cols)
         return ids, refs
     kind, data, labels = _read_json_or_jsonl(path)
     if is_annotations(data):  # COCO annotations file
         annotations = data["annotations"]
         if not isinstance(annotations, list) or not annotations:
-            raise InputFormatError(
-                f"{path}: 'annotations' must be a non-empty list of {{\"image_id\", \"caption\"}} objects, "
-                f"got {_short(annotations)}."
-            )
+            raise _annotations_error(path, annotations)
         groups = _Groups()
         for i, ann in enumerate(annotations):
-            if not isinstance(ann, dict):
-                raise InputFormatError(f"{path}: annotation {i} is {_kind(ann)} ({_short(ann)}), not an object.")
-            key = _check_id(_pick(ann, ID_FIELDS, path, f"annotation {i}"), path, f"annotation {i}")
-            groups.add(key, [_text(_pick(ann, ("caption",), path, f"annotation {i}"), path, f"annotation {i} caption")])
+            groups.add(*_annotation(i, ann, path))
         return groups.result()
     if isinstance(data, dict):  # {id: [refs]}
         if not data:
-            raise InputFormatError(f"{path}: the {{id: [references]}} mapping is empty.")
+            raise _empty_mapping(path)
         return list(data), [_as_ref_list(v, path, f"entry {k!r}") for k, v in data.items()]
     _require_nonempty_list(data, path, "references", "a list, a {id: [refs]} mapping or COCO annotations")
     if all(isinstance(x, (str, list)) for x in data):
@@ -558,19 +626,13 @@ def load_references(path: str | Path) -> tuple[list[Any] | None, list[list[str]]
     groups = _Groups()
     plain = []
     for label, obj in zip(labels, data):
-        if not isinstance(obj, dict):
-            raise InputFormatError(
-                f"{path}: {label} is {_kind(obj)} ({_short(obj)}); expected a list of reference "
-                "strings or an object with an image id and references (all items alike)."
-            )
-        key = _id_of(obj, path, label)
-        value = _as_ref_list(_pick(obj, REF_FIELDS, path, label), path, f"{label} references")
+        key, value = _reference_entry(label, obj, path)
         if key is None:
             plain.append(value)
         else:
             groups.add(key, value)
     if groups.ids and plain:
-        raise InputFormatError(f"{path}: some items have an id field and some do not; give every item an id, or none.")
+        raise _some_without_ids(path)
     return groups.result() if groups.ids else (None, plain)
 
 
@@ -586,11 +648,14 @@ def pair(
         return pred_ids, predictions, references
     positions, missing = match(pred_ids, ref_ids, exact_first=False)
     if missing:
-        raise InputFormatError(
-            f"{len(missing)} prediction id(s) have no references, e.g. {missing[:3]!r}; check that both files "
-            "use the same image ids."
-        )
+        raise _no_references(len(missing), missing[:3])
     return pred_ids, predictions, [references[n] for n in positions]
+
+
+def _no_references(count: int, examples: list[Any]) -> InputFormatError:
+    """The refusal of ``count`` prediction ids without references (``examples``: the first three)."""
+    return InputFormatError(f"{count} prediction id(s) have no references, e.g. {examples!r}; check that both files "
+                            "use the same image ids.")
 
 
 def unscored_reference_ids(pred_ids: list[Any] | None, ref_ids: list[Any] | None) -> list[Any]:
