@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -228,18 +228,20 @@ def _layout(cells: list[list[str]], headers: list[str], numeric: list[bool], wid
 
 def _render(headers: list[str], cells: list[list[str]], numeric: list[bool], widths: list[int],
             overflow: str = "wrap") -> list[str]:
-    def lines_of(row: Sequence[str], how: str = overflow) -> list[str]:
-        wrapped = [[c] if display_width(c) <= w else [cut(c, w)] if how == "cut" else _wrap_cell(c, w)
+    out = _render_rows([headers], numeric, widths, "wrap")
+    out.append("  ".join("-" * w for w in widths))
+    return out + _render_rows(cells, numeric, widths, overflow)
+
+
+def _render_rows(cells: list[list[str]], numeric: list[bool], widths: list[int], overflow: str) -> list[str]:
+    out: list[str] = []
+    for row in cells:
+        wrapped = [[c] if display_width(c) <= w else [cut(c, w)] if overflow == "cut" else _wrap_cell(c, w)
                    for c, w in zip(row, widths)]
         height = max(len(w) for w in wrapped)
-        return ["  ".join(_pad(w[k] if k < len(w) else "", width, right)
+        out += ["  ".join(_pad(w[k] if k < len(w) else "", width, right)
                           for w, width, right in zip(wrapped, widths, numeric)).rstrip()
                 for k in range(height)]
-
-    out = lines_of(headers, "wrap")
-    out.append("  ".join("-" * w for w in widths))
-    for row in cells:
-        out += lines_of(row)
     return out
 
 
@@ -257,26 +259,65 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence], digits: int = 4
     cells = [[fmt(c, digits) for c in row] for row in rows]
     numeric = [False, *_numeric_columns(rows, len(headers))[1:]]
     limit = terminal_width() if width is None else width
+    out: list[str] = []
+    for cols, widths in _blocks(cells, headers, numeric, limit):
+        if out:
+            out.append("")
+        out += _render([headers[i] for i in cols], [[r[i] for i in cols] for r in cells], [numeric[i] for i in cols],
+                       widths, overflow)
+    return "\n".join(out)
+
+
+def _blocks(cells: list[list[str]], headers: list[str], numeric: list[bool],
+            limit: int) -> list[tuple[list[int], list[int]]]:
+    """``[(columns, their widths)]``: the blocks :func:`text_table` shows (one unless the numbers alone are too wide).
+    Only each column's widest cell counts."""
     if not limit:
-        widths = [max([display_width(h), *(display_width(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-        return "\n".join(_render(headers, cells, numeric, widths))
+        return [(list(range(len(headers))),
+                 [max([display_width(h), *(display_width(r[i]) for r in cells)]) for i, h in enumerate(headers)])]
     widths = _layout(cells, headers, numeric, limit)
     if widths is not None:
-        return "\n".join(_render(headers, cells, numeric, widths, overflow))
-    blocks = _column_blocks(cells, headers, numeric, limit)
-    out: list[str] = []
-    for block in blocks:
+        return [(list(range(len(headers))), widths)]
+    out = []
+    for block in _column_blocks(cells, headers, numeric, limit):
         cols = [0, *block]
         sub_headers = [headers[i] for i in cols]
         sub_cells = [[r[i] for i in cols] for r in cells]
         sub_numeric = [numeric[i] for i in cols]
-        sub_widths = _layout(sub_cells, sub_headers, sub_numeric, limit) or [
+        out.append((cols, _layout(sub_cells, sub_headers, sub_numeric, limit) or [
             min(limit, max([display_width(h), *(display_width(r[i]) for r in sub_cells)]))
-            for i, h in enumerate(sub_headers)]
-        if out:
-            out.append("")
-        out += _render(sub_headers, sub_cells, sub_numeric, sub_widths, overflow)
-    return "\n".join(out)
+            for i, h in enumerate(sub_headers)]))
+    return out
+
+
+def text_table_lines(headers: Sequence[str], rows, digits: int = 4, width: int | None = None,
+                     overflow: str = "wrap") -> Iterator[str]:
+    """The lines of :func:`text_table` for rows too many to hold: ``rows()`` returns an iterable of them (called once
+    for the widths, then once per block of columns), so that only one row is held at a time."""
+    headers = [str(h) for h in headers]
+    widest = [""] * len(headers)
+    filled = [False] * len(headers)
+    numbers = [True] * len(headers)
+    any_rows = False
+    for row in rows():
+        any_rows = True
+        for i, value in enumerate(row[: len(headers)]):
+            text = fmt(value, digits)
+            if display_width(text) > display_width(widest[i]):
+                widest[i] = text
+            placeholder = value is None or (isinstance(value, str) and value.strip() in PLACEHOLDERS)
+            filled[i] = filled[i] or (value is not None and bool(str(value).strip()))
+            numbers[i] = numbers[i] and (placeholder or _is_number(value))
+    numeric = [False, *(f and n for f, n in zip(filled[1:], numbers[1:]))]
+    limit = terminal_width() if width is None else width
+    for k, (cols, widths) in enumerate(_blocks([widest] if any_rows else [], headers, numeric, limit)):
+        if k:
+            yield ""
+        sub_numeric = [numeric[i] for i in cols]
+        yield from _render([headers[i] for i in cols], [], sub_numeric, widths, overflow)
+        for row in rows():
+            cells = [fmt(row[i], digits) for i in cols]
+            yield from _render_rows([cells], sub_numeric, widths, overflow)
 
 
 def _column_blocks(cells: list[list[str]], headers: list[str], numeric: list[bool], width: int) -> list[list[int]]:

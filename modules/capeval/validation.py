@@ -167,6 +167,15 @@ def normalize_references(references: Sequence[str | Sequence[str]]) -> list[list
     return refs
 
 
+def check_lengths(n_predictions: int, n_references: int) -> None:
+    """``ValueError`` unless there are as many reference entries as predictions (counts)."""
+    if n_predictions != n_references:
+        raise ValueError(
+            f"Length mismatch: {n_predictions} predictions but {n_references} reference entries; "
+            "give exactly one reference string or list of reference strings per prediction."
+        )
+
+
 def normalize_inputs(
     predictions: Sequence[str], references: Sequence[str | Sequence[str]], empty: str = "error"
 ) -> tuple[list[str], list[list[str]]]:
@@ -186,11 +195,7 @@ def normalize_inputs(
         references = list(references)
     except TypeError as err:
         raise TypeError(f"predictions and references must be sequences: {err}") from None
-    if len(predictions) != len(references):
-        raise ValueError(
-            f"Length mismatch: {len(predictions)} predictions but {len(references)} reference entries; "
-            "give exactly one reference string or list of reference strings per prediction."
-        )
+    check_lengths(len(predictions), len(references))
     if not predictions:
         raise ValueError("No predictions given: predictions and references are empty.")
     preds = [p if type(p) is str and p and not p.isspace() else check_prediction(p, f"predictions[{i}]", empty)

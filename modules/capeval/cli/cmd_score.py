@@ -6,8 +6,17 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capeval.cli.output import (add_model_arguments, add_json_argument, add_progress_argument, add_signature_argument,
-                                check_output_path, model_options, print_signature, text_stream, write_json)
+from capeval.cli.output import (
+    add_json_argument,
+    add_model_arguments,
+    add_progress_argument,
+    add_signature_argument,
+    check_output_path,
+    model_options,
+    print_signature,
+    text_stream,
+    write_json,
+)
 from capeval.registry import DEFAULT_METRICS, REGISTRY, metric_list, metric_options
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, EMPTY_CHOICES
 
@@ -154,7 +163,12 @@ def _relaunch(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from capeval.io import load_predictions, load_references, split_by_occurrence, unscored_reference_ids
+    from capeval.io import (
+        load_predictions,
+        load_references,
+        split_by_occurrence,
+        unscored_reference_ids,
+    )
     from capeval.registry import resolve
 
     chosen = _scorer_of_this_process(args)
@@ -170,6 +184,11 @@ def run(args: argparse.Namespace) -> int:
     selected = resolve(metrics)  # an unknown metric name fails before the files are read
     keys = [k for ks in selected.values() for k in ks]
 
+    from capeval.cli.score_in_chunks import streamable, warn_unscored
+
+    if streamable(args, selected, main_process, pred_path):  # too many: streamed and scored in chunks
+        _score_streamed(args, (pred_path, ref_path), metrics, selected, keys)
+        return 0
     split = args.duplicate_ids == "split"
     ids, preds = load_predictions(pred_path, allow_duplicate_ids=split, allow_empty=args.empty == "zero")
     ref_ids, refs = load_references(ref_path)
@@ -180,8 +199,7 @@ def run(args: argparse.Namespace) -> int:
     systems = split_by_occurrence(ids, rows) if split else [(ids, rows)]  # prediction rows per captioner
     unscored = unscored_reference_ids(ids, ref_ids)
     if unscored and main_process:
-        print(f"capeval score: warning: {len(unscored)} of {len(ref_ids)} reference image(s) have no prediction and "
-              f"take no part in the scores, e.g. {unscored[:3]!r}", file=sys.stderr)
+        warn_unscored(len(unscored), len(ref_ids), unscored[:3])
     options = _score_options(args, selected)
     results = _score_systems(args, score, main_process, split, systems, (ids, preds, ref_ids, refs, images),
                              metrics, selected, options)
@@ -207,7 +225,8 @@ def _scorer_of_this_process(args: argparse.Namespace):
     if in_distributed_launch():
         from functools import partial
 
-        from capeval.parallel import process_state, score as score_shared
+        from capeval.parallel import process_state
+        from capeval.parallel import score as score_shared
 
         state = process_state()
         return partial(score_shared, state=state), state.is_main_process
@@ -246,24 +265,10 @@ def _score_options(args: argparse.Namespace, selected: dict[str, list[str]]) -> 
 
 def _score_systems(args, score, main_process: bool, split: bool, systems, inputs, metrics, selected,
                    options: dict) -> list[tuple]:
-    """``[(ids, predictions, result), ...]``, one per captioner (one without ``--duplicate-ids split``); above
-    :func:`~capeval.cli.score_in_chunks.in_memory_limit` predictions, scored chunk by chunk in bounded memory."""
-    from capeval.cli.score_in_chunks import chunkable, in_memory_limit, score_in_chunks
+    """``[(ids, predictions, result), ...]``, one per captioner (one without ``--duplicate-ids split``)."""
     from capeval.io import pair
-    from capeval.parallel import in_distributed_launch
 
-    ids, preds, ref_ids, refs, images = inputs
-    if (not split and main_process and not in_distributed_launch() and not getattr(args, "features", False)
-            and len(preds) > in_memory_limit() and chunkable(selected)):
-        # too many to hold every caption's state at once: chunk by chunk, as score-dataset (cli/score_in_chunks.py)
-        ids, preds, refs = pair(ids, preds, ref_ids, refs)
-        del ref_ids
-        print(f"capeval score: {len(preds)} predictions: scoring in chunks of rows (as capeval score-dataset) in "
-              "bounded memory", file=sys.stderr)
-        shown = list(preds) if args.per_caption else [""] * len(preds)  # the captions only for the per-caption table
-        result = score_in_chunks(ids, preds, refs, images, metrics=metrics, selected=selected, options=options,
-                                 per_caption=bool(args.per_caption or args.json_out))
-        return [(ids, shown, result)]
+    _, preds, ref_ids, refs, images = inputs
     results = []
     for s_ids, s_rows in systems:
         s_ids, s_preds, s_refs = pair(s_ids, [preds[i] for i in s_rows], ref_ids, refs)
@@ -272,21 +277,35 @@ def _score_systems(args, score, main_process: bool, split: bool, systems, inputs
     return results
 
 
+def _score_streamed(args, paths: tuple[Path, Path], metrics, selected, keys: list[str]) -> None:
+    """Above the in-memory limit: the files streamed and scored in chunks (:mod:`capeval.cli.score_in_chunks`); the
+    same tables and ``--json`` result as :func:`_print_one`, the per-caption ones read shard by shard."""
+    from capeval.cli.output import write_json_streamed
+    from capeval.cli.score_in_chunks import scored_files
+    from capeval.render import text_table_lines
+
+    pred_path = paths[0]
+    options = _score_options(args, selected)
+    with scored_files(args, paths, metrics=metrics, selected=selected, options=options,
+                      images_of=lambda ids, n: _images(args, ids, n, pred_path)) as scored:
+        out = text_stream(args.json_out)
+        _print_head(args, scored.n, scored.result, keys, paths, out)
+        if args.per_caption:
+            def rows():
+                return ([ident, _shown(caption), *values] for ident, caption, values in scored.rows())
+
+            for line in text_table_lines(["item", "caption", *keys], rows, overflow="cut"):
+                print(line, file=out)
+        if args.json_out:
+            write_json_streamed(args.json_out, scored.payload(per_caption=True))
+
+
 def _print_one(args, scored: tuple, keys: list[str], selected, paths: tuple[Path, Path], out) -> dict:
     """Print one captioner's tables; the ``--json`` payload."""
-    from capeval.render import fit_text, text_table
+    from capeval.render import text_table
 
     ids, preds, result = scored
-    pred_path, ref_path = paths
-    source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
-              f"{pred_path.name} / {ref_path.name}")
-    print(fit_text(f"{_count(len(preds), 'prediction')} scored against {source}"), file=out)
-    print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
-    if result.get("coverage"):
-        print(fit_text(coverage_line(result["coverage"])), file=out)
-    if scale_line(result["signature"]):
-        print(fit_text(scale_line(result["signature"])), file=out)
-    print_signature(result["signature"], args, out)
+    _print_head(args, len(preds), result, keys, paths, out)
     if args.per_caption:
         rows = [[ids[i] if ids else i, _shown(preds[i]), *(result["per_caption"][k][i] for k in keys)]
                 for i in range(len(preds))]
@@ -302,6 +321,22 @@ def _print_one(args, scored: tuple, keys: list[str], selected, paths: tuple[Path
     # keyed input (COCO results, pycocoevalcap dicts, files with ids): each per-caption entry's image id, as
     # capeval.score gives them for keyed input
     return result if ids is None else {**result, "image_ids": list(ids)}
+
+
+def _print_head(args, n: int, result: dict, keys: list[str], paths: tuple[Path, Path], out) -> None:
+    """The lines before the per-caption table: what was scored, the scores, coverage, scale and signature."""
+    from capeval.render import fit_text, text_table
+
+    pred_path, ref_path = paths
+    source = (f"capeval's bundled example ({pred_path.parent})" if args.example else
+              f"{pred_path.name} / {ref_path.name}")
+    print(fit_text(f"{_count(n, 'prediction')} scored against {source}"), file=out)
+    print(text_table(["metric", "score"], [(k, result[k]) for k in keys]), file=out)
+    if result.get("coverage"):
+        print(fit_text(coverage_line(result["coverage"])), file=out)
+    if scale_line(result["signature"]):
+        print(fit_text(scale_line(result["signature"])), file=out)
+    print_signature(result["signature"], args, out)
 
 
 def _print_captioners(args, results: list[tuple], keys: list[str], ids, paths: tuple[Path, Path], out) -> dict:

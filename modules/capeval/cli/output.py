@@ -119,6 +119,67 @@ def write_json(target: Path | str, payload: Any, *, indent: int = 2, default=Non
     print(f"wrote {path}", file=sys.stderr)
 
 
+class Lazy:
+    """A list in a :func:`write_json_streamed` payload given as ``items()``, an iterable read once while it is
+    written (per-caption scores of more captions than memory holds)."""
+
+    def __init__(self, items) -> None:
+        self.items = items
+
+
+def json_pieces(value: Any, depth: int = 0, indent: int = 2):
+    """The text of ``json.dumps(value, indent=indent, ensure_ascii=False)`` in pieces, :class:`Lazy` lists (at any
+    depth, inside objects) written item by item."""
+    pad, close = " " * (indent * (depth + 1)), " " * (indent * depth)
+    if isinstance(value, Lazy):
+        first = True
+        for item in value.items():
+            yield ("[\n" if first else ",\n") + pad + json.dumps(item, indent=indent, ensure_ascii=False).replace(
+                "\n", "\n" + pad)
+            first = False
+        yield "[]" if first else "\n" + close + "]"
+    elif isinstance(value, dict) and value and any(isinstance(v, (Lazy, dict)) for v in value.values()):
+        for k, (key, item) in enumerate(value.items()):
+            yield ("{\n" if k == 0 else ",\n") + pad + json.dumps(str(key), ensure_ascii=False) + ": "
+            yield from json_pieces(item, depth + 1, indent)
+        yield "\n" + close + "}"
+    else:
+        yield json.dumps(value, indent=indent, ensure_ascii=False).replace("\n", "\n" + close)
+
+
+def write_json_streamed(target: Path | str, payload: dict) -> None:
+    """:func:`write_json` of a payload with :class:`Lazy` lists, the same bytes, written piece by piece (to a file: to
+    a temporary file beside it, then renamed over it: a full disk or a kill leaves the old file, or none)."""
+    def write(emit) -> None:
+        buffer: list[str] = []
+        size = 0
+        for piece in json_pieces(payload):
+            buffer.append(piece)
+            size += len(piece)
+            if size > 1 << 20:
+                emit("".join(buffer))
+                buffer, size = [], 0
+        emit("".join(buffer) + "\n")
+
+    if target == STDOUT:
+        write(sys.stdout.write)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    try:
+        if path.exists() and not path.is_file():  # a device or a pipe: written in place
+            with path.open("w", encoding="utf-8") as handle:
+                write(handle.write)
+        else:
+            from capeval.paths import atomic_write
+
+            with atomic_write(path, fsync=False) as raw:
+                write(lambda text: raw.write(text.encode("utf-8")))
+    except OSError as err:
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = (),
                         extra_help: dict[str, str] | None = None) -> None:
     """The flag of every metric option (:func:`capeval.cli.metric_flags.add_metric_flags`: generated from the

@@ -1,14 +1,22 @@
-"""``capeval score`` on inputs too large to score in memory: the paired rows go to :func:`capeval.score_dataset`.
+"""``capeval score`` on inputs too large to score in memory: the files streamed into an index on disk, the paired rows
+scored by :func:`capeval.score_dataset` chunk by chunk, the per-caption output read back shard by shard.
 
 :func:`capeval.score` holds every caption's tokens, n-gram counts and per-caption results at once (about 12 KB per
 caption with two references for BLEU + ROUGE-L + CIDEr-D), so a million captions would need over 10 GB. Above
-:data:`IN_MEMORY_MAX_PREDICTIONS` predictions, ``capeval score`` instead writes the paired rows (prediction,
-references, image) once to a JSON-lines file in a temporary folder (``$TMPDIR``, removed at the end, also on an error
-or Ctrl-C), frees them, and scores that file chunk by chunk with :func:`capeval.score_dataset` in :func:`chunk_processes`
-processes (one per CPU, at most four), whose numbers are
-:func:`capeval.score`'s on the whole data (its corpus sums are exact, so the order of the chunks does not matter).
-The printed table, the signature and the ``--json`` result have the same keys as the in-memory route; per-caption
-scores (``--per-caption``, ``--json``) are read back from the chunks' shards in prediction order.
+:data:`IN_MEMORY_MAX_PREDICTIONS` predictions (counted first, without reading the rest of the file: :func:`streamable`),
+``capeval score`` never holds the inputs either. In a temporary folder (``$TMPDIR``, removed at the end, also on an
+error or Ctrl-C) :mod:`capeval.io.stream` reads both files one item at a time into an SQLite index (with the in-memory
+readers' checks and messages), which finds duplicate prediction ids, prediction ids without references and reference
+ids without predictions by query, and pairs the two (by image id when both files have ids, else by position); the
+paired rows (prediction, references, image) go to a JSON-lines file, which :func:`capeval.score_dataset` scores chunk
+by chunk in :func:`chunk_processes` processes (one per CPU, at most four), whose numbers are :func:`capeval.score`'s
+on the whole data (its corpus sums are exact, so the order of the chunks does not matter). The printed table, the
+signature and the ``--json`` result have the same keys as the in-memory route; per-caption scores (``--per-caption``,
+``--json``) are read back from the chunks' shards, one shard at a time, in prediction order: the ``--json`` file is
+written piece by piece (the same bytes as ``json.dumps`` of the whole result), the per-caption table with the widths
+of a first pass over the shards (:func:`capeval.render.text_table_lines`: the in-memory route's table). The main
+process's memory does not grow with the number of rows, but for ``--images`` / ``--image-dir``: their image paths
+are held as one list (one path per prediction).
 
 Routes that stay in memory whatever the size: ``--duplicate-ids split``, ``--features``, ``--processes N`` (which
 already splits the work), and metrics that :func:`capeval.score_dataset` cannot score chunk by chunk (SPICE-U).
@@ -19,8 +27,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 #: Predictions above which ``capeval score`` scores chunk by chunk (rows; ``$CAPEVAL_SCORE_IN_MEMORY_MAX`` overrides
 #: it, 0 always chunks).
@@ -72,59 +81,133 @@ def _chunk_size(selected: dict[str, list[str]], options: dict[str, Any]) -> int:
     return size
 
 
-def _write_rows(path: Path, ids: list[Any] | None, predictions: list[str], references: list[list[str]],
+def streamable(args: Any, selected: dict[str, list[str]], main_process: bool, predictions: Path) -> bool:
+    """Whether ``capeval score`` takes the chunked route: more than :func:`in_memory_limit` predictions (counted up to
+    one more, :func:`capeval.io.stream.count_items`), metrics :func:`chunkable`, and none of the routes that stay in
+    memory."""
+    from capeval.io.stream import count_items
+    from capeval.parallel import in_distributed_launch
+
+    if (args.duplicate_ids == "split" or not main_process or in_distributed_launch() or getattr(args, "features", False)
+            or not chunkable(selected)):
+        return False
+    limit = in_memory_limit()
+    return count_items(predictions, limit) > limit
+
+
+def warn_unscored(count: int, total: int, examples: list[Any]) -> None:
+    """The warning about ``count`` of the ``total`` reference image ids that no prediction names."""
+    import sys
+
+    print(f"capeval score: warning: {count} of {total} reference image(s) have no prediction and "
+          f"take no part in the scores, e.g. {examples!r}", file=sys.stderr)
+
+
+class Scored:
+    """The chunked route's result, read from its temporary folder while it exists: ``n`` predictions, ``result``
+    (corpus values, signature, coverage; no per-caption lists), ``keyed`` (the predictions have ids)."""
+
+    def __init__(self, index, folder: Path, keys: list[str], n: int, keyed: bool, result: dict[str, Any],
+                 chunks: int) -> None:
+        self.index, self.folder, self.keys, self.n, self.keyed, self.result = index, folder, keys, n, keyed, result
+        self.chunks = chunks
+
+    def shards(self) -> Iterator[dict[str, list]]:
+        from capeval.dataset_scoring import store
+
+        for k in range(self.chunks):
+            yield store.read_columns(store.shard_path(self.folder, k))
+
+    def column(self, key: str) -> Iterator[Any]:
+        for shard in self.shards():
+            yield from shard[key]
+
+    def rows(self) -> Iterator[tuple[Any, str, list]]:
+        """``(id or position, caption, [value of each key])`` in prediction order."""
+        ids = self.index.ids() if self.keyed else iter(range(self.n))
+        captions = self.index.captions()
+        for shard in self.shards():
+            for values in zip(*(shard[key] for key in self.keys)):
+                yield next(ids), next(captions), list(values)
+
+    def payload(self, per_caption: bool) -> dict[str, Any]:
+        """The ``--json`` payload (:func:`capeval.cli.output.write_json_streamed`): the in-memory route's keys."""
+        from capeval.cli.output import Lazy
+
+        out = dict(self.result)
+        if per_caption:
+            out["per_caption"] = {key: Lazy(lambda key=key: self.column(key)) for key in self.keys}
+        if self.keyed:
+            out["image_ids"] = Lazy(self.index.ids)
+        return out
+
+
+@contextmanager
+def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected: dict[str, list[str]],
+                 options: dict[str, Any], images_of) -> Iterator[Scored]:
+    """Score the files ``paths`` (predictions, references) chunk by chunk in a temporary folder; the :class:`Scored`
+    result while the folder exists. ``images_of(ids, n)``: the image paths of the predictions (``ids``: an iterator of
+    their ids, or ``None``), or ``None``."""
+    import sys
+
+    from capeval.io.stream import Index, read_predictions, read_references
+    from capeval.validation import check_lengths
+
+    pred_path, ref_path = paths
+    with tempfile.TemporaryDirectory(prefix="capeval-score-") as tmp:
+        index = Index(Path(tmp) / "index.sqlite")
+        try:
+            keyed = read_predictions(pred_path, index, allow_empty=args.empty == "zero")
+            by_id = read_references(ref_path, index) and keyed
+            n = index.n_preds
+            images = images_of(index.ids() if keyed else None, n)
+            if by_id:
+                count, examples = index.unscored()
+                if count:
+                    warn_unscored(count, index.reference_ids(), examples)
+                index.check_paired()
+            else:
+                check_lengths(n, index.n_refs)
+            print(f"capeval score: {n} predictions: scoring in chunks of rows (as capeval score-dataset) in "
+                  "bounded memory", file=sys.stderr)
+            rows = Path(tmp) / "rows.jsonl"
+            _write_rows(rows, index.paired(by_id), index.ids() if keyed else None, images)
+            result, chunks = _score_rows(rows, n, keyed, images is not None, metrics=metrics, selected=selected,
+                                         options=options, out=Path(tmp) / "out")
+            yield Scored(index, Path(tmp) / "out", [k for ks in selected.values() for k in ks], n, keyed, result, chunks)
+        finally:
+            index.close()
+
+
+def _write_rows(path: Path, paired: Iterator[tuple[str, list[str]]], ids: Iterator[Any] | None,
                 images: list[Any] | None) -> None:
     with path.open("w", encoding="utf-8") as out:
-        for i, prediction in enumerate(predictions):
-            row: dict[str, Any] = {"prediction": prediction, "references": references[i]}
+        for i, (prediction, references) in enumerate(paired):
+            row: dict[str, Any] = {"prediction": prediction, "references": references}
             if ids is not None:
-                row["id"] = ids[i]
+                row["id"] = next(ids)
             if images is not None:
                 row["image"] = os.path.abspath(images[i])  # score_dataset resolves relative paths against this file
             out.write(json.dumps(row, ensure_ascii=False))
             out.write("\n")
 
 
-def score_in_chunks(ids: list[Any] | None, predictions: list[str], references: list[list[str]],
-                    images: list[Any] | None, *, metrics: Any, selected: dict[str, list[str]],
-                    options: dict[str, Any], per_caption: bool) -> dict[str, Any]:
-    """Score the paired rows through :func:`capeval.score_dataset` in a temporary folder.
-
-    ``predictions``, ``references`` and ``images`` are emptied once written (the caller's lists: the memory they hold
-    is what this route saves); ``ids`` are kept. Returns :func:`capeval.score`'s keys (corpus values,
-    ``signature``, ``coverage`` when reported) and, when ``per_caption``, ``per_caption`` in prediction order.
-    """
+def _score_rows(rows: Path, n: int, keyed: bool, with_images: bool, *, metrics: Any, selected: dict[str, list[str]],
+                options: dict[str, Any], out: Path) -> tuple[dict[str, Any], int]:
+    """``(result, chunks)``: :func:`capeval.score_dataset` of the rows file into ``out``, with :func:`capeval.score`'s
+    keys (corpus values, ``signature``, ``coverage`` when reported)."""
     from capeval.dataset_scoring import score_dataset
-    from capeval.dataset_scoring import store
 
-    n = len(predictions)
-    with tempfile.TemporaryDirectory(prefix="capeval-score-") as tmp:
-        rows = Path(tmp) / "rows.jsonl"
-        _write_rows(rows, ids, predictions, references, images)
-        predictions.clear()
-        references.clear()
-        if images is not None:
-            images.clear()
-        from capeval.dependencies import release_freed_memory
-
-        release_freed_memory()  # the rows' strings were freed: their pages back to the system while the chunks score
-        options = dict(options)
-        result = score_dataset(str(rows), metrics, Path(tmp) / "out", id_column="id" if ids is not None else None,
-                               image_column="image" if images is not None else None,
-                               chunk_size=_chunk_size(selected, options), processes=chunk_processes(), **options)
-        if result["rows"] != n:  # on_error="raise": a row it could not score raised
-            raise RuntimeError(f"capeval score: {n - result['rows']} of {n} rows were not scored in chunks.")
-        keys = [key for ks in selected.values() for key in ks]
-        out = {key: result[key] for key in keys}
-        out["signature"] = result["signature"]
-        for name in ("coverage", "non_english_ids"):
-            if name in result:
-                out[name] = result[name]
-        if per_caption:
-            columns: dict[str, list] = {key: [] for key in keys}
-            for k in range(result["chunks"]):
-                shard = store.read_columns(store.shard_path(Path(tmp) / "out", k))
-                for key in keys:
-                    columns[key].extend(shard[key])
-            out["per_caption"] = columns
-    return out
+    options = dict(options)
+    result = score_dataset(str(rows), metrics, out, id_column="id" if keyed else None,
+                           image_column="image" if with_images else None,
+                           chunk_size=_chunk_size(selected, options), processes=chunk_processes(), **options)
+    if result["rows"] != n:  # on_error="raise": a row it could not score raised
+        raise RuntimeError(f"capeval score: {n - result['rows']} of {n} rows were not scored in chunks.")
+    keys = [key for ks in selected.values() for key in ks]
+    scores = {key: result[key] for key in keys}
+    scores["signature"] = result["signature"]
+    for name in ("coverage", "non_english_ids"):
+        if name in result:
+            scores[name] = result[name]
+    return scores, result["chunks"]
