@@ -182,3 +182,136 @@ def test_the_chunks_are_scored_in_one_process_per_cpu_at_most_four(monkeypatch):
         assert chunk_processes() == expected
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())  # a pool's worker: no pool of its own
     assert chunk_processes() == 1
+
+
+def _forms(tmp_path: Path) -> dict[str, tuple[Path, Path]]:
+    """Every input form ``capeval score`` reads, 7 predictions each, ids in another order than the references'."""
+    rng = random.Random(3)
+
+    def caption() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9)))
+
+    ids = [5, 3, 1, 0, 6, 2, 4]
+    preds = {i: caption() for i in ids}
+    refs = {i: [caption() for _ in range(1 + i % 3)] for i in range(8)}  # image 7: no prediction (a warning)
+    files: dict[str, tuple[Path, Path]] = {}
+
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    files["json lists (by position)"] = (write("p.json", json.dumps([preds[i] for i in ids])),
+                                         write("r.json", json.dumps([refs[i] for i in ids], indent=2)))
+    files["coco results + annotations"] = (
+        write("res.json", json.dumps([{"image_id": i, "caption": preds[i]} for i in ids])),
+        write("ann.json", json.dumps({"images": [{"id": i} for i in refs], "annotations": [
+            {"image_id": i, "id": 100 + k, "caption": r} for i in refs for k, r in enumerate(refs[i])]})))
+    files["pycocoevalcap dicts"] = (write("res_d.json", json.dumps({str(i): [preds[i]] for i in ids})),
+                                    write("gts_d.json", json.dumps({str(i): refs[i] for i in refs}, indent=1)))
+    files["jsonl with ids"] = (
+        write("p.jsonl", "".join(json.dumps({"id": i, "prediction": preds[i]}) + "\n" for i in ids)),
+        write("r.jsonl", "".join(json.dumps({"image_id": str(i), "references": refs[i]}) + "\n" for i in refs)))
+    rows = [(i, r) for k in range(3) for i in refs for j, r in enumerate(refs[i]) if j == k]  # one id on many rows
+    files["csv, several rows per id"] = (
+        write("p.csv", "image_id,caption\n" + "".join(f"{i},{preds[i]}\n" for i in ids)),
+        write("r.csv", "image_id,reference\n" + "".join(f"{i},\"{r}\"\n" for i, r in rows)))
+    files["csv, ref1/ref2 columns"] = (
+        write("p2.csv", "\ufeffcaption\n" + "".join(f"{preds[i]}\n" for i in ids)),
+        write("r2.csv", "ref1,ref2\r\n" + "".join(f"{refs[i][0]},{refs[i][-1]}\r\n" for i in ids)))
+    return files
+
+
+FORMS = ["json lists (by position)", "coco results + annotations", "pycocoevalcap dicts", "jsonl with ids",
+         "csv, several rows per id", "csv, ref1/ref2 columns"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_input_form_streams_to_the_in_memory_output(tmp_path, capsys, monkeypatch, form):
+    pred_path, ref_path = _forms(tmp_path)[form]
+    common = ["--predictions", pred_path, "--references", ref_path, "--metrics", "bleu_4,rouge_l,cider_d",
+              "--no-language-check", "--per-caption", "--wide"]
+    rc, out_mem, err_mem = _score(capsys, monkeypatch, "100", *common, "--json", tmp_path / "mem.json")
+    assert rc == 0 and "in chunks" not in err_mem
+    rc, out_chunk, err_chunk = _score(capsys, monkeypatch, "0", *common, "--json", tmp_path / "chunk.json")
+    assert rc == 0 and "7 predictions: scoring in chunks" in err_chunk, err_chunk
+    assert out_chunk.replace("chunk.json", "X") == out_mem.replace("mem.json", "X")  # tables, per-caption rows too
+    assert len(out_chunk.splitlines()) > 7
+    warnings = [line for line in err_mem.splitlines() if "warning" in line]
+    assert warnings == [line for line in err_chunk.splitlines() if "warning" in line]
+    assert bool(warnings) == (form not in ("json lists (by position)", "csv, ref1/ref2 columns"))  # image 7
+    text = (tmp_path / "chunk.json").read_text(encoding="utf-8")
+    chunk, mem = json.loads(text), json.loads((tmp_path / "mem.json").read_text(encoding="utf-8"))
+    assert text == json.dumps(chunk, indent=2, ensure_ascii=False) + "\n"  # write_json's bytes, written piecewise
+    assert set(chunk) == set(mem) and chunk.get("image_ids") == mem.get("image_ids")
+    assert ("image_ids" in mem) == (form not in ("json lists (by position)", "csv, ref1/ref2 columns"))
+    for key, values in mem["per_caption"].items():
+        assert chunk["per_caption"][key] == pytest.approx(values, abs=1e-12), key
+    for key, value in mem.items():
+        if isinstance(value, float):
+            assert chunk[key] == pytest.approx(value, abs=1e-12), key
+    assert chunk["signature"] == mem["signature"]
+
+
+BAD = [  # (predictions file, its text, references file, its text)
+    ("p.json", '[{"image_id": 1, "caption": "a dog"}, {"image_id": 1, "caption": "a cat"}]', "r.json", '{"1": ["x"]}'),
+    ("p.json", '[{"image_id": 1, "caption": "a dog"}, {"image_id": 9, "caption": "a cat"}]', "r.json", '{"1": ["x"]}'),
+    ("p.json", '["a dog", "a cat", "a man"]', "r.json", '[["x"], ["y"]]'),
+    ("p.json", '["a dog", ""]', "r.json", '[["x"], ["y"]]'),
+    ("p.json", '[{"image_id": 1, "caption": "a dog"}, {"caption": "a cat"}]', "r.json", '{"1": ["x"]}'),
+    ("p.json", '{"1": ["a dog"], "1": ["a cat"]}', "r.json", '{"1": ["x"]}'),
+    ("p.json", '["a dog", "a \udcff cat"]', "r.json", '[["x"], ["y"]]'),
+    ("p.jsonl", '{"image_id": 1, "caption": "a dog"}\n{"image_id": 2, "caption": 7}\n{bad\n', "r.json", '{}'),
+    ("p.jsonl", '{"image_id": 1, "caption": "a dog"}\n', "r.json", '{"annotations": 3}'),
+    ("p.csv", 'image_id,caption\n1,a dog\n2,"a cat\n', "r.json", '{"1": ["x"]}'),
+    ("p.csv", 'image_id,caption\n1,a dog\n2,a cat,more\n', "r.json", '{"1": ["x"]}'),
+    ("p.csv", 'image_id,caption\n,a dog\n2,\n', "r.json", '{"1": ["x"]}'),
+    ("p.csv", 'image_id,caption\n1,a dog\n', "r.csv", 'image_id,reference\n1,\n'),
+    ("p.json", '["a dog"]', "r.json", '[{"image_id": 1, "references": ["x"]}, ["y"]]'),
+    ("p.json", '["a dog"]', "missing.json", None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BAD)))
+def test_bad_input_is_refused_in_the_in_memory_words(tmp_path, capsys, monkeypatch, case):
+    pred_name, pred_text, ref_name, ref_text = BAD[case]
+    pred_path, ref_path = tmp_path / pred_name, tmp_path / ref_name
+    pred_path.write_bytes(pred_text.encode("utf-8", "surrogateescape"))
+    if ref_text is not None:
+        ref_path.write_text(ref_text, encoding="utf-8")
+    common = ["--predictions", pred_path, "--references", ref_path, "--metrics", "bleu", "--no-language-check"]
+    rc_mem, _, err_mem = _score(capsys, monkeypatch, "100", *common)
+    rc_chunk, _, err_chunk = _score(capsys, monkeypatch, "0", *common)
+    assert rc_mem == rc_chunk == 1
+    error = [line for line in err_mem.splitlines() if "error" in line]
+    assert len(error) == 1 and "Traceback" not in err_chunk
+    assert [line for line in err_chunk.splitlines() if "error" in line] == error
+
+
+def _peak_mib(tmp_path: Path, n: int) -> float:
+    """Peak RSS (MiB) of ``capeval score`` on ``n`` tiny predictions in the chunked route: the largest process of its
+    tree (``ru_maxrss`` of a wrapper's children: the main process and the chunk workers it waited for)."""
+    import os
+    import subprocess
+    import sys
+
+    pred_path, ref_path = tmp_path / f"p{n}.jsonl", tmp_path / f"r{n}.jsonl"
+    with pred_path.open("w") as preds, ref_path.open("w") as refs:
+        for i in range(n):
+            preds.write(f'{{"image_id": {i}, "caption": "a dog {i % 97} runs"}}\n')
+            refs.write(f'{{"image_id": {i}, "references": ["a dog runs {i % 13}", "a cat"]}}\n')
+    probe = ("import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if rc == 0 else -1)")
+    command = [sys.executable, "-c", probe, sys.executable, "-m", "capeval", "score", "--predictions", str(pred_path),
+               "--references", str(ref_path), "--metrics", "rouge_l", "--no-language-check", "--json",
+               str(tmp_path / "out.json"), "--per-caption"]
+    done = subprocess.run(command, env=dict(os.environ, CAPEVAL_SCORE_IN_MEMORY_MAX="0"), capture_output=True,
+                          text=True, timeout=300)
+    peak = int(done.stdout.split()[-1])
+    assert peak > 0, done.stderr
+    return peak / 1024
+
+
+def test_the_main_process_memory_does_not_grow_with_the_rows(tmp_path):
+    small, large = _peak_mib(tmp_path, 20_000), _peak_mib(tmp_path, 80_000)
+    assert large - small < 40, (small, large)  # 4x the rows; the old route held ~1.4 KB per row (+ ~80 MiB here)
