@@ -201,12 +201,77 @@ def test_steps_and_cache_clearing_leave_the_statistics_unchanged(py_scorer, monk
     monkeypatch.setattr(scorer_module, "_SENTENCE_CACHE_SIZE", 5)
     monkeypatch.setattr(scorer_module, "_WORD_CACHE_SIZE", 3)
     small = PythonMeteorScorer()
-    sizes = []  # the sentence cache's size after each alignment
-    align = scorer_module.align_stats
-    monkeypatch.setattr(scorer_module, "align_stats", lambda *a: sizes.append(len(small._sentences)) or align(*a))
+    sizes = []  # the sentence cache's size at each caption's alignments
+    align = scorer_module.best_stats
+    monkeypatch.setattr(scorer_module, "best_stats", lambda *a: sizes.append(len(small._sentences)) or align(*a))
     assert small.statistics(hyps, refs) == expected
     assert max(sizes) <= 7 * 5 and len(small._prepared) <= 5 and len(small._words) <= 3
     assert small.computed == 61  # the repeated pair is aligned once, across steps
+
+
+def _sentences(scorer: PythonMeteorScorer, hypothesis: str, references: list[str]):
+    """The aligner's sentences of one pair and the paraphrase groups they need (as a call builds them)."""
+    scorer.load()
+    scorer._add_sentences([hypothesis, *references])
+    return (scorer._sentences[prepare_text(hypothesis)], [scorer._sentences[prepare_text(r)] for r in references],
+            scorer._groups)
+
+
+def test_the_score_bound_is_never_below_the_score():
+    """:func:`capeval.meteor.align.score_bound` bounds the score of the alignment the search picks, for random
+    captions of every stage (stems, synonyms, paraphrases, function words) and empty lines; it is reached by
+    identical lines and is 0 where nothing can match."""
+    from capeval.meteor.align import align_stats, candidates, hypothesis_index, score_bound
+
+    scorer = PythonMeteorScorer()
+    rng = random.Random(31)
+    pairs = [(_random_caption(rng), _random_caption(rng)) for _ in range(300)]
+    pairs += [("a man riding a bicycle on the road", "a man rides a bike on the street"),
+              ("the dog plays on the lawn", "the dog plays on the lawn"), ("a dog", "two cats")]
+    tight = 0
+    for hypothesis, reference in pairs:
+        s1, (s2,), groups = _sentences(scorer, hypothesis, [reference])
+        found = candidates(s1, s2, groups, hypothesis_index(s1))
+        value = score(align_stats(s1, s2, groups))
+        bound = score_bound(s1, s2, found)
+        assert value <= bound, (hypothesis, reference, value, bound)
+        tight += bound == value
+    s1, (s2,), groups = _sentences(scorer, "the dog plays on the lawn", ["the dog plays on the lawn"])
+    assert score_bound(s1, s2, candidates(s1, s2, groups)) == score(align_stats(s1, s2, groups)) > 0.99
+    s1, (s2,), groups = _sentences(scorer, "a dog", ["two cats"])
+    assert score_bound(s1, s2, candidates(s1, s2, groups)) == 0.0
+    assert tight > 10
+
+
+def test_best_reference_equals_aligning_every_reference(monkeypatch):
+    """:func:`capeval.meteor.align.best_stats` gives the statistics of the first reference with the highest score,
+    as aligning each in order does (ties: the first; repeated references; one reference), while aligning fewer."""
+    import capeval.meteor.align as align_module
+
+    scorer = PythonMeteorScorer()
+    rng = random.Random(32)
+    cases = [(_random_caption(rng), [_random_caption(rng) for _ in range(rng.randint(1, 5))]) for _ in range(200)]
+    cases += [("a dog runs", ["two cats", "a dog runs", "a dog runs", "a dog"]),  # a tie: the first of the two
+              ("a dog runs", ["a dog", "a dog", "a dog"]), ("", ["a dog", ""]), ("a dog", ["a dog"])]
+    aligned = []
+    stats_of = align_module.stats_of
+    monkeypatch.setattr(align_module, "stats_of", lambda *a: aligned.append(1) or stats_of(*a))
+    for hypothesis, references in cases:
+        s1, s2s, groups = _sentences(scorer, hypothesis, references)
+        every = [align_module.align_stats(s1, s2, groups) for s2 in s2s]
+        scores = [score(st) for st in every]
+        expected = every[scores.index(max(scores))]
+        aligned.clear()
+        assert align_module.best_stats(s1, s2s, groups) == expected
+        assert len(aligned) <= len(references)
+        if hypothesis == "a dog runs" and len(references) == 4:
+            assert len(aligned) == 2  # the tied pair; "two cats" and "a dog" are bounded below their score
+    total = sum(len(r) for _, r in cases)
+    aligned.clear()
+    for hypothesis, references in cases:
+        s1, s2s, groups = _sentences(scorer, hypothesis, references)
+        align_module.best_stats(s1, s2s, groups)
+    assert len(aligned) < 0.9 * total
 
 
 def _tracked_state(scorer: PythonMeteorScorer) -> int:

@@ -21,15 +21,23 @@ search weights 1.0 / 0.5 / 0.5 / 0.5, truncated as Java's ``int += double`` trun
 chunks, then smaller distance — including the jar's quirk of adding a chosen match's distance to the
 *parent* path. Sorting is stable like ``Collections.sort``. The final alignment's chunks and matches are
 recounted over the chosen matches, as ``getCountAndChunks`` does.
+
+**Several references** (:func:`best_stats`): the jar keeps the statistics of the first reference with the highest
+score. Their candidates bound what each can score (:func:`score_bound`: every coverable word matched, in one chunk
+where possible), so the references are aligned from the highest bound down and the search stops where the bound falls
+below the best score found: the same statistics, fewer beam searches.
 """
 from __future__ import annotations
 
+from itertools import compress
 from operator import itemgetter
 from typing import NamedTuple
 
-from capeval.meteor.stats import N_STAGES, STAT_FIELDS
+from capeval.meteor.stats import N_STAGES, STAT_FIELDS, score
+from capeval.meteor.stats import score_bound as stats_bound
 
-__all__ = ["BEAM_SIZE", "Sentence", "align_stats", "hypothesis_index", "java_hash"]
+__all__ = ["BEAM_SIZE", "BOUND_MARGIN", "Sentence", "align_stats", "best_stats", "candidates", "hypothesis_index",
+           "java_hash", "score_bound", "stats_of"]
 
 BEAM_SIZE = 40
 EXACT, STEM, SYNONYM, PARAPHRASE = range(N_STAGES)
@@ -145,8 +153,10 @@ def _word_matches(s1: Sentence, s2: Sentence, index1, matches: list, cov1: list,
     return False
 
 
-def _candidate_matches(s1: Sentence, s2: Sentence, groups, index1) -> tuple[list[list[Match]], list[int], list[int]]:
-    """``Stage.matches`` (per line-2 position, in the jar's order) and the two coverage arrays."""
+def candidates(s1: Sentence, s2: Sentence, groups, index1=None) -> tuple[list[list[Match]], list[int], list[int]]:
+    """Every candidate match of hypothesis ``s1`` against reference ``s2`` (``Stage.matches``: per line-2 position, in
+    the jar's order) and the two coverage arrays (per word, how many candidates cover it): the input of
+    :func:`score_bound` and :func:`stats_of`. ``groups`` and ``index1`` as in :func:`align_stats`."""
     n1, n2 = len(s1.words), len(s2.words)
     matches: list[list[Match]] = [[] for _ in range(n2)]
     cov1 = [0] * n1
@@ -295,24 +305,36 @@ def _fixed_matches(matches: list[list[Match]], cov1: list[int], cov2: list[int])
     return fixed, used1, used2, open_choices
 
 
-def align_stats(s1: Sentence, s2: Sentence, groups, beam: int = BEAM_SIZE, index1=None) -> list[float]:
-    """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
+def score_bound(s1: Sentence, s2: Sentence, found: tuple) -> float:
+    """An upper bound on the METEOR score of any alignment of ``s1`` with ``s2`` that picks among the candidates
+    ``found`` (:func:`candidates`): every word a candidate covers matched at full weight, in as few chunks as the
+    covered words allow (:func:`capeval.meteor.stats.score_bound`). ``inf`` for an empty line."""
+    _, cov1, cov2 = found
+    n1, n2 = len(cov1), len(cov2)
+    if not n1 or not n2:
+        return float("inf")
+    return stats_bound((n1, s1.n_function, n1 - cov1.count(0), sum(compress(s1.function, cov1))),
+                       (n2, s2.n_function, n2 - cov2.count(0), sum(compress(s2.function, cov2))))
 
-    ``groups``: the paraphrase table's packed groups of (at least) the two sentences' phrases, by phrase id
-    (:meth:`capeval.meteor.paraphrase.ParaphraseTable.packed_groups`; ``None``: no paraphrase stage); ``index1``:
-    :func:`hypothesis_index` of ``s1`` when it is already built.
-    """
-    n1, n2 = len(s1.words), len(s2.words)
-    matches, cov1, cov2 = _candidate_matches(s1, s2, groups, index1)
+
+def stats_of(s1: Sentence, s2: Sentence, found: tuple, beam: int = BEAM_SIZE) -> list[float]:
+    """The 23 METEOR statistics of the best alignment among the candidates ``found`` (:func:`candidates`): the fixed
+    matches, then the beam search over the rest, counted as ``Aligner.align`` and ``getCountAndChunks`` count."""
+    matches, cov1, cov2 = found
     fixed, used1, used2, open_choices = _fixed_matches(matches, cov1, cov2)
     final: list = list(fixed)
     if open_choices:  # else the search's one path takes the fixed matches and nothing else
-        node = _resolve(matches, fixed, used1, used2, beam, n1)[5]
+        node = _resolve(matches, fixed, used1, used2, beam, len(cov1))[5]
         while node is not None:
             m, node = node
             final[m[0]] = m
+    return _count(s1, s2, final)
 
-    # per-stage counts over every chosen match (Aligner.align), chunks over the line-2 walk (getCountAndChunks)
+
+def _count(s1: Sentence, s2: Sentence, final: list) -> list[float]:
+    """The statistics of the chosen matches ``final`` (per line-2 start; ``None`` elsewhere): per-stage counts over
+    every chosen match (``Aligner.align``), chunks over the line-2 walk (``getCountAndChunks``)."""
+    n1, n2 = len(s1.words), len(s2.words)
     content1 = [0] * N_STAGES
     content2 = [0] * N_STAGES
     function1 = [0] * N_STAGES
@@ -358,3 +380,41 @@ def align_stats(s1: Sentence, s2: Sentence, groups, beam: int = BEAM_SIZE, index
     stats += [float(chunks), float(matched1), float(matched2)]
     assert len(stats) == STAT_FIELDS
     return stats
+
+
+def align_stats(s1: Sentence, s2: Sentence, groups, beam: int = BEAM_SIZE, index1=None) -> list[float]:
+    """The 23 METEOR statistics of hypothesis ``s1`` against reference ``s2`` (``MeteorScorer.getMeteorStats``).
+
+    ``groups``: the paraphrase table's packed groups of (at least) the two sentences' phrases, by phrase id
+    (:meth:`capeval.meteor.paraphrase.ParaphraseTable.packed_groups`; ``None``: no paraphrase stage); ``index1``:
+    :func:`hypothesis_index` of ``s1`` when it is already built.
+    """
+    return stats_of(s1, s2, candidates(s1, s2, groups, index1), beam)
+
+
+#: Scores closer than this to the best so far are aligned, whatever their bound (float rounding of the bound is
+#: far below it; scores lie in [0, 1]).
+BOUND_MARGIN = 1e-9
+
+
+def best_stats(s1: Sentence, references: list[Sentence], groups, beam: int = BEAM_SIZE, index1=None) -> list[float]:
+    """The statistics of the first reference with the highest score (``MeteorScorer.getMeteorStats`` over several
+    references), the same as aligning each: the references are aligned in order of :func:`score_bound`, highest
+    first, and one whose bound is below the best score found (by more than :data:`BOUND_MARGIN`) is not aligned, as
+    its score could neither beat nor tie it."""
+    if index1 is None:
+        index1 = hypothesis_index(s1)
+    found = [candidates(s1, s2, groups, index1) for s2 in references]
+    if len(references) == 1:
+        return stats_of(s1, references[0], found[0], beam)
+    bounds = [score_bound(s1, s2, f) for s2, f in zip(references, found)]
+    best: list[float] | None = None
+    best_score, best_at = -1.0, -1
+    for k in sorted(range(len(references)), key=lambda k: -bounds[k]):
+        if bounds[k] + BOUND_MARGIN < best_score:
+            break  # the rest are bounded lower still
+        stats = stats_of(s1, references[k], found[k], beam)
+        value = score(stats)
+        if value > best_score or (value == best_score and k < best_at):
+            best, best_score, best_at = stats, value, k
+    return best

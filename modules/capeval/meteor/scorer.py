@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
-from capeval.meteor.align import BEAM_SIZE, SPOT_BITS, Sentence, align_stats, hypothesis_index, java_hash
+from capeval.meteor.align import BEAM_SIZE, SPOT_BITS, Sentence, best_stats, java_hash
 from capeval.meteor.forked import ForkedShares, can_fork, default_processes
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
@@ -221,16 +221,9 @@ class PythonMeteorScorer:
         with self._lock:
             self._load()
             test = self.sentence(self._prepare(hypothesis))
-            index = hypothesis_index(test)
             groups = self._groups if self._table is not None else None
-            best: list[float] | None = None
-            best_score = -1.0
-            for reference in references:
-                stats = align_stats(test, self.sentence(self._prepare(reference)), groups, self.beam, index)
-                value = score(stats)
-                if value > best_score:
-                    best, best_score = stats, value
-            return best
+            return best_stats(test, [self.sentence(self._prepare(reference)) for reference in references], groups,
+                              self.beam)
 
     def statistics(self, hypotheses: Sequence[str], references: Sequence[Sequence[str]], progress=None) -> list[str]:
         """The jar's statistics line per (hypothesis, references) pair.

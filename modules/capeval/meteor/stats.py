@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 __all__ = ["ALPHA", "BETA", "DELTA", "GAMMA", "N_STAGES", "STAGE_WEIGHTS", "STAT_FIELDS", "aggregate",
-           "format_stats", "parse_stats", "score"]
+           "format_stats", "parse_stats", "score", "score_bound"]
 
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.20, 0.60, 0.75
 STAGE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)
@@ -72,6 +72,28 @@ def score(stats: Sequence[float]) -> float:
     if math.isnan(value):
         return 0.0
     return max(value, 0.0)
+
+
+def score_bound(test: tuple[int, int, int, int], reference: tuple[int, int, int, int]) -> float:
+    """An upper bound on :func:`score` for two non-empty lines of which only some words can be matched.
+
+    ``test`` and ``reference``: ``(words, function words, coverable words, coverable function words)`` of each line
+    (a coverable word: one that some candidate match covers). Each line's weighted matches are at most its coverable
+    words matched at stage weight 1, and the fragmentation at least one chunk over all coverable words (none when
+    every word of both lines is coverable); :func:`score` increases with the matches and decreases with the
+    fragmentation, so no alignment of these lines scores above the bound. In [0, 1].
+    """
+    (n1, function1, covered1, covered_function1), (n2, function2, covered2, covered_function2) = test, reference
+    if not covered1 or not covered2:
+        return 0.0
+    precision = (DELTA * (covered1 - covered_function1) + (1.0 - DELTA) * covered_function1) / (
+        DELTA * (n1 - function1) + (1.0 - DELTA) * function1)
+    recall = (DELTA * (covered2 - covered_function2) + (1.0 - DELTA) * covered_function2) / (
+        DELTA * (n2 - function2) + (1.0 - DELTA) * function2)
+    fmean = 1.0 / ((1.0 - ALPHA) / precision + ALPHA / recall)
+    if covered1 == n1 and covered2 == n2:
+        return fmean
+    return fmean * (1.0 - GAMMA * math.pow(2.0 / (covered1 + covered2), BETA))
 
 
 def aggregate(rows: Iterable[Sequence[float]], start: Sequence[float] | None = None) -> list[float]:
