@@ -29,13 +29,16 @@ import threading
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
-from capeval.meteor.align import BEAM_SIZE, SPOT_BITS, Sentence, best_stats, java_hash
+from capeval.meteor.align import BEAM_SIZE, SPOT_BITS, Sentence, java_hash
+from capeval.meteor.compiled import aligner
 from capeval.meteor.forked import ForkedShares, can_fork, default_processes
 from capeval.meteor.normalize import normalize_line
 from capeval.meteor.stats import aggregate, format_stats, parse_stats, score
 
 __all__ = ["PythonMeteorScorer", "pair_key", "prepare_text", "snowball_english"]
 
+#: The best-reference search of :mod:`capeval.meteor.align`, compiled when it can be (:mod:`capeval.meteor.compiled`).
+best_stats = aligner().best_stats
 _TOKEN_SPLIT = re.compile("[ \t\n\r\f]+")
 _JAVA_TRIM = "".join(chr(c) for c in range(33))
 #: Pairs whose sentences are built together (their table n-grams looked up in one vectorised lookup per step). The
