@@ -24,7 +24,6 @@ Measured figures and their command: ``BENCHMARKS.md`` ("capeval score on a milli
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -181,6 +180,8 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
 
 def _write_rows(path: Path, paired: Iterator[tuple[str, list[str]]], ids: Iterator[Any] | None,
                 images: list[Any] | None) -> None:
+    from capeval.io import JSON_UNESCAPED
+
     with path.open("w", encoding="utf-8") as out:
         for i, (prediction, references) in enumerate(paired):
             row: dict[str, Any] = {"prediction": prediction, "references": references}
@@ -188,7 +189,7 @@ def _write_rows(path: Path, paired: Iterator[tuple[str, list[str]]], ids: Iterat
                 row["id"] = next(ids)
             if images is not None:
                 row["image"] = os.path.abspath(images[i])  # score_dataset resolves relative paths against this file
-            out.write(json.dumps(row, ensure_ascii=False))
+            out.write(JSON_UNESCAPED.encode(row))
             out.write("\n")
 
 

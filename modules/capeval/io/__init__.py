@@ -100,10 +100,19 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` as one reusable encoder (``.encode(value)``: the same text; ``json.dumps``
+#: with an option builds a new encoder per call).
+JSON_UNESCAPED = json.JSONEncoder(ensure_ascii=False)
+#: One decoder for :func:`loads` (``json.loads`` with a hook builds a new one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads`` that raises :class:`DuplicateKeyError` for an object naming a key twice (``json`` keeps the
     last value silently)."""
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    return _DECODER.decode(text)
 
 
 def duplicate_key_message(where: str, key: str) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from capeval.io import (
+    JSON_UNESCAPED,
     InputFormatError,
     _annotation,
     _annotations_error,
@@ -634,7 +635,7 @@ class Index:
             self._flush()
 
     def add_reference(self, key: Any, texts: list[str]) -> None:
-        self._refs.append((None if key is None else str(key), json.dumps(texts, ensure_ascii=False), key))
+        self._refs.append((None if key is None else str(key), JSON_UNESCAPED.encode(texts), key))
         if len(self._refs) >= self.BATCH:
             self._flush()
 
@@ -643,10 +644,13 @@ class Index:
             self.db.executemany("INSERT INTO preds (key, id, label, caption) VALUES (?, ?, ?, ?)", self._preds)
             self.n_preds += len(self._preds)
             self._preds = []
-        for key, texts, value in self._refs:
-            n = self.db.execute("INSERT INTO refs (key, texts) VALUES (?, ?)", (key, texts)).lastrowid
-            if key is not None:
-                self.db.execute("INSERT OR IGNORE INTO ref_keys VALUES (?, ?, ?)", (key, n, json.dumps(value)))
+        if self._refs:  # row n: the n-th reference item (1-based), as SQLite numbers them; a key's first kept
+            first = self.n_refs + 1
+            self.db.executemany("INSERT INTO refs (n, key, texts) VALUES (?, ?, ?)",
+                                [(first + i, key, texts) for i, (key, texts, _) in enumerate(self._refs)])
+            self.db.executemany("INSERT OR IGNORE INTO ref_keys VALUES (?, ?, ?)",
+                                [(key, first + i, json.dumps(value)) for i, (key, _, value) in enumerate(self._refs)
+                                 if key is not None])
         self.n_refs += len(self._refs)
         self._refs = []
 
