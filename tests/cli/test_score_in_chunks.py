@@ -133,6 +133,45 @@ def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, stat
     assert list(scratch.iterdir()) == []
 
 
+def test_the_folder_a_sigkill_left_is_removed_by_the_next_run(tmp_path):
+    """SIGKILL (nothing can clean up) while the files are read into the index: the next chunked run removes the
+    folder once it is over a minute old (``capeval.scratch``), and leaves nothing itself."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from capeval.scratch import STALE_AFTER_S
+
+    pred_path, ref_path = _files(tmp_path, n=60_000)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, CAPEVAL_SCORE_IN_MEMORY_MAX="0", TMPDIR=str(scratch))
+    command = [sys.executable, "-m", "capeval", "score", "--predictions", str(pred_path), "--references",
+               str(ref_path), "--metrics", "caption_length", "--no-language-check"]
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(scratch.glob("capeval-score-*/index.sqlite")) and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.02)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    (left,) = scratch.iterdir()
+    assert (left / "index.sqlite").is_file()
+    past = time.time() - STALE_AFTER_S - 5
+    os.utime(left, (past, past))
+    (tmp_path / "small").mkdir()
+    small_pred, small_ref = _files(tmp_path / "small", n=30)
+    done = subprocess.run([*command[:5], str(small_pred), "--references", str(small_ref), *command[8:]], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "scoring in chunks" in done.stderr and list(scratch.iterdir()) == []
+
+
 def test_a_result_that_cannot_be_written_names_its_file(tmp_path, capsys, monkeypatch):
     """A full disk: one line naming the file, and an earlier result left whole (the write is atomic)."""
     import errno

@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(capeval.__file__).resolve().parent
 ROOMS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("_version", "suggest", "hub_cli", "paths", "progress", "signature", "validation", "io", "java",
                     "published", "advice", "matching", "inputs", "render", "testing", "registry", "provenance", "catalog", "model_store", "model_integrity", "workers", "options", "plugins", "dependencies", "loaded_models", "language",
-                    "coverage", "scales", "sqlite_retry")),
+                    "coverage", "scales", "sqlite_retry", "scratch")),
     ("text", ("text", "meteor")),
     ("batch", ("batch", "metric")),
     ("metric families and models", ("coco", "spice", "spice_u", "spider", "thumb", "models", "sentence_cosine",

@@ -139,11 +139,11 @@ def _relaunch(args: argparse.Namespace) -> int:
     if command[1:3] != ["-m", "accelerate.commands.launch"]:
         raise RuntimeError(f"unexpected launch command {command[:3]}")
     command[1:3] = ["-m", "capeval.cli.launcher"]  # accelerate launch, quiet when stopped
-    import tempfile
-
     from capeval.cli import ERRORS_FOLDER_ENV, say_relaunched_errors
+    from capeval.scratch import scratch_folder
 
-    with tempfile.TemporaryDirectory(prefix="capeval-processes-") as errors:
+    with scratch_folder("capeval-processes-") as folder:
+        errors = str(folder)
         env = dict(os.environ, **{RELAUNCHED_ENV: str(os.getpid()), ERRORS_FOLDER_ENV: errors})
         launcher = subprocess.Popen(command, env=env,
                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)

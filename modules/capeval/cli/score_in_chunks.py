@@ -25,7 +25,6 @@ Measured figures and their command: ``BENCHMARKS.md`` ("capeval score on a milli
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -150,11 +149,12 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
     import sys
 
     from capeval.io.stream import Index, read_predictions, read_references
+    from capeval.scratch import scratch_folder
     from capeval.validation import check_lengths
 
     pred_path, ref_path = paths
-    with tempfile.TemporaryDirectory(prefix="capeval-score-") as tmp:
-        index = Index(Path(tmp) / "index.sqlite")
+    with scratch_folder("capeval-score-") as tmp:
+        index = Index(tmp / "index.sqlite")
         try:
             keyed = read_predictions(pred_path, index, allow_empty=args.empty == "zero")
             by_id = read_references(ref_path, index) and keyed
@@ -169,11 +169,11 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
                 check_lengths(n, index.n_refs)
             print(f"capeval score: {n} predictions: scoring in chunks of rows (as capeval score-dataset) in "
                   "bounded memory", file=sys.stderr)
-            rows = Path(tmp) / "rows.jsonl"
+            rows = tmp / "rows.jsonl"
             _write_rows(rows, index.paired(by_id), index.ids() if keyed else None, images)
             result, chunks = _score_rows(rows, n, keyed, images is not None, metrics=metrics, selected=selected,
-                                         options=options, out=Path(tmp) / "out")
-            yield Scored(index, Path(tmp) / "out", [k for ks in selected.values() for k in ks], n, keyed, result, chunks)
+                                         options=options, out=tmp / "out")
+            yield Scored(index, tmp / "out", [k for ks in selected.values() for k in ks], n, keyed, result, chunks)
         finally:
             index.close()
 

@@ -29,6 +29,7 @@ import os
 import shutil
 import struct
 import tempfile
+import weakref
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -327,6 +328,8 @@ class DiskDocumentFrequency(DocumentFrequency):
     path: str = ""
     header: dict = field(default_factory=dict)
     index: np.ndarray = field(default_factory=lambda: np.zeros(0, _KEY), repr=False)
+    #: The open file of a table whose file was removed (:meth:`detach`); ``None``: ``path`` is opened per lookup.
+    _fd: int | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def open(cls, path: str | os.PathLike, settings: dict | None = None, *, verify: bool = True
@@ -343,6 +346,24 @@ class DiskDocumentFrequency(DocumentFrequency):
         documents = header["documents"]
         settings = settings if settings is not None else {"source": "references", "rows": documents}
         return cls({}, documents, settings, str(path), header, index)
+
+    def detach(self) -> None:
+        """Keep the table open and remove its file, so that no file outlives this process, even one killed with
+        SIGKILL (a table received by an engine's worker). A detached table cannot be sent to another process."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.unlink(self.path)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    def __getstate__(self) -> dict:
+        if self._fd is not None:
+            raise TypeError(f"the document-frequency table of {self.path} was detached from its file (its descriptor "
+                            "is this process's): open the file in the other process instead.")
+        return dict(self.__dict__)
 
     def __len__(self) -> int:
         return int(self.header.get("entries", 0))
@@ -362,7 +383,7 @@ class DiskDocumentFrequency(DocumentFrequency):
         found = np.zeros(len(wanted), dtype=np.float64)
         entries, keys_at, counts_at = len(self), self.header["keys_at"], self.header["counts_at"]
         block = int(self.header["block"])
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY) if self._fd is None else self._fd
         try:
             for group in np.split(blocks, breaks):
                 first = int(group[0]) * block
@@ -377,7 +398,8 @@ class DiskDocumentFrequency(DocumentFrequency):
                     counts = np.frombuffer(_pread(fd, (stop - first) * 8, counts_at + first * 8), dtype=_COUNT)
                     found[lo:hi][hit] = counts[at[hit]]
         finally:
-            os.close(fd)
+            if fd != self._fd:
+                os.close(fd)
         out[order] = found
         return out
 

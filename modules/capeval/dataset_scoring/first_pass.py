@@ -4,6 +4,7 @@ counted in shares (one per process, chunk ``k`` in share ``k % world``) and merg
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from capeval.dataset_scoring import store
 from capeval.dataset_scoring.chunks import ScoringRun, chunk_rows, options_with_table, wanted_columns
@@ -88,27 +89,33 @@ def table_of(count) -> bytes:
     """The bytes of a table file (``capeval-df/1``) of what ``count(counter)`` adds to a new counter, counted in a
     temporary folder: what an engine without a shared folder sends back to be merged (tables over disjoint rows merge
     into the whole table exactly: :func:`capeval.coco.disk_df.merge_tables`)."""
-    import tempfile
-
     from capeval.coco.dataset_pass import DatasetDocumentFrequencyCount
+    from capeval.scratch import scratch_folder
 
-    with tempfile.TemporaryDirectory(prefix="capeval-df-") as tmp:
-        counter = DatasetDocumentFrequencyCount(Path(tmp) / "runs")
+    with scratch_folder("capeval-df-") as tmp:
+        counter = DatasetDocumentFrequencyCount(tmp / "runs")
         count(counter)
-        counter.write(Path(tmp) / "table.bin")
-        return (Path(tmp) / "table.bin").read_bytes()
+        counter.write(tmp / "table.bin")
+        return (tmp / "table.bin").read_bytes()
 
 
-def options_with_table_bytes(run: ScoringRun, table: bytes):
-    """``(the run's metric options with the first pass's table, the temporary folder that holds it)``: the table's
-    bytes (sent by an engine without a shared folder) written to a file of this process and opened from there. Keep
-    the folder as long as the options are used."""
+def options_with_table_bytes(run: ScoringRun, table: bytes) -> dict[str, Any]:
+    """The run's metric options with the first pass's table, from the table's bytes (sent by an engine without a
+    shared folder): written to a scratch folder of this process, opened, and its file removed at once
+    (:meth:`~capeval.coco.disk_df.DiskDocumentFrequency.detach`), so that nothing is left behind when the process is
+    killed."""
     import dataclasses
-    import tempfile
 
-    folder = tempfile.TemporaryDirectory(prefix="capeval-df-")
-    store.write_atomic(Path(folder.name) / store.CIDER_DF, table)
-    return options_with_table(dataclasses.replace(run, folder=Path(folder.name))), folder
+    from capeval.coco.disk_df import DiskDocumentFrequency
+    from capeval.scratch import scratch_folder
+
+    with scratch_folder("capeval-df-") as folder:
+        store.write_atomic(folder / store.CIDER_DF, table)
+        options = options_with_table(dataclasses.replace(run, folder=folder))
+        for value in {id(value): value for value in options.values()}.values():
+            if isinstance(value, DiskDocumentFrequency):
+                value.detach()
+    return options
 
 
 def merge_shares_of(run: ScoringRun, world: int) -> None:

@@ -74,7 +74,6 @@ class ChunkWorker:
     def __init__(self, run: ScoringRun) -> None:
         self.run = run
         self._options: dict[str, Any] | None = None
-        self._table_dir: Any = None
 
     def count(self, k: int, batch: dict[str, list], base_dir: Path | None) -> bytes:
         return chunk_table(self.run, k, batch, base_dir)
@@ -93,7 +92,7 @@ class ChunkWorker:
             else:
                 import ray
 
-                self._options, self._table_dir = options_with_table_bytes(self.run, ray.get(table[0]))
+                self._options = options_with_table_bytes(self.run, ray.get(table[0]))
         return self._options
 
 

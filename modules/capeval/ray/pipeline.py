@@ -181,23 +181,22 @@ class BatchCounter:
 
 def _count_table(ds, run: ScoringRun, concurrency: int | None) -> bytes:
     """The first pass: every batch counted by :class:`BatchCounter`, the tables merged; the whole table's bytes."""
-    import tempfile
-
     from capeval.coco.disk_df import merge_tables
     from capeval.dataset_scoring import store
+    from capeval.scratch import scratch_folder
 
     import ray
 
     counted = ds.map_batches(BatchCounter, batch_size=run.chunk_size, batch_format="pyarrow",
                              fn_constructor_kwargs={"run": run}, compute=_actors(ray, concurrency))
-    with tempfile.TemporaryDirectory(prefix="capeval-ray-df-") as tmp:
+    with scratch_folder("capeval-ray-df-") as tmp:
         parts = []
         for i, row in enumerate(counted.iter_rows()):
-            path = Path(tmp) / f"part-{i:06d}.bin"
+            path = tmp / f"part-{i:06d}.bin"
             path.write_bytes(row["table"])
             parts.append(path)
-        merge_tables(parts, Path(tmp) / store.CIDER_DF, spill_dir=Path(tmp) / "merge")
-        return (Path(tmp) / store.CIDER_DF).read_bytes()
+        merge_tables(parts, tmp / store.CIDER_DF, spill_dir=tmp / "merge")
+        return (tmp / store.CIDER_DF).read_bytes()
 
 
 class BatchScorer:
@@ -208,13 +207,12 @@ class BatchScorer:
         from capeval.registry import metric_class
 
         self.run = run
-        self._table_dir = None
         if table is None:
             self.options = options_with_table(run)
         else:  # the first pass's table, fetched once, opened from a file of this actor
             import ray
 
-            self.options, self._table_dir = options_with_table_bytes(run, ray.get(table[0]))
+            self.options = options_with_table_bytes(run, ray.get(table[0]))
         self.coverage_names = [name for name in run.selected if metric_class(name).reports_coverage]
         self._said: set[type] = set()
 
