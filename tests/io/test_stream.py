@@ -133,6 +133,50 @@ def test_edge_files_read_as_in_memory(tmp_path, piece, data):
     _same(path, tmp_path)
 
 
+@pytest.mark.parametrize("lines", [
+    ['{"image_id": 1, "caption": ""}', '{"image_id": 2, "caption": "a cat"}', '{"image_id": 3, "caption": "a'],
+    ['{"image_id": 1, "caption": 5}', '{"image_id": 2, "caption": "a cat"}', '{"image_id": 3, "image_id": 4}'],
+    ['null', '"a dog"', '"a cat"'],
+    ['null', '{"image_id": 1, "caption": "a"}'],
+    ['"a dog"', '{"image_id": 1, "caption": "a"}', '"a cat"'],
+    ['["a dog", "a cat"]', '"a bird"', '{"image_id": 1, "references": ["x"]}'],
+    ['["a dog", ""]', '["a cat"]', '7'],
+    ['[]', '["a cat"]', '["x"'],
+    ['{"image_id": 1, "references": ["a dog"]}', '["a cat"]', '{"references": ["b"]}'],
+    ['{"image_id": 1, "references": []}', '{"image_id": 1, "references": ["a"]}', '{"image_id": 2, "caption": "b"}'],
+    ['{"image_id": 1, "caption": "a"}', '{"caption": "b"}', '{"image_id": 1, "caption": "c"}'],
+    ['{"image_id": 1, "caption": "a"}', '', '  ', '{"image_id": 1, "caption": "c"}'],
+    ['"a dog"', '', '"a cat"', '{bad json'],
+], ids=lambda lines: "|".join(lines)[:40])
+def test_json_lines_read_in_one_pass_as_in_memory(tmp_path, piece, lines):
+    """JSON Lines are read in one pass: an item's refusal waits for the rest of the file's syntax, and a file whose
+    first line does not tell its form (or a later line contradicts it) is read in two."""
+    path = tmp_path / "input.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _same(path, tmp_path)
+
+
+def test_an_images_reference_rows_are_joined_into_one_list(tmp_path):
+    """Pairing by id joins the JSON texts of an image's reference rows (empty rows, quotes, non-ASCII text) into the
+    list their items make, for every prediction of that image."""
+    index = Index(tmp_path / "index.sqlite")
+    try:
+        for label, key, caption in [("line 1", 2, "a"), ("line 2", "x", "b"), ("line 3", 7, "c")]:
+            index.add_prediction(label, key, caption)
+        index.done()
+        rows = [(2, ["a dog", 'say "hi"']), ("x", []), (2, []), (7, ["\u00e9t\u00e9 \u2028"]), (2, ["\\ back"]),
+                ("x", ["one"])]
+        for key, texts in rows:
+            index.add_reference(key, texts)
+        index.done()
+        texts = list(index.paired_texts(True))
+        assert [(c, json.loads(t), json.loads(i)) for c, t, i in texts] == [
+            ("a", ["a dog", 'say "hi"', "\\ back"], 2), ("b", ["one"], "x"), ("c", ["\u00e9t\u00e9 \u2028"], 7)]
+        assert list(index.paired(True)) == [(c, json.loads(t)) for c, t, _ in texts]
+    finally:
+        index.close()
+
+
 def test_large_values_cross_the_window(tmp_path, monkeypatch):
     monkeypatch.setattr(stream, "PIECE", 64)
     long = "a dog " * 200  # a caption longer than several pieces

@@ -170,7 +170,7 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
             print(f"capeval score: {n} predictions: scoring in chunks of rows (as capeval score-dataset) in "
                   "bounded memory", file=sys.stderr)
             rows = tmp / "rows.jsonl"
-            _write_rows(rows, index.paired(by_id), index.ids() if keyed else None, images)
+            _write_rows(rows, index.paired_texts(by_id), keyed, images)
             result, chunks = _score_rows(rows, n, keyed, images is not None, metrics=metrics, selected=selected,
                                          options=options, out=tmp / "out")
             yield Scored(index, tmp / "out", [k for ks in selected.values() for k in ks], n, keyed, result, chunks)
@@ -178,19 +178,22 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
             index.close()
 
 
-def _write_rows(path: Path, paired: Iterator[tuple[str, list[str]]], ids: Iterator[Any] | None,
+def _write_rows(path: Path, paired: Iterator[tuple[str, str, str | None]], keyed: bool,
                 images: list[Any] | None) -> None:
+    """The paired rows as JSON lines (``prediction``, ``references``, then ``id`` when ``keyed`` and ``image`` when
+    given), from :meth:`~capeval.io.stream.Index.paired_texts` (references and ids already JSON text, put in as they
+    are)."""
     from capeval.io import JSON_UNESCAPED
 
+    encode = JSON_UNESCAPED.encode
     with path.open("w", encoding="utf-8") as out:
-        for i, (prediction, references) in enumerate(paired):
-            row: dict[str, Any] = {"prediction": prediction, "references": references}
-            if ids is not None:
-                row["id"] = next(ids)
-            if images is not None:
-                row["image"] = os.path.abspath(images[i])  # score_dataset resolves relative paths against this file
-            out.write(JSON_UNESCAPED.encode(row))
-            out.write("\n")
+        for i, (prediction, references, id_json) in enumerate(paired):
+            line = f'{{"prediction": {encode(prediction)}, "references": {references}'
+            if keyed:
+                line += f', "id": {id_json}'
+            if images is not None:  # score_dataset resolves relative paths against this file: absolute here
+                line += f', "image": {encode(os.path.abspath(images[i]))}'
+            out.write(line + "}\n")
 
 
 def _score_rows(rows: Path, n: int, keyed: bool, with_images: bool, *, metrics: Any, selected: dict[str, list[str]],

@@ -5,10 +5,11 @@ its in-memory limit), with the same checks and the same messages as :func:`capev
 Memory stays bounded whatever the number of items: the text is decoded 1 MiB at a time (a non-UTF-8 byte is named
 with its byte offset and line, as :func:`capeval.io.decode_utf8` names it), JSON Lines and CSV files are read line by
 line, and a JSON document (a list, COCO results or annotations, pycocoevalcap's dicts) is walked value by value with
-``json.JSONDecoder.raw_decode`` over a sliding window of its text. Each file is read in several passes, so that the
-first error reported is the one the in-memory readers report (they parse the whole file before they check an item):
-a first pass checks the syntax (and finds which form a JSON file holds), a second checks each item and writes it to
-the index. Two predictions for one image, and prediction ids without references, are found by SQL queries on the
+``json.JSONDecoder.raw_decode`` over a sliding window of its text. The first error reported is the one the in-memory
+readers report (they parse the whole file before they check an item): a JSON document is read in two passes, the
+first checking its syntax (and finding which form it holds), the second checking each item and writing it to the
+index; a JSON Lines file is read once, its form taken from its first line, an item's refusal raised only once the
+rest of the file has parsed (and read in two passes when the first line is null or a later one contradicts it). Two predictions for one image, and prediction ids without references, are found by SQL queries on the
 index. One refusal is not streamed: a JSON document that names one key twice is read whole once more for its message
 (:func:`capeval.io.load_predictions` words it, naming the key and, in JSON Lines, the line).
 
@@ -50,6 +51,7 @@ from capeval.io import (
     _some_without_ids,
     _unique_pairs,
     csv_records,
+    loads,
     max_input_bytes,
     open_regular,
     parse_json_text,
@@ -175,7 +177,35 @@ def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of each non-blank line, as :func:`capeval.io.numbered_json_lines` parses it."""
     for n, line in text_lines(path):
         if line.strip():
-            yield n, parse_json_text(line, f"{path}:{n}", "a JSON line", _JSONL_HINT)
+            try:
+                value = loads(line)
+            except (ValueError, RecursionError):
+                parse_json_text(line, f"{path}:{n}", "a JSON line", _JSONL_HINT)  # raises in the reader's words
+                raise
+            yield n, value
+
+
+class _Undecided(Exception):
+    """A JSON Lines file whose first line does not tell its form, or a later line contradicts it: read in two
+    passes."""
+
+
+def _lines_once(path: Path, add, fits) -> None:
+    """``add(label, value)`` of each line of a JSON Lines file, in one pass. ``fits(value)``: whether a line keeps
+    the form the first line decided (else :class:`_Undecided`). An item's refusal waits until the rest of the file
+    has passed its syntax check (and fits), so that the first error is the in-memory reader's (which parses every
+    line before it checks one)."""
+    lines = _jsonl(path)
+    for n, value in lines:
+        if not fits(value):
+            raise _Undecided()
+        try:
+            add(f"line {n}", value)
+        except InputFormatError as refusal:
+            for _, later in lines:
+                if not fits(later):
+                    raise _Undecided() from None
+            raise refusal from None
 
 
 class _Syntax(Exception):
@@ -343,10 +373,11 @@ class Shape:
         self.all_str_list = self.all_str_list and kind in (str, list)
 
 
-def scan(path: str | Path, keys=None, stop: int | None = None) -> Shape:
+def scan(path: str | Path, keys=None, stop: int | None = None, lines: bool = True) -> Shape:
     """The first pass over a JSON / JSON Lines file (:class:`Shape`), with the in-memory reader's refusals of the whole
     file (empty, nested too deeply, a key named twice). ``keys``: where a large top-level object's keys are kept
-    (:meth:`Index.key_set`); ``stop``: return once more than that many items were seen (a count, nothing checked)."""
+    (:meth:`Index.key_set`); ``stop``: return once more than that many items were seen (a count, nothing checked);
+    ``lines=False``: a JSON Lines file's lines are not read (``Shape(kind="jsonl")``, nothing counted)."""
     path = Path(path)
     window = _Window(text_pieces(path))
     if not window.peek(_ANY_SPACE):
@@ -371,7 +402,7 @@ def scan(path: str | Path, keys=None, stop: int | None = None) -> Shape:
         raise
     if shape.kind == "jsonl":
         shape = Shape(kind="jsonl")
-        for _, value in _jsonl(path):
+        for _, value in _jsonl(path) if lines else ():
             shape.add(value)
             if stop is not None and shape.n > stop:
                 break
@@ -491,7 +522,13 @@ def read_predictions(path: str | Path, index: Index, *, allow_empty: bool = Fals
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _csv_predictions(path, index, allow_empty)
-    shape = scan(path, index.key_set())
+    shape = scan(path, index.key_set(), lines=False)
+    if shape.kind == "jsonl":
+        try:
+            return _prediction_lines_once(path, index, allow_empty)
+        except _Undecided:
+            index.clear()
+        shape = scan(path)
     if shape.kind == "json" and shape.top is dict and shape.n and not shape.has_annotations:  # pycocoevalcap's res
         for key, value in _top_entries(path):
             index.add_prediction(f"image {key!r}", key, _keyed_prediction(key, value, path, allow_empty))
@@ -501,21 +538,52 @@ def read_predictions(path: str | Path, index: Index, *, allow_empty: bool = Fals
         for label, value in _values(path, shape):
             index.add_prediction(label, None, _prediction(value, path, label, allow_empty))
         return index.done() and False
-    missing = with_id = None
+    ids = _PredictionIds(path, index, allow_empty)
     for label, obj in _values(path, shape):
-        key, caption = _prediction_entry(label, obj, path, allow_empty)
+        ids.add(label, obj)
+    return ids.done()
+
+
+class _PredictionIds:
+    """Prediction objects into the index (``add``), then whether they carry ids (``done``), refused as the in-memory
+    reader refuses them (some with an id and some without, two for one image)."""
+
+    def __init__(self, path: Path, index: Index, allow_empty: bool) -> None:
+        self.path, self.index, self.allow_empty = path, index, allow_empty
+        self.missing = self.with_id = None
+
+    def add(self, label: str, obj: Any) -> None:
+        key, caption = _prediction_entry(label, obj, self.path, self.allow_empty)
         if key is None:
-            missing = missing or label
+            self.missing = self.missing or label
         else:
-            with_id = with_id or label
-        index.add_prediction(label, key, caption)
-    index.done()
-    if with_id is None:
-        return False
-    if missing is not None:
-        raise _mixed_ids(path, missing, with_id)
-    index.check_unique(path)
-    return True
+            self.with_id = self.with_id or label
+        self.index.add_prediction(label, key, caption)
+
+    def done(self) -> bool:
+        self.index.done()
+        if self.with_id is None:
+            return False
+        if self.missing is not None:
+            raise _mixed_ids(self.path, self.missing, self.with_id)
+        self.index.check_unique(self.path)
+        return True
+
+
+def _prediction_lines_once(path: Path, index: Index, allow_empty: bool) -> bool:
+    """:func:`read_predictions` of a JSON Lines file in one pass (the form: the first line's); :class:`_Undecided`
+    when its first line is null (the form is then the first non-null line's)."""
+    first = next((value for _, value in _jsonl(path)), None)
+    if first is None:
+        raise _Undecided()
+    if isinstance(first, str):  # captions
+        _lines_once(path, lambda label, value: index.add_prediction(label, None, _prediction(value, path, label,
+                                                                                             allow_empty)),
+                    lambda value: True)
+        return index.done() and False
+    ids = _PredictionIds(path, index, allow_empty)
+    _lines_once(path, ids.add, lambda value: True)
+    return ids.done()
 
 
 def _csv_predictions(path: Path, index: Index, allow_empty: bool) -> bool:
@@ -544,7 +612,13 @@ def read_references(path: str | Path, index: Index) -> bool:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return _csv_references_into(path, index)
-    shape = scan(path, index.key_set())
+    shape = scan(path, index.key_set(), lines=False)
+    if shape.kind == "jsonl":
+        try:
+            return _reference_lines_once(path, index)
+        except _Undecided:
+            index.clear(predictions=False)
+        shape = scan(path)
     if shape.kind == "json" and shape.has_annotations:
         value = shape.annotations
         if not isinstance(value, (list, _Big)) or not value or (isinstance(value, _Big) and value.kind is not list):
@@ -567,15 +641,46 @@ def read_references(path: str | Path, index: Index) -> bool:
         for label, value in _values(path, shape):
             index.add_reference(None, _as_ref_list(value, path, label))
         return index.done() and False
-    keyed = plain = False
+    ids = _ReferenceIds(path, index)
     for label, obj in _values(path, shape):
-        key, value = _reference_entry(label, obj, path)
-        keyed, plain = keyed or key is not None, plain or key is None
-        index.add_reference(key, value)
-    index.done()
-    if keyed and plain:
-        raise _some_without_ids(path)
-    return keyed
+        ids.add(label, obj)
+    return ids.done()
+
+
+class _ReferenceIds:
+    """Reference objects into the index (``add``), then whether they carry ids (``done``; refused when some do and
+    some do not)."""
+
+    def __init__(self, path: Path, index: Index) -> None:
+        self.path, self.index = path, index
+        self.keyed = self.plain = False
+
+    def add(self, label: str, obj: Any) -> None:
+        key, value = _reference_entry(label, obj, self.path)
+        if key is None:
+            self.plain = True
+        else:
+            self.keyed = True
+        self.index.add_reference(key, value)
+
+    def done(self) -> bool:
+        self.index.done()
+        if self.keyed and self.plain:
+            raise _some_without_ids(self.path)
+        return self.keyed
+
+
+def _reference_lines_once(path: Path, index: Index) -> bool:
+    """:func:`read_references` of a JSON Lines file in one pass: reference lists when the first line is a string or
+    a list (:class:`_Undecided` when a later line is neither), else reference objects."""
+    first = next((value for _, value in _jsonl(path)), None)
+    if type(first) in (str, list):
+        _lines_once(path, lambda label, value: index.add_reference(None, _as_ref_list(value, path, label)),
+                    lambda value: type(value) in (str, list))
+        return index.done() and False
+    ids = _ReferenceIds(path, index)
+    _lines_once(path, ids.add, lambda value: True)
+    return ids.done()
 
 
 def _csv_references_into(path: Path, index: Index) -> bool:
@@ -605,6 +710,23 @@ class _TableKeys:
         return self.db.execute(f"INSERT OR IGNORE INTO {self.table} VALUES (?)", (key,)).rowcount == 1
 
 
+#: ``json.dumps`` (ASCII) as one reusable encoder.
+_ASCII_JSON = json.JSONEncoder()
+
+
+def _id_json(key: Any) -> str:
+    """``json.dumps(key)`` of an image id (a string or an integer)."""
+    return str(key) if type(key) is int else _ASCII_JSON.encode(key)
+
+
+def _joined(lists: list[str]) -> str:
+    """The JSON text of the concatenation of the non-empty JSON lists ``lists`` (written with ``", "`` between items,
+    as ``JSON_UNESCAPED`` writes them)."""
+    if len(lists) == 1:
+        return lists[0]
+    return "[" + ", ".join(text[1:-1] for text in lists) + "]"
+
+
 class Index:
     """Predictions and references in an SQLite file (``path``, in a temporary folder), paired as
     :func:`capeval.io.pair` pairs them. Ids are kept as JSON (``1`` and ``"1"`` stay apart in the output) and compared
@@ -625,17 +747,29 @@ class Index:
         self._refs: list[tuple] = []
         self.n_preds = self.n_refs = 0
 
+    def clear(self, predictions: bool = True) -> None:
+        """Forget the references (and with ``predictions``, the predictions) added so far."""
+        self._refs = []
+        self.db.execute("DELETE FROM refs")
+        self.db.execute("DELETE FROM ref_keys")
+        self.n_refs = 0
+        if predictions:
+            self._preds = []
+            self.db.execute("DELETE FROM preds")
+            self.n_preds = 0
+
     def key_set(self) -> _TableKeys:
         return _TableKeys(self.db, "doc_keys")
 
     def add_prediction(self, label: str, key: Any, caption: str) -> None:
-        self._preds.append((None if key is None else str(key), None if key is None else json.dumps(key), label,
+        self._preds.append((None if key is None else str(key), None if key is None else _id_json(key), label,
                             caption))
         if len(self._preds) >= self.BATCH:
             self._flush()
 
     def add_reference(self, key: Any, texts: list[str]) -> None:
-        self._refs.append((None if key is None else str(key), JSON_UNESCAPED.encode(texts), key))
+        self._refs.append((None if key is None else str(key), JSON_UNESCAPED.encode(texts),
+                           None if key is None else _id_json(key)))
         if len(self._refs) >= self.BATCH:
             self._flush()
 
@@ -649,7 +783,7 @@ class Index:
             self.db.executemany("INSERT INTO refs (n, key, texts) VALUES (?, ?, ?)",
                                 [(first + i, key, texts) for i, (key, texts, _) in enumerate(self._refs)])
             self.db.executemany("INSERT OR IGNORE INTO ref_keys VALUES (?, ?, ?)",
-                                [(key, first + i, json.dumps(value)) for i, (key, _, value) in enumerate(self._refs)
+                                [(key, first + i, id_json) for i, (key, _, id_json) in enumerate(self._refs)
                                  if key is not None])
         self.n_refs += len(self._refs)
         self._refs = []
@@ -709,22 +843,30 @@ class Index:
     def paired(self, by_id: bool) -> Iterator[tuple[str, list[str]]]:
         """``(prediction, references)`` in prediction order: by image id, else by position (the counts checked
         before)."""
+        return ((caption, json.loads(texts)) for caption, texts, _ in self.paired_texts(by_id))
+
+    def paired_texts(self, by_id: bool) -> Iterator[tuple[str, str, str | None]]:
+        """``(prediction, references, id)`` in prediction order, the references as the JSON text of their list
+        (``JSON_UNESCAPED``'s, as stored: an image's reference rows joined into one list), the id as JSON text
+        (``None`` without ids)."""
         if not by_id:
             refs = self.db.execute("SELECT texts FROM refs ORDER BY n")
-            for caption, (texts,) in zip(self.captions(), refs):
-                yield caption, json.loads(texts)
+            preds = self.db.execute("SELECT caption, id FROM preds ORDER BY pos")
+            for (caption, id_json), (texts,) in zip(preds, refs):
+                yield caption, texts, id_json
             return
-        pos = caption = None
-        refs: list[str] = []
-        for p, c, texts in self.db.execute("SELECT p.pos, p.caption, r.texts FROM preds p JOIN refs r ON "
-                                           "r.key = p.key ORDER BY p.pos, r.n"):
+        pos = caption = id_json = None
+        parts: list[str] = []
+        for p, c, i, texts in self.db.execute("SELECT p.pos, p.caption, p.id, r.texts FROM preds p JOIN refs r ON "
+                                              "r.key = p.key ORDER BY p.pos, r.n"):
             if p != pos:
                 if pos is not None:
-                    yield caption, refs
-                pos, caption, refs = p, c, []
-            refs.extend(json.loads(texts))
+                    yield caption, _joined(parts), id_json
+                pos, caption, id_json, parts = p, c, i, []
+            if texts != "[]":
+                parts.append(texts)
         if pos is not None:
-            yield caption, refs
+            yield caption, _joined(parts), id_json
 
     def close(self) -> None:
         self.db.close()
