@@ -13,6 +13,18 @@ from support import SKIP_NO_DATA
 from capeval.paths import data_dir
 
 
+@pytest.fixture(autouse=True)
+def _no_hidden_terminal_width():
+    """The commands a test starts see the environment ``os.environ`` shows: GNU readline, once imported (by pdb or
+    a plugin), sets ``COLUMNS`` in the process's C environment only, which a child started without ``env=`` inherits,
+    so its messages would wrap at 80 columns in some environments and not in others."""
+    import os
+
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``$CAPEVAL_DATA_DIR`` or ``../shared/data``; skip the test when it is absent."""

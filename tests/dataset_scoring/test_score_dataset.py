@@ -167,6 +167,24 @@ def test_a_first_pass_interrupted_between_its_shares_resumes_with_another_proces
     assert not list(out.glob("cider-df.part-*"))
 
 
+def test_a_bad_row_met_in_the_first_pass_of_several_processes_stops_them_all(tmp_path, rows):
+    """Process 1 meets a bad row while counting its share (chunk 1): the run fails in its words at once, and process
+    0, counting its share or waiting for the merged table, is stopped (no shard scored, nothing merged)."""
+    import time
+
+    bad = [dict(r) for r in rows[:120]]
+    bad[45]["references"] = []
+    data = write_jsonl(tmp_path / "bad.jsonl", bad)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as caught:
+        capeval.score_dataset(str(data), metrics=["bleu", "cider_d"], output_dir=tmp_path / "out", chunk_size=40,
+                              processes=2, language_check=False)
+    assert time.monotonic() - started < 120
+    assert str(caught.value).startswith("score_dataset: process 1 of 2 failed: ")
+    assert "row 45 (id 'img00045'): references is an empty list" in str(caught.value)
+    assert not list((tmp_path / "out").glob("shards/part-*")) and not (tmp_path / "out" / "cider-df.bin").exists()
+
+
 _RUN = """
 import sys, warnings
 warnings.simplefilter("ignore")

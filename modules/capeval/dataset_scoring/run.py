@@ -241,10 +241,14 @@ def _run_here(run: ScoringRun, processes: int, ray_settings=None) -> None:
             count_share(run, 0, 1)
         _score_chunks(run, 0, 1)
         return
-    if run.cider_table and not counted(run):
-        spawn(run, processes, "count")
-        merge_shares_of(run, processes)
-    spawn(run, processes, "score")
+    spawn(run, processes, COUNT_THEN_SCORE if run.cider_table and not counted(run) else "score")
+
+
+#: :func:`spawn`'s task of workers that count their share of the first pass, wait while the parent merges the shares,
+#: then score (one process start and one set of imports and loaded metrics per worker for both passes).
+COUNT_THEN_SCORE = "count+score"
+#: Seconds between two looks at the first pass's shares (parent) or at the merged table's event (worker).
+POLL_S = 0.05
 
 
 #: Seconds the processes of an ``accelerate launch`` wait for each other at a barrier (``$CAPEVAL_DISTRIBUTED_TIMEOUT``
@@ -358,14 +362,21 @@ def _score_chunks(run: ScoringRun, rank: int, world: int) -> None:
     say_caught(caught)
 
 
-def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", parent: int | None = None) -> None:
+def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", parent: int | None = None,
+                merged=None) -> None:
+    """A spawned worker's ``task``: ``"score"``, or :data:`COUNT_THEN_SCORE` (``merged``: the event the parent sets
+    once the shares are merged)."""
     if parent is not None:
         become_worker(parent)
     from capeval.workers import take_own_gpu
 
     take_own_gpu(rank)  # on a machine with several GPUs, each worker's learned metrics on its own
     try:
-        (count_share if task == "count" else _score_chunks)(run, rank, world)
+        if task == COUNT_THEN_SCORE:
+            count_share(run, rank, world)
+            while not merged.wait(POLL_S):
+                check_parent()
+        _score_chunks(run, rank, world)
     except Stopped:
         raise
     except BaseException:
@@ -374,8 +385,9 @@ def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", par
 
 
 def spawn(run: ScoringRun, processes: int, task: str) -> None:
-    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"count"``:
-    the first pass's shares; ``"score"``); the first failure raises.
+    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"score"``, or
+    :data:`COUNT_THEN_SCORE`: once every worker's share of the first pass is written, this process merges them and
+    lets the workers score); the first failure raises.
 
     Signals: Ctrl-C (``KeyboardInterrupt``) or SIGTERM (the command line's ``Terminated``) in this process stops the
     workers (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) before it goes on up, so one line is said (by the
@@ -387,22 +399,48 @@ def spawn(run: ScoringRun, processes: int, task: str) -> None:
     context = multiprocessing.get_context("spawn")
     for stale in run.folder.glob(".error-*.txt"):
         stale.unlink()
-    workers = [context.Process(target=worker_main, args=(run, rank, processes, task, os.getpid()),
-                               name=f"capeval-score-dataset-{task}-{rank}")
+    merged = context.Event() if task == COUNT_THEN_SCORE else None
+    workers = [context.Process(target=worker_main, args=(run, rank, processes, task, os.getpid(), merged),
+                               name=f"capeval-score-dataset-{rank}")
                for rank in range(processes)]
     try:
         with signals_held():
             for w in workers:
                 w.start()
+        ended = None
+        if merged is not None:
+            ended = _first_ended_before_counting(run, workers)
+            if ended is None:
+                merge_shares_of(run, processes)
+                merged.set()
+            else:  # a worker ended before every share was written: the others are stopped, its own end said below
+                stop_workers(workers)
         for w in workers:
             w.join()
     except BaseException:
         stop_workers(workers)
         raise
     failed = [(rank, w.exitcode) for rank, w in enumerate(workers) if w.exitcode != 0]
+    if ended is not None:
+        failed = [(ended, workers[ended].exitcode)]
     if failed:
         rank, code = failed[0]
         path = run.folder / f".error-{rank}.txt"
         detail = path.read_text(encoding="utf-8").strip().splitlines()[-1] if path.is_file() else f"exit code {code}"
         raise RuntimeError(f"score_dataset: process {rank} of {processes} failed: {detail}. The chunks written so far "
                            "are kept; the same call resumes.")
+
+
+def _first_ended_before_counting(run: ScoringRun, workers: list) -> int | None:
+    """Wait until every worker's share of the first pass is written (``None``), or a worker ended first (its rank)."""
+    import time
+
+    from capeval.dataset_scoring.first_pass import share_path
+
+    world = len(workers)
+    while not all(share_path(run.folder, rank, world).is_file() for rank in range(world)):
+        for rank, w in enumerate(workers):
+            if w.exitcode is not None:
+                return rank
+        time.sleep(POLL_S)
+    return None
