@@ -191,3 +191,35 @@ def test_a_damaged_document_frequency_table_is_counted_again(tmp_path):
         warnings.simplefilter("always")
         assert _score(data, out) == first
     assert not [w for w in seen if "damaged" in str(w.message)]
+
+
+def test_shards_merged_as_they_are_written_give_the_result_and_wait_for_a_missing_or_damaged_one(tmp_path):
+    """The parent of the workers merges the shards written so far while they score (merge.InOrder); what it merged
+    is what finalize would have merged from all of them."""
+    from types import SimpleNamespace
+
+    from capeval.dataset_scoring.merge import InOrder
+
+    data = _parquet(tmp_path / "data.parquet", _rows(45))
+    out = tmp_path / "out"
+    result = _score(data, out, metrics=["bleu", "meteor", "cider_d"])
+    assert result["chunks"] == 5
+    run = SimpleNamespace(folder=out, selected={"bleu": ["bleu_4"], "meteor": ["meteor"], "cider_d": ["cider_d"]})
+    third = store.shard_path(out, 2)
+    held = third.read_bytes()
+    third.unlink()
+    merged = InOrder(run)
+    merged.catch_up()
+    assert merged.next == 2  # stops where a shard is not written yet
+    third.write_bytes(held[: len(held) // 2])  # damaged: waits for it to be written again
+    merged.catch_up()
+    assert merged.next == 2
+    with pytest.raises(RuntimeError, match=r"part-000002\.parquet is missing or unreadable: chunk 2 was not scored"):
+        merged.catch_up(5)
+    third.write_bytes(held)
+    merged.catch_up()
+    assert merged.next == 5
+    merged.catch_up(5)
+    got = merged.merge.result()
+    assert [got[key] for key in ("bleu_4", "meteor", "cider_d", "rows")] == [
+        result[key] for key in ("bleu_4", "meteor", "cider_d", "rows")]

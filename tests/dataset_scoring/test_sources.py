@@ -72,3 +72,26 @@ def test_parquet_chunks_read_only_the_row_groups_they_need(tmp_path, monkeypatch
     groups = sum(pq.ParquetFile(f).metadata.num_row_groups for f in sorted(folder.iterdir())
                  if pq.ParquetFile(f).metadata.num_rows)
     assert len(reads) == groups  # neighbouring chunks in one row group read it once
+
+
+def test_json_lines_chunks_parse_only_the_lines_of_wanted_chunks(tmp_path):
+    import json
+
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    rows = _rows(40)
+    lines = [json.dumps(r) for r in rows]
+    lines[25] = '{"id": "r25", "prediction": not json'  # row 25: chunk 2 of chunks of 10
+    first = "\ufeff" + "\n".join(lines[:13]) + "\n\n  \n\u00a0\n"  # blank lines, as str.strip sees them, are no rows
+    (folder / "a.jsonl").write_text(first, encoding="utf-8")
+    (folder / "b.jsonl").write_text("\n".join(lines[13:]) + "\n", encoding="utf-8")
+    source = open_source(folder)
+    got = list(source.chunks(10, ["id"], lambda k: k != 2))
+    assert [(k, n) for k, n, _ in got] == [(0, 10), (1, 10), (2, 10), (3, 10)]
+    assert got[2][2] is None and got[3][2] == {"id": [f"r{i}" for i in range(30, 40)]}
+    assert got[1][2] == {"id": [f"r{i}" for i in range(10, 20)]}  # across the two files
+    with pytest.raises(ValueError, match=r"b\.jsonl:13: not a JSON object \(Expecting value\)\.$"):
+        list(source.chunks(10, ["id"], lambda k: k == 2))
+    (folder / "a.jsonl").write_bytes(b'{"id": "r0"}\n\xff\n')
+    with pytest.raises(ValueError, match="not UTF-8 text"):  # met by every reader, parsed or not
+        list(open_source(folder).chunks(10, ["id"], lambda k: False))

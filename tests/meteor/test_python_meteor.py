@@ -88,6 +88,36 @@ def test_score_and_aggregate():
         parse_stats("1.0 2.0")
 
 
+def test_statistics_lines_aggregated_at_once_give_the_loops_sums_bit_for_bit():
+    import math
+    import random
+
+    from capeval.meteor.stats import aggregate_lines
+
+    rng = random.Random(7)
+    perfect = [2, 2, 0, 0, 2, 2, 0, 0] + [0] * 12 + [1, 2, 2]
+    for trial in range(300):
+        rows = []
+        for _ in range(rng.randint(0, 60)):
+            kind = rng.random()
+            if kind < 0.3:
+                rows.append([float(v) for v in perfect])  # its chunks left out of the sum
+            elif kind < 0.9:
+                rows.append([float(rng.randint(0, 14)) for _ in range(STAT_FIELDS)])
+            else:  # what a damaged shard could hold: fractions, huge and tiny values, inf, nan
+                rows.append([rng.choice([rng.uniform(-1e6, 1e6), 1e-300, 1e300, math.inf, math.nan, 0.1, -0.0])
+                             for _ in range(STAT_FIELDS)])
+        start = None if trial % 3 else [rng.uniform(0, 1e9) for _ in range(STAT_FIELDS)]
+        lines = [format_stats(row) for row in rows]
+        want, got = aggregate([parse_stats(line) for line in lines], start=start), aggregate_lines(lines, start=start)
+        assert [repr(v) for v in got] == [repr(v) for v in want]
+    assert aggregate_lines([format_stats(perfect)] * 3)[20] == 0.0
+    with pytest.raises(ValueError, match="23 fields, got 2: '1.0 2.0'"):
+        aggregate_lines([format_stats(perfect), "1.0 2.0"])
+    with pytest.raises(ValueError, match="could not convert string to float: 'x'"):
+        aggregate_lines([" ".join(["x"] * STAT_FIELDS)])
+
+
 def test_snowball_3_is_refused(monkeypatch):
     import snowballstemmer
 

@@ -107,9 +107,9 @@ class Meteor(CaptionMetric):
     def merge_state(cls, merged: list[float] | None, state: list[str]) -> list[float]:
         """The jar's running aggregate (23 sums, in segment order: the same float sums as one call) with the next
         batch's statistics lines added."""
-        from capeval.meteor.stats import aggregate, parse_stats
+        from capeval.meteor.stats import aggregate_lines
 
-        return aggregate((parse_stats(line) for line in state), start=merged)
+        return aggregate_lines(state, start=merged)
 
     @classmethod
     def corpus_from_merged(cls, merged: list[float]) -> dict[str, float]:

@@ -126,21 +126,40 @@ class CorpusMerge:
         return result
 
 
-def finalize(run: ScoringRun) -> dict[str, Any]:
-    """Merge the shards in chunk order into ``result.json``."""
+class InOrder:
+    """The shards of a run merged in chunk order, from the first on: :meth:`catch_up` merges those written so far
+    (the parent of the workers calls it while they score, so that :func:`finalize` merges only the last ones)."""
+
+    def __init__(self, run: ScoringRun) -> None:
+        self.run, self.merge, self.next = run, CorpusMerge(run.selected), 0
+
+    def catch_up(self, chunks: int | None = None) -> None:
+        """Merge the next shards while they are there and readable; with ``chunks``, all of them up to that count
+        (``RuntimeError`` naming the first that is missing or unreadable)."""
+        while chunks is None or self.next < chunks:
+            path = store.shard_path(self.run.folder, self.next)
+            record = store.read_record(path) if chunks is not None or path.is_file() else None
+            if record is None:
+                if chunks is None:  # not written yet (or a damaged one a worker writes again)
+                    return
+                raise RuntimeError(f"{path} is missing or unreadable: chunk {self.next} was not scored; run the same "
+                                   "call again.")
+            self.merge.add(record, store.read_columns(path) if record["rows"] else None)
+            self.next += 1
+
+
+def finalize(run: ScoringRun, merged: InOrder | None = None) -> dict[str, Any]:
+    """Merge the shards in chunk order into ``result.json`` (those after the ones ``merged`` holds already)."""
     import json
 
     plan_path = run.folder / store.PLAN
     if not plan_path.is_file():
         raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    merge = CorpusMerge(run.selected)
-    for k in range(plan["chunks"]):
-        path = store.shard_path(run.folder, k)
-        record = store.read_record(path)
-        if record is None:
-            raise RuntimeError(f"{path} is missing or unreadable: chunk {k} was not scored; run the same call again.")
-        merge.add(record, store.read_columns(path) if record["rows"] else None)
+    if merged is None or merged.next > plan["chunks"]:  # (more shards than the plan's chunks: merged again, checked)
+        merged = InOrder(run)
+    merged.catch_up(plan["chunks"])
+    merge = merged.merge
     result = merge.result()
     result["chunks"] = plan["chunks"]
     result["shards"] = f"{store.SHARDS}/part-*.parquet"

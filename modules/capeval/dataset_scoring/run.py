@@ -35,7 +35,7 @@ from capeval.dataset_scoring.chunks import (ScoringRun, check_chunk_size, chunk_
                                             options_with_table, say_caught, wanted_columns, whole_set_only)
 from capeval.dataset_scoring.first_pass import count_share, counted, merge_shares_of
 from capeval.dataset_scoring.lifecycle import Stopped, become_worker, check_parent, signals_held, stop_workers
-from capeval.dataset_scoring.merge import finalize
+from capeval.dataset_scoring.merge import InOrder, finalize
 from capeval.dataset_scoring.sources import Source
 from capeval.validation import DEFAULT_MAX_CAPTION_CHARS, OptionError
 
@@ -123,8 +123,7 @@ def score_dataset(
     _open_output(run, main=state is None or state.is_main_process)
     if state is not None:
         return _run_in_launch(run, state)
-    _run_here(run, processes, ray_settings)
-    return finalize(run)
+    return finalize(run, _run_here(run, processes, ray_settings))
 
 
 def _engine_settings(engine: Any, processes: int, address: Any, actors: Any, gpus_per_actor: Any):
@@ -229,19 +228,20 @@ def _run_in_launch(run: ScoringRun, state) -> dict[str, Any] | None:
     return finalize(run) if state.is_main_process else None
 
 
-def _run_here(run: ScoringRun, processes: int, ray_settings=None) -> None:
-    """The passes from this process: in it, in ``processes`` spawned workers, or on Ray (``ray_settings``)."""
+def _run_here(run: ScoringRun, processes: int, ray_settings=None) -> InOrder | None:
+    """The passes from this process: in it, in ``processes`` spawned workers, or on Ray (``ray_settings``); the
+    shards merged while the workers scored (:class:`~capeval.dataset_scoring.merge.InOrder`), if any."""
     if ray_settings is not None:
         from capeval.dataset_scoring.ray_engine import run_on_ray
 
         run_on_ray(run, ray_settings)
-        return
+        return None
     if processes == 1:
         if run.cider_table:
             count_share(run, 0, 1)
         _score_chunks(run, 0, 1)
-        return
-    spawn(run, processes, COUNT_THEN_SCORE if run.cider_table and not counted(run) else "score")
+        return None
+    return spawn(run, processes, COUNT_THEN_SCORE if run.cider_table and not counted(run) else "score")
 
 
 #: :func:`spawn`'s task of workers that count their share of the first pass, wait while the parent merges the shares,
@@ -249,6 +249,8 @@ def _run_here(run: ScoringRun, processes: int, ray_settings=None) -> None:
 COUNT_THEN_SCORE = "count+score"
 #: Seconds between two looks at the first pass's shares (parent) or at the merged table's event (worker).
 POLL_S = 0.05
+#: Seconds between two looks, while the workers score, for shards to merge.
+MERGE_POLL_S = 0.5
 
 
 #: Seconds the processes of an ``accelerate launch`` wait for each other at a barrier (``$CAPEVAL_DISTRIBUTED_TIMEOUT``
@@ -384,10 +386,11 @@ def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", par
         raise
 
 
-def spawn(run: ScoringRun, processes: int, task: str) -> None:
+def spawn(run: ScoringRun, processes: int, task: str) -> InOrder:
     """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"score"``, or
     :data:`COUNT_THEN_SCORE`: once every worker's share of the first pass is written, this process merges them and
-    lets the workers score); the first failure raises.
+    lets the workers score); the first failure raises. While the workers score, this process merges the shards
+    written so far (returned, for :func:`~capeval.dataset_scoring.merge.finalize`).
 
     Signals: Ctrl-C (``KeyboardInterrupt``) or SIGTERM (the command line's ``Terminated``) in this process stops the
     workers (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`) before it goes on up, so one line is said (by the
@@ -415,8 +418,12 @@ def spawn(run: ScoringRun, processes: int, task: str) -> None:
                 merged.set()
             else:  # a worker ended before every share was written: the others are stopped, its own end said below
                 stop_workers(workers)
+        in_order = InOrder(run)
         for w in workers:
-            w.join()
+            while w.exitcode is None:
+                w.join(MERGE_POLL_S)
+                if ended is None:
+                    in_order.catch_up()
     except BaseException:
         stop_workers(workers)
         raise
@@ -429,6 +436,7 @@ def spawn(run: ScoringRun, processes: int, task: str) -> None:
         detail = path.read_text(encoding="utf-8").strip().splitlines()[-1] if path.is_file() else f"exit code {code}"
         raise RuntimeError(f"score_dataset: process {rank} of {processes} failed: {detail}. The chunks written so far "
                            "are kept; the same call resumes.")
+    return in_order
 
 
 def _first_ended_before_counting(run: ScoringRun, workers: list) -> int | None:

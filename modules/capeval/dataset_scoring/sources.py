@@ -5,8 +5,8 @@ Every source yields its rows in one fixed order, as column batches of exactly ``
 and has a JSON-able ``fingerprint`` that identifies the input (an output folder refuses another input).
 :meth:`Source.chunks` gives the same batches numbered, and skips the work for those a process does not want: parquet
 files read only the row groups of wanted chunks (located by the files' metadata) and a ``Dataset`` slices only
-wanted chunks, so N processes do not each convert every row to Python objects; streams and JSON lines are read
-through.
+wanted chunks, and JSON-lines files parse only the lines of wanted chunks (the others are counted), so N processes
+do not each convert every row to Python objects; streams are read through.
 
 Files are read as :mod:`capeval.io` reads prediction files: only regular files (a FIFO, a device such as
 ``/dev/zero`` or a socket given as the data is refused in one line, without blocking), a JSON-lines line or a JSON
@@ -330,7 +330,11 @@ def _file_source(path: Path) -> Source:
         if out[wanted[0]]:
             yield out
 
-    return Source(f"{len(files)} JSON-lines file(s) under {path}", fingerprint, list(first), None, batches, base)
+    def chunks(size: int, wanted_columns: list[str], wanted: Callable[[int], bool]):
+        yield from _json_chunks(files, size, wanted_columns, wanted)
+
+    return Source(f"{len(files)} JSON-lines file(s) under {path}", fingerprint, list(first), None, batches, base,
+                  _chunks=chunks)
 
 
 def _parquet_chunks(files: list[Path], metas: list, size: int, columns: list[str],
@@ -376,10 +380,34 @@ def _parquet_chunks(files: list[Path], metas: list, size: int, columns: list[str
         yield k, hi - lo, batch
 
 
-def _json_rows(f: Path) -> Iterator[dict]:
+def _json_chunks(files: list[Path], size: int, columns: list[str],
+                 wanted: Callable[[int], bool]) -> Iterator[tuple[int, int, dict[str, list] | None]]:
+    """Chunks of ``size`` rows over the JSON-lines files in order; the rows of a chunk that is not wanted are counted,
+    not parsed (:func:`_json_rows` with ``parse``): N processes do not each parse every line."""
+    k, n = 0, 0
+    take = wanted(0)
+    batch = {c: [] for c in columns} if take else None
+    for f in files:
+        for row in _json_rows(f, lambda: take):  # asked before each row: the answer for the chunk it falls in
+            if batch is not None:
+                for c in columns:
+                    batch[c].append(row.get(c))
+            n += 1
+            if n == size:
+                yield k, n, batch
+                k, n = k + 1, 0
+                take = wanted(k)
+                batch = {c: [] for c in columns} if take else None
+    if n:
+        yield k, n, batch
+
+
+def _json_rows(f: Path, parse: Callable[[], bool] | None = None) -> Iterator[dict | None]:
     """The rows of a JSON-lines file (or of a JSON list of objects), read with the bounds of :mod:`capeval.io`: a
     regular file, lines (a list file) of at most :func:`capeval.io.max_input_bytes`, no key twice in an object, UTF-8;
-    each refusal one line naming the file and the line."""
+    each refusal one line naming the file and the line. ``parse``: asked before each row of a JSON-lines file; when it
+    answers ``False`` the row is ``None``, its line decoded but not parsed (a blank line is still no row, bytes that
+    are not UTF-8 still refused: every reader of the file counts the same rows)."""
     from capeval.io import (DuplicateKeyError, decode_utf8, duplicate_key_message, loads, max_input_bytes,
                             open_regular, parse_json_text)
 
@@ -422,6 +450,9 @@ def _json_rows(f: Path) -> Iterator[dict]:
                                  f"{offset + start:,}).") from None
             offset += len(raw)
             if not line.strip():
+                continue
+            if parse is not None and not parse():
+                yield None
                 continue
             yield _object(parse_json_text(line, f"{f}:{n}", "a JSON object"), f, n)
 

@@ -169,6 +169,8 @@ def chunk_rows(record: dict[str, Any]) -> int:
 
 
 def read_columns(path: Path) -> dict[str, list]:
+    """A shard's per-caption columns (read as one file: ``pq.read_table`` would first look for a dataset there)."""
     import pyarrow.parquet as pq
 
-    return pq.read_table(path).to_pydict()
+    with pq.ParquetFile(path) as shard:
+        return shard.read().to_pydict()

@@ -407,13 +407,15 @@ class ParaphraseTable:
                             for k, b, n in zip(unique.tolist(), byte_start, byte_length)), dtype=bool, count=len(unique))
         confirmed = same[back.reshape(-1)]
         hit, ids = hit[confirmed], ids[confirmed]
-        bounds = np.searchsorted(grams.sentence[hit], np.arange(len(sentences) + 1)).tolist()
-        rows = list(zip(grams.start[hit].tolist(), grams.length[hit].tolist(), ids.tolist()))
-        left, right = self.is_phrase[ids].tolist(), self.is_paraphrase[ids].tolist()
-        out = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            out.append(([rows[k] for k in range(a, b) if left[k]], [rows[k] for k in range(a, b) if right[k]]))
-        return out
+        sentence, start, length = grams.sentence[hit], grams.start[hit], grams.length[hit]
+        everyone = np.arange(len(sentences) + 1)
+
+        def per_sentence(side: np.ndarray) -> list[list[tuple[int, int, int]]]:
+            rows = list(zip(start[side].tolist(), length[side].tolist(), ids[side].tolist()))
+            bounds = np.searchsorted(sentence[side], everyone).tolist()
+            return [rows[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+        return list(zip(per_sentence(self.is_phrase[ids]), per_sentence(self.is_paraphrase[ids])))
 
     def sentence_phrases(self, words: Sequence[str]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
         """:meth:`lookup` of one sentence."""
