@@ -100,16 +100,19 @@ def test_the_limit_variable(monkeypatch, tmp_path, capsys):
     assert rc == 1 and len(lines) == 1 and "CAPEVAL_SCORE_IN_MEMORY_MAX must be a non-negative integer" in lines[0]
 
 
+@pytest.mark.parametrize("phase", ["scoring", "reading"])
 @pytest.mark.parametrize("signum, status, word", [(2, 130, "interrupted"), (15, 143, "terminated")])
-def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, status, word):
-    """Ctrl-C (SIGINT) and SIGTERM while the chunks are scored: one line, the exit status 128 + the signal, and the
-    temporary folder of the paired rows removed."""
+def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, status, word, phase):
+    """Ctrl-C (SIGINT) and SIGTERM while the chunks are scored, or while the two files are read (the references by a
+    process of their own): one line, the exit status 128 + the signal, the temporary folder removed and no process
+    left."""
     import os
     import signal
     import subprocess
     import sys
     import time
 
+    psutil = pytest.importorskip("psutil")
     pred_path, ref_path = _files(tmp_path, n=60_000)
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -119,10 +122,13 @@ def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, stat
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not any(scratch.glob("capeval-score-*/out")) and time.monotonic() < deadline:
+        sign = "capeval-score-*/out" if phase == "scoring" else "capeval-score-*/references.sqlite"
+        while not any(scratch.glob(sign)) and time.monotonic() < deadline:
             assert child.poll() is None, child.communicate()
-            time.sleep(0.05)
-        time.sleep(0.5)
+            time.sleep(0.01)
+        assert not any(scratch.glob("capeval-score-*/rows.jsonl")) or phase == "scoring"
+        time.sleep(0.5 if phase == "scoring" else 0.05)
+        children = psutil.Process(child.pid).children(recursive=True)
         child.send_signal(signum)
         _, err = child.communicate(timeout=60)
     finally:
@@ -131,6 +137,16 @@ def test_a_signal_leaves_one_line_and_no_temporary_folder(tmp_path, signum, stat
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == f"capeval score: {word}", err
     assert list(scratch.iterdir()) == []
+    def running(process) -> bool:
+        try:
+            return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + 10
+    while any(map(running, children)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert children and not [c for c in children if running(c)]
 
 
 def test_the_folder_a_sigkill_left_is_removed_by_the_next_run(tmp_path):

@@ -467,3 +467,30 @@ def test_a_first_pass_that_spills_to_disk_gives_the_same_numbers(tmp_path, rows,
     _assert_equal_to_whole(result, shards(tmp_path / "out"), whole, rows)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
         ["capeval-score-dataset.json", "cider-df.bin", "plan.json", "result.json", "shards"])
+
+
+def test_a_process_takes_the_next_chunk_no_other_took(tmp_path):
+    """spawn's workers claim chunks through a shared counter: one that reaches a chunk first scores it, one that
+    arrives later finds it taken (so none waits at the end for a slower one), and each chunk is scored once."""
+    import multiprocessing
+
+    from capeval.dataset_scoring import run as runner
+    from capeval.dataset_scoring.chunks import new_run
+    from capeval.dataset_scoring.merge import finalize
+
+    data = write_jsonl(tmp_path / "data.jsonl", make_rows(45))
+    run = new_run(data=str(data), split=None, folder=tmp_path / "out", selected={"bleu": ["bleu_4"]}, options={},
+                  columns={"prediction": "prediction", "references": "references", "id": "id", "image": None},
+                  chunk_size=10, on_error="raise", progress=False, language_check=False,
+                  score_kwargs={"empty": "error", "cleanup": "none", "tokenizer": "ptb", "max_caption_chars": None})
+    runner._open_output(run, main=True)
+    claims = multiprocessing.get_context("spawn").Value("q", 0)
+    runner._score_chunks(run, 1, 2, claims)  # process 1 of 2 reaches every chunk first: it takes all five
+    paths = sorted((tmp_path / "out" / "shards").glob("part-*.parquet"))
+    assert len(paths) == 5 and claims.value == 5
+    written = {path: path.stat().st_mtime_ns for path in paths}
+    runner._score_chunks(run, 0, 2, claims)  # process 0, later: none left
+    assert {path: path.stat().st_mtime_ns for path in paths} == written
+    whole = capeval.score_dataset(str(data), ["bleu"], tmp_path / "one", chunk_size=10, cleanup="none",
+                                  language_check=False, progress=False)
+    assert finalize(run)["bleu_4"] == whole["bleu_4"]

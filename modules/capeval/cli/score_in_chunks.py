@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 #: Predictions above which ``capeval score`` scores chunk by chunk (rows; ``$CAPEVAL_SCORE_IN_MEMORY_MAX`` overrides
 #: it, 0 always chunks).
@@ -148,7 +148,7 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
     their ids, or ``None``), or ``None``."""
     import sys
 
-    from capeval.io.stream import Index, read_predictions, read_references
+    from capeval.io.stream import Index, read_predictions
     from capeval.scratch import scratch_folder
     from capeval.validation import check_lengths
 
@@ -156,8 +156,11 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
     with scratch_folder("capeval-score-") as tmp:
         index = Index(tmp / "index.sqlite")
         try:
-            keyed = read_predictions(pred_path, index, allow_empty=args.empty == "zero")
-            by_id = read_references(ref_path, index) and keyed
+            with references_read_beside(ref_path, tmp / "references.sqlite") as references:
+                keyed = read_predictions(pred_path, index, allow_empty=args.empty == "zero")
+                refs_keyed, n_refs = references()
+            index.attach_references(tmp / "references.sqlite", n_refs)
+            by_id = refs_keyed and keyed
             n = index.n_preds
             images = images_of(index.ids() if keyed else None, n)
             if by_id:
@@ -176,6 +179,61 @@ def scored_files(args: Any, paths: tuple[Path, Path], *, metrics: Any, selected:
             yield Scored(index, tmp / "out", [k for ks in selected.values() for k in ks], n, keyed, result, chunks)
         finally:
             index.close()
+
+
+@contextmanager
+def references_read_beside(path: Path, index_path: Path) -> Iterator[Callable[[], tuple[bool, int]]]:
+    """The references file ``path`` read into an index of its own at ``index_path`` by a spawned process, while this
+    one reads the predictions (the two files' reading, on two CPUs); the context's value waits for it: ``(whether the
+    references carry ids, how many items)``, or raises what the reading raised (the in-memory reader's refusal, in one
+    line). The process ignores Ctrl-C (this process handles it) and is stopped when the context ends before it."""
+    import multiprocessing
+
+    from capeval.dataset_scoring.lifecycle import signals_held, stop_workers
+
+    context = multiprocessing.get_context("spawn")
+    receiving, sending = context.Pipe(duplex=False)
+    worker = context.Process(target=_read_references_into, args=(path, index_path, sending, os.getpid()),
+                             name="capeval-score-references")
+    with signals_held():
+        worker.start()
+    sending.close()
+
+    def outcome() -> tuple[bool, int]:
+        try:
+            answer = receiving.recv()
+        except EOFError:
+            answer = RuntimeError(f"capeval score: the process reading {path} ended without an answer.")
+        worker.join()
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    try:
+        yield outcome
+    finally:
+        stop_workers([worker])
+        receiving.close()
+
+
+def _read_references_into(path: Path, index_path: Path, sending, parent: int) -> None:
+    """:func:`references_read_beside`'s process: :func:`capeval.io.stream.read_references` into a new index."""
+    from capeval.dataset_scoring.lifecycle import become_worker
+
+    become_worker(parent)
+    from capeval.io.stream import Index, read_references
+
+    index = Index(index_path)
+    try:
+        answer: Any = (read_references(path, index), index.n_refs)
+    except Exception as err:  # sent as it is (the message is the user's line)
+        answer = err
+    finally:
+        index.close()
+    try:
+        sending.send(answer)
+    except Exception:  # an error that does not pickle: its words
+        sending.send(RuntimeError(str(answer)))
 
 
 def _write_rows(path: Path, paired: Iterator[tuple[str, str, str | None]], keyed: bool,

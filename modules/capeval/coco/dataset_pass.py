@@ -39,7 +39,10 @@ class DatasetDocumentFrequencyCount:
         from capeval.coco.document_frequency import reference_document_frequency
         from capeval.coco.ngrams import batch_ngrams
 
-        tokens = CaptionBatch(predictions, references, cleanup=cleanup, tokenizer=tokenizer, progress=False)
+        # the predictions take no part in the references' frequencies: each row's first reference stands in for its
+        # prediction (the same object: tokenised and counted once), so that only the references are read
+        stand_ins = [refs[0] if len(refs) else prediction for prediction, refs in zip(predictions, references)]
+        tokens = CaptionBatch(stand_ins, references, cleanup=cleanup, tokenizer=tokenizer, progress=False)
         ng = batch_ngrams(tokens, 4)
         df, n_docs = reference_document_frequency(ng)
         self._counter.add(ng.table.gram_strings(), df.astype(np.int64), documents=n_docs)

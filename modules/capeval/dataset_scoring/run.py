@@ -14,8 +14,9 @@ The numbers are :func:`capeval.score`'s on the whole data (the rows that were no
   per-caption values, summed exactly (``math.fsum``) over the shards. A metric whose corpus value is neither is
   refused when its first chunk shows it.
 
-Chunk ``k`` holds rows ``[k * chunk_size, (k + 1) * chunk_size)`` of the input in its order; with ``processes=N`` (or
-``accelerate launch``), chunk ``k`` goes to process ``k % N``; with ``engine="ray"``, to the next free Ray actor
+Chunk ``k`` holds rows ``[k * chunk_size, (k + 1) * chunk_size)`` of the input in its order; with ``processes=N``, to
+the first of the N processes to reach it (:func:`spawn`); under ``accelerate launch``, to process ``k % N``; with
+``engine="ray"``, to the next free Ray actor
 (:mod:`capeval.dataset_scoring.ray_engine`). Each chunk is written once, atomically
 (:mod:`capeval.dataset_scoring.store`), so the output is the same whatever the number of processes and however
 often the run was interrupted.
@@ -334,8 +335,10 @@ def _check_columns(source: Source, columns: dict[str, str | None]) -> None:
                              f"{', '.join(source.columns)}.")
 
 
-def _score_chunks(run: ScoringRun, rank: int, world: int) -> None:
-    """Score the chunks ``k`` with ``k % world == rank`` that have no shard yet; then record how many chunks the
+def _score_chunks(run: ScoringRun, rank: int, world: int, claims=None) -> None:
+    """Score the chunks that have no shard yet: those ``k`` with ``k % world == rank``, or with ``claims`` (a shared
+    counter, :func:`spawn`'s workers) each chunk the first process to reach it claims (a process ready for its next
+    chunk takes the next one no process took: none waits at the end for another); then record how many chunks the
     input has (``plan.json``)."""
     from capeval.progress import progress
 
@@ -348,7 +351,15 @@ def _score_chunks(run: ScoringRun, rank: int, world: int) -> None:
                   initial=sum(store.chunk_rows(record) for record in done.values())) as bar:
         bar.unit = "rows"
         def mine(k: int) -> bool:  # this process's chunks that have no shard yet
-            return k % world == rank and k not in done
+            if k in done:
+                return False
+            if claims is None:
+                return k % world == rank
+            with claims.get_lock():  # every process reaches the chunks in order: one above the counter is free
+                if claims.value > k:
+                    return False
+                claims.value = k + 1
+                return True
 
         for k, n, batch in source.chunks(run.chunk_size, wanted_columns(run), mine):
             check_parent()
@@ -365,9 +376,9 @@ def _score_chunks(run: ScoringRun, rank: int, world: int) -> None:
 
 
 def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", parent: int | None = None,
-                merged=None) -> None:
+                merged=None, claims=None) -> None:
     """A spawned worker's ``task``: ``"score"``, or :data:`COUNT_THEN_SCORE` (``merged``: the event the parent sets
-    once the shares are merged)."""
+    once the shares are merged); ``claims``: the chunks' shared counter (:func:`_score_chunks`)."""
     if parent is not None:
         become_worker(parent)
     from capeval.workers import take_own_gpu
@@ -378,7 +389,7 @@ def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", par
             count_share(run, rank, world)
             while not merged.wait(POLL_S):
                 check_parent()
-        _score_chunks(run, rank, world)
+        _score_chunks(run, rank, world, claims)
     except Stopped:
         raise
     except BaseException:
@@ -387,7 +398,8 @@ def worker_main(run: ScoringRun, rank: int, world: int, task: str = "score", par
 
 
 def spawn(run: ScoringRun, processes: int, task: str) -> InOrder:
-    """Chunk ``k`` to process ``k % processes``, each a fresh (spawned) Python process, for ``task`` (``"score"``, or
+    """The chunks scored by ``processes`` fresh (spawned) Python processes, each taking the next chunk no other took
+    (the first pass: chunk ``k`` counted by process ``k % processes``), for ``task`` (``"score"``, or
     :data:`COUNT_THEN_SCORE`: once every worker's share of the first pass is written, this process merges them and
     lets the workers score); the first failure raises. While the workers score, this process merges the shards
     written so far (returned, for :func:`~capeval.dataset_scoring.merge.finalize`).
@@ -403,7 +415,8 @@ def spawn(run: ScoringRun, processes: int, task: str) -> InOrder:
     for stale in run.folder.glob(".error-*.txt"):
         stale.unlink()
     merged = context.Event() if task == COUNT_THEN_SCORE else None
-    workers = [context.Process(target=worker_main, args=(run, rank, processes, task, os.getpid(), merged),
+    claims = context.Value("q", 0)
+    workers = [context.Process(target=worker_main, args=(run, rank, processes, task, os.getpid(), merged, claims),
                                name=f"capeval-score-dataset-{rank}")
                for rank in range(processes)]
     try:

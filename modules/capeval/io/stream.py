@@ -758,6 +758,15 @@ class Index:
             self.db.execute("DELETE FROM preds")
             self.n_preds = 0
 
+    def attach_references(self, path: str | Path, n_refs: int) -> None:
+        """Take the references of the index another process wrote at ``path`` (``n_refs`` items) instead of this
+        one's: its tables are attached, and the queries read them by their names."""
+        self.clear(predictions=False)
+        self.db.execute("DROP TABLE refs")
+        self.db.execute("DROP TABLE ref_keys")
+        self.db.execute("ATTACH DATABASE ? AS refs_file", (str(path),))
+        self.n_refs = n_refs
+
     def key_set(self) -> _TableKeys:
         return _TableKeys(self.db, "doc_keys")
 
