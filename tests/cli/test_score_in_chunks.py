@@ -370,3 +370,26 @@ def _peak_mib(tmp_path: Path, n: int) -> float:
 def test_the_main_process_memory_does_not_grow_with_the_rows(tmp_path):
     small, large = _peak_mib(tmp_path, 20_000), _peak_mib(tmp_path, 80_000)
     assert large - small < 40, (small, large)  # 4x the rows; the old route held ~1.4 KB per row (+ ~80 MiB here)
+
+
+def _score_in_a_pool_worker(args: list[str]) -> int:
+    import multiprocessing
+
+    assert multiprocessing.current_process().daemon
+    return main(args)
+
+
+def test_the_chunked_route_in_a_pool_worker_reads_both_files_itself(tmp_path, monkeypatch):
+    """A multiprocessing pool's worker (daemonic: it may not start processes) reads the references after the
+    predictions, in itself, and gives the same result as a process that reads them beside it."""
+    import multiprocessing
+
+    pred_path, ref_path = _files(tmp_path, n=300)
+    monkeypatch.setenv("CAPEVAL_SCORE_IN_MEMORY_MAX", "100")
+    common = ["score", "--predictions", str(pred_path), "--references", str(ref_path), "--metrics", METRICS,
+              "--no-language-check", "--json"]
+    assert main([*common, str(tmp_path / "here.json")]) == 0
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_score_in_a_pool_worker, ([*common, str(tmp_path / "pool.json")],)) == 0
+    here, pooled = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("here", "pool"))
+    assert pooled == here and len(here["image_ids"]) == 300

@@ -186,11 +186,15 @@ def references_read_beside(path: Path, index_path: Path) -> Iterator[Callable[[]
     """The references file ``path`` read into an index of its own at ``index_path`` by a spawned process, while this
     one reads the predictions (the two files' reading, on two CPUs); the context's value waits for it: ``(whether the
     references carry ids, how many items)``, or raises what the reading raised (the in-memory reader's refusal, in one
-    line). The process ignores Ctrl-C (this process handles it) and is stopped when the context ends before it."""
+    line). The process ignores Ctrl-C (this process handles it) and is stopped when the context ends before it. In a
+    daemonic process (a ``multiprocessing`` pool's worker, which may not start one) the value reads the file itself."""
     import multiprocessing
 
     from capeval.dataset_scoring.lifecycle import signals_held, stop_workers
 
+    if multiprocessing.current_process().daemon:  # a pool's worker may not start processes: read here, in turn
+        yield lambda: _references_into(path, index_path)
+        return
     context = multiprocessing.get_context("spawn")
     receiving, sending = context.Pipe(duplex=False)
     worker = context.Process(target=_read_references_into, args=(path, index_path, sending, os.getpid()),
@@ -221,19 +225,26 @@ def _read_references_into(path: Path, index_path: Path, sending, parent: int) ->
     from capeval.dataset_scoring.lifecycle import become_worker
 
     become_worker(parent)
-    from capeval.io.stream import Index, read_references
-
-    index = Index(index_path)
     try:
-        answer: Any = (read_references(path, index), index.n_refs)
+        answer: Any = _references_into(path, index_path)
     except Exception as err:  # sent as it is (the message is the user's line)
         answer = err
-    finally:
-        index.close()
     try:
         sending.send(answer)
     except Exception:  # an error that does not pickle: its words
         sending.send(RuntimeError(str(answer)))
+
+
+def _references_into(path: Path, index_path: Path) -> tuple[bool, int]:
+    """:func:`capeval.io.stream.read_references` of ``path`` into a new index at ``index_path``: ``(whether the
+    references carry ids, how many items)``."""
+    from capeval.io.stream import Index, read_references
+
+    index = Index(index_path)
+    try:
+        return read_references(path, index), index.n_refs
+    finally:
+        index.close()
 
 
 def _write_rows(path: Path, paired: Iterator[tuple[str, str, str | None]], keyed: bool,
