@@ -138,7 +138,7 @@ class InOrder:
         (``RuntimeError`` naming the first that is missing or unreadable)."""
         while chunks is None or self.next < chunks:
             path = store.shard_path(self.run.folder, self.next)
-            record = store.read_record(path) if chunks is not None or path.is_file() else None
+            record = store.read_record(path)
             if record is None:
                 if chunks is None:  # not written yet (or a damaged one a worker writes again)
                     return
@@ -156,7 +156,7 @@ def finalize(run: ScoringRun, merged: InOrder | None = None) -> dict[str, Any]:
     if not plan_path.is_file():
         raise RuntimeError(f"{run.folder}: no {store.PLAN}; the scoring did not reach the end of the input.")
     plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    if merged is None or merged.next > plan["chunks"]:  # (more shards than the plan's chunks: merged again, checked)
+    if merged is None or merged.next > plan["chunks"]:  # shards past the input's end are none of its: merged anew
         merged = InOrder(run)
     merged.catch_up(plan["chunks"])
     merge = merged.merge

@@ -312,23 +312,12 @@ def _file_source(path: Path) -> Source:
         return Source(f"{len(files)} parquet file(s) under {path}", fingerprint, columns, total, batches, base,
                       _chunks=chunks)
 
-    rows = _json_rows
-
-    first = next((row for f in files for row in rows(f)), None)
+    first = next((row for f in files for row in _json_rows(f)), None)
     if first is None:
         raise ValueError(f"{path}: the JSON-lines files hold no row.")
 
     def batches(size: int, wanted: list[str]) -> Iterator[dict[str, list]]:
-        out: dict[str, list] = {c: [] for c in wanted}
-        for f in files:
-            for row in rows(f):
-                for c in wanted:
-                    out[c].append(row.get(c))
-                if len(out[wanted[0]]) >= size:
-                    yield out
-                    out = {c: [] for c in wanted}
-        if out[wanted[0]]:
-            yield out
+        return (batch for _, _, batch in _json_chunks(files, size, wanted, lambda k: True))
 
     def chunks(size: int, wanted_columns: list[str], wanted: Callable[[int], bool]):
         yield from _json_chunks(files, size, wanted_columns, wanted)

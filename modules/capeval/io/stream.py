@@ -761,7 +761,7 @@ class Index:
     def attach_references(self, path: str | Path, n_refs: int) -> None:
         """Take the references of the index another process wrote at ``path`` (``n_refs`` items) instead of this
         one's: its tables are attached, and the queries read them by their names."""
-        self.clear(predictions=False)
+        self._refs = []
         self.db.execute("DROP TABLE refs")
         self.db.execute("DROP TABLE ref_keys")
         self.db.execute("ATTACH DATABASE ? AS refs_file", (str(path),))
